@@ -1,0 +1,24 @@
+//===- Registration.cpp - Everything sitsc and sits-opt register ----------===//
+
+#include "compiler/registration/Registration.h"
+
+#include "dialects/sits/SitsDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/Passes.h"
+
+void sits::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<sits::SitsDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect, mlir::tensor::TensorDialect>();
+}
+
+void sits::registerAllPasses() {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  mlir::registerInlinerPass();
+  sits::registerSitsPasses();
+}

@@ -1,0 +1,398 @@
+//===- SitsOps.td - Operations of the sits dialect ---------*- tablegen -*-===//
+//
+// Every op states its semantics exactly: the CPU reference executor and the
+// CUDA code generator implement these descriptions, and the passes rely on
+// them when they prove a rewrite safe.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_DIALECT_SITS_SITSOPS_TD
+#define SITS_DIALECT_SITS_SITSOPS_TD
+
+include "dialects/sits/SitsBase.td"
+include "dialects/sits/SitsTypes.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+def Sits_WeightOp : Sits_Op<"weight", [
+    ConstantLike, Pure, AllTypesMatch<["value", "result"]>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "a named model parameter";
+  let description = [{
+    A constant tensor that is a parameter of the model, with the name it had
+    in the source model (the ONNX initializer name), so that IR dumps, the
+    audit report and the engine's weight table can point back to it.
+
+    ```mlir
+    %w = sits.weight "model.layers.0.mlp.up_proj.weight" dense<...> : tensor<344x128xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$name $value attr-dict";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding, norms, linear layers
+//===----------------------------------------------------------------------===//
+
+def Sits_EmbeddingOp : Sits_Op<"embedding", [Pure]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    `result[b, s, :] = table[ids[b, s], :] * scale`. `table` is
+    `[vocab, hidden]`; an id outside `[0, vocab)` is an error at run time.
+    `scale` (default 1) covers models that scale embeddings by
+    `sqrt(hidden)` (Gemma).
+  }];
+  let arguments = (ins Sits_FloatTensor:$table, Sits_IndexTensor:$ids,
+                       DefaultValuedAttr<F32Attr, "1.0">:$scale);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_RMSNormOp : Sits_Op<"rms_norm", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "RMS normalization over the last dimension";
+  let description = [{
+    `y = x / sqrt(mean(x^2 over the last dim) + epsilon) * (weight + weight_offset)`,
+    computed in f32 whatever the storage type. `weight` is `[hidden]`.
+    `weight_offset` is 1 for models that store `weight - 1` (Gemma).
+  }];
+  let arguments = (ins Sits_FloatTensor:$input, Sits_FloatTensor:$weight,
+                       F32Attr:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_offset);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_LayerNormOp : Sits_Op<"layer_norm", [Pure]> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    `y = (x - mean) / sqrt(var + epsilon) * weight + bias`, over the last
+    dimension, computed in f32. `weight` and the optional `bias` are
+    `[hidden]`.
+  }];
+  let arguments = (ins Sits_FloatTensor:$input, Sits_FloatTensor:$weight,
+                       Optional<Sits_FloatTensor>:$bias, F32Attr:$epsilon);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_LinearOp : Sits_Op<"linear", [Pure]> {
+  let summary = "matrix product with a weight, with optional bias";
+  let description = [{
+    `result[..., n] = sum_k input[..., k] * weight[n, k] + bias[n]`.
+    `weight` is `[out_features, in_features]`; `bias`, when present,
+    `[out_features]`. Accumulation is in f32.
+  }];
+  let arguments = (ins Sits_FloatTensor:$input, Sits_FloatTensor:$weight,
+                       Optional<Sits_FloatTensor>:$bias);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_LMHeadOp : Sits_Op<"lm_head", [Pure]> {
+  let summary = "final projection from hidden states to vocabulary logits";
+  let description = [{
+    `logits[..., v] = sum_k hidden[..., k] * weight[v, k] + bias[v]`, with
+    `weight` `[vocab, hidden]`. Kept apart from `sits.linear` because decode
+    engines treat it apart: only the last position's logits are needed, and
+    sampling or vocabulary pre-scoring fuses into it. `tied` records that the
+    weight is the embedding table.
+  }];
+  let arguments = (ins Sits_FloatTensor:$input, Sits_FloatTensor:$weight,
+                       Optional<Sits_FloatTensor>:$bias, UnitAttr:$tied);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def Sits_AddOp : Sits_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise sum of two tensors of one shape (residual add)";
+  let description = [{
+    `result = lhs + rhs`. Both operands have the same shape: this is the
+    residual connection, not a broadcasting add.
+  }];
+  let arguments = (ins Sits_FloatTensor:$lhs, Sits_FloatTensor:$rhs);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Sits_ActivationOp : Sits_Op<"activation",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise activation";
+  let description = [{
+    `result = act(input)` with `silu(x) = x * sigmoid(x)`,
+    `gelu(x) = x/2 * (1 + erf(x / sqrt(2)))`,
+    `gelu_tanh(x) = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`,
+    `relu`, `sigmoid`.
+  }];
+  let arguments = (ins Sits_FloatTensor:$input, Sits_ActivationAttr:$kind);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = "$kind $input attr-dict `:` type($result)";
+}
+
+def Sits_GLUOp : Sits_Op<"glu", [Pure, SameOperandsAndResultType]> {
+  let summary = "gated linear unit: act(gate) * up (SwiGLU, GeGLU)";
+  let description = [{
+    `result = act(gate) * up`, the gate of a gated MLP: SwiGLU with
+    `#sits.activation<silu>`, GeGLU with `gelu` or `gelu_tanh`.
+  }];
+  let arguments = (ins Sits_FloatTensor:$gate, Sits_FloatTensor:$up,
+                       Sits_ActivationAttr:$kind);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = "$kind $gate `,` $up attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Heads and rotary position embedding
+//===----------------------------------------------------------------------===//
+
+def Sits_SplitHeadsOp : Sits_Op<"split_heads", [Pure]> {
+  let summary = "[batch, seq, heads * head_dim] -> [batch, heads, seq, head_dim]";
+  let description = [{
+    `result[b, h, s, d] = input[b, s, h * head_dim + d]`.
+  }];
+  let arguments = (ins Sits_FloatTensor:$input, I64Attr:$num_heads);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sits_MergeHeadsOp : Sits_Op<"merge_heads", [Pure]> {
+  let summary = "[batch, heads, seq, head_dim] -> [batch, seq, heads * head_dim]";
+  let description = [{
+    `result[b, s, h * head_dim + d] = input[b, h, s, d]`.
+  }];
+  let arguments = (ins Sits_FloatTensor:$input);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sits_PositionIdsOp : Sits_Op<"position_ids", [Pure]> {
+  let summary = "absolute positions of the tokens of a step";
+  let description = [{
+    `result[b, i] = past_len[b] + i` for the `[batch, seq]` tokens in `ids`
+    (only the shape of `ids` is read); without `past_len`, `result[b, i] = i`.
+  }];
+  let arguments = (ins Sits_IndexTensor:$ids,
+                       Optional<Sits_IndexTensor>:$past_len);
+  let results = (outs Sits_IndexTensor:$result);
+  let assemblyFormat = [{
+    $ids (`past` $past_len^ `:` type($past_len))? attr-dict `:` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_RopeCosSinOp : Sits_Op<"rope_cos_sin", [Pure]> {
+  let summary = "RoPE cos/sin of positions, from inverse frequencies";
+  let description = [{
+    `angle[b, s, k] = f32(positions[b, s]) * inv_freq[k]` (one f32 product,
+    as the exported graphs compute it), `cos = cos(angle) * attention_scaling`,
+    `sin = sin(angle) * attention_scaling`. Results are `[batch, seq, R/2]`
+    for a rotary dimension `R`. `--sits-hoist-rope` replaces this op with a
+    precomputed table and `sits.rope_gather`.
+  }];
+  let arguments = (ins Sits_IndexTensor:$positions, ElementsAttr:$inv_freq,
+                       DefaultValuedAttr<F32Attr, "1.0">:$attention_scaling);
+  let results = (outs Sits_FloatTensor:$cos, Sits_FloatTensor:$sin);
+  let assemblyFormat = [{
+    $positions attr-dict `:` type($positions) `->` type($cos) `,` type($sin)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_RopeGatherOp : Sits_Op<"rope_gather", [Pure]> {
+  let summary = "rows of a precomputed RoPE table, by position";
+  let description = [{
+    `table` is `[max_positions, R]`: row `p` holds `cos` of position `p` in
+    its first `R/2` columns and `sin` in the last `R/2`.
+    `cos[b, s, k] = table[positions[b, s], k]`,
+    `sin[b, s, k] = table[positions[b, s], R/2 + k]`. A position outside the
+    table is an error at run time.
+  }];
+  let arguments = (ins Sits_FloatTensor:$table, Sits_IndexTensor:$positions);
+  let results = (outs Sits_FloatTensor:$cos, Sits_FloatTensor:$sin);
+  let assemblyFormat = [{
+    $table `[` $positions `]` attr-dict `:` type($table) `,` type($positions)
+    `->` type($cos) `,` type($sin)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_RopeOp : Sits_Op<"rope", [Pure]> {
+  let summary = "rotary position embedding";
+  let description = [{
+    Rotates the first `rotary_dim` dimensions of each head of
+    `input [batch, heads, seq, head_dim]`; the rest pass through.
+    `cos` and `sin` are `[batch or 1, seq, rotary_dim / 2]`. With
+    `c = cos[b, s, k]`, `n = sin[b, s, k]` and `h = rotary_dim / 2`:
+    * `rotate_half`: `y[k] = x[k] c - x[k + h] n`,
+      `y[k + h] = x[k + h] c + x[k] n`;
+    * `interleaved`: `y[2k] = x[2k] c - x[2k + 1] n`,
+      `y[2k + 1] = x[2k + 1] c + x[2k] n`.
+  }];
+  let arguments = (ins Sits_FloatTensor:$input, Sits_FloatTensor:$cos,
+                       Sits_FloatTensor:$sin, Sits_RopeStyleAttr:$style,
+                       I64Attr:$rotary_dim);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` type($input) `,` type($cos) `,`
+    type($sin) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Sits_AttentionOp : Sits_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "scaled dot-product attention with GQA and a causal rule";
+  let description = [{
+    `query` is `[batch, num_heads, seq_q, head_dim]`, `key` and `value`
+    `[batch, num_kv_heads, seq_k, head_dim]`; query head `h` reads kv head
+    `h / (num_heads / num_kv_heads)` (GQA; MQA when `num_kv_heads` is 1).
+
+    For query row `i` and key row `j` let `offset = past_len[b]` when the
+    `past_len` operand is present, else `seq_k - seq_q`, and let
+    `bound = offset + seq_q` (the valid keys: with a KV cache, `seq_k` is the
+    cache capacity and only the first `bound` rows hold tokens). Key `j` is
+    visible when all of these hold:
+    * `j < bound`;
+    * `causal = bottom_right`: `j <= i + offset`; `top_left`: `j <= i`;
+    * `window = W` (sliding window): `j > i + offset - W`;
+    * `mask`, when present and broadcast to `[batch, num_heads, seq_q, seq_k]`:
+      true for an `i1` mask; a float mask is added to the score instead.
+
+    `score = scale * q.k`, then `softcap * tanh(score / softcap)` when
+    `softcap` is set, then softmax over the visible keys (in f32), then the
+    weighted sum of `value`. A row with no visible key yields zeros.
+  }];
+  let arguments = (ins Sits_FloatTensor:$query, Sits_FloatTensor:$key,
+                       Sits_FloatTensor:$value,
+                       Optional<AnyRankedTensor>:$mask,
+                       Optional<Sits_IndexTensor>:$past_len,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads, F32Attr:$scale,
+                       DefaultValuedAttr<Sits_CausalModeAttr,
+                         "::sits::CausalMode::none">:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$softcap);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`past_len` `(` $past_len^ `:` type($past_len) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// KV cache
+//===----------------------------------------------------------------------===//
+
+def Sits_KVCacheInitOp : Sits_Op<"kv_cache.init", [Pure]> {
+  let summary = "an empty KV cache";
+  let description = [{
+    The state of a freshly allocated cache: every sequence has length 0. The
+    runtime allocates the buffers once, when the engine is loaded.
+  }];
+  let results = (outs Sits_KVCacheType:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Sits_KVLengthOp : Sits_Op<"kv_cache.length", [Pure]> {
+  let summary = "tokens held per sequence";
+  let description = [{
+    `result[b]` is the number of tokens sequence `b` holds in `cache` (its
+    past length). The result has the runtime batch size, at most `max_batch`.
+  }];
+  let arguments = (ins Sits_KVCacheType:$cache);
+  let results = (outs Sits_IndexTensor:$result);
+  let assemblyFormat = "$cache attr-dict `:` type($cache) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sits_KVAppendOp : Sits_Op<"kv_cache.append",
+    [Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "write the keys and values of new tokens into one layer";
+  let description = [{
+    Writes `key` and `value` (`[batch, kv_heads, seq, head_dim]`) into layer
+    `layer` at rows `past_len[b] .. past_len[b] + seq - 1` of sequence `b`,
+    and returns the new state. Lengths do not change until
+    `sits.kv_cache.advance`, so every layer of a step writes at the same rows.
+    A row at or past `capacity` is an error at run time (never a
+    reallocation).
+  }];
+  let arguments = (ins Sits_KVCacheType:$cache, Sits_FloatTensor:$key,
+                       Sits_FloatTensor:$value, Sits_IndexTensor:$past_len,
+                       I64Attr:$layer);
+  let results = (outs Sits_KVCacheType:$result);
+  let assemblyFormat = [{
+    $cache `[` $layer `]` `,` $key `,` $value `at` $past_len attr-dict `:`
+    type($cache) `,` type($key) `,` type($value) `,` type($past_len)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_KVReadOp : Sits_Op<"kv_cache.read", [Pure]> {
+  let summary = "the key and value buffers of one layer";
+  let description = [{
+    The whole `[batch, kv_heads, capacity, head_dim]` key and value buffers
+    of layer `layer` (a view, no copy). Rows at or past a sequence's length
+    hold no token: consumers bound their reads (`sits.attention` with
+    `past_len`).
+  }];
+  let arguments = (ins Sits_KVCacheType:$cache, I64Attr:$layer);
+  let results = (outs Sits_FloatTensor:$key, Sits_FloatTensor:$value);
+  let assemblyFormat = [{
+    $cache `[` $layer `]` attr-dict `:` type($cache) `->` type($key) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_KVAdvanceOp : Sits_Op<"kv_cache.advance",
+    [Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "commit the tokens of a step";
+  let description = [{
+    Adds the `seq` tokens of `ids` (`[batch, seq]`; only its shape is read)
+    to every sequence's length. Past `capacity` is an error at run time.
+  }];
+  let arguments = (ins Sits_KVCacheType:$cache, Sits_IndexTensor:$ids);
+  let results = (outs Sits_KVCacheType:$result);
+  let assemblyFormat = [{
+    $cache `by` $ids attr-dict `:` type($cache) `,` type($ids)
+  }];
+}
+
+#endif // SITS_DIALECT_SITS_SITSOPS_TD

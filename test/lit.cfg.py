@@ -1,0 +1,71 @@
+# lit configuration for the sits test suite.
+#
+# Features tests can REQUIRE:
+#   cuda           a CUDA GPU is present (GPU tests skip cleanly without one)
+#   runtime        the CUDA runtime (sits-run) was built
+#   python-onnx    python3 with onnx, onnxruntime and numpy (test helpers)
+#   shared-models  ../shared/models exists (models too large to commit)
+#   asan           the build uses AddressSanitizer
+
+import os
+import shutil
+import subprocess
+
+import lit.formats
+
+config.name = "sits"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test", ".onnxtxt"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "models", "tools", "unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.sits_obj_root, "test")
+
+# Our tools first, then FileCheck/not/split-file from LLVM.
+path = [config.sits_tools_dir, config.llvm_tools_dir, os.environ.get("PATH", "")]
+config.environment["PATH"] = os.pathsep.join(path)
+for var in ("HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES", "PYTHONPATH"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+config.environment["PYTHONUNBUFFERED"] = "1"
+
+models_dir = os.path.join(config.sits_src_root, "test", "models")
+tools_dir = os.path.join(config.sits_src_root, "test", "tools")
+config.substitutions.append(("%models", models_dir))
+config.substitutions.append(("%testtools", tools_dir))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%shared_models", config.sits_shared_models))
+
+
+def has_gpu():
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+def has_python_modules(*names):
+    code = "import " + ", ".join(names)
+    try:
+        out = subprocess.run([config.python_executable, "-c", code],
+                             capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0
+
+
+if config.sits_build_runtime:
+    config.available_features.add("runtime")
+    if has_gpu():
+        config.available_features.add("cuda")
+if has_python_modules("onnx", "onnxruntime", "numpy"):
+    config.available_features.add("python-onnx")
+if config.sits_shared_models and os.path.isdir(config.sits_shared_models):
+    config.available_features.add("shared-models")
+if config.sits_asan:
+    config.available_features.add("asan")
