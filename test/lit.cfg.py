@@ -35,6 +35,8 @@ config.substitutions.append(("%models", models_dir))
 config.substitutions.append(("%testtools", tools_dir))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%shared_models", config.sits_shared_models))
+config.substitutions.append(("%sits_obj", config.sits_obj_root))
+config.substitutions.append(("%sits_src", config.sits_src_root))
 
 
 def has_gpu():

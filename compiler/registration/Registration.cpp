@@ -2,6 +2,7 @@
 
 #include "compiler/registration/Registration.h"
 
+#include "compiler/pipeline/Pipeline.h"
 #include "dialects/sits/SitsDialect.h"
 #include "passes/Passes.h"
 
@@ -21,4 +22,5 @@ void sits::registerAllPasses() {
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
   sits::registerSitsPasses();
+  sits::registerPipelines();
 }

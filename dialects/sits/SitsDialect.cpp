@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -19,7 +20,24 @@ using namespace sits;
 #define GET_TYPEDEF_CLASSES
 #include "dialects/sits/SitsTypes.cpp.inc"
 
+namespace {
+/// Prints `!sits.kv_cache<...>` types once, as the alias `!kv_cache`, so that
+/// programs with a KV cache stay readable.
+struct SitsOpAsmInterface : public OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+
+  AliasResult getAlias(Type type, raw_ostream &os) const override {
+    if (isa<KVCacheType>(type)) {
+      os << "kv_cache";
+      return AliasResult::OverridableAlias;
+    }
+    return AliasResult::NoAlias;
+  }
+};
+} // namespace
+
 void SitsDialect::initialize() {
+  addInterfaces<SitsOpAsmInterface>();
   auditLog = std::make_unique<AuditLog>();
   addOperations<
 #define GET_OP_LIST
@@ -52,8 +70,6 @@ KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_cache element type must be f32, f16 or bf16, "
                           "got "
                        << elementType;
-  if (!layout)
-    return emitError() << "kv_cache needs a layout";
   return success();
 }
 

@@ -37,6 +37,8 @@ public:
   /// `what`'s dimension `index` must equal `expected` (`what2`).
   LogicalResult dim(StringRef what, Value value, int64_t index,
                     int64_t expected, const llvm::Twine &expectedWhat) {
+    if (index < 0)
+      index += cast<RankedTensorType>(value.getType()).getRank();
     int64_t actual = dimOf(value, index);
     if (ShapedType::isDynamic(actual) || ShapedType::isDynamic(expected) ||
         actual == expected)

@@ -328,7 +328,7 @@ def Sits_KVCacheInitOp : Sits_Op<"kv_cache.init", [Pure]> {
     runtime allocates the buffers once, when the engine is loaded.
   }];
   let results = (outs Sits_KVCacheType:$result);
-  let assemblyFormat = "attr-dict `:` type($result)";
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
 }
 
 def Sits_KVLengthOp : Sits_Op<"kv_cache.length", [Pure]> {
@@ -339,7 +339,7 @@ def Sits_KVLengthOp : Sits_Op<"kv_cache.length", [Pure]> {
   }];
   let arguments = (ins Sits_KVCacheType:$cache);
   let results = (outs Sits_IndexTensor:$result);
-  let assemblyFormat = "$cache attr-dict `:` type($cache) `->` type($result)";
+  let assemblyFormat = "$cache attr-dict `:` qualified(type($cache)) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -360,7 +360,7 @@ def Sits_KVAppendOp : Sits_Op<"kv_cache.append",
   let results = (outs Sits_KVCacheType:$result);
   let assemblyFormat = [{
     $cache `[` $layer `]` `,` $key `,` $value `at` $past_len attr-dict `:`
-    type($cache) `,` type($key) `,` type($value) `,` type($past_len)
+    qualified(type($cache)) `,` type($key) `,` type($value) `,` type($past_len)
   }];
   let hasVerifier = 1;
 }
@@ -376,7 +376,8 @@ def Sits_KVReadOp : Sits_Op<"kv_cache.read", [Pure]> {
   let arguments = (ins Sits_KVCacheType:$cache, I64Attr:$layer);
   let results = (outs Sits_FloatTensor:$key, Sits_FloatTensor:$value);
   let assemblyFormat = [{
-    $cache `[` $layer `]` attr-dict `:` type($cache) `->` type($key) `,` type($value)
+    $cache `[` $layer `]` attr-dict `:` qualified(type($cache)) `->` type($key)
+    `,` type($value)
   }];
   let hasVerifier = 1;
 }
@@ -391,7 +392,7 @@ def Sits_KVAdvanceOp : Sits_Op<"kv_cache.advance",
   let arguments = (ins Sits_KVCacheType:$cache, Sits_IndexTensor:$ids);
   let results = (outs Sits_KVCacheType:$result);
   let assemblyFormat = [{
-    $cache `by` $ids attr-dict `:` type($cache) `,` type($ids)
+    $cache `by` $ids attr-dict `:` qualified(type($cache)) `,` type($ids)
   }];
 }
 

@@ -1,0 +1,68 @@
+//===- Pipeline.h - The stages sitsc runs -----------------------*- C++ -*-===//
+//
+// sitsc runs a model through fixed stages; `--emit=<stage>` stops after one
+// and prints its IR. sits-opt exposes the same pipeline as `sits-pipeline`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_COMPILER_PIPELINE_PIPELINE_H
+#define SITS_COMPILER_PIPELINE_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace sits {
+
+enum class Stage {
+  /// One onnx op per ONNX node, shapes inferred.
+  Imported,
+  /// Exporter idioms raised into sits ops.
+  Sits,
+  /// Decode passes applied: prefill and decode with a KV cache.
+  Optimized,
+  /// Generated CUDA C++ source.
+  Cuda,
+  /// The engine file.
+  Engine,
+};
+
+/// The stage named `name` (imported, sits, optimized, cuda, engine).
+std::optional<Stage> parseStage(llvm::StringRef name);
+llvm::StringRef getStageName(Stage stage);
+
+/// Options of the compilation pipeline, shared by sitsc and sits-opt.
+struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
+  Option<int64_t> maxSeqLen{
+      *this, "max-seq-len",
+      llvm::cl::desc("Tokens per sequence the KV cache holds (prompt and "
+                     "generated tokens together)"),
+      llvm::cl::init(2048)};
+  Option<int64_t> maxBatch{
+      *this, "max-batch",
+      llvm::cl::desc("Sequences decoded together at most"),
+      llvm::cl::init(8)};
+  Option<std::string> stopAfter{
+      *this, "stop-after",
+      llvm::cl::desc("Last stage to run: sits or optimized"),
+      llvm::cl::init("optimized")};
+};
+
+/// Checks option values, returning an error message naming the bad option.
+std::optional<std::string> validatePipelineOptions(const PipelineOptions &options);
+
+/// Adds the passes that take an imported program to `last` (Sits or
+/// Optimized; Imported adds nothing). Every pass is anchored on the module, so
+/// that IR dumps show the whole program after each pass.
+void buildPipeline(mlir::OpPassManager &pm, Stage last,
+                   const PipelineOptions &options);
+
+/// Registers `sits-pipeline` for sits-opt.
+void registerPipelines();
+
+} // namespace sits
+
+#endif // SITS_COMPILER_PIPELINE_PIPELINE_H

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what sits needs to build and test on Debian 12: LLVM/MLIR 22,
+# protobuf and the ONNX schema from Debian's packages, and the Python packages
+# the test helpers use (never the product). The CUDA toolkit is expected in
+# /usr/local/cuda already.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+  SUDO=sudo
+fi
+
+PACKAGES=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  libzstd-dev zlib1g-dev
+  cmake ninja-build g++ libgtest-dev python3 python3-pip
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+# Test helpers only: reference evaluations with onnx/onnxruntime/numpy, and
+# tokenization of the BPE test model's held-out text.
+PY_PACKAGES=(onnx onnxruntime numpy tokenizers)
+if ! python3 -c "import onnx, onnxruntime, numpy, tokenizers" 2>/dev/null; then
+  python3 -m pip install -q "${PY_PACKAGES[@]}" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "${PY_PACKAGES[@]}"
+fi
