@@ -1,0 +1,31 @@
+//===- Codec.h - Binary encoding of the engine sections --------*- C++ -*-===//
+
+#ifndef SITS_RUNTIME_FORMAT_CODEC_H
+#define SITS_RUNTIME_FORMAT_CODEC_H
+
+#include "format/Bytes.h"
+#include "sits/EngineFormat.h"
+
+#include <string>
+#include <vector>
+
+namespace sits {
+namespace format {
+
+std::vector<uint8_t> encodeKernels(const EngineContents &contents);
+std::vector<uint8_t> encodePlan(const EngineContents &contents);
+
+/// Decode into `contents` (appending); false with a message naming the
+/// section and the field on malformed input.
+bool decodeKernels(const uint8_t *data, uint64_t size,
+                   EngineContents *contents, std::string *error);
+bool decodePlan(const uint8_t *data, uint64_t size, EngineContents *contents,
+                std::string *error);
+
+/// The fixed 128-byte header (section table excluded).
+std::vector<uint8_t> encodeHeader(const Header &header);
+
+} // namespace format
+} // namespace sits
+
+#endif // SITS_RUNTIME_FORMAT_CODEC_H

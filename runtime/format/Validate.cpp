@@ -1,0 +1,508 @@
+//===- Validate.cpp - Metadata parsing and semantic checks ----------------===//
+//
+// Everything about an engine that can be checked without a GPU, so that
+// `sits-run --check` catches a bad engine before it reaches a device, and
+// the runtime can trust indices and sizes when it executes the plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "format/Bytes.h"
+#include "sits/EngineFormat.h"
+#include "sits/Json.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sits {
+namespace format {
+
+namespace {
+
+/// Reads an integer member in [minValue, maxValue].
+bool readUInt(const json::Value &object, const char *path, const char *key,
+              uint32_t minValue, uint32_t maxValue, uint32_t *out,
+              std::string *error, bool optional = false) {
+  const json::Value *v = object.find(key);
+  if (!v) {
+    if (optional)
+      return true;
+    *error = std::string("metadata lacks \"") + path + "." + key + "\"";
+    return false;
+  }
+  if (!v->isInteger() || v->getInteger() < minValue ||
+      v->getInteger() > maxValue) {
+    *error = std::string("metadata \"") + path + "." + key +
+             "\" must be an integer from " + std::to_string(minValue) +
+             " to " + std::to_string(maxValue);
+    return false;
+  }
+  *out = static_cast<uint32_t>(v->getInteger());
+  return true;
+}
+
+const json::Value *requireObject(const json::Value &root, const char *key,
+                                 std::string *error) {
+  const json::Value *v = root.find(key);
+  if (!v || !v->isObject()) {
+    *error = std::string("metadata lacks the object \"") + key + "\"";
+    return nullptr;
+  }
+  return v;
+}
+
+constexpr uint32_t kMaxDim = 1u << 30;
+
+} // namespace
+
+bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
+                        std::string *error) {
+  json::Value root;
+  std::string why;
+  if (!json::parse(text, &root, &why)) {
+    *error = "metadata is not valid JSON: " + why;
+    return false;
+  }
+  if (!root.isObject()) {
+    *error = "metadata is not a JSON object";
+    return false;
+  }
+  RuntimeConfig c;
+  const json::Value *model = requireObject(root, "model", error);
+  const json::Value *limits = model ? requireObject(root, "limits", error) : nullptr;
+  const json::Value *kv = limits ? requireObject(root, "kv_cache", error) : nullptr;
+  if (!kv)
+    return false;
+  if (const json::Value *name = model->find("name"); name && name->isString())
+    c.modelName = name->getString();
+  uint32_t kvBatch = 0;
+  if (!readUInt(*model, "model", "vocab_size", 1, 0x7fffffff, &c.vocabSize,
+                error) ||
+      !readUInt(*limits, "limits", "max_batch", 1, 4096, &c.maxBatch, error) ||
+      !readUInt(*limits, "limits", "max_prefill_tokens", 1, kMaxDim,
+                &c.maxPrefillTokens, error) ||
+      !readUInt(*limits, "limits", "max_seq_len", 1, kMaxDim, &c.maxSeqLen,
+                error) ||
+      !readUInt(*kv, "kv_cache", "layers", 1, 4096, &c.kvCache.layers, error) ||
+      !readUInt(*kv, "kv_cache", "max_batch", 1, 4096, &kvBatch, error) ||
+      !readUInt(*kv, "kv_cache", "kv_heads", 1, 4096, &c.kvCache.kvHeads,
+                error) ||
+      !readUInt(*kv, "kv_cache", "capacity", 1, kMaxDim, &c.kvCache.capacity,
+                error) ||
+      !readUInt(*kv, "kv_cache", "head_dim", 1, 65536, &c.kvCache.headDim,
+                error))
+    return false;
+  c.kvCache.maxBatch = kvBatch;
+  const json::Value *dtype = kv->find("dtype");
+  if (!dtype || !dtype->isString() ||
+      !parseDType(dtype->getString(), &c.kvCache.dtype) ||
+      (c.kvCache.dtype != DType::F16 && c.kvCache.dtype != DType::BF16 &&
+       c.kvCache.dtype != DType::F32)) {
+    *error = "metadata \"kv_cache.dtype\" must be \"f16\", \"bf16\" or \"f32\"";
+    return false;
+  }
+  if (const json::Value *layout = kv->find("layout")) {
+    if (!layout->isString() || layout->getString() != "contiguous") {
+      *error = "metadata \"kv_cache.layout\" must be \"contiguous\" (the only "
+               "layout of format 1)";
+      return false;
+    }
+  }
+  if (kvBatch != c.maxBatch) {
+    *error = "metadata \"kv_cache.max_batch\" (" + std::to_string(kvBatch) +
+             ") differs from \"limits.max_batch\" (" +
+             std::to_string(c.maxBatch) + ")";
+    return false;
+  }
+  if (c.kvCache.capacity != c.maxSeqLen) {
+    *error = "metadata \"kv_cache.capacity\" (" +
+             std::to_string(c.kvCache.capacity) +
+             ") differs from \"limits.max_seq_len\" (" +
+             std::to_string(c.maxSeqLen) + ")";
+    return false;
+  }
+  if (c.maxPrefillTokens > c.maxSeqLen) {
+    *error = "metadata \"limits.max_prefill_tokens\" exceeds "
+             "\"limits.max_seq_len\"";
+    return false;
+  }
+  if (c.kvCache.bufferBytes() == 0) {
+    *error = "metadata \"kv_cache\" describes a cache too large to address";
+    return false;
+  }
+
+  if (const json::Value *tok = root.find("tokenizer")) {
+    const json::Value *kind = tok->find("kind");
+    if (kind && kind->isString() && kind->getString() == "bytes") {
+      c.tokenizer = TokenizerKind::Bytes;
+      if (c.vocabSize < 256) {
+        *error = "metadata declares a byte tokenizer but vocab_size is " +
+                 std::to_string(c.vocabSize) + " (< 256)";
+        return false;
+      }
+    } else if (kind && !(kind->isString() && kind->getString() == "none")) {
+      *error = "metadata \"tokenizer.kind\" must be \"bytes\" or \"none\"";
+      return false;
+    }
+    if (const json::Value *eos = tok->find("eos_token_ids")) {
+      if (!eos->isArray()) {
+        *error = "metadata \"tokenizer.eos_token_ids\" must be an array";
+        return false;
+      }
+      for (const json::Value &id : eos->elements()) {
+        if (!id.isInteger() || id.getInteger() < 0 ||
+            id.getInteger() >= c.vocabSize) {
+          *error = "metadata \"tokenizer.eos_token_ids\" holds an id outside "
+                   "the vocabulary";
+          return false;
+        }
+        c.eosTokenIds.push_back(static_cast<int32_t>(id.getInteger()));
+      }
+    }
+  }
+
+  // Graph buckets: from the metadata, else 1, 2, 4, 8; always ending with
+  // max_batch so that every batch size has a bucket.
+  std::vector<uint32_t> buckets = {1, 2, 4, 8};
+  if (const json::Value *decode = root.find("decode")) {
+    if (const json::Value *list = decode->find("batch_buckets")) {
+      if (!list->isArray() || list->elements().empty() ||
+          list->elements().size() > 64) {
+        *error = "metadata \"decode.batch_buckets\" must be a non-empty array";
+        return false;
+      }
+      buckets.clear();
+      for (const json::Value &b : list->elements()) {
+        if (!b.isInteger() || b.getInteger() < 1 ||
+            b.getInteger() > c.maxBatch) {
+          *error = "metadata \"decode.batch_buckets\" holds a size outside 1.." +
+                   std::to_string(c.maxBatch);
+          return false;
+        }
+        buckets.push_back(static_cast<uint32_t>(b.getInteger()));
+      }
+    }
+  }
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  buckets.erase(std::remove_if(buckets.begin(), buckets.end(),
+                               [&](uint32_t b) { return b > c.maxBatch; }),
+                buckets.end());
+  if (buckets.empty() || buckets.back() != c.maxBatch)
+    buckets.push_back(c.maxBatch);
+  c.batchBuckets = buckets;
+  *config = std::move(c);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Contents
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Limits of a launch that hold on every CUDA GPU of compute capability 7+.
+constexpr int64_t kMaxGridX = 0x7fffffff;
+constexpr int64_t kMaxGridYZ = 65535;
+constexpr int64_t kMaxBlockThreads = 1024;
+constexpr int64_t kMaxBlockZ = 64;
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+std::string launchName(const Program &program, size_t index) {
+  return "launch " + std::to_string(index) + " of program \"" + program.name +
+         "\"";
+}
+
+bool checkLaunchAt(const EngineContents &contents, const Program &program,
+                   size_t index, const SymbolValues &symbols,
+                   std::string *error) {
+  const Launch &launch = program.launches[index];
+  std::string where = launchName(program, index) + " (kernel \"" +
+                      contents.kernels[launch.kernel].function + "\", B=" +
+                      std::to_string(symbols[0]) + ", S=" +
+                      std::to_string(symbols[1]) + ")";
+  int64_t grid[3], block[3], shared;
+  std::string why;
+  for (int d = 0; d < 3; ++d) {
+    if (!evalExpr(launch.grid[d], symbols, &grid[d], &why) ||
+        !evalExpr(launch.block[d], symbols, &block[d], &why)) {
+      *error = where + ": " + why;
+      return false;
+    }
+  }
+  if (!evalExpr(launch.sharedBytes, symbols, &shared, &why)) {
+    *error = where + ": " + why;
+    return false;
+  }
+  static const char *kAxis = "xyz";
+  for (int d = 0; d < 3; ++d) {
+    int64_t maxGrid = d == 0 ? kMaxGridX : kMaxGridYZ;
+    if (grid[d] < 1 || grid[d] > maxGrid) {
+      *error = where + ": grid." + kAxis[d] + " = " + std::to_string(grid[d]) +
+               " is outside 1.." + std::to_string(maxGrid);
+      return false;
+    }
+    int64_t maxBlock = d == 2 ? kMaxBlockZ : kMaxBlockThreads;
+    if (block[d] < 1 || block[d] > maxBlock) {
+      *error = where + ": block." + kAxis[d] + " = " +
+               std::to_string(block[d]) + " is outside 1.." +
+               std::to_string(maxBlock);
+      return false;
+    }
+  }
+  if (block[0] * block[1] * block[2] > kMaxBlockThreads) {
+    *error = where + ": a block of " +
+             std::to_string(block[0] * block[1] * block[2]) +
+             " threads exceeds 1024";
+    return false;
+  }
+  if (shared < 0 || shared > kMaxSharedBytes) {
+    *error = where + ": " + std::to_string(shared) +
+             " bytes of shared memory is outside 0.." +
+             std::to_string(kMaxSharedBytes);
+    return false;
+  }
+  for (size_t a = 0; a < launch.args.size(); ++a) {
+    const LaunchArg &arg = launch.args[a];
+    if (arg.kind != ArgKind::Int32 && arg.kind != ArgKind::Int64)
+      continue;
+    int64_t value;
+    if (!evalExpr(arg.expr, symbols, &value, &why)) {
+      *error = where + ", argument " + std::to_string(a) + ": " + why;
+      return false;
+    }
+    if (arg.kind == ArgKind::Int32 &&
+        (value < std::numeric_limits<int32_t>::min() ||
+         value > std::numeric_limits<int32_t>::max())) {
+      *error = where + ", argument " + std::to_string(a) + ": " +
+               std::to_string(value) + " does not fit an int32";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
+                  std::string *error) {
+  uint32_t roleCount[kNumBufferRoles] = {};
+  for (size_t i = 0; i < contents.buffers.size(); ++i) {
+    const BufferDesc &buffer = contents.buffers[i];
+    std::string where = "buffer " + std::to_string(i) + " (\"" + buffer.name + "\")";
+    uint32_t role = static_cast<uint32_t>(buffer.role);
+    if (role >= kNumBufferRoles) {
+      *error = where + " has unknown role " + std::to_string(role);
+      return false;
+    }
+    if (dtypeBytes(buffer.dtype) == 0) {
+      *error = where + " has unknown element type " +
+               std::to_string(static_cast<uint32_t>(buffer.dtype));
+      return false;
+    }
+    if (buffer.bytes == 0) {
+      *error = where + " is empty";
+      return false;
+    }
+    ++roleCount[role];
+    if (buffer.role == BufferRole::Weight) {
+      uint64_t end;
+      if (buffer.offset % kWeightAlignment != 0) {
+        *error = where + " starts at weights offset " +
+                 std::to_string(buffer.offset) + ", not a multiple of " +
+                 std::to_string(kWeightAlignment);
+        return false;
+      }
+      if (!checkedAdd(buffer.offset, buffer.bytes, &end) ||
+          end > contents.weightSize()) {
+        *error = where + " lies outside the weights section (offset " +
+                 std::to_string(buffer.offset) + ", " +
+                 std::to_string(buffer.bytes) + " bytes, section " +
+                 std::to_string(contents.weightSize()) + " bytes)";
+        return false;
+      }
+    } else if (buffer.offset != 0) {
+      *error = where + " is not a weight but has an offset";
+      return false;
+    }
+  }
+  // The runtime binds these by role: exactly one of each.
+  const BufferRole singletons[] = {
+      BufferRole::KeyCache,    BufferRole::ValueCache, BufferRole::TokenIds,
+      BufferRole::PastLengths, BufferRole::StepLengths, BufferRole::Logits};
+  for (BufferRole role : singletons) {
+    uint32_t n = roleCount[static_cast<uint32_t>(role)];
+    if (n != 1) {
+      *error = std::string("the plan must have exactly one \"") +
+               bufferRoleName(static_cast<uint32_t>(role)) +
+               "\" buffer, it has " + std::to_string(n);
+      return false;
+    }
+  }
+  uint64_t kvBytes = config.kvCache.bufferBytes();
+  uint64_t tokenBytes = uint64_t(config.maxBatch) * config.maxPrefillTokens * 4;
+  uint64_t logitBytes = uint64_t(config.maxBatch) * config.vocabSize * 4;
+  for (const BufferDesc &buffer : contents.buffers) {
+    std::string where = "buffer \"" + buffer.name + "\"";
+    auto needType = [&](DType type) {
+      if (buffer.dtype == type)
+        return true;
+      *error = where + " (" + bufferRoleName(uint32_t(buffer.role)) +
+               ") must have element type " + dtypeName(type);
+      return false;
+    };
+    auto needBytes = [&](uint64_t bytes, bool exact) {
+      if (exact ? buffer.bytes == bytes : buffer.bytes >= bytes)
+        return true;
+      *error = where + " (" + bufferRoleName(uint32_t(buffer.role)) + ") has " +
+               std::to_string(buffer.bytes) + " bytes, " +
+               (exact ? "the metadata needs exactly " : "needs at least ") +
+               std::to_string(bytes);
+      return false;
+    };
+    switch (buffer.role) {
+    case BufferRole::KeyCache:
+    case BufferRole::ValueCache:
+      if (!needType(config.kvCache.dtype) || !needBytes(kvBytes, true))
+        return false;
+      break;
+    case BufferRole::TokenIds:
+      if (!needType(DType::I32) || !needBytes(tokenBytes, false))
+        return false;
+      break;
+    case BufferRole::PastLengths:
+    case BufferRole::StepLengths:
+      if (!needType(DType::I32) || !needBytes(uint64_t(config.maxBatch) * 4, false))
+        return false;
+      break;
+    case BufferRole::Logits:
+      if (!needType(DType::F32) || !needBytes(logitBytes, false))
+        return false;
+      break;
+    default:
+      break;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool validateContents(const EngineContents &contents,
+                      const RuntimeConfig &config, std::string *error) {
+  for (size_t i = 0; i < contents.modules.size(); ++i) {
+    const ModuleImage &module = contents.modules[i];
+    if (module.cubin.empty() && module.ptx.empty()) {
+      *error = "module " + std::to_string(i) + " (\"" + module.name +
+               "\") has neither a cubin nor PTX";
+      return false;
+    }
+    if (!module.cubin.empty() && module.sm != contents.targetSm) {
+      *error = "module \"" + module.name + "\" holds a cubin for sm_" +
+               std::to_string(module.sm) + " in an engine for sm_" +
+               std::to_string(contents.targetSm);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < contents.kernels.size(); ++i) {
+    const KernelRef &kernel = contents.kernels[i];
+    if (kernel.module >= contents.modules.size()) {
+      *error = "kernel " + std::to_string(i) + " (\"" + kernel.function +
+               "\") refers to module " + std::to_string(kernel.module) +
+               " of " + std::to_string(contents.modules.size());
+      return false;
+    }
+    if (kernel.function.empty()) {
+      *error = "kernel " + std::to_string(i) + " has no function name";
+      return false;
+    }
+  }
+  if (!checkBuffers(contents, config, error))
+    return false;
+
+  for (size_t p = 0; p < contents.programs.size(); ++p) {
+    for (size_t q = 0; q < p; ++q) {
+      if (contents.programs[p].name == contents.programs[q].name) {
+        *error = "program \"" + contents.programs[p].name +
+                 "\" appears twice";
+        return false;
+      }
+    }
+  }
+  for (const char *required : {kPrefillProgram, kDecodeProgram}) {
+    if (contents.findProgram(required) < 0) {
+      *error = std::string("the plan has no \"") + required + "\" program";
+      return false;
+    }
+  }
+
+  for (const Program &program : contents.programs) {
+    for (size_t i = 0; i < program.launches.size(); ++i) {
+      const Launch &launch = program.launches[i];
+      std::string where = launchName(program, i);
+      if (launch.kernel >= contents.kernels.size()) {
+        *error = where + " refers to kernel " + std::to_string(launch.kernel) +
+                 " of " + std::to_string(contents.kernels.size());
+        return false;
+      }
+      std::string why;
+      for (int d = 0; d < 3; ++d) {
+        if (!checkExpr(launch.grid[d], &why) ||
+            !checkExpr(launch.block[d], &why)) {
+          *error = where + ": " + why;
+          return false;
+        }
+      }
+      if (!checkExpr(launch.sharedBytes, &why)) {
+        *error = where + ", shared memory: " + why;
+        return false;
+      }
+      for (size_t a = 0; a < launch.args.size(); ++a) {
+        const LaunchArg &arg = launch.args[a];
+        std::string argWhere = where + ", argument " + std::to_string(a);
+        switch (arg.kind) {
+        case ArgKind::BufferAddress:
+          if (arg.buffer >= contents.buffers.size()) {
+            *error = argWhere + " refers to buffer " +
+                     std::to_string(arg.buffer) + " of " +
+                     std::to_string(contents.buffers.size());
+            return false;
+          }
+          if (arg.offset >= contents.buffers[arg.buffer].bytes) {
+            *error = argWhere + " points " + std::to_string(arg.offset) +
+                     " bytes into buffer \"" +
+                     contents.buffers[arg.buffer].name + "\" of " +
+                     std::to_string(contents.buffers[arg.buffer].bytes) +
+                     " bytes";
+            return false;
+          }
+          break;
+        case ArgKind::Int32:
+        case ArgKind::Int64:
+          if (!checkExpr(arg.expr, &why)) {
+            *error = argWhere + ": " + why;
+            return false;
+          }
+          break;
+        case ArgKind::Float32:
+          break;
+        default:
+          *error = argWhere + " has unknown kind " +
+                   std::to_string(static_cast<uint32_t>(arg.kind));
+          return false;
+        }
+      }
+      // Evaluate at the smallest and largest step the program runs with.
+      bool isPrefill = program.name == kPrefillProgram;
+      bool isInit = program.name == kInitProgram;
+      int64_t maxSeq = isPrefill ? config.maxPrefillTokens : 1;
+      int64_t minBatch = isInit ? config.maxBatch : 1;
+      for (const SymbolValues &symbols :
+           {makeSymbols(minBatch, 1), makeSymbols(config.maxBatch, maxSeq)}) {
+        if (!checkLaunchAt(contents, program, i, symbols, error))
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+} // namespace format
+} // namespace sits

@@ -1,0 +1,462 @@
+//===- EngineFormat.h - The .sits engine file format -----------*- C++ -*-===//
+//
+// The contract between the compiler's code generator (which writes engines)
+// and the runtime (which loads them). Plain C++17: no CUDA, no MLIR, so both
+// sides include it. docs/engine-format.md describes the bytes on disk; this
+// header describes the in-memory form that the writer takes and the reader
+// returns, and the rules that `validateEngine` enforces.
+//
+// Functions here never throw for bad input: they return false and set
+// `*error` to one sentence naming the cause.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_RUNTIME_ENGINEFORMAT_H
+#define SITS_RUNTIME_ENGINEFORMAT_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sits {
+namespace format {
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+/// First bytes of every engine file. The high first byte and the CR LF / ^Z
+/// catch text-mode transfers, as PNG's signature does.
+constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S', 'I', 'T',
+                                           'S', '\r', '\n', 0x1a};
+/// A reader accepts a file of the same major version and a minor version not
+/// newer than its own. Minor versions only add optional content.
+constexpr uint16_t kFormatMajor = 1;
+constexpr uint16_t kFormatMinor = 0;
+
+constexpr uint64_t kHeaderBytes = 128;
+constexpr uint64_t kSectionEntryBytes = 32;
+/// Every section starts at a multiple of this (page-aligned, so the weights
+/// can be mapped and copied to the GPU without re-alignment).
+constexpr uint64_t kSectionAlignment = 4096;
+/// Every weight inside the weights section starts at a multiple of this.
+constexpr uint64_t kWeightAlignment = 256;
+/// The content hash is a SHA-256 over the SHA-256 digests of chunks of this
+/// size, so that large engines verify in parallel.
+constexpr uint64_t kHashChunkBytes = 16ull << 20;
+/// Byte range of the content-hash field in the header; it reads as zeros
+/// while the hash is computed.
+constexpr uint64_t kContentHashOffset = 80;
+constexpr uint64_t kHashBytes = 32;
+
+/// Limits that keep a hostile file from making the reader allocate or loop
+/// without bound. A real engine is far below each of them.
+constexpr uint32_t kMaxSections = 64;
+constexpr uint32_t kMaxModules = 4096;
+constexpr uint32_t kMaxKernels = 65536;
+constexpr uint32_t kMaxBuffers = 1u << 20;
+constexpr uint32_t kMaxPrograms = 16;
+constexpr uint32_t kMaxLaunchesPerProgram = 1u << 20;
+constexpr uint32_t kMaxArgsPerLaunch = 256;
+constexpr uint32_t kMaxExprOps = 64;
+constexpr uint32_t kMaxRank = 8;
+constexpr uint32_t kMaxNameBytes = 4096;
+
+using Hash = std::array<uint8_t, kHashBytes>;
+
+//===----------------------------------------------------------------------===//
+// Header and sections
+//===----------------------------------------------------------------------===//
+
+enum class SectionKind : uint32_t {
+  Metadata = 1, ///< UTF-8 JSON: model config, I/O, KV cache, limits, options.
+  Kernels = 2,  ///< Kernel images (cubin and/or PTX) and the kernel table.
+  Plan = 3,     ///< Buffers and programs (ordered launches).
+  Weights = 4,  ///< Raw weight bytes, each weight kWeightAlignment-aligned.
+};
+const char *sectionKindName(uint32_t kind);
+
+struct SectionEntry {
+  uint32_t kind = 0;
+  uint32_t flags = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+struct Header {
+  uint16_t formatMajor = kFormatMajor;
+  uint16_t formatMinor = kFormatMinor;
+  /// SM the kernel images were compiled for, as major*10+minor (90 = sm_90).
+  uint32_t targetSm = 0;
+  /// CUDA version of the compiler that built the images (13000 = 13.0).
+  uint32_t cudaVersion = 0;
+  uint32_t flags = 0;
+  uint64_t fileBytes = 0;
+  uint64_t sectionTableOffset = 0;
+  Hash sourceModelHash{};
+  Hash contentHash{};
+  std::vector<SectionEntry> sections;
+};
+
+//===----------------------------------------------------------------------===//
+// Element types
+//===----------------------------------------------------------------------===//
+
+enum class DType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3, I64 = 4, U8 = 5 };
+constexpr uint32_t kNumDTypes = 6;
+const char *dtypeName(DType type);
+/// Bytes of one element; 0 for a value outside the enum.
+uint64_t dtypeBytes(DType type);
+/// Parses "f32"/"fp32"/"float32", "f16"/"fp16", "bf16", "i32", "i64", "u8".
+bool parseDType(const std::string &text, DType *type);
+
+/// IEEE binary16 and bfloat16 conversions, round to nearest even; NaN stays
+/// NaN and overflow becomes infinity. Used by the compiler for `--dtype`.
+uint16_t floatToHalf(float value);
+float halfToFloat(uint16_t bits);
+uint16_t floatToBFloat16(float value);
+float bfloat16ToFloat(uint16_t bits);
+
+//===----------------------------------------------------------------------===//
+// Launch-plan expressions
+//===----------------------------------------------------------------------===//
+
+/// Values a step is launched with. The code generator writes grid, block,
+/// shared memory and scalar arguments as expressions of these, so one plan
+/// serves every batch size and prompt length.
+enum class Symbol : uint32_t {
+  Batch = 0,  ///< B: sequences in the step (a decode step: the graph bucket).
+  Seq = 1,    ///< S: new tokens per sequence in the step (1 in decode).
+  Tokens = 2, ///< T = B * S.
+};
+constexpr uint32_t kNumSymbols = 3;
+const char *symbolName(uint32_t symbol);
+
+enum class ExprOp : uint32_t {
+  Const = 0,   ///< push `value`
+  Symbol = 1,  ///< push the symbol numbered `value`
+  Add = 2,     ///< pop b, pop a, push a + b (likewise below)
+  Sub = 3,
+  Mul = 4,
+  Div = 5,     ///< a / b rounded down (b > 0)
+  CeilDiv = 6, ///< (a + b - 1) / b (b > 0)
+  Min = 7,
+  Max = 8,
+};
+constexpr uint32_t kNumExprOps = 9;
+
+struct ExprTerm {
+  ExprOp op = ExprOp::Const;
+  int64_t value = 0;
+};
+
+/// An integer expression in postfix form. Evaluation is in int64 with every
+/// step overflow-checked; a plan whose expression overflows or divides by
+/// zero is rejected at load time (it is evaluated at the limits).
+struct Expr {
+  std::vector<ExprTerm> terms;
+
+  static Expr constant(int64_t value);
+  static Expr symbol(Symbol symbol);
+  static Expr batch() { return symbol(Symbol::Batch); }
+  static Expr seq() { return symbol(Symbol::Seq); }
+  static Expr tokens() { return symbol(Symbol::Tokens); }
+
+  /// Readable infix form, for --inspect and error messages.
+  std::string toString() const;
+};
+Expr operator+(const Expr &lhs, const Expr &rhs);
+Expr operator-(const Expr &lhs, const Expr &rhs);
+Expr operator*(const Expr &lhs, const Expr &rhs);
+Expr floorDiv(const Expr &lhs, const Expr &rhs);
+Expr ceilDiv(const Expr &lhs, const Expr &rhs);
+Expr min(const Expr &lhs, const Expr &rhs);
+Expr max(const Expr &lhs, const Expr &rhs);
+
+using SymbolValues = std::array<int64_t, kNumSymbols>;
+SymbolValues makeSymbols(int64_t batch, int64_t seq);
+
+/// Checks that `expr` is well formed (known ops and symbols, balanced stack,
+/// at most kMaxExprOps terms).
+bool checkExpr(const Expr &expr, std::string *error);
+/// Evaluates a well-formed expression; false on overflow or division by zero.
+bool evalExpr(const Expr &expr, const SymbolValues &symbols, int64_t *result,
+              std::string *error);
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// One compiled translation unit: a cubin for `sm` and, optionally, its PTX
+/// (the runtime JIT-compiles the PTX only when the cubin cannot run on the
+/// device). At least one of the two is present.
+struct ModuleImage {
+  std::string name;
+  uint32_t sm = 0;
+  std::vector<uint8_t> cubin;
+  std::string ptx;
+};
+
+/// A `__global__` function (extern "C" name) of a module.
+struct KernelRef {
+  uint32_t module = 0;
+  std::string function;
+};
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+/// What a buffer holds and who owns its contents. The runtime allocates
+/// every buffer once, when a session is created, never during a step.
+enum class BufferRole : uint32_t {
+  /// Bytes [offset, offset + bytes) of the weights section, copied to the GPU
+  /// once per engine and shared by sessions.
+  Weight = 0,
+  /// Intermediate values or scratch, `bytes` sized for the largest step
+  /// (max_batch x max_prefill_tokens); zeroed at allocation.
+  Activation = 1,
+  /// The KV cache's key and value buffers; `bytes` equals the size the
+  /// metadata's kv_cache config gives (layout in docs/engine-format.md).
+  KeyCache = 2,
+  ValueCache = 3,
+  /// int32 [B, S]: the step's token ids, row-major, rows of length S.
+  TokenIds = 4,
+  /// int32 [max_batch]: tokens each sequence already holds in the KV cache
+  /// (its past length, hence the position of its first new token).
+  PastLengths = 5,
+  /// int32 [max_batch]: new tokens of each sequence in this step (<= S;
+  /// a shorter prompt in a batched prefill is padded on the right).
+  StepLengths = 6,
+  /// f32 [max_batch, vocab]: logits of each sequence's last new token.
+  Logits = 7,
+};
+constexpr uint32_t kNumBufferRoles = 8;
+const char *bufferRoleName(uint32_t role);
+
+struct BufferDesc {
+  std::string name;
+  BufferRole role = BufferRole::Activation;
+  DType dtype = DType::F32;
+  /// Weight: offset in the weights section (kWeightAlignment-aligned).
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  /// Informative shape (at the maximum sizes); not used for allocation.
+  std::vector<uint64_t> shape;
+};
+
+//===----------------------------------------------------------------------===//
+// Programs
+//===----------------------------------------------------------------------===//
+
+enum class ArgKind : uint32_t {
+  /// Device address of `buffer` plus `offset` bytes (a pointer argument).
+  BufferAddress = 0,
+  /// `expr` evaluated for the step, passed as int32 (checked to fit).
+  Int32 = 1,
+  /// `expr` evaluated for the step, passed as int64.
+  Int64 = 2,
+  /// `f32` passed as a float.
+  Float32 = 3,
+};
+constexpr uint32_t kNumArgKinds = 4;
+
+struct LaunchArg {
+  ArgKind kind = ArgKind::Int32;
+  uint32_t buffer = 0;
+  uint64_t offset = 0;
+  Expr expr;
+  float f32 = 0.0f;
+
+  static LaunchArg bufferAddress(uint32_t buffer, uint64_t offset = 0);
+  static LaunchArg int32(Expr expr);
+  static LaunchArg int64(Expr expr);
+  static LaunchArg float32(float value);
+};
+
+struct Launch {
+  uint32_t kernel = 0;
+  std::array<Expr, 3> grid;
+  std::array<Expr, 3> block;
+  Expr sharedBytes;
+  std::vector<LaunchArg> args;
+};
+
+/// Program names the runtime runs: `prefill` and `decode` are required;
+/// `init` (optional) runs once after a session's buffers are allocated, with
+/// B = max_batch and S = 1, e.g. to fill tables in activation buffers.
+constexpr const char *kPrefillProgram = "prefill";
+constexpr const char *kDecodeProgram = "decode";
+constexpr const char *kInitProgram = "init";
+
+struct Program {
+  std::string name;
+  std::vector<Launch> launches;
+};
+
+//===----------------------------------------------------------------------===//
+// Metadata the runtime relies on (parsed from the metadata JSON)
+//===----------------------------------------------------------------------===//
+
+struct KVCacheConfig {
+  uint32_t layers = 0;
+  uint32_t maxBatch = 0;
+  uint32_t kvHeads = 0;
+  uint32_t capacity = 0;
+  uint32_t headDim = 0;
+  DType dtype = DType::F16;
+  std::string layout = "contiguous";
+  /// Bytes of one of the two buffers (K or V), overflow-checked.
+  uint64_t bufferBytes() const;
+};
+
+enum class TokenizerKind { None, Bytes };
+
+struct RuntimeConfig {
+  std::string modelName;
+  uint32_t vocabSize = 0;
+  uint32_t maxBatch = 0;
+  uint32_t maxPrefillTokens = 0;
+  uint32_t maxSeqLen = 0;
+  KVCacheConfig kvCache;
+  TokenizerKind tokenizer = TokenizerKind::None;
+  std::vector<int32_t> eosTokenIds;
+  std::vector<uint32_t> batchBuckets;
+};
+
+/// Reads the fields above from the metadata JSON and checks them against
+/// each other (see docs/engine-format.md for the keys).
+bool parseRuntimeConfig(const std::string &json, RuntimeConfig *config,
+                        std::string *error);
+
+//===----------------------------------------------------------------------===//
+// Whole engines
+//===----------------------------------------------------------------------===//
+
+/// Everything an engine holds. The writer takes it; the reader fills it
+/// (weights then point into the file's mapping rather than owning bytes).
+struct EngineContents {
+  uint32_t targetSm = 0;
+  uint32_t cudaVersion = 0;
+  Hash sourceModelHash{};
+  std::string metadataJson;
+  std::vector<ModuleImage> modules;
+  std::vector<KernelRef> kernels;
+  std::vector<BufferDesc> buffers;
+  std::vector<Program> programs;
+  /// The weights section. The writer reads `weightsData` if set (it need not
+  /// be owned), else `weights`.
+  std::vector<uint8_t> weights;
+  const uint8_t *weightsData = nullptr;
+  uint64_t weightsBytes = 0;
+
+  const uint8_t *weightBytes() const {
+    return weightsData ? weightsData : weights.data();
+  }
+  uint64_t weightSize() const {
+    return weightsData ? weightsBytes : weights.size();
+  }
+  /// Index of the program with this name, or -1.
+  int findProgram(const std::string &name) const;
+};
+
+/// Appends tensors to a weights section at kWeightAlignment boundaries.
+class WeightPacker {
+public:
+  /// Appends `bytes` and returns the offset where they start.
+  uint64_t add(const void *data, uint64_t bytes);
+  std::vector<uint8_t> &bytes() { return data; }
+
+private:
+  std::vector<uint8_t> data;
+};
+
+/// Checks everything that does not need a GPU: the buffers, kernels and
+/// programs refer to what exists; weights lie in the weights section; the
+/// I/O buffers exist once each with their minimum sizes; the KV buffers
+/// match the KV config; every launch expression evaluates, at the smallest
+/// and the largest step, to a valid grid (>= 1), block (<= 1024 threads)
+/// and shared-memory size.
+bool validateContents(const EngineContents &contents,
+                      const RuntimeConfig &config, std::string *error);
+
+struct WriteOptions {
+  /// Replace an existing file. Without it, an existing file is an error.
+  bool force = false;
+};
+
+/// Serializes `contents` and writes it atomically: to a temporary file in the
+/// same folder, then renamed (or hard-linked when not forcing, so that a file
+/// created meanwhile is never replaced). On failure nothing is left behind.
+bool writeEngine(const EngineContents &contents, const std::string &path,
+                 const WriteOptions &options, std::string *error);
+
+/// Serializes to memory (the same bytes writeEngine writes).
+bool serializeEngine(const EngineContents &contents,
+                     std::vector<uint8_t> *bytes, std::string *error);
+
+/// A read-only view of a whole engine file, memory-mapped when possible.
+class EngineFile {
+public:
+  ~EngineFile();
+  EngineFile(const EngineFile &) = delete;
+  EngineFile &operator=(const EngineFile &) = delete;
+
+  static std::unique_ptr<EngineFile> open(const std::string &path,
+                                          std::string *error);
+  static std::unique_ptr<EngineFile> fromBytes(std::vector<uint8_t> bytes);
+
+  const uint8_t *data() const { return base; }
+  uint64_t size() const { return length; }
+
+private:
+  EngineFile() = default;
+  const uint8_t *base = nullptr;
+  uint64_t length = 0;
+  void *mapping = nullptr;
+  std::vector<uint8_t> owned;
+};
+
+struct ReadOptions {
+  /// Verify the content hash (parallel SHA-256). Off only for tools that
+  /// already verified the same bytes.
+  bool verifyContentHash = true;
+};
+
+/// Parses and validates an engine: magic; version (same major, minor not
+/// newer); sizes; every section's bounds and alignment; the content hash;
+/// then the sections themselves and validateContents. The target SM is
+/// checked by the runtime against the device (see checkTargetSm).
+bool readEngine(const EngineFile &file, const ReadOptions &options,
+                Header *header, EngineContents *contents,
+                RuntimeConfig *config, std::string *error);
+
+/// Whether images built for `targetSm` run on a device of `deviceSm`:
+/// true with `usePtx` false when a cubin runs there (same major, device
+/// minor at least the target's); true with `usePtx` true when only PTX JIT
+/// can (a newer device and every module has PTX); else false and an error.
+bool checkTargetSm(uint32_t targetSm, uint32_t deviceSm, bool havePtx,
+                   bool *usePtx, std::string *error);
+
+/// Computes the content hash of a complete engine image (the hash field is
+/// read as zeros). Uses up to `threads` threads (0: hardware concurrency).
+Hash computeContentHash(const uint8_t *data, uint64_t size,
+                        unsigned threads = 0);
+
+/// SHA-256 of a byte range (for the source-model hash).
+Hash sha256(const void *data, uint64_t size);
+std::string hashToHex(const Hash &hash);
+
+/// A human-readable summary: header, sections, metadata keys, buffers,
+/// kernels and programs (for `sitsc --inspect` and `sits-run --inspect`).
+std::string describeEngine(const Header &header,
+                           const EngineContents &contents,
+                           const RuntimeConfig &config, bool verbose);
+
+} // namespace format
+} // namespace sits
+
+#endif // SITS_RUNTIME_ENGINEFORMAT_H

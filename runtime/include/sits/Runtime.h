@@ -1,0 +1,192 @@
+//===- Runtime.h - The sits decode runtime's C++ API -----------*- C++ -*-===//
+//
+// Load an engine once (`Engine::load`), create a `Session` (it owns the KV
+// cache, the activation buffers and the CUDA graphs), and call `generate`.
+//
+//   auto engine = sits::Engine::load("model.sits");
+//   sits::Session session(engine);
+//   sits::GenerateParams params;
+//   params.maxNewTokens = 32;
+//   auto result = session.generate({1, 2, 3}, params,
+//       [](uint32_t seq, int32_t token) { std::printf("%d ", token); return true; });
+//
+// Every failure is a `sits::Error` with a code and one sentence naming the
+// cause, except a sticky CUDA error (the GPU context is lost): that calls
+// the fatal-error handler, which by default prints the error and ends the
+// process with exit code 3.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_RUNTIME_RUNTIME_H
+#define SITS_RUNTIME_RUNTIME_H
+
+#include "sits/EngineFormat.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sits {
+
+enum class ErrorCode {
+  InvalidArgument, ///< a bad option or request (batch size, sampling values)
+  InvalidEngine,   ///< the file is not a valid engine (see the message)
+  NoGpu,           ///< no CUDA device or driver
+  WrongGpu,        ///< the engine was compiled for another GPU
+  PromptTooLong,   ///< a prompt exceeds the KV cache capacity
+  TokenOutOfVocab, ///< a prompt token id outside [0, vocab)
+  KVCacheFull,     ///< a sequence reached the KV cache capacity mid-generation
+  Cuda,            ///< a CUDA call failed (not sticky)
+};
+const char *errorCodeName(ErrorCode code);
+
+class Error : public std::runtime_error {
+public:
+  Error(ErrorCode code, const std::string &message)
+      : std::runtime_error(message), errorCode(code) {}
+  ErrorCode code() const { return errorCode; }
+
+private:
+  ErrorCode errorCode;
+};
+
+/// Called with a message when a sticky CUDA error makes the GPU context
+/// unusable. Must not return (the default prints and calls std::_Exit(3)).
+using FatalErrorHandler = void (*)(const char *message);
+void setFatalErrorHandler(FatalErrorHandler handler);
+
+/// Number of usable CUDA GPUs; 0 (never an error) without a driver or GPU.
+int countGpus();
+
+struct LoadOptions {
+  int device = 0;
+  /// Verify the content hash before use (a few ms per GB on many cores).
+  bool verifyContentHash = true;
+};
+
+/// A loaded, validated engine: kernels loaded on the device, weights
+/// uploaded once. Shared by the sessions created from it.
+class Engine {
+public:
+  /// Loads and validates `path`; throws Error (InvalidEngine, NoGpu,
+  /// WrongGpu, Cuda) on failure.
+  static std::shared_ptr<Engine> load(const std::string &path,
+                                      const LoadOptions &options = {});
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  const format::RuntimeConfig &config() const;
+  const format::Header &header() const;
+  const format::EngineContents &contents() const;
+  int device() const;
+  std::string deviceName() const;
+  uint32_t deviceSm() const;
+  /// True when the kernels were JIT-compiled from PTX (no matching cubin).
+  bool usesPtx() const;
+  uint64_t weightBytes() const;
+
+  struct Impl;
+  Impl &impl() { return *state; }
+
+private:
+  Engine();
+  std::unique_ptr<Impl> state;
+};
+
+struct SessionOptions {
+  /// Capture each decode step in a CUDA graph, once per batch bucket, and
+  /// replay it. Off: launch the same kernels one by one (for comparison).
+  bool useCudaGraphs = true;
+  /// Decode batch buckets; empty: the engine's (1, 2, 4, 8 by default).
+  std::vector<uint32_t> batchBuckets;
+};
+
+struct SamplingParams {
+  /// 0: greedy (argmax). Otherwise logits are divided by it.
+  float temperature = 0.0f;
+  /// Keep the k most likely tokens (ties at the k-th value are kept); 0: all.
+  uint32_t topK = 0;
+  /// Keep the smallest set of most likely tokens whose probability reaches
+  /// top_p; 1: all.
+  float topP = 1.0f;
+  /// With the same seed, prompts and engine, the tokens are the same.
+  uint64_t seed = 0;
+};
+
+struct GenerateParams {
+  /// Tokens to generate per sequence (>= 1).
+  uint32_t maxNewTokens = 16;
+  SamplingParams sampling;
+  /// Stop a sequence after it produces one of the engine's EOS tokens.
+  bool stopAtEos = true;
+};
+
+struct GenerateStats {
+  uint32_t batch = 0;
+  /// The decode graph bucket (batch rounded up to a bucket size).
+  uint32_t bucket = 0;
+  uint32_t promptTokens = 0; ///< summed over sequences
+  uint32_t prefillChunks = 0;
+  uint32_t decodeSteps = 0;
+  uint32_t generatedTokens = 0; ///< summed over sequences
+  bool cudaGraph = false;
+  double prefillMs = 0;
+  double decodeMs = 0;
+  double decodeMsPerStep = 0;
+  double tokensPerSecond = 0; ///< decode tokens of all sequences per second
+  uint64_t weightBytes = 0;
+  uint64_t sessionBytes = 0;
+  uint64_t deviceUsedBytes = 0;
+  uint64_t deviceTotalBytes = 0;
+};
+
+struct GenerateResult {
+  std::vector<std::vector<int32_t>> tokens; ///< per sequence
+  GenerateStats stats;
+};
+
+/// Called for each new token; return false to stop generating.
+using TokenCallback = std::function<bool(uint32_t sequence, int32_t token)>;
+
+/// One generation context: its own KV cache (max_batch sequences), buffers
+/// and decode graphs. Not thread-safe; use one session per thread.
+class Session {
+public:
+  explicit Session(std::shared_ptr<Engine> engine,
+                   const SessionOptions &options = {});
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  /// Generates for a batch of prompts (1 to max_batch of them, lengths may
+  /// differ). The KV cache starts empty on every call. Tokens reach
+  /// `callback` as they are sampled; a KVCacheFull error can come after some
+  /// tokens were delivered.
+  GenerateResult generate(const std::vector<std::vector<int32_t>> &prompts,
+                          const GenerateParams &params,
+                          const TokenCallback &callback = {});
+  GenerateResult generate(const std::vector<int32_t> &prompt,
+                          const GenerateParams &params,
+                          const TokenCallback &callback = {}) {
+    return generate(std::vector<std::vector<int32_t>>{prompt}, params,
+                    callback);
+  }
+
+  /// Bytes this session holds on the GPU (KV cache, activations, I/O).
+  uint64_t deviceBytes() const;
+  /// Decode graphs captured so far (one per bucket used).
+  uint32_t capturedGraphs() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> state;
+};
+
+} // namespace sits
+
+#endif // SITS_RUNTIME_RUNTIME_H

@@ -1,0 +1,40 @@
+//===- EngineImpl.h - A loaded engine's state ------------------*- C++ -*-===//
+
+#ifndef SITS_RUNTIME_SRC_ENGINEIMPL_H
+#define SITS_RUNTIME_SRC_ENGINEIMPL_H
+
+#include "sits/Runtime.h"
+
+#include <cuda.h>
+#include <memory>
+#include <vector>
+
+namespace sits {
+
+struct Engine::Impl {
+  ~Impl();
+
+  std::unique_ptr<format::EngineFile> file;
+  format::Header header;
+  format::EngineContents contents;
+  format::RuntimeConfig config;
+
+  int device = 0;
+  std::string deviceName;
+  uint32_t deviceSm = 0;
+  bool usePtx = false;
+  /// Largest dynamic shared memory a block may opt into on this device.
+  uint64_t maxSharedOptin = 0;
+
+  std::vector<CUmodule> modules;
+  std::vector<CUfunction> functions; ///< one per contents.kernels entry
+  /// Dynamic shared memory each function has been opted into (> 48 KiB).
+  std::vector<uint64_t> sharedOptedIn;
+
+  void *weights = nullptr; ///< the weights section, on the device
+  uint64_t weightBytes = 0;
+};
+
+} // namespace sits
+
+#endif // SITS_RUNTIME_SRC_ENGINEIMPL_H

@@ -1,0 +1,349 @@
+//===- SamplingKernels.cu - Greedy, temperature, top-k, top-p -------------===//
+//
+// One block per sequence. Every sum is in integers (token weights in 2^-40
+// fixed point), so the sampled token depends only on the logits, the
+// parameters, the seed and the step: the same with or without CUDA graphs,
+// run after run.
+//
+// Top-k and top-p thresholds are found by radix selection on order-preserving
+// 32-bit keys of the logits (four 8-bit passes each) rather than by sorting
+// the vocabulary:
+//   top-k: the largest key t with count(key >= t) >= k;
+//   top-p: the largest key t with weight(key >= t) >= top_p * weight(all
+//          kept by top-k).
+// Tokens at or above the threshold are kept; a token is then drawn in
+// proportion to its weight, scanning the vocabulary in index order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "src/Sampling.h"
+
+#include <cmath>
+#include <cuda_runtime.h>
+
+namespace sits {
+namespace runtime {
+
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWeightBits = 40;
+
+__host__ __device__ inline void mulHiLo(uint32_t a, uint32_t b, uint32_t *hi,
+                                        uint32_t *lo) {
+  uint64_t product = static_cast<uint64_t>(a) * b;
+  *hi = static_cast<uint32_t>(product >> 32);
+  *lo = static_cast<uint32_t>(product);
+}
+
+/// Philox4x32 with 10 rounds (Salmon et al., SC'11).
+__host__ __device__ inline void philox(const uint32_t counter[4],
+                                       const uint32_t key[2], uint32_t out[4]) {
+  uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; ++round) {
+    uint32_t hi0, lo0, hi1, lo1;
+    mulHiLo(0xD2511F53u, c0, &hi0, &lo0);
+    mulHiLo(0xCD9E8D57u, c2, &hi1, &lo1);
+    uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}
+
+/// Monotone map from floats to unsigned keys (NaN sorts as -inf).
+__device__ inline uint32_t orderKey(float value) {
+  if (isnan(value))
+    value = -INFINITY;
+  uint32_t bits = __float_as_uint(value);
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+
+/// exp((logit - max) / T) in 2^-40 fixed point; the max weighs 2^40.
+__device__ inline uint64_t weightOf(float logit, float maxLogit,
+                                    float invTemperature) {
+  if (isnan(logit))
+    return 0;
+  float delta = logit - maxLogit;
+  if (delta >= 0.0f)
+    return 1ull << kWeightBits;
+  float w = expf(delta * invTemperature);
+  return __float2ull_rz(ldexpf(w, kWeightBits));
+}
+
+struct Shared {
+  unsigned long long hist[256];
+  unsigned long long warpSums[kWarps];
+  float warpMax[kWarps];
+  int warpIndex[kWarps];
+  int bin;
+  unsigned long long above;
+  int token;
+};
+
+__device__ unsigned long long blockSum(unsigned long long value, Shared &sh) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int offset = 16; offset; offset >>= 1)
+    value += __shfl_down_sync(kFullMask, value, offset);
+  if (lane == 0)
+    sh.warpSums[warp] = value;
+  __syncthreads();
+  unsigned long long total = 0;
+  for (int w = 0; w < kWarps; ++w)
+    total += sh.warpSums[w];
+  __syncthreads();
+  return total;
+}
+
+/// The largest key t such that the keys >= max(t, floorKey) hold at least
+/// `target` (>= 1, at most the total) of count (Mass = false) or weight.
+template <bool Mass>
+__device__ uint32_t selectThreshold(const float *row, uint32_t vocab,
+                                    uint32_t floorKey, unsigned long long target,
+                                    float maxLogit, float invTemperature,
+                                    Shared &sh) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t prefix = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < 256; i += kThreads)
+      sh.hist[i] = 0;
+    __syncthreads();
+    uint32_t highMask = shift == 24 ? 0u : (0xffffffffu << (shift + 8));
+    for (uint32_t i = threadIdx.x; i < vocab; i += kThreads) {
+      float logit = row[i];
+      uint32_t key = orderKey(logit);
+      if (key < floorKey || (key & highMask) != (prefix & highMask))
+        continue;
+      unsigned long long v =
+          Mass ? weightOf(logit, maxLogit, invTemperature) : 1ull;
+      if (v)
+        atomicAdd(&sh.hist[(key >> shift) & 255], v);
+    }
+    __syncthreads();
+    if (warp == 0) {
+      // Lane L owns bins 255-8L down to 248-8L (descending key order).
+      unsigned long long local = 0;
+      for (int j = 0; j < 8; ++j)
+        local += sh.hist[255 - (8 * lane + j)];
+      unsigned long long inclusive = local;
+      for (int offset = 1; offset < 32; offset <<= 1) {
+        unsigned long long n = __shfl_up_sync(kFullMask, inclusive, offset);
+        if (lane >= offset)
+          inclusive += n;
+      }
+      unsigned long long exclusive = inclusive - local;
+      unsigned ballot =
+          __ballot_sync(kFullMask, exclusive < target && inclusive >= target);
+      int owner = ballot ? __ffs(ballot) - 1 : 31;
+      if (lane == owner) {
+        unsigned long long cumulative = exclusive;
+        int bin = 248 - 8 * lane;
+        for (int j = 0; j < 8; ++j) {
+          int b = 255 - (8 * lane + j);
+          if (cumulative + sh.hist[b] >= target) {
+            bin = b;
+            break;
+          }
+          cumulative += sh.hist[b];
+        }
+        sh.bin = bin;
+        sh.above = cumulative;
+      }
+    }
+    __syncthreads();
+    prefix |= static_cast<uint32_t>(sh.bin) << shift;
+    target -= sh.above;
+  }
+  return prefix;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    sampleKernel(const float *logits, uint32_t vocab, uint64_t stride,
+                 const DeviceSamplingParams *params, const uint64_t *step,
+                 int32_t *tokens) {
+  __shared__ Shared sh;
+  const uint32_t seq = blockIdx.x;
+  const float *row = logits + seq * stride;
+  const DeviceSamplingParams p = params[seq];
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+  // Maximum and argmax (the lowest index among equal maxima).
+  float best = -INFINITY;
+  int bestIndex = 0x7fffffff;
+  for (uint32_t i = threadIdx.x; i < vocab; i += kThreads) {
+    float logit = row[i];
+    if (!isnan(logit) && (logit > best || bestIndex == 0x7fffffff)) {
+      best = logit;
+      bestIndex = static_cast<int>(i);
+    }
+  }
+  for (int offset = 16; offset; offset >>= 1) {
+    float otherValue = __shfl_down_sync(kFullMask, best, offset);
+    int otherIndex = __shfl_down_sync(kFullMask, bestIndex, offset);
+    if (otherValue > best || (otherValue == best && otherIndex < bestIndex)) {
+      best = otherValue;
+      bestIndex = otherIndex;
+    }
+  }
+  if (lane == 0) {
+    sh.warpMax[warp] = best;
+    sh.warpIndex[warp] = bestIndex;
+  }
+  __syncthreads();
+  best = sh.warpMax[0];
+  bestIndex = sh.warpIndex[0];
+  for (int w = 1; w < kWarps; ++w) {
+    if (sh.warpMax[w] > best ||
+        (sh.warpMax[w] == best && sh.warpIndex[w] < bestIndex)) {
+      best = sh.warpMax[w];
+      bestIndex = sh.warpIndex[w];
+    }
+  }
+  if (bestIndex == 0x7fffffff)
+    bestIndex = 0; // every logit is NaN
+  if (p.temperature <= 0.0f || p.topK == 1 || best == -INFINITY) {
+    if (threadIdx.x == 0)
+      tokens[seq] = bestIndex;
+    return;
+  }
+  const float invTemperature = 1.0f / p.temperature;
+
+  uint32_t floorKey = 0;
+  if (p.topK > 0 && p.topK < vocab)
+    floorKey = selectThreshold<false>(row, vocab, 0, p.topK, best,
+                                      invTemperature, sh);
+  if (p.topP < 1.0f) {
+    unsigned long long local = 0;
+    for (uint32_t i = threadIdx.x; i < vocab; i += kThreads) {
+      float logit = row[i];
+      if (orderKey(logit) >= floorKey)
+        local += weightOf(logit, best, invTemperature);
+    }
+    unsigned long long total = blockSum(local, sh);
+    double wanted = ceil(static_cast<double>(p.topP > 0.0f ? p.topP : 0.0f) *
+                         static_cast<double>(total));
+    unsigned long long target = static_cast<unsigned long long>(wanted);
+    target = target < 1 ? 1 : (target > total ? total : target);
+    floorKey = selectThreshold<true>(row, vocab, floorKey, target, best,
+                                     invTemperature, sh);
+  }
+
+  // Draw: each thread owns a contiguous index range so that the block-wide
+  // scan of kept weights follows index order.
+  uint32_t per = (vocab + kThreads - 1) / kThreads;
+  uint32_t begin = threadIdx.x * per;
+  uint32_t end = min(vocab, begin + per);
+  unsigned long long local = 0;
+  for (uint32_t i = begin; i < end; ++i) {
+    float logit = row[i];
+    if (orderKey(logit) >= floorKey)
+      local += weightOf(logit, best, invTemperature);
+  }
+  unsigned long long inclusive = local;
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    unsigned long long n = __shfl_up_sync(kFullMask, inclusive, offset);
+    if (lane >= offset)
+      inclusive += n;
+  }
+  if (lane == 31)
+    sh.warpSums[warp] = inclusive;
+  if (threadIdx.x == 0)
+    sh.token = bestIndex;
+  __syncthreads();
+  unsigned long long warpOffset = 0, total = 0;
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp)
+      warpOffset += sh.warpSums[w];
+    total += sh.warpSums[w];
+  }
+  unsigned long long exclusive = warpOffset + inclusive - local;
+
+  uint64_t stepValue = *step;
+  uint32_t counter[4] = {static_cast<uint32_t>(stepValue),
+                         static_cast<uint32_t>(stepValue >> 32), seq,
+                         0x53495453u};
+  uint32_t key[2] = {static_cast<uint32_t>(p.seed),
+                     static_cast<uint32_t>(p.seed >> 32)};
+  uint32_t random[4];
+  philox(counter, key, random);
+  unsigned long long r =
+      (static_cast<unsigned long long>(random[0]) << 32) | random[1];
+  unsigned long long target = __umul64hi(r, total); // uniform in [0, total)
+
+  if (local && exclusive <= target && target < exclusive + local) {
+    unsigned long long cumulative = exclusive;
+    for (uint32_t i = begin; i < end; ++i) {
+      float logit = row[i];
+      if (orderKey(logit) < floorKey)
+        continue;
+      cumulative += weightOf(logit, best, invTemperature);
+      if (target < cumulative) {
+        sh.token = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    tokens[seq] = sh.token;
+}
+
+__global__ void advanceKernel(int32_t *pastLengths, const int32_t *stepLengths,
+                              uint32_t batch, const int32_t *sampled,
+                              int32_t *tokenIds, uint64_t *step) {
+  for (uint32_t b = threadIdx.x; b < batch; b += blockDim.x) {
+    pastLengths[b] += stepLengths[b];
+    if (sampled)
+      tokenIds[b] = sampled[b];
+  }
+  if (threadIdx.x == 0)
+    ++*step;
+}
+
+} // namespace
+
+cudaError_t launchSample(const float *logits, uint32_t batch, uint32_t vocab,
+                         uint64_t stride, const DeviceSamplingParams *params,
+                         const uint64_t *step, int32_t *tokens,
+                         cudaStream_t stream) {
+  if (batch == 0 || vocab == 0)
+    return cudaErrorInvalidValue;
+  sampleKernel<<<batch, kThreads, 0, stream>>>(logits, vocab, stride, params,
+                                               step, tokens);
+  return cudaGetLastError();
+}
+
+cudaError_t launchAdvance(int32_t *pastLengths, const int32_t *stepLengths,
+                          uint32_t batch, const int32_t *sampled,
+                          int32_t *tokenIds, uint64_t *step,
+                          cudaStream_t stream) {
+  advanceKernel<<<1, 256, 0, stream>>>(pastLengths, stepLengths, batch,
+                                       sampled, tokenIds, step);
+  return cudaGetLastError();
+}
+
+cudaError_t preloadSamplingKernels() {
+  cudaFuncAttributes attributes;
+  cudaError_t rc = cudaFuncGetAttributes(&attributes, sampleKernel);
+  if (rc == cudaSuccess)
+    rc = cudaFuncGetAttributes(&attributes, advanceKernel);
+  return rc;
+}
+
+void philox4x32(const uint32_t counter[4], const uint32_t key[2],
+                uint32_t out[4]) {
+  philox(counter, key, out);
+}
+
+} // namespace runtime
+} // namespace sits

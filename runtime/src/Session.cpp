@@ -1,0 +1,563 @@
+//===- Session.cpp - Buffers, the launch-plan executor, CUDA graphs -------===//
+//
+// A step is: the engine's launches for the program (prefill or decode) with
+// the step's symbols, then the runtime's sampling kernel, then the advance
+// kernel (lengths += step lengths, sampled tokens become the next input,
+// RNG step += 1), then a copy of the sampled tokens to pinned host memory.
+// A decode step is captured once per batch bucket into a CUDA graph and
+// replayed: everything that changes between steps is in device memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "src/CudaCheck.h"
+#include "src/Driver.h"
+#include "src/EngineImpl.h"
+#include "src/Sampling.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace sits {
+
+using format::ArgKind;
+using format::BufferRole;
+using runtime::checkCuda;
+using runtime::checkDriver;
+
+namespace {
+
+constexpr uint64_t kArenaAlignment = 256;
+constexpr uint64_t kDefaultSharedLimit = 48 * 1024;
+
+struct PreparedLaunch {
+  CUfunction function = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned sharedBytes = 0;
+  std::vector<uint64_t> values; ///< one 8-byte slot per argument
+  std::vector<void *> params;   ///< pointers to the slots
+};
+
+using PreparedProgram = std::vector<PreparedLaunch>;
+
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+} // namespace
+
+struct Session::Impl {
+  std::shared_ptr<Engine> engine;
+  Engine::Impl &e;
+  const format::RuntimeConfig &config;
+  SessionOptions options;
+  std::vector<uint32_t> buckets;
+
+  cudaStream_t stream = nullptr;
+  void *arena = nullptr;
+  uint64_t arenaBytes = 0;
+  std::vector<CUdeviceptr> addresses; ///< per plan buffer
+
+  int32_t *tokenIds = nullptr;
+  int32_t *pastLengths = nullptr;
+  int32_t *stepLengths = nullptr;
+  float *logits = nullptr;
+  int32_t *sampled = nullptr;
+  runtime::DeviceSamplingParams *samplingParams = nullptr;
+  uint64_t *rngStep = nullptr;
+  int32_t *hostTokens = nullptr; ///< pinned, max_batch entries
+
+  int prefillProgram = -1;
+  int decodeProgram = -1;
+  std::map<uint32_t, PreparedProgram> decodeByBucket;
+  std::map<uint32_t, cudaGraphExec_t> graphs;
+
+  Impl(std::shared_ptr<Engine> engine, const SessionOptions &options);
+  ~Impl();
+
+  void allocate();
+  PreparedProgram prepare(int program, uint32_t batch, uint32_t seq);
+  void run(const PreparedProgram &program);
+  void stepTail(uint32_t batch, bool sample);
+  void decodeStep(uint32_t bucket);
+  uint32_t bucketFor(uint32_t batch) const;
+};
+
+Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
+                    const SessionOptions &optionsIn)
+    : engine(std::move(engineIn)), e(engine->impl()), config(e.config),
+      options(optionsIn) {
+  buckets = options.batchBuckets.empty() ? config.batchBuckets
+                                         : options.batchBuckets;
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  for (uint32_t b : buckets)
+    if (b == 0 || b > config.maxBatch)
+      throw Error(ErrorCode::InvalidArgument,
+                  "batch bucket " + std::to_string(b) + " is outside 1.." +
+                      std::to_string(config.maxBatch));
+  if (buckets.empty() || buckets.back() != config.maxBatch)
+    buckets.push_back(config.maxBatch);
+  prefillProgram = e.contents.findProgram(format::kPrefillProgram);
+  decodeProgram = e.contents.findProgram(format::kDecodeProgram);
+
+  checkCuda(cudaSetDevice(e.device), "cudaSetDevice");
+  checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            "creating a CUDA stream");
+  allocate();
+  int init = e.contents.findProgram(format::kInitProgram);
+  if (init >= 0) {
+    run(prepare(init, config.maxBatch, 1));
+    checkCuda(cudaStreamSynchronize(stream), "running the init program");
+  }
+}
+
+Session::Impl::~Impl() {
+  for (auto &entry : graphs)
+    cudaGraphExecDestroy(entry.second);
+  if (arena)
+    cudaFree(arena);
+  if (hostTokens)
+    cudaFreeHost(hostTokens);
+  if (stream)
+    cudaStreamDestroy(stream);
+  cudaGetLastError();
+}
+
+void Session::Impl::allocate() {
+  const auto &buffers = e.contents.buffers;
+  // Offsets in one arena: every non-weight buffer, then the runtime's own.
+  std::vector<uint64_t> offsets(buffers.size(), 0);
+  uint64_t cursor = 0;
+  auto reserve = [&](uint64_t bytes) {
+    uint64_t offset = (cursor + kArenaAlignment - 1) & ~(kArenaAlignment - 1);
+    if (offset < cursor || offset + bytes < offset)
+      throw Error(ErrorCode::InvalidEngine, "buffers too large to address");
+    cursor = offset + bytes;
+    return offset;
+  };
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].role != BufferRole::Weight)
+      offsets[i] = reserve(buffers[i].bytes);
+  uint64_t sampledOffset = reserve(uint64_t(config.maxBatch) * 4);
+  uint64_t paramsOffset =
+      reserve(uint64_t(config.maxBatch) * sizeof(runtime::DeviceSamplingParams));
+  uint64_t stepOffset = reserve(sizeof(uint64_t));
+  arenaBytes = cursor;
+
+  checkCuda(cudaMalloc(&arena, arenaBytes),
+            "allocating the session's buffers and KV cache on the GPU");
+  checkCuda(cudaMemset(arena, 0, arenaBytes), "clearing the session buffers");
+  checkCuda(cudaMallocHost(reinterpret_cast<void **>(&hostTokens),
+                           uint64_t(config.maxBatch) * 4),
+            "allocating pinned host memory");
+
+  CUdeviceptr base = reinterpret_cast<CUdeviceptr>(arena);
+  CUdeviceptr weights = reinterpret_cast<CUdeviceptr>(e.weights);
+  addresses.resize(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const format::BufferDesc &buffer = buffers[i];
+    addresses[i] = buffer.role == BufferRole::Weight ? weights + buffer.offset
+                                                     : base + offsets[i];
+    void *p = reinterpret_cast<void *>(addresses[i]);
+    switch (buffer.role) {
+    case BufferRole::TokenIds:
+      tokenIds = static_cast<int32_t *>(p);
+      break;
+    case BufferRole::PastLengths:
+      pastLengths = static_cast<int32_t *>(p);
+      break;
+    case BufferRole::StepLengths:
+      stepLengths = static_cast<int32_t *>(p);
+      break;
+    case BufferRole::Logits:
+      logits = static_cast<float *>(p);
+      break;
+    default:
+      break;
+    }
+  }
+  char *bytes = static_cast<char *>(arena);
+  sampled = reinterpret_cast<int32_t *>(bytes + sampledOffset);
+  samplingParams =
+      reinterpret_cast<runtime::DeviceSamplingParams *>(bytes + paramsOffset);
+  rngStep = reinterpret_cast<uint64_t *>(bytes + stepOffset);
+}
+
+PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
+                                       uint32_t seq) {
+  const format::Program &program = e.contents.programs[programIndex];
+  format::SymbolValues symbols = format::makeSymbols(batch, seq);
+  PreparedProgram prepared;
+  prepared.reserve(program.launches.size());
+  auto fail = [&](size_t index, const std::string &why) -> Error {
+    return Error(ErrorCode::InvalidEngine,
+                 "launch " + std::to_string(index) + " of program \"" +
+                     program.name + "\" at B=" + std::to_string(batch) +
+                     ", S=" + std::to_string(seq) + ": " + why);
+  };
+  for (size_t i = 0; i < program.launches.size(); ++i) {
+    const format::Launch &launch = program.launches[i];
+    PreparedLaunch out;
+    out.function = e.functions[launch.kernel];
+    std::string why;
+    int64_t value;
+    for (int d = 0; d < 3; ++d) {
+      if (!format::evalExpr(launch.grid[d], symbols, &value, &why))
+        throw fail(i, why);
+      if (value < 1 || value > (d == 0 ? 0x7fffffff : 65535))
+        throw fail(i, "grid size " + std::to_string(value) + " is invalid");
+      out.grid[d] = static_cast<unsigned>(value);
+      if (!format::evalExpr(launch.block[d], symbols, &value, &why))
+        throw fail(i, why);
+      if (value < 1 || value > 1024)
+        throw fail(i, "block size " + std::to_string(value) + " is invalid");
+      out.block[d] = static_cast<unsigned>(value);
+    }
+    if (uint64_t(out.block[0]) * out.block[1] * out.block[2] > 1024)
+      throw fail(i, "block exceeds 1024 threads");
+    if (!format::evalExpr(launch.sharedBytes, symbols, &value, &why))
+      throw fail(i, why);
+    if (value < 0 || uint64_t(value) > std::max(e.maxSharedOptin,
+                                                kDefaultSharedLimit))
+      throw fail(i, std::to_string(value) +
+                        " bytes of shared memory exceed this GPU's " +
+                        std::to_string(e.maxSharedOptin));
+    out.sharedBytes = static_cast<unsigned>(value);
+    if (out.sharedBytes > e.sharedOptedIn[launch.kernel]) {
+      checkDriver(runtime::driver().funcSetAttribute(
+                      out.function,
+                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                      static_cast<int>(out.sharedBytes)),
+                  "opting a kernel into large shared memory");
+      e.sharedOptedIn[launch.kernel] = out.sharedBytes;
+    }
+    out.values.resize(launch.args.size());
+    for (size_t a = 0; a < launch.args.size(); ++a) {
+      const format::LaunchArg &arg = launch.args[a];
+      uint64_t slot = 0;
+      switch (arg.kind) {
+      case ArgKind::BufferAddress:
+        slot = addresses[arg.buffer] + arg.offset;
+        break;
+      case ArgKind::Int32:
+      case ArgKind::Int64: {
+        if (!format::evalExpr(arg.expr, symbols, &value, &why))
+          throw fail(i, "argument " + std::to_string(a) + ": " + why);
+        if (arg.kind == ArgKind::Int32) {
+          if (value < INT32_MIN || value > INT32_MAX)
+            throw fail(i, "argument " + std::to_string(a) +
+                              " does not fit an int32");
+          int32_t narrow = static_cast<int32_t>(value);
+          std::memcpy(&slot, &narrow, 4);
+        } else {
+          std::memcpy(&slot, &value, 8);
+        }
+        break;
+      }
+      case ArgKind::Float32:
+        std::memcpy(&slot, &arg.f32, 4);
+        break;
+      }
+      out.values[a] = slot;
+    }
+    prepared.push_back(std::move(out));
+  }
+  // Pointers into `values` are taken last: the vectors no longer move.
+  for (PreparedLaunch &launch : prepared)
+    for (uint64_t &slot : launch.values)
+      launch.params.push_back(&slot);
+  return prepared;
+}
+
+void Session::Impl::run(const PreparedProgram &program) {
+  const runtime::DriverApi &api = runtime::driver();
+  for (const PreparedLaunch &l : program) {
+    checkDriver(api.launchKernel(l.function, l.grid[0], l.grid[1], l.grid[2],
+                                 l.block[0], l.block[1], l.block[2],
+                                 l.sharedBytes, stream,
+                                 const_cast<void **>(l.params.data()), nullptr),
+                "launching an engine kernel");
+  }
+}
+
+void Session::Impl::stepTail(uint32_t batch, bool sample) {
+  if (sample)
+    checkCuda(runtime::launchSample(logits, batch, config.vocabSize,
+                                    config.vocabSize, samplingParams, rngStep,
+                                    sampled, stream),
+              "launching the sampling kernel");
+  checkCuda(runtime::launchAdvance(pastLengths, stepLengths, batch,
+                                   sample ? sampled : nullptr, tokenIds,
+                                   rngStep, stream),
+            "launching the advance kernel");
+  if (sample)
+    checkCuda(cudaMemcpyAsync(hostTokens, sampled, uint64_t(batch) * 4,
+                              cudaMemcpyDeviceToHost, stream),
+              "copying sampled tokens to the host");
+}
+
+uint32_t Session::Impl::bucketFor(uint32_t batch) const {
+  for (uint32_t b : buckets)
+    if (b >= batch)
+      return b;
+  return buckets.back();
+}
+
+void Session::Impl::decodeStep(uint32_t bucket) {
+  auto prepared = decodeByBucket.find(bucket);
+  if (prepared == decodeByBucket.end())
+    prepared = decodeByBucket
+                   .emplace(bucket, prepare(decodeProgram, bucket, 1))
+                   .first;
+  if (!options.useCudaGraphs) {
+    run(prepared->second);
+    stepTail(bucket, true);
+    return;
+  }
+  auto graph = graphs.find(bucket);
+  if (graph == graphs.end()) {
+    checkCuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+              "starting CUDA graph capture");
+    cudaGraph_t captured = nullptr;
+    try {
+      run(prepared->second);
+      stepTail(bucket, true);
+    } catch (...) {
+      cudaStreamEndCapture(stream, &captured);
+      if (captured)
+        cudaGraphDestroy(captured);
+      cudaGetLastError();
+      throw;
+    }
+    checkCuda(cudaStreamEndCapture(stream, &captured),
+              "capturing the decode step");
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t rc = cudaGraphInstantiate(&exec, captured, 0);
+    cudaGraphDestroy(captured);
+    checkCuda(rc, "instantiating the decode graph");
+    graph = graphs.emplace(bucket, exec).first;
+  }
+  checkCuda(cudaGraphLaunch(graph->second, stream), "launching the decode graph");
+}
+
+//===----------------------------------------------------------------------===//
+// Session
+//===----------------------------------------------------------------------===//
+
+Session::Session(std::shared_ptr<Engine> engine, const SessionOptions &options) {
+  if (!engine)
+    throw Error(ErrorCode::InvalidArgument, "Session needs a loaded engine");
+  state.reset(new Impl(std::move(engine), options));
+}
+
+Session::~Session() = default;
+
+uint64_t Session::deviceBytes() const { return state->arenaBytes; }
+uint32_t Session::capturedGraphs() const {
+  return static_cast<uint32_t>(state->graphs.size());
+}
+
+static void checkRequest(const format::RuntimeConfig &config,
+                         const std::vector<std::vector<int32_t>> &prompts,
+                         const GenerateParams &params) {
+  if (prompts.empty() || prompts.size() > config.maxBatch)
+    throw Error(ErrorCode::InvalidArgument,
+                "batch of " + std::to_string(prompts.size()) +
+                    " prompts; this engine takes 1 to " +
+                    std::to_string(config.maxBatch));
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    const std::vector<int32_t> &prompt = prompts[s];
+    std::string which = prompts.size() > 1 ? " " + std::to_string(s) : "";
+    if (prompt.empty())
+      throw Error(ErrorCode::InvalidArgument, "prompt" + which + " is empty");
+    if (prompt.size() > config.maxSeqLen)
+      throw Error(ErrorCode::PromptTooLong,
+                  "prompt" + which + " has " + std::to_string(prompt.size()) +
+                      " tokens, more than the KV cache capacity of " +
+                      std::to_string(config.maxSeqLen));
+    for (size_t i = 0; i < prompt.size(); ++i)
+      if (prompt[i] < 0 || uint32_t(prompt[i]) >= config.vocabSize)
+        throw Error(ErrorCode::TokenOutOfVocab,
+                    "token id " + std::to_string(prompt[i]) + " at position " +
+                        std::to_string(i) + " of prompt" + which +
+                        " is outside the vocabulary (0.." +
+                        std::to_string(config.vocabSize - 1) + ")");
+  }
+  const SamplingParams &sp = params.sampling;
+  if (params.maxNewTokens < 1)
+    throw Error(ErrorCode::InvalidArgument, "max new tokens must be at least 1");
+  if (!std::isfinite(sp.temperature) || sp.temperature < 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "temperature must be a finite number >= 0");
+  if (!std::isfinite(sp.topP) || sp.topP <= 0 || sp.topP > 1)
+    throw Error(ErrorCode::InvalidArgument, "top-p must be in (0, 1]");
+}
+
+GenerateResult Session::generate(const std::vector<std::vector<int32_t>> &prompts,
+                                 const GenerateParams &params,
+                                 const TokenCallback &callback) {
+  Impl &s = *state;
+  const format::RuntimeConfig &config = s.config;
+  checkRequest(config, prompts, params);
+  checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
+
+  const uint32_t batch = static_cast<uint32_t>(prompts.size());
+  const uint32_t bucket = s.bucketFor(batch);
+  const uint32_t maxBatch = config.maxBatch;
+  GenerateResult result;
+  result.tokens.resize(batch);
+  GenerateStats &stats = result.stats;
+  stats.batch = batch;
+  stats.bucket = bucket;
+  stats.cudaGraph = s.options.useCudaGraphs;
+
+  // Fresh state: empty cache, RNG step 0, this request's sampling values.
+  std::vector<runtime::DeviceSamplingParams> sp(maxBatch);
+  for (uint32_t b = 0; b < maxBatch; ++b) {
+    sp[b] = {0.0f, 0, 1.0f, 0, 0};
+    if (b < batch)
+      sp[b] = {params.sampling.temperature, params.sampling.topK,
+               params.sampling.topP, 0, params.sampling.seed};
+  }
+  checkCuda(cudaMemsetAsync(s.pastLengths, 0, maxBatch * 4, s.stream),
+            "resetting lengths");
+  checkCuda(cudaMemsetAsync(s.rngStep, 0, 8, s.stream), "resetting the RNG");
+  checkCuda(cudaMemcpyAsync(s.samplingParams, sp.data(),
+                            sp.size() * sizeof(sp[0]), cudaMemcpyHostToDevice,
+                            s.stream),
+            "uploading sampling parameters");
+
+  // Prefill in chunks of at most max_prefill_tokens per sequence, arranged
+  // so that every sequence's last prompt token is in the final chunk (whose
+  // logits are sampled); a sequence with nothing in a chunk has length 0.
+  const uint32_t chunk = config.maxPrefillTokens;
+  uint32_t longest = 0;
+  for (const auto &p : prompts)
+    longest = std::max<uint32_t>(longest, static_cast<uint32_t>(p.size()));
+  const uint32_t chunks = (longest + chunk - 1) / chunk;
+  std::vector<std::vector<uint32_t>> counts(chunks,
+                                            std::vector<uint32_t>(batch, 0));
+  for (uint32_t b = 0; b < batch; ++b) {
+    uint32_t length = static_cast<uint32_t>(prompts[b].size());
+    uint32_t last = std::max<int64_t>(1, int64_t(length) -
+                                             int64_t(chunks - 1) * chunk);
+    uint32_t rest = length - last;
+    for (uint32_t c = 0; c + 1 < chunks; ++c) {
+      counts[c][b] = std::min(chunk, rest);
+      rest -= counts[c][b];
+    }
+    counts[chunks - 1][b] = last;
+    stats.promptTokens += length;
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  std::vector<uint32_t> done(batch, 0);
+  std::vector<int32_t> stepLengths(maxBatch, 0);
+  for (uint32_t c = 0; c < chunks; ++c) {
+    uint32_t seq = *std::max_element(counts[c].begin(), counts[c].end());
+    std::vector<int32_t> ids(uint64_t(batch) * seq, 0);
+    for (uint32_t b = 0; b < batch; ++b) {
+      std::copy_n(prompts[b].begin() + done[b], counts[c][b],
+                  ids.begin() + uint64_t(b) * seq);
+      done[b] += counts[c][b];
+      stepLengths[b] = static_cast<int32_t>(counts[c][b]);
+    }
+    checkCuda(cudaMemcpyAsync(s.tokenIds, ids.data(), ids.size() * 4,
+                              cudaMemcpyHostToDevice, s.stream),
+              "uploading prompt tokens");
+    checkCuda(cudaMemcpyAsync(s.stepLengths, stepLengths.data(), maxBatch * 4,
+                              cudaMemcpyHostToDevice, s.stream),
+              "uploading step lengths");
+    s.run(s.prepare(s.prefillProgram, batch, seq));
+    s.stepTail(batch, c + 1 == chunks);
+    // Pageable uploads are staged before the call returns, but the next
+    // chunk's ids must not race this chunk's kernels reading tokenIds.
+    checkCuda(cudaStreamSynchronize(s.stream), "running the prefill");
+  }
+  stats.prefillChunks = chunks;
+  stats.prefillMs = msSince(start);
+
+  std::vector<uint32_t> lengths(batch);
+  std::vector<bool> active(batch, true);
+  for (uint32_t b = 0; b < batch; ++b)
+    lengths[b] = static_cast<uint32_t>(prompts[b].size());
+  bool stopped = false;
+  auto deliver = [&]() {
+    bool anyActive = false;
+    for (uint32_t b = 0; b < batch; ++b) {
+      if (!active[b])
+        continue;
+      int32_t token = s.hostTokens[b];
+      result.tokens[b].push_back(token);
+      ++stats.generatedTokens;
+      if (callback && !callback(b, token))
+        stopped = true;
+      if (result.tokens[b].size() >= params.maxNewTokens ||
+          (params.stopAtEos &&
+           std::find(config.eosTokenIds.begin(), config.eosTokenIds.end(),
+                     token) != config.eosTokenIds.end()))
+        active[b] = false;
+      anyActive |= active[b];
+    }
+    return anyActive && !stopped;
+  };
+
+  bool more = deliver();
+  // Decode: active sequences step by one token, the rest (finished ones and
+  // the bucket's padding) by zero, so they never write the cache.
+  auto uploadStepLengths = [&]() {
+    for (uint32_t b = 0; b < maxBatch; ++b)
+      stepLengths[b] = b < batch && active[b] ? 1 : 0;
+    checkCuda(cudaMemcpyAsync(s.stepLengths, stepLengths.data(), maxBatch * 4,
+                              cudaMemcpyHostToDevice, s.stream),
+              "uploading step lengths");
+  };
+  if (more) {
+    uploadStepLengths();
+    if (bucket > batch)
+      checkCuda(cudaMemsetAsync(s.tokenIds + batch, 0, (bucket - batch) * 4,
+                                s.stream),
+                "clearing padded token ids");
+  }
+  auto decodeStart = std::chrono::steady_clock::now();
+  while (more) {
+    for (uint32_t b = 0; b < batch; ++b)
+      if (active[b] && lengths[b] + 1 > config.maxSeqLen)
+        throw Error(ErrorCode::KVCacheFull,
+                    "KV cache full: sequence " + std::to_string(b) + " holds " +
+                        std::to_string(lengths[b]) +
+                        " tokens, the capacity; generated " +
+                        std::to_string(result.tokens[b].size()) + " of " +
+                        std::to_string(params.maxNewTokens) + " tokens");
+    std::vector<bool> before = active;
+    s.decodeStep(bucket);
+    checkCuda(cudaStreamSynchronize(s.stream), "running a decode step");
+    ++stats.decodeSteps;
+    for (uint32_t b = 0; b < batch; ++b)
+      lengths[b] += active[b] ? 1 : 0;
+    more = deliver();
+    if (more && before != active)
+      uploadStepLengths();
+  }
+  stats.decodeMs = stats.decodeSteps ? msSince(decodeStart) : 0;
+  if (stats.decodeSteps) {
+    stats.decodeMsPerStep = stats.decodeMs / stats.decodeSteps;
+    uint32_t decoded = stats.generatedTokens - batch;
+    stats.tokensPerSecond = decoded / (stats.decodeMs / 1000.0);
+  }
+  stats.weightBytes = s.e.weightBytes;
+  stats.sessionBytes = s.arenaBytes;
+  size_t freeBytes = 0, totalBytes = 0;
+  checkCuda(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo");
+  stats.deviceUsedBytes = totalBytes - freeBytes;
+  stats.deviceTotalBytes = totalBytes;
+  return result;
+}
+
+} // namespace sits

@@ -1,0 +1,376 @@
+//===- sits-run.cpp - Run, check or inspect a sits engine -----------------===//
+//
+//   sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)
+//            [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
+//            [--seed S] [--batch B] [--no-cuda-graph] [--ignore-eos]
+//            [--device D]
+//   sits-run --check ENGINE [--target-sm SM]
+//   sits-run --inspect ENGINE [--verbose]
+//
+// --check validates an engine without a GPU (with one, it also checks the
+// target SM against it). Exit codes: 0 success, 1 bad engine or request,
+// 2 bad command line, 3 a sticky CUDA error (from the runtime's handler),
+// 4 no GPU or the engine is for another GPU, 5 KV cache full, 6 other CUDA
+// errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sits/EngineFormat.h"
+#if SITS_RUNTIME_HAS_CUDA
+#include "sits/Runtime.h"
+#include <cuda_runtime_api.h>
+#endif
+
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kExitBadInput = 1;
+constexpr int kExitUsage = 2;
+#if SITS_RUNTIME_HAS_CUDA
+constexpr int kExitGpu = 4;
+constexpr int kExitCacheFull = 5;
+constexpr int kExitCuda = 6;
+#endif
+
+const char *kUsage =
+    "usage: sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)\n"
+    "                [--max-new-tokens N] [--temperature T] [--top-k K]\n"
+    "                [--top-p P] [--seed S] [--batch B] [--no-cuda-graph]\n"
+    "                [--ignore-eos] [--device D]\n"
+    "       sits-run --check ENGINE [--target-sm SM]\n"
+    "       sits-run --inspect ENGINE [--verbose]\n";
+
+struct Options {
+  enum class Mode { Run, Check, Inspect } mode = Mode::Run;
+  std::string engine;
+  bool haveIds = false, haveBytes = false;
+  std::vector<int64_t> promptIds;
+  std::string promptBytes;
+  uint64_t maxNewTokens = 16;
+  double temperature = 0.0;
+  uint64_t topK = 0;
+  double topP = 1.0;
+  uint64_t seed = 0;
+  uint64_t batch = 1;
+  uint64_t device = 0;
+  uint64_t targetSm = 0;
+  bool noCudaGraph = false;
+  bool ignoreEos = false;
+  bool verbose = false;
+};
+
+[[noreturn]] void usageError(const std::string &message) {
+  std::fprintf(stderr, "sits-run: error: %s\n%s", message.c_str(), kUsage);
+  std::exit(kExitUsage);
+}
+
+uint64_t parseUnsigned(const std::string &option, const char *text,
+                       uint64_t max) {
+  char *end = nullptr;
+  errno = 0;
+  if (!*text || *text == '-' || *text == '+')
+    usageError(option + " expects a non-negative integer, got '" + text + "'");
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno || *end || v > max)
+    usageError(option + " expects an integer from 0 to " +
+               std::to_string(max) + ", got '" + text + "'");
+  return v;
+}
+
+double parseNumber(const std::string &option, const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (errno || !*text || *end || !std::isfinite(v))
+    usageError(option + " expects a number, got '" + text + "'");
+  return v;
+}
+
+std::vector<int64_t> parseIds(const char *text) {
+  std::vector<int64_t> ids;
+  std::string s(text);
+  size_t pos = 0;
+  while (true) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? comma : comma - pos);
+    char *end = nullptr;
+    errno = 0;
+    long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || errno || *end)
+      usageError("--prompt-ids expects comma-separated integers, got '" + item +
+                 "' in '" + s + "'");
+    ids.push_back(v);
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  auto value = [&](int &i) -> const char * {
+    if (i + 1 >= argc)
+      usageError(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--check") {
+      o.mode = Options::Mode::Check;
+    } else if (a == "--inspect") {
+      o.mode = Options::Mode::Inspect;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else if (a == "--prompt-ids") {
+      o.promptIds = parseIds(value(i));
+      o.haveIds = true;
+    } else if (a == "--prompt-bytes") {
+      o.promptBytes = value(i);
+      o.haveBytes = true;
+    } else if (a == "--max-new-tokens") {
+      o.maxNewTokens = parseUnsigned(a, value(i), 1u << 30);
+    } else if (a == "--temperature") {
+      o.temperature = parseNumber(a, value(i));
+    } else if (a == "--top-k") {
+      o.topK = parseUnsigned(a, value(i), 0xffffffffu);
+    } else if (a == "--top-p") {
+      o.topP = parseNumber(a, value(i));
+    } else if (a == "--seed") {
+      o.seed = parseUnsigned(a, value(i), UINT64_MAX);
+    } else if (a == "--batch") {
+      o.batch = parseUnsigned(a, value(i), 4096);
+    } else if (a == "--device") {
+      o.device = parseUnsigned(a, value(i), 1024);
+    } else if (a == "--target-sm") {
+      o.targetSm = parseUnsigned(a, value(i), 1000);
+    } else if (a == "--no-cuda-graph") {
+      o.noCudaGraph = true;
+    } else if (a == "--ignore-eos") {
+      o.ignoreEos = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      usageError("unknown option '" + a + "'");
+    } else if (o.engine.empty()) {
+      o.engine = a;
+    } else {
+      usageError("more than one engine given ('" + o.engine + "', '" + a + "')");
+    }
+  }
+  if (o.engine.empty())
+    usageError("no engine file given");
+  if (o.mode == Options::Mode::Run) {
+    if (o.haveIds == o.haveBytes)
+      usageError("give exactly one of --prompt-ids and --prompt-bytes");
+    if (o.maxNewTokens < 1)
+      usageError("--max-new-tokens must be at least 1");
+    if (o.temperature < 0)
+      usageError("--temperature must be >= 0");
+    if (!(o.topP > 0 && o.topP <= 1))
+      usageError("--top-p must be in (0, 1]");
+    if (o.batch < 1)
+      usageError("--batch must be at least 1");
+  }
+  return o;
+}
+
+[[noreturn]] void fail(int code, const std::string &message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "sits-run: error: %s\n", message.c_str());
+  std::exit(code);
+}
+
+int checkOrInspect(const Options &o) {
+  std::string error;
+  auto file = sits::format::EngineFile::open(o.engine, &error);
+  if (!file)
+    fail(kExitBadInput, error);
+  sits::format::Header header;
+  sits::format::EngineContents contents;
+  sits::format::RuntimeConfig config;
+  if (!sits::format::readEngine(*file, {}, &header, &contents, &config, &error))
+    fail(kExitBadInput, o.engine + ": " + error);
+  bool allPtx = !contents.modules.empty();
+  for (const auto &m : contents.modules)
+    allPtx &= !m.ptx.empty();
+  std::string targetNote;
+  uint32_t against = static_cast<uint32_t>(o.targetSm);
+#if SITS_RUNTIME_HAS_CUDA
+  if (!against && sits::countGpus() > 0) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) ==
+            cudaSuccess &&
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) ==
+            cudaSuccess)
+      against = static_cast<uint32_t>(major * 10 + minor);
+  }
+#endif
+  if (against) {
+    bool usePtx = false;
+    if (!sits::format::checkTargetSm(header.targetSm, against, allPtx, &usePtx,
+                                     &error))
+      fail(kExitBadInput, o.engine + ": " + error);
+    targetNote = ", runs on sm_" + std::to_string(against) +
+                 (usePtx ? " through PTX JIT" : "");
+  } else {
+    targetNote = ", target not checked (no GPU; use --target-sm)";
+  }
+  if (o.mode == Options::Mode::Inspect) {
+    std::fputs(sits::format::describeEngine(header, contents, config, o.verbose)
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  std::printf("%s: OK: format %u.%u, sm_%u%s, %" PRIu64 " bytes, model %s\n",
+              o.engine.c_str(), header.formatMajor, header.formatMinor,
+              header.targetSm, targetNote.c_str(), header.fileBytes,
+              config.modelName.empty() ? "(unnamed)" : config.modelName.c_str());
+  return 0;
+}
+
+#if SITS_RUNTIME_HAS_CUDA
+
+std::string escapeBytes(const std::vector<int32_t> &tokens) {
+  std::string out;
+  for (int32_t t : tokens) {
+    if (t >= 0x20 && t < 0x7f && t != '\\') {
+      out += static_cast<char>(t);
+    } else if (t == '\n') {
+      out += "\\n";
+    } else if (t == '\\') {
+      out += "\\\\";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", t & 0xff);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
+
+int runEngine(const Options &o) {
+  sits::LoadOptions load;
+  load.device = static_cast<int>(o.device);
+  std::shared_ptr<sits::Engine> engine;
+  std::vector<std::vector<int32_t>> tokens;
+  try {
+    engine = sits::Engine::load(o.engine, load);
+    const sits::format::RuntimeConfig &config = engine->config();
+    std::vector<int32_t> prompt;
+    if (o.haveBytes) {
+      if (config.tokenizer != sits::format::TokenizerKind::Bytes)
+        fail(kExitBadInput, "this engine has no byte vocabulary; use "
+                            "--prompt-ids");
+      for (unsigned char c : o.promptBytes)
+        prompt.push_back(c);
+    } else {
+      for (size_t i = 0; i < o.promptIds.size(); ++i) {
+        int64_t id = o.promptIds[i];
+        if (id < 0 || id >= config.vocabSize)
+          fail(kExitBadInput,
+               "token id " + std::to_string(id) + " at position " +
+                   std::to_string(i) + " is outside the vocabulary (0.." +
+                   std::to_string(config.vocabSize - 1) + ")");
+        prompt.push_back(static_cast<int32_t>(id));
+      }
+    }
+    if (o.batch > config.maxBatch)
+      fail(kExitBadInput, "--batch " + std::to_string(o.batch) +
+                              " exceeds this engine's max batch of " +
+                              std::to_string(config.maxBatch));
+    sits::SessionOptions sessionOptions;
+    sessionOptions.useCudaGraphs = !o.noCudaGraph;
+    sits::Session session(engine, sessionOptions);
+    sits::GenerateParams params;
+    params.maxNewTokens = static_cast<uint32_t>(
+        std::min<uint64_t>(o.maxNewTokens, UINT32_MAX));
+    params.sampling.temperature = static_cast<float>(o.temperature);
+    params.sampling.topK = static_cast<uint32_t>(o.topK);
+    params.sampling.topP = static_cast<float>(o.topP);
+    params.sampling.seed = o.seed;
+    params.stopAtEos = !o.ignoreEos;
+    std::vector<std::vector<int32_t>> prompts(o.batch, prompt);
+    tokens.assign(o.batch, {});
+    auto printTokens = [&]() {
+      for (size_t b = 0; b < tokens.size(); ++b) {
+        std::printf("tokens[%zu]:", b);
+        for (int32_t t : tokens[b])
+          std::printf(" %d", t);
+        std::printf("\n");
+        if (config.tokenizer == sits::format::TokenizerKind::Bytes)
+          std::printf("text[%zu]: %s\n", b, escapeBytes(tokens[b]).c_str());
+      }
+    };
+    sits::GenerateResult result;
+    try {
+      result = session.generate(prompts, params, [&](uint32_t seq, int32_t t) {
+        tokens[seq].push_back(t);
+        return true;
+      });
+    } catch (const sits::Error &) {
+      printTokens(); // what was generated before the error
+      throw;
+    }
+    printTokens();
+    const sits::GenerateStats &st = result.stats;
+    std::printf("prefill: %u tokens in %u chunk(s), %.3f ms\n",
+                st.promptTokens, st.prefillChunks, st.prefillMs);
+    std::printf("decode: %u steps, %.4f ms/token, %.1f tokens/s "
+                "(batch %u, %s, bucket %u)\n",
+                st.decodeSteps, st.decodeMsPerStep, st.tokensPerSecond,
+                st.batch, st.cudaGraph ? "cuda graph" : "no cuda graph",
+                st.bucket);
+    std::printf("gpu memory: weights %.2f MiB, session %.2f MiB, device "
+                "used %.0f of %.0f MiB (%s, sm_%u%s)\n",
+                mib(st.weightBytes), mib(st.sessionBytes),
+                mib(st.deviceUsedBytes), mib(st.deviceTotalBytes),
+                engine->deviceName().c_str(), engine->deviceSm(),
+                engine->usesPtx() ? ", PTX JIT" : "");
+    return 0;
+  } catch (const sits::Error &error) {
+    int code = kExitBadInput;
+    switch (error.code()) {
+    case sits::ErrorCode::NoGpu:
+    case sits::ErrorCode::WrongGpu:
+      code = kExitGpu;
+      break;
+    case sits::ErrorCode::KVCacheFull:
+      code = kExitCacheFull;
+      break;
+    case sits::ErrorCode::Cuda:
+      code = kExitCuda;
+      break;
+    default:
+      break;
+    }
+    fail(code, error.what());
+  }
+}
+
+#endif
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseArgs(argc, argv);
+  if (options.mode != Options::Mode::Run)
+    return checkOrInspect(options);
+#if SITS_RUNTIME_HAS_CUDA
+  return runEngine(options);
+#else
+  fail(kExitBadInput, "this sits-run was built without CUDA: it can only "
+                      "--check and --inspect engines");
+#endif
+}
