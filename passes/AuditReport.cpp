@@ -34,11 +34,15 @@ struct AuditReportPass : public sits::impl::AuditReportBase<AuditReportPass> {
       return signalPassFailure();
     }
     const AuditLog &log = AuditLog::get(&getContext());
+
     if (format == "json")
       file->os() << llvm::formatv("{0:2}", log.toJSON()) << "\n";
     else
       log.printSummary(file->os());
     file->keep();
+    // The next report covers only what runs after this one (sits-opt reuses
+    // one context across --split-input-file chunks).
+    AuditLog::get(&getContext()).clear();
     markAllAnalysesPreserved();
   }
 };

@@ -58,6 +58,13 @@ void buildPipeline(OpPassManager &pm, Stage last,
   if (last == Stage::Sits)
     return;
   // The decode passes.
+  HoistRopeOptions hoistRope;
+  hoistRope.maxSeqLen = options.maxSeqLen;
+  pm.addPass(createHoistRope(hoistRope));
+  KVCacheOptions kvCache;
+  kvCache.maxSeqLen = options.maxSeqLen;
+  kvCache.maxBatch = options.maxBatch;
+  pm.addPass(createKVCache(kvCache));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
