@@ -1,0 +1,265 @@
+//===- ValidateTest.cpp - Every way an engine is rejected -----------------===//
+
+#include "TestEngines.h"
+#include "sits/Json.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace sits;
+using namespace sits::format;
+
+namespace {
+
+class ValidateTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    contents = test::buildToyEngine(config, test::makeToyWeights(config),
+                                    test::placeholderModule(config));
+  }
+
+  /// Reads `bytes`; returns the error ("" when valid).
+  static std::string readError(std::vector<uint8_t> bytes) {
+    auto file = EngineFile::fromBytes(std::move(bytes));
+    Header header;
+    EngineContents read;
+    RuntimeConfig rc;
+    std::string error;
+    return readEngine(*file, {}, &header, &read, &rc, &error) ? "" : error;
+  }
+  std::string corruptedError(test::Corruption corruption) {
+    std::vector<uint8_t> bytes = test::serializeOrDie(contents);
+    test::corrupt(bytes, corruption);
+    return readError(bytes);
+  }
+  /// Serializes `contents` (after a change) and reads it back.
+  std::string changedError() {
+    std::vector<uint8_t> bytes;
+    std::string error;
+    if (!serializeEngine(contents, &bytes, &error))
+      return "serialize: " + error;
+    return readError(bytes);
+  }
+
+  test::ToyConfig config;
+  EngineContents contents;
+};
+
+#define EXPECT_ERROR(expr, text)                                               \
+  do {                                                                         \
+    std::string message_ = (expr);                                             \
+    EXPECT_NE(message_.find(text), std::string::npos)                          \
+        << "expected \"" << (text) << "\" in \"" << message_ << "\"";          \
+  } while (0)
+
+TEST_F(ValidateTest, ValidEngineIsAccepted) {
+  EXPECT_EQ(corruptedError(test::Corruption::None), "");
+}
+
+TEST_F(ValidateTest, EachCorruptionHasItsOwnMessage) {
+  EXPECT_ERROR(corruptedError(test::Corruption::Truncated),
+               "engine is truncated");
+  EXPECT_ERROR(corruptedError(test::Corruption::FlippedByte),
+               "content hash mismatch");
+  EXPECT_ERROR(corruptedError(test::Corruption::WrongMagic), "wrong magic");
+  EXPECT_ERROR(corruptedError(test::Corruption::NewerMajor),
+               "has major version 2, this runtime reads 1.x only (update the "
+               "runtime)");
+  EXPECT_ERROR(corruptedError(test::Corruption::NewerMinor),
+               "engine format 1.1 is newer than this runtime's 1.0");
+  EXPECT_ERROR(corruptedError(test::Corruption::SectionOutOfBounds),
+               "section 3 (weights) is out of bounds");
+  EXPECT_ERROR(corruptedError(test::Corruption::BadPlan),
+               "plan section: the number of buffers");
+}
+
+TEST_F(ValidateTest, TinyAndEmptyFiles) {
+  EXPECT_ERROR(readError({}), "engine file is empty");
+  std::vector<uint8_t> bytes = test::serializeOrDie(contents);
+  bytes.resize(60);
+  EXPECT_ERROR(readError(bytes), "less than its 128-byte header");
+  bytes.resize(3);
+  EXPECT_ERROR(readError(bytes), "wrong magic");
+  bytes = test::serializeOrDie(contents);
+  bytes.push_back(0);
+  EXPECT_ERROR(readError(bytes), "1 unexpected bytes after its end");
+}
+
+TEST_F(ValidateTest, TargetSmRule) {
+  bool usePtx = true;
+  std::string error;
+  EXPECT_TRUE(checkTargetSm(90, 90, false, &usePtx, &error));
+  EXPECT_FALSE(usePtx);
+  EXPECT_TRUE(checkTargetSm(80, 86, false, &usePtx, &error)); // same major
+  EXPECT_FALSE(usePtx);
+  EXPECT_FALSE(checkTargetSm(86, 80, true, &usePtx, &error));
+  EXPECT_ERROR(error, "compiled for sm_86 but this GPU is sm_80");
+  EXPECT_FALSE(checkTargetSm(80, 90, false, &usePtx, &error));
+  EXPECT_ERROR(error, "no PTX to JIT-compile");
+  EXPECT_TRUE(checkTargetSm(80, 90, true, &usePtx, &error));
+  EXPECT_TRUE(usePtx);
+  EXPECT_FALSE(checkTargetSm(100, 90, true, &usePtx, &error));
+  EXPECT_ERROR(error, "compiled for sm_100 but this GPU is sm_90");
+}
+
+TEST_F(ValidateTest, ModulesAndKernels) {
+  contents.modules[0].sm = 80;
+  EXPECT_ERROR(changedError(), "holds a cubin for sm_80 in an engine for sm_90");
+  SetUp();
+  contents.modules[0].cubin.clear();
+  EXPECT_ERROR(changedError(), "has neither a cubin nor PTX");
+  SetUp();
+  contents.kernels[1].module = 3;
+  EXPECT_ERROR(changedError(), "refers to module 3 of 1");
+  SetUp();
+  contents.programs[1].launches[0].kernel = 9;
+  EXPECT_ERROR(changedError(), "launch 0 of program \"prefill\" refers to kernel 9");
+}
+
+TEST_F(ValidateTest, Buffers) {
+  contents.buffers[0].offset = 4;
+  EXPECT_ERROR(changedError(), "not a multiple of 256");
+  SetUp();
+  contents.buffers[4].bytes += 1024 * 1024;
+  EXPECT_ERROR(changedError(), "lies outside the weights section");
+  SetUp();
+  contents.buffers[4].offset = UINT64_MAX - 255; // offset + bytes overflows
+  EXPECT_ERROR(changedError(), "lies outside the weights section");
+  SetUp();
+  contents.buffers[8].bytes -= 4; // logits
+  EXPECT_ERROR(changedError(), "(logits) has 8188 bytes, needs at least 8192");
+  SetUp();
+  contents.buffers[9].bytes *= 2; // key cache
+  EXPECT_ERROR(changedError(), "the metadata needs exactly");
+  SetUp();
+  contents.buffers[5].dtype = DType::I64; // token ids
+  EXPECT_ERROR(changedError(), "must have element type i32");
+  SetUp();
+  contents.buffers[8].role = BufferRole::Activation; // no logits buffer
+  EXPECT_ERROR(changedError(), "exactly one \"logits\" buffer, it has 0");
+  SetUp();
+  contents.buffers[11].role = static_cast<BufferRole>(42);
+  EXPECT_ERROR(changedError(), "unknown role 42");
+  SetUp();
+  contents.programs[1].launches[0].args[0].buffer = 99;
+  EXPECT_ERROR(changedError(), "argument 0 refers to buffer 99");
+  SetUp();
+  contents.programs[1].launches[0].args[0].offset = 1u << 20;
+  EXPECT_ERROR(changedError(), "bytes into buffer \"input_ids\"");
+}
+
+TEST_F(ValidateTest, ProgramsAndLaunchShapes) {
+  contents.programs.pop_back(); // decode
+  EXPECT_ERROR(changedError(), "the plan has no \"decode\" program");
+  SetUp();
+  contents.programs.push_back(contents.programs[1]);
+  EXPECT_ERROR(changedError(), "program \"prefill\" appears twice");
+  SetUp();
+  contents.programs[2].launches[2].block[0] = Expr::constant(2048);
+  EXPECT_ERROR(changedError(), "block.x = 2048 is outside 1..1024");
+  SetUp();
+  contents.programs[1].launches[0].block[1] = Expr::constant(64);
+  EXPECT_ERROR(changedError(), "a block of 2048 threads exceeds 1024");
+  SetUp();
+  // Zero blocks at the smallest step (B = 1, S = 1).
+  contents.programs[1].launches[1].grid[0] = Expr::tokens() - Expr::constant(1);
+  EXPECT_ERROR(changedError(), "grid.x = 0 is outside");
+  SetUp();
+  contents.programs[1].launches[1].sharedBytes =
+      Expr::tokens() * Expr::constant(4096);
+  EXPECT_ERROR(changedError(), "bytes of shared memory is outside");
+  SetUp();
+  contents.programs[1].launches[0].args[3] =
+      LaunchArg::int32(Expr::tokens() * Expr::constant(1LL << 30));
+  EXPECT_ERROR(changedError(), "does not fit an int32");
+  SetUp();
+  contents.programs[1].launches[0].grid[0].terms.push_back({ExprOp::Mul, 0});
+  EXPECT_ERROR(changedError(), "operation without two operands");
+}
+
+TEST_F(ValidateTest, Metadata) {
+  auto withMeta = [&](const std::string &json) {
+    contents.metadataJson = json;
+    return changedError();
+  };
+  std::string good = contents.metadataJson;
+  EXPECT_ERROR(withMeta("{"), "metadata is not valid JSON");
+  EXPECT_ERROR(withMeta("[]"), "metadata is not a JSON object");
+  EXPECT_ERROR(withMeta("{}"), "metadata lacks the object \"model\"");
+  json::Value meta;
+  std::string error;
+  ASSERT_TRUE(json::parse(good, &meta, &error));
+  auto edit = [&](const char *object, const char *key, json::Value value) {
+    json::Value copy = meta;
+    const_cast<json::Value *>(copy.find(object))->set(key, std::move(value));
+    return withMeta(copy.write());
+  };
+  EXPECT_ERROR(edit("model", "vocab_size", 0),
+               "\"model.vocab_size\" must be an integer from 1");
+  EXPECT_ERROR(edit("model", "vocab_size", "256"), "must be an integer");
+  EXPECT_ERROR(edit("kv_cache", "max_batch", 4),
+               "\"kv_cache.max_batch\" (4) differs from \"limits.max_batch\"");
+  EXPECT_ERROR(edit("kv_cache", "capacity", 32),
+               "\"kv_cache.capacity\" (32) differs");
+  EXPECT_ERROR(edit("kv_cache", "dtype", "f8"), "\"kv_cache.dtype\" must be");
+  EXPECT_ERROR(edit("kv_cache", "layout", "paged"), "must be \"contiguous\"");
+  EXPECT_ERROR(edit("limits", "max_prefill_tokens", 65),
+               "\"limits.max_prefill_tokens\" exceeds");
+  json::Value eos = json::Value::array();
+  eos.push(256);
+  EXPECT_ERROR(edit("tokenizer", "eos_token_ids", eos),
+               "id outside the vocabulary");
+  EXPECT_ERROR(edit("tokenizer", "kind", "bpe"), "\"tokenizer.kind\" must be");
+}
+
+TEST_F(ValidateTest, BatchBuckets) {
+  json::Value meta;
+  std::string error;
+  ASSERT_TRUE(json::parse(contents.metadataJson, &meta, &error));
+  RuntimeConfig rc;
+  const_cast<json::Value *>(meta.find("limits"))->set("max_batch", 6);
+  const_cast<json::Value *>(meta.find("kv_cache"))->set("max_batch", 6);
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_EQ(rc.batchBuckets, (std::vector<uint32_t>{1, 2, 4, 6}));
+  json::Value &decode = meta.set("decode", json::Value::object());
+  json::Value &list = decode.set("batch_buckets", json::Value::array());
+  list.push(3);
+  list.push(1);
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_EQ(rc.batchBuckets, (std::vector<uint32_t>{1, 3, 6}));
+  list.push(7);
+  EXPECT_FALSE(parseRuntimeConfig(meta.write(), &rc, &error));
+  EXPECT_ERROR(error, "holds a size outside 1..6");
+}
+
+// Hostile input: random edits to a valid engine, re-hashed so that they reach
+// the section decoders and the validator, must be rejected or accepted but
+// never crash, hang or allocate without bound.
+TEST_F(ValidateTest, RandomEditsNeverCrash) {
+  std::vector<uint8_t> valid = test::serializeOrDie(contents);
+  std::mt19937_64 rng(11);
+  uint64_t planBegin = test::sectionOffset(valid, SectionKind::Plan);
+  uint64_t weightsBegin = test::sectionOffset(valid, SectionKind::Weights);
+  int rejected = 0;
+  for (int round = 0; round < 1500; ++round) {
+    std::vector<uint8_t> bytes = valid;
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      // Mostly the structured parts (header, table, metadata, kernels, plan).
+      uint64_t at = rng() % 4 ? rng() % weightsBegin : rng() % bytes.size();
+      if (at >= format::kContentHashOffset &&
+          at < format::kContentHashOffset + format::kHashBytes)
+        continue;
+      bytes[at] = static_cast<uint8_t>(rng() % 3 ? rng() : (rng() % 2 ? 0 : 0xff));
+    }
+    if (rng() % 8 == 0)
+      bytes.resize(planBegin + rng() % (bytes.size() - planBegin));
+    test::rehash(bytes);
+    if (!readError(bytes).empty())
+      ++rejected;
+  }
+  EXPECT_GT(rejected, 500);
+}
+
+} // namespace
