@@ -443,7 +443,7 @@ void corrupt(std::vector<uint8_t> &bytes, Corruption corruption) {
     // The plan starts with its buffer count; a count far beyond what the
     // section holds must be rejected before any allocation.
     uint64_t plan = sectionOffset(bytes, format::SectionKind::Plan);
-    bytes[plan + 2] = 0x7f;
+    bytes[plan + 1] = 0x7f;
     rehash(bytes);
     return;
   }

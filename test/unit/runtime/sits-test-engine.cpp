@@ -1,20 +1,22 @@
 //===- sits-test-engine.cpp - Writes engines for the runtime tests --------===//
 //
 //   sits-test-engine KIND -o PATH [--force] [--sm SM] [--dtype f16|f32|bf16]
-//                    [--real] [--eos ID]
+//                    [--real [--ptx]] [--eos ID]
 //
 // KIND is `valid`, or a broken engine for the --check tests: `truncated`,
 // `flipped-byte`, `wrong-magic`, `newer-major`, `newer-minor`,
 // `section-out-of-bounds`, `bad-plan`. `--sm` sets the target (a wrong target
 // is a valid engine for another SM). `--real` compiles the toy kernels with
 // NVRTC so that the engine runs on a GPU; without it the kernel image is a
-// placeholder (enough for --check and --inspect).
+// placeholder (enough for --check and --inspect); `--ptx` adds PTX. `--sm native` targets the
+// GPU at hand, `--sm other` an SM whose cubin cannot run on it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestEngines.h"
 #if SITS_TEST_HAS_NVRTC
 #include "ToyCompile.h"
+#include <cuda_runtime_api.h>
 #endif
 
 #include <cstdio>
@@ -28,9 +30,10 @@ using namespace sits;
   std::exit(1);
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   std::string kind, output, dtype = "f16";
-  bool force = false, real = false;
+  std::string sm = "90";
+  bool force = false, real = false, ptx = false;
   test::ToyConfig config;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -45,8 +48,10 @@ int main(int argc, char **argv) {
       force = true;
     else if (a == "--real")
       real = true;
+    else if (a == "--ptx")
+      ptx = true;
     else if (a == "--sm")
-      config.targetSm = static_cast<uint32_t>(std::stoul(value()));
+      sm = value();
     else if (a == "--dtype")
       dtype = value();
     else if (a == "--eos")
@@ -60,6 +65,26 @@ int main(int argc, char **argv) {
   if (kind.empty() || output.empty() || !test::parseCorruption(kind, &corruption))
     die("usage: sits-test-engine KIND -o PATH [--force] [--sm SM] [--dtype T] "
         "[--real] [--eos ID]");
+  if (sm == "native" || sm == "other") {
+#if SITS_TEST_HAS_NVRTC
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) !=
+            cudaSuccess)
+      die("--sm " + sm + " needs a CUDA GPU");
+    config.targetSm = static_cast<uint32_t>(major * 10 + minor);
+    if (sm == "other")
+      config.targetSm = major == 9 ? 100 : 90;
+#else
+    die("--sm " + sm + " needs the CUDA toolkit");
+#endif
+  } else if (sm.empty() || sm.find_first_not_of("0123456789") != std::string::npos ||
+             sm.size() > 4) {
+    die("--sm expects a number, 'native' or 'other'");
+  } else {
+    config.targetSm = static_cast<uint32_t>(std::stoul(sm));
+  }
   if (!format::parseDType(dtype, &config.weightType) ||
       format::dtypeBytes(config.weightType) > 4 ||
       config.weightType == format::DType::I32)
@@ -69,7 +94,7 @@ int main(int argc, char **argv) {
   if (real) {
 #if SITS_TEST_HAS_NVRTC
     std::string error;
-    if (!test::compileToyModule(config, config.targetSm, true, true, &module,
+    if (!test::compileToyModule(config, config.targetSm, true, ptx, &module,
                                 &error))
       die(error);
 #else
@@ -93,4 +118,12 @@ int main(int argc, char **argv) {
       std::fclose(f) != 0)
     die("cannot write '" + output + "'");
   return 0;
+}
+
+int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception &e) { // a malformed number
+    die(std::string("bad argument: ") + e.what());
+  }
 }

@@ -1,0 +1,153 @@
+//===- SamplingGpuTest.cpp - The sampling kernel on known logits ----------===//
+//
+// Many rows of the same logits are sampled in one launch: each row is another
+// sequence, so another Philox stream, and the rows' tokens are independent
+// draws from the distribution the parameters define.
+//
+//===----------------------------------------------------------------------===//
+
+#include "src/Sampling.h"
+#include "sits/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cuda_runtime.h>
+#include <map>
+#include <random>
+
+using sits::runtime::DeviceSamplingParams;
+
+namespace {
+
+class SamplingTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (sits::countGpus() == 0)
+      GTEST_SKIP() << "no CUDA GPU";
+  }
+
+  /// Samples `rows` copies of `logits` at RNG step `step`.
+  std::vector<int32_t> sample(const std::vector<float> &logits, uint32_t rows,
+                              DeviceSamplingParams params, uint64_t step = 0) {
+    uint32_t vocab = static_cast<uint32_t>(logits.size());
+    std::vector<float> all;
+    for (uint32_t r = 0; r < rows; ++r)
+      all.insert(all.end(), logits.begin(), logits.end());
+    std::vector<DeviceSamplingParams> ps(rows, params);
+    float *dLogits = nullptr;
+    DeviceSamplingParams *dParams = nullptr;
+    uint64_t *dStep = nullptr;
+    int32_t *dTokens = nullptr;
+    EXPECT_EQ(cudaMalloc(&dLogits, all.size() * 4), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&dParams, rows * sizeof(DeviceSamplingParams)),
+              cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&dStep, 8), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&dTokens, rows * 4), cudaSuccess);
+    cudaMemcpy(dLogits, all.data(), all.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dParams, ps.data(), rows * sizeof(DeviceSamplingParams),
+               cudaMemcpyHostToDevice);
+    cudaMemcpy(dStep, &step, 8, cudaMemcpyHostToDevice);
+    EXPECT_EQ(sits::runtime::launchSample(dLogits, rows, vocab, vocab, dParams,
+                                          dStep, dTokens, nullptr),
+              cudaSuccess);
+    std::vector<int32_t> tokens(rows);
+    EXPECT_EQ(cudaMemcpy(tokens.data(), dTokens, rows * 4,
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    cudaFree(dLogits);
+    cudaFree(dParams);
+    cudaFree(dStep);
+    cudaFree(dTokens);
+    return tokens;
+  }
+
+  static DeviceSamplingParams params(float temperature, uint32_t topK,
+                                     float topP, uint64_t seed = 1) {
+    return {temperature, topK, topP, 0, seed};
+  }
+
+  static std::map<int32_t, double> frequencies(const std::vector<int32_t> &t) {
+    std::map<int32_t, double> f;
+    for (int32_t token : t)
+      f[token] += 1.0 / t.size();
+    return f;
+  }
+};
+
+TEST_F(SamplingTest, GreedyTakesTheLowestIndexOfEqualMaxima) {
+  std::vector<float> logits(1000, 0.0f);
+  logits[300] = 5.0f;
+  logits[7] = 5.0f;
+  logits[3] = NAN;
+  logits[900] = -INFINITY;
+  for (int32_t t : sample(logits, 4, params(0.0f, 0, 1.0f)))
+    EXPECT_EQ(t, 7);
+  std::vector<float> allNan(50, NAN);
+  EXPECT_EQ(sample(allNan, 1, params(1.0f, 0, 1.0f))[0], 0);
+}
+
+TEST_F(SamplingTest, TemperatureShapesTheDistribution) {
+  std::vector<float> logits = {0.0f, std::log(2.0f)};
+  auto at1 = frequencies(sample(logits, 8000, params(1.0f, 0, 1.0f)));
+  EXPECT_NEAR(at1[1], 2.0 / 3.0, 0.03);
+  auto atHalf = frequencies(sample(logits, 8000, params(0.5f, 0, 1.0f)));
+  EXPECT_NEAR(atHalf[1], 4.0 / 5.0, 0.03);
+}
+
+TEST_F(SamplingTest, TopKKeepsOnlyTheKMostLikely) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> logits(5000);
+  for (float &l : logits)
+    l = normal(rng);
+  std::vector<float> sorted = logits;
+  std::sort(sorted.rbegin(), sorted.rend());
+  auto tokens = sample(logits, 4000, params(2.0f, 5, 1.0f));
+  std::map<int32_t, double> f = frequencies(tokens);
+  EXPECT_EQ(f.size(), 5u);
+  for (const auto &entry : f)
+    EXPECT_GE(logits[entry.first], sorted[4]);
+  // Within the top 5 the draw follows the tempered softmax.
+  double z = 0;
+  for (int i = 0; i < 5; ++i)
+    z += std::exp((sorted[i] - sorted[0]) / 2.0);
+  for (const auto &entry : f)
+    EXPECT_NEAR(entry.second,
+                std::exp((logits[entry.first] - sorted[0]) / 2.0) / z, 0.035);
+}
+
+TEST_F(SamplingTest, TopPKeepsTheSmallestNucleus) {
+  std::vector<float> logits = {std::log(0.15f), std::log(0.5f),
+                               std::log(0.05f), std::log(0.3f)};
+  auto f = frequencies(sample(logits, 8000, params(1.0f, 0, 0.75f)));
+  EXPECT_EQ(f.size(), 2u);
+  EXPECT_NEAR(f[1], 0.5 / 0.8, 0.03);
+  EXPECT_NEAR(f[3], 0.3 / 0.8, 0.03);
+  // Top-k then top-p: k = 3 keeps {1, 3, 0}; p = 0.9 of 0.95 keeps all 3.
+  auto g = frequencies(sample(logits, 8000, params(1.0f, 3, 0.9f)));
+  EXPECT_EQ(g.size(), 3u);
+  EXPECT_EQ(g.count(2), 0u);
+  EXPECT_NEAR(g[0], 0.15 / 0.95, 0.03);
+}
+
+TEST_F(SamplingTest, DeterministicGivenSeedAndStepOnALargeVocabulary) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> logits(128256);
+  for (float &l : logits)
+    l = normal(rng);
+  DeviceSamplingParams p = params(0.8f, 50, 0.9f, 1234);
+  auto a = sample(logits, 64, p, 7);
+  auto b = sample(logits, 64, p, 7);
+  EXPECT_EQ(a, b);
+  auto c = sample(logits, 64, p, 8);
+  EXPECT_NE(a, c);
+  std::vector<float> sorted = logits;
+  std::sort(sorted.rbegin(), sorted.rend());
+  for (int32_t t : a)
+    EXPECT_GE(logits[t], sorted[49]);
+  EXPECT_GT(frequencies(a).size(), 1u);
+}
+
+} // namespace
