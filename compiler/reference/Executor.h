@@ -1,0 +1,98 @@
+//===- Executor.h - CPU reference executor ----------------------*- C++ -*-===//
+//
+// Runs a `func.func` of a module holding `sits`, `onnx`, `arith`, `func` and
+// `tensor` ops on the CPU, naively but exactly as each op's description says:
+// the oracle the compiler's GPU code is measured against. Numerics:
+// docs/reference-executor.md.
+//
+//   sits::reference::Executor executor(module);
+//   auto results = executor.run("forward", {Tensor::fromInts(...)});
+//   if (!results) ... llvm::toString(results.takeError()) ...
+//
+// Errors (an unsupported op, a shape that does not fit at run time, a token id
+// outside the vocabulary, a position outside a RoPE table, a full KV cache)
+// come back as llvm::Error naming the op and its location (the ONNX node
+// names), never as an assert.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_COMPILER_REFERENCE_EXECUTOR_H
+#define SITS_COMPILER_REFERENCE_EXECUTOR_H
+
+#include "compiler/reference/KVCache.h"
+#include "compiler/reference/Tensor.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace sits::reference {
+
+/// A value of the program: a tensor, or a KV-cache state. Copies are cheap and
+/// share the underlying tensor or state.
+class RuntimeValue {
+public:
+  RuntimeValue() = default;
+  /*implicit*/ RuntimeValue(Tensor tensor)
+      : tensor(std::make_shared<const Tensor>(std::move(tensor))) {}
+  /*implicit*/ RuntimeValue(std::shared_ptr<const Tensor> tensor)
+      : tensor(std::move(tensor)) {}
+  /*implicit*/ RuntimeValue(std::shared_ptr<KVCacheState> cache)
+      : cache(std::move(cache)) {}
+
+  bool isTensor() const { return tensor != nullptr; }
+  bool isKVCache() const { return cache != nullptr; }
+  /// The tensor (requires isTensor()).
+  const Tensor &getTensor() const { return *tensor; }
+  const std::shared_ptr<const Tensor> &getTensorPtr() const { return tensor; }
+  /// The KV-cache state (requires isKVCache()).
+  const std::shared_ptr<KVCacheState> &getKVCache() const { return cache; }
+
+private:
+  std::shared_ptr<const Tensor> tensor;
+  std::shared_ptr<KVCacheState> cache;
+};
+
+struct ExecutorOptions {
+  /// Threads for large matrix products; 0 picks min(2, hardware threads).
+  unsigned numThreads = 0;
+};
+
+/// Called after each op with its results (for tracing and per-op
+/// comparisons).
+using OpObserver =
+    std::function<void(mlir::Operation *op, llvm::ArrayRef<RuntimeValue>)>;
+
+/// Runs functions of one module. The module must outlive the executor.
+/// Constants and weights are converted once and kept for later runs.
+class Executor {
+public:
+  explicit Executor(mlir::ModuleOp module, ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Runs `function` on `args` (one per function argument, of matching
+  /// shape, element type or KV-cache type) and returns its results.
+  llvm::Expected<std::vector<RuntimeValue>>
+  run(llvm::StringRef function, std::vector<RuntimeValue> args);
+
+  void setObserver(OpObserver observer);
+
+  class Impl;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+/// "loc(\"/model/layers.0/MatMul\")" -> "/model/layers.0/MatMul": the ONNX
+/// node names in a location (every NameLoc, for fused locations), else
+/// file:line:col, else "unknown location".
+std::string describeLocation(mlir::Location location);
+
+} // namespace sits::reference
+
+#endif // SITS_COMPILER_REFERENCE_EXECUTOR_H

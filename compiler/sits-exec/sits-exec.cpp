@@ -1,0 +1,212 @@
+//===- sits-exec.cpp - Run a function with the CPU reference executor -----===//
+//
+//   sits-exec FILE.mlir [--function NAME] --input a.npy ... --output-dir DIR
+//
+// Runs one function of a module (any stage: imported, sits, optimized) on
+// .npy inputs and writes each result as DIR/result_<i>.npy. An argument of
+// KV-cache type gets an empty cache (no .npy). A KV-cache result is written
+// as result_<i>.keys.npy and result_<i>.values.npy
+// ([layers, batch, kv_heads, capacity, head_dim]) and result_<i>.lengths.npy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/reference/Executor.h"
+#include "compiler/reference/Npy.h"
+#include "compiler/registration/Registration.h"
+#include "dialects/sits/SitsDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+
+using namespace mlir;
+using namespace sits::reference;
+
+static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
+                                            llvm::cl::desc("<file.mlir>"),
+                                            llvm::cl::Required);
+static llvm::cl::opt<std::string>
+    functionName("function",
+                 llvm::cl::desc("Function to run (default: the first "
+                                "func.func of the module)"),
+                 llvm::cl::init(""));
+static llvm::cl::list<std::string>
+    inputs("input", llvm::cl::desc("A .npy file per tensor argument, in order"),
+           llvm::cl::ZeroOrMore);
+static llvm::cl::opt<std::string>
+    outputDir("output-dir", llvm::cl::desc("Where to write result_<i>.npy"),
+              llvm::cl::init(""));
+static llvm::cl::opt<unsigned>
+    numThreads("threads",
+               llvm::cl::desc("Threads for matrix products (0: automatic)"),
+               llvm::cl::init(0));
+static llvm::cl::opt<bool>
+    trace("trace", llvm::cl::desc("Print every op's results to stderr"),
+          llvm::cl::init(false));
+static llvm::cl::opt<bool>
+    printTime("time", llvm::cl::desc("Print the run time to stderr"),
+              llvm::cl::init(false));
+static llvm::cl::opt<bool> allowUnregistered(
+    "allow-unregistered-dialect",
+    llvm::cl::desc("Parse ops of unregistered dialects (generic form)"),
+    llvm::cl::init(false));
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "sits-exec: error: " << message << "\n";
+  return 1;
+}
+
+/// One line per op: name, location, and each result's shape and range.
+static void traceOp(Operation *op, llvm::ArrayRef<RuntimeValue> results) {
+  llvm::errs() << op->getName() << " at " << describeLocation(op->getLoc());
+  for (const RuntimeValue &value : results) {
+    if (value.isKVCache()) {
+      llvm::errs() << " -> kv_cache";
+      continue;
+    }
+    const Tensor &tensor = value.getTensor();
+    double low = INFINITY, high = -INFINITY;
+    for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
+      double x = tensor.getAsDouble(i);
+      low = std::min(low, x);
+      high = std::max(high, x);
+    }
+    llvm::errs() << " -> " << toString(tensor.getElementType())
+                 << formatShape(tensor.getShape()) << " in [" << low << ", "
+                 << high << "]";
+  }
+  llvm::errs() << "\n";
+}
+
+static llvm::Error writeResult(llvm::StringRef dir, unsigned index,
+                               const RuntimeValue &value) {
+  llvm::SmallString<128> path(dir);
+  std::string stem = "result_" + std::to_string(index);
+  if (value.isTensor()) {
+    llvm::sys::path::append(path, stem + ".npy");
+    return writeNpyFile(path, value.getTensor());
+  }
+  const KVCacheState &cache = *value.getKVCache();
+  const KVCacheConfig &config = cache.getConfig();
+  int64_t batch = std::max<int64_t>(cache.getBatch(), 0);
+  Shape shape = {config.layers, batch, config.kvHeads, config.capacity,
+                 config.headDim};
+  llvm::ArrayRef<float> keys = cache.getKeyBuffer();
+  llvm::ArrayRef<float> values = cache.getValueBuffer();
+  std::vector<int64_t> lengths(cache.getLengths().begin(),
+                               cache.getLengths().end());
+  struct Part {
+    const char *suffix;
+    Tensor tensor;
+  } parts[] = {
+      {".keys.npy", Tensor::fromFloats(ElementType::F32, shape,
+                                       {keys.begin(), keys.end()})},
+      {".values.npy", Tensor::fromFloats(ElementType::F32, shape,
+                                         {values.begin(), values.end()})},
+      {".lengths.npy", Tensor::fromInts(ElementType::I64, {batch},
+                                        std::move(lengths))}};
+  for (Part &part : parts) {
+    llvm::SmallString<128> partPath(dir);
+    llvm::sys::path::append(partPath, stem + part.suffix);
+    if (llvm::Error error = writeNpyFile(partPath, part.tensor))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv, "sits-exec: run a function with the CPU reference executor\n");
+
+  DialectRegistry registry;
+  sits::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.allowUnregisteredDialects(allowUnregistered);
+  context.loadAllAvailableDialects();
+
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+  if (!module)
+    return fail("cannot parse '" + inputFile + "'");
+
+  func::FuncOp function;
+  if (functionName.empty()) {
+    auto functions = module->getOps<func::FuncOp>();
+    if (functions.empty())
+      return fail("'" + inputFile + "' has no func.func");
+    function = *functions.begin();
+  } else {
+    function = module->lookupSymbol<func::FuncOp>(functionName);
+    if (!function)
+      return fail("'" + inputFile + "' has no function '" + functionName +
+                  "'");
+  }
+
+  std::vector<RuntimeValue> args;
+  size_t nextInput = 0;
+  for (BlockArgument argument : function.getArguments()) {
+    if (auto cacheType = dyn_cast<sits::KVCacheType>(argument.getType())) {
+      llvm::Expected<KVCacheConfig> config = KVCacheConfig::fromType(cacheType);
+      if (!config)
+        return fail(llvm::toString(config.takeError()));
+      args.push_back(std::make_shared<KVCacheState>(*config));
+      continue;
+    }
+    if (nextInput >= inputs.size())
+      return fail("function '" + function.getSymName() + "' takes " +
+                  llvm::Twine(function.getNumArguments()) +
+                  " arguments; only " + llvm::Twine(inputs.size()) +
+                  " --input files were given");
+    llvm::Expected<Tensor> tensor = readNpyFile(inputs[nextInput++]);
+    if (!tensor)
+      return fail(llvm::toString(tensor.takeError()));
+    // NumPy has no bf16: a bf16 argument takes f32 data, rounded.
+    auto type = dyn_cast<RankedTensorType>(argument.getType());
+    if (type && type.getElementType().isBF16() &&
+        tensor->getElementType() == ElementType::F32)
+      tensor->setElementTypeAndRound(ElementType::BF16);
+    args.push_back(std::move(*tensor));
+  }
+  if (nextInput != inputs.size())
+    return fail(llvm::Twine(inputs.size()) + " --input files given, but '" +
+                function.getSymName() + "' takes " + llvm::Twine(nextInput) +
+                " tensor arguments");
+
+  ExecutorOptions options;
+  options.numThreads = numThreads;
+  Executor executor(*module, options);
+  if (trace)
+    executor.setObserver(traceOp);
+  auto start = std::chrono::steady_clock::now();
+  llvm::Expected<std::vector<RuntimeValue>> results =
+      executor.run(function.getSymName(), std::move(args));
+  auto seconds = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+  if (!results)
+    return fail(llvm::toString(results.takeError()));
+  if (printTime)
+    llvm::errs() << "sits-exec: ran '" << function.getSymName() << "' in "
+                 << llvm::format("%.3f", seconds * 1e3) << " ms\n";
+
+  if (outputDir.empty())
+    return 0;
+  if (std::error_code code = llvm::sys::fs::create_directories(outputDir))
+    return fail("cannot create '" + outputDir + "': " + code.message());
+  for (size_t i = 0; i < results->size(); ++i)
+    if (llvm::Error error = writeResult(outputDir, i, (*results)[i]))
+      return fail(llvm::toString(std::move(error)));
+  return 0;
+}
