@@ -168,8 +168,9 @@ TEST(EngineFormat, RoundTripPreservesEverything) {
     EXPECT_EQ(a.offset, b.offset);
     EXPECT_EQ(a.bytes, b.bytes);
     EXPECT_EQ(a.shape, b.shape);
-    if (a.role == BufferRole::Weight)
+    if (a.role == BufferRole::Weight) {
       EXPECT_EQ(a.offset % kWeightAlignment, 0u);
+    }
   }
   ASSERT_EQ(read.programs.size(), written.programs.size());
   for (size_t p = 0; p < read.programs.size(); ++p) {
