@@ -93,7 +93,8 @@ public:
       return {};
     }
     const uint8_t *p = take(n, what);
-    return p ? std::string(reinterpret_cast<const char *>(p), n) : std::string();
+    return p ? std::string(reinterpret_cast<const char *>(p), n)
+             : std::string();
   }
   /// A length-prefixed blob: returns a pointer into the range, or nullptr.
   const uint8_t *blob(uint64_t *length, const char *what) {

@@ -84,8 +84,8 @@ std::vector<uint8_t> encodeKernels(const EngineContents &contents) {
   return std::move(w.bytes());
 }
 
-bool decodeKernels(const uint8_t *data, uint64_t size,
-                   EngineContents *contents, std::string *error) {
+bool decodeKernels(const uint8_t *data, uint64_t size, EngineContents *contents,
+                   std::string *error) {
   ByteReader r(data, size);
   uint32_t modules = readCount(r, kMaxModules, 24, size, "modules");
   for (uint32_t i = 0; i < modules && r.ok(); ++i) {
@@ -176,8 +176,8 @@ bool decodePlan(const uint8_t *data, uint64_t size, EngineContents *contents,
     buffer.bytes = r.u64();
     uint32_t rank = r.u32();
     if (rank > kMaxRank)
-      r.fail("buffer \"" + buffer.name + "\" has rank " +
-             std::to_string(rank) + ", more than " + std::to_string(kMaxRank));
+      r.fail("buffer \"" + buffer.name + "\" has rank " + std::to_string(rank) +
+             ", more than " + std::to_string(kMaxRank));
     for (uint32_t d = 0; d < rank && r.ok(); ++d)
       buffer.shape.push_back(r.u64());
     contents->buffers.push_back(std::move(buffer));

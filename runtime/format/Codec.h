@@ -17,8 +17,8 @@ std::vector<uint8_t> encodePlan(const EngineContents &contents);
 
 /// Decode into `contents` (appending); false with a message naming the
 /// section and the field on malformed input.
-bool decodeKernels(const uint8_t *data, uint64_t size,
-                   EngineContents *contents, std::string *error);
+bool decodeKernels(const uint8_t *data, uint64_t size, EngineContents *contents,
+                   std::string *error);
 bool decodePlan(const uint8_t *data, uint64_t size, EngineContents *contents,
                 std::string *error);
 

@@ -21,8 +21,7 @@ static std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
-std::string describeEngine(const Header &header,
-                           const EngineContents &contents,
+std::string describeEngine(const Header &header, const EngineContents &contents,
                            const RuntimeConfig &config, bool verbose) {
   std::string out;
   auto line = [&](const std::string &text) { out += text + "\n"; };
@@ -105,9 +104,10 @@ std::string describeEngine(const Header &header,
         args += args.empty() ? "" : ", ";
         switch (a.kind) {
         case ArgKind::BufferAddress:
-          args += "&" + (a.buffer < contents.buffers.size()
-                             ? contents.buffers[a.buffer].name
-                             : std::string("?")) +
+          args += "&" +
+                  (a.buffer < contents.buffers.size()
+                       ? contents.buffers[a.buffer].name
+                       : std::string("?")) +
                   (a.offset ? "+" + std::to_string(a.offset) : "");
           break;
         case ArgKind::Int32:

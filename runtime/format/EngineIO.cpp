@@ -279,7 +279,8 @@ bool readHeader(const uint8_t *data, uint64_t size, Header *header,
   header->fileBytes = r.u64();
   header->sectionTableOffset = r.u64();
   std::memcpy(header->sourceModelHash.data(), data + 48, kHashBytes);
-  std::memcpy(header->contentHash.data(), data + kContentHashOffset, kHashBytes);
+  std::memcpy(header->contentHash.data(), data + kContentHashOffset,
+              kHashBytes);
   if (headerBytes != kHeaderBytes) {
     *error = "engine header declares " + std::to_string(headerBytes) +
              " bytes, format 1 headers are " + std::to_string(kHeaderBytes);
@@ -301,7 +302,8 @@ bool readHeader(const uint8_t *data, uint64_t size, Header *header,
              " sections (1 to " + std::to_string(kMaxSections) + " allowed)";
     return false;
   }
-  uint64_t tableEnd = header->sectionTableOffset + kSectionEntryBytes * sectionCount;
+  uint64_t tableEnd =
+      header->sectionTableOffset + kSectionEntryBytes * sectionCount;
   if (header->sectionTableOffset < kHeaderBytes ||
       header->sectionTableOffset > size || tableEnd > size) {
     *error = "engine section table (offset " +
@@ -339,10 +341,9 @@ bool readHeader(const uint8_t *data, uint64_t size, Header *header,
         *error = name + " appears twice";
         return false;
       }
-      if (entry.offset < other.offset + other.bytes &&
-          other.offset < end) {
-        *error = name + " overlaps the " + sectionKindName(other.kind) +
-                 " section";
+      if (entry.offset < other.offset + other.bytes && other.offset < end) {
+        *error =
+            name + " overlaps the " + sectionKindName(other.kind) + " section";
         return false;
       }
     }
@@ -361,8 +362,8 @@ const SectionEntry *findSection(const Header &header, SectionKind kind) {
 } // namespace
 
 bool readEngine(const EngineFile &file, const ReadOptions &options,
-                Header *header, EngineContents *contents,
-                RuntimeConfig *config, std::string *error) {
+                Header *header, EngineContents *contents, RuntimeConfig *config,
+                std::string *error) {
   const uint8_t *data = file.data();
   uint64_t size = file.size();
   *header = Header();

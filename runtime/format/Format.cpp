@@ -62,13 +62,12 @@ bool parseDType(const std::string &text, DType *type) {
   static const struct {
     const char *name;
     DType type;
-  } kNames[] = {{"f32", DType::F32},   {"fp32", DType::F32},
-                {"float32", DType::F32}, {"f16", DType::F16},
-                {"fp16", DType::F16},  {"float16", DType::F16},
-                {"bf16", DType::BF16}, {"bfloat16", DType::BF16},
-                {"i32", DType::I32},   {"int32", DType::I32},
-                {"i64", DType::I64},   {"int64", DType::I64},
-                {"u8", DType::U8},     {"uint8", DType::U8}};
+  } kNames[] = {
+      {"f32", DType::F32},   {"fp32", DType::F32},      {"float32", DType::F32},
+      {"f16", DType::F16},   {"fp16", DType::F16},      {"float16", DType::F16},
+      {"bf16", DType::BF16}, {"bfloat16", DType::BF16}, {"i32", DType::I32},
+      {"int32", DType::I32}, {"i64", DType::I64},       {"int64", DType::I64},
+      {"u8", DType::U8},     {"uint8", DType::U8}};
   for (const auto &entry : kNames) {
     if (text == entry.name) {
       *type = entry.type;
@@ -92,8 +91,8 @@ const char *symbolName(uint32_t symbol) {
 
 const char *bufferRoleName(uint32_t role) {
   static const char *kNames[kNumBufferRoles] = {
-      "weight",       "activation",   "key_cache", "value_cache",
-      "token_ids",    "past_lengths", "step_lengths", "logits"};
+      "weight",    "activation",   "key_cache",    "value_cache",
+      "token_ids", "past_lengths", "step_lengths", "logits"};
   return role < kNumBufferRoles ? kNames[role] : "unknown";
 }
 
@@ -193,10 +192,18 @@ static Expr binary(const Expr &lhs, const Expr &rhs, ExprOp op) {
   return e;
 }
 
-Expr operator+(const Expr &l, const Expr &r) { return binary(l, r, ExprOp::Add); }
-Expr operator-(const Expr &l, const Expr &r) { return binary(l, r, ExprOp::Sub); }
-Expr operator*(const Expr &l, const Expr &r) { return binary(l, r, ExprOp::Mul); }
-Expr floorDiv(const Expr &l, const Expr &r) { return binary(l, r, ExprOp::Div); }
+Expr operator+(const Expr &l, const Expr &r) {
+  return binary(l, r, ExprOp::Add);
+}
+Expr operator-(const Expr &l, const Expr &r) {
+  return binary(l, r, ExprOp::Sub);
+}
+Expr operator*(const Expr &l, const Expr &r) {
+  return binary(l, r, ExprOp::Mul);
+}
+Expr floorDiv(const Expr &l, const Expr &r) {
+  return binary(l, r, ExprOp::Div);
+}
 Expr ceilDiv(const Expr &l, const Expr &r) {
   return binary(l, r, ExprOp::CeilDiv);
 }
@@ -224,8 +231,8 @@ bool checkExpr(const Expr &expr, std::string *error) {
       ++depth;
     } else if (term.op == ExprOp::Symbol) {
       if (term.value < 0 || term.value >= kNumSymbols) {
-        *error = "expression refers to unknown symbol " +
-                 std::to_string(term.value);
+        *error =
+            "expression refers to unknown symbol " + std::to_string(term.value);
         return false;
       }
       ++depth;
@@ -238,8 +245,8 @@ bool checkExpr(const Expr &expr, std::string *error) {
     }
   }
   if (depth != 1) {
-    *error = "expression leaves " + std::to_string(depth) +
-             " values instead of one";
+    *error =
+        "expression leaves " + std::to_string(depth) + " values instead of one";
     return false;
   }
   return true;
@@ -395,7 +402,8 @@ LaunchArg LaunchArg::float32(float value) {
 }
 
 uint64_t WeightPacker::add(const void *bytes, uint64_t size) {
-  uint64_t offset = (data.size() + kWeightAlignment - 1) & ~(kWeightAlignment - 1);
+  uint64_t offset =
+      (data.size() + kWeightAlignment - 1) & ~(kWeightAlignment - 1);
   data.resize(offset, 0);
   const uint8_t *p = static_cast<const uint8_t *>(bytes);
   data.insert(data.end(), p, p + size);

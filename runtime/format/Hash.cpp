@@ -31,7 +31,9 @@ constexpr uint32_t kRoundConstants[64] = {
     0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
     0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-inline uint32_t rotr(uint32_t x, unsigned n) { return (x >> n) | (x << (32 - n)); }
+inline uint32_t rotr(uint32_t x, unsigned n) {
+  return (x >> n) | (x << (32 - n));
+}
 
 } // namespace
 
@@ -171,7 +173,8 @@ void ContentHasher::update(const void *data, uint64_t size) {
   }
 }
 
-static Hash combineDigests(uint64_t fileBytes, const std::vector<Hash> &digests) {
+static Hash combineDigests(uint64_t fileBytes,
+                           const std::vector<Hash> &digests) {
   Sha256 top;
   top.update(kContentHashTag, sizeof(kContentHashTag) - 1);
   uint8_t size[8];
@@ -194,7 +197,8 @@ Hash ContentHasher::finish() {
 }
 
 Hash computeContentHash(const uint8_t *data, uint64_t size, unsigned threads) {
-  uint64_t chunks = size == 0 ? 1 : (size + kHashChunkBytes - 1) / kHashChunkBytes;
+  uint64_t chunks =
+      size == 0 ? 1 : (size + kHashChunkBytes - 1) / kHashChunkBytes;
   std::vector<Hash> digests(chunks);
   auto hashChunk = [&](uint64_t index) {
     uint64_t begin = index * kHashChunkBytes;

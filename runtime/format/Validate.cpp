@@ -32,8 +32,8 @@ bool readUInt(const json::Value &object, const char *path, const char *key,
   if (!v->isInteger() || v->getInteger() < minValue ||
       v->getInteger() > maxValue) {
     *error = std::string("metadata \"") + path + "." + key +
-             "\" must be an integer from " + std::to_string(minValue) +
-             " to " + std::to_string(maxValue);
+             "\" must be an integer from " + std::to_string(minValue) + " to " +
+             std::to_string(maxValue);
     return false;
   }
   *out = static_cast<uint32_t>(v->getInteger());
@@ -68,8 +68,10 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
   }
   RuntimeConfig c;
   const json::Value *model = requireObject(root, "model", error);
-  const json::Value *limits = model ? requireObject(root, "limits", error) : nullptr;
-  const json::Value *kv = limits ? requireObject(root, "kv_cache", error) : nullptr;
+  const json::Value *limits =
+      model ? requireObject(root, "limits", error) : nullptr;
+  const json::Value *kv =
+      limits ? requireObject(root, "kv_cache", error) : nullptr;
   if (!kv)
     return false;
   if (const json::Value *name = model->find("name"); name && name->isString())
@@ -174,8 +176,9 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
       for (const json::Value &b : list->elements()) {
         if (!b.isInteger() || b.getInteger() < 1 ||
             b.getInteger() > c.maxBatch) {
-          *error = "metadata \"decode.batch_buckets\" holds a size outside 1.." +
-                   std::to_string(c.maxBatch);
+          *error =
+              "metadata \"decode.batch_buckets\" holds a size outside 1.." +
+              std::to_string(c.maxBatch);
           return false;
         }
         buckets.push_back(static_cast<uint32_t>(b.getInteger()));
@@ -217,9 +220,9 @@ bool checkLaunchAt(const EngineContents &contents, const Program &program,
                    std::string *error) {
   const Launch &launch = program.launches[index];
   std::string where = launchName(program, index) + " (kernel \"" +
-                      contents.kernels[launch.kernel].function + "\", B=" +
-                      std::to_string(symbols[0]) + ", S=" +
-                      std::to_string(symbols[1]) + ")";
+                      contents.kernels[launch.kernel].function +
+                      "\", B=" + std::to_string(symbols[0]) +
+                      ", S=" + std::to_string(symbols[1]) + ")";
   int64_t grid[3], block[3], shared;
   std::string why;
   for (int d = 0; d < 3; ++d) {
@@ -286,7 +289,8 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
   uint32_t roleCount[kNumBufferRoles] = {};
   for (size_t i = 0; i < contents.buffers.size(); ++i) {
     const BufferDesc &buffer = contents.buffers[i];
-    std::string where = "buffer " + std::to_string(i) + " (\"" + buffer.name + "\")";
+    std::string where =
+        "buffer " + std::to_string(i) + " (\"" + buffer.name + "\")";
     uint32_t role = static_cast<uint32_t>(buffer.role);
     if (role >= kNumBufferRoles) {
       *error = where + " has unknown role " + std::to_string(role);
@@ -325,7 +329,7 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
   }
   // The runtime binds these by role: exactly one of each.
   const BufferRole singletons[] = {
-      BufferRole::KeyCache,    BufferRole::ValueCache, BufferRole::TokenIds,
+      BufferRole::KeyCache,    BufferRole::ValueCache,  BufferRole::TokenIds,
       BufferRole::PastLengths, BufferRole::StepLengths, BufferRole::Logits};
   for (BufferRole role : singletons) {
     uint32_t n = roleCount[static_cast<uint32_t>(role)];
@@ -369,7 +373,8 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
       break;
     case BufferRole::PastLengths:
     case BufferRole::StepLengths:
-      if (!needType(DType::I32) || !needBytes(uint64_t(config.maxBatch) * 4, false))
+      if (!needType(DType::I32) ||
+          !needBytes(uint64_t(config.maxBatch) * 4, false))
         return false;
       break;
     case BufferRole::Logits:
@@ -420,8 +425,7 @@ bool validateContents(const EngineContents &contents,
   for (size_t p = 0; p < contents.programs.size(); ++p) {
     for (size_t q = 0; q < p; ++q) {
       if (contents.programs[p].name == contents.programs[q].name) {
-        *error = "program \"" + contents.programs[p].name +
-                 "\" appears twice";
+        *error = "program \"" + contents.programs[p].name + "\" appears twice";
         return false;
       }
     }

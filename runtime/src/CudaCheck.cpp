@@ -87,8 +87,8 @@ bool isStickyError(int code) {
 void checkCuda(cudaError_t result, const char *what) {
   if (result == cudaSuccess)
     return;
-  std::string message = std::string(what) + " failed: " +
-                        cudaGetErrorName(result) + " (" +
+  std::string message = std::string(what) +
+                        " failed: " + cudaGetErrorName(result) + " (" +
                         cudaGetErrorString(result) + ")";
   if (isStickyError(result))
     fatal(message + "; the GPU context is unusable, ending the process");

@@ -46,12 +46,12 @@ void loadModules(Engine::Impl &e) {
     if (rc != CUDA_SUCCESS) {
       if (runtime::isStickyError(rc))
         checkDriver(rc, "loading a kernel module");
-      throw Error(ErrorCode::InvalidEngine,
-                  "cannot load kernel module \"" + image.name + "\" (" +
-                      (jit ? "PTX JIT" : "cubin for sm_" +
-                                             std::to_string(image.sm)) +
-                      "): " + runtime::driverErrorText(rc) +
-                      (log[0] ? std::string(": ") + log : std::string()));
+      throw Error(
+          ErrorCode::InvalidEngine,
+          "cannot load kernel module \"" + image.name + "\" (" +
+              (jit ? "PTX JIT" : "cubin for sm_" + std::to_string(image.sm)) +
+              "): " + runtime::driverErrorText(rc) +
+              (log[0] ? std::string(": ") + log : std::string()));
     }
     e.modules.push_back(module);
   }

@@ -109,9 +109,9 @@ __device__ unsigned long long blockSum(unsigned long long value, Shared &sh) {
 /// `target` (>= 1, at most the total) of count (Mass = false) or weight.
 template <bool Mass>
 __device__ uint32_t selectThreshold(const float *row, uint32_t vocab,
-                                    uint32_t floorKey, unsigned long long target,
-                                    float maxLogit, float invTemperature,
-                                    Shared &sh) {
+                                    uint32_t floorKey,
+                                    unsigned long long target, float maxLogit,
+                                    float invTemperature, Shared &sh) {
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   uint32_t prefix = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
@@ -220,8 +220,8 @@ __global__ void __launch_bounds__(kThreads)
 
   uint32_t floorKey = 0;
   if (p.topK > 0 && p.topK < vocab)
-    floorKey = selectThreshold<false>(row, vocab, 0, p.topK, best,
-                                      invTemperature, sh);
+    floorKey =
+        selectThreshold<false>(row, vocab, 0, p.topK, best, invTemperature, sh);
   if (p.topP < 1.0f) {
     unsigned long long local = 0;
     for (uint32_t i = threadIdx.x; i < vocab; i += kThreads) {
@@ -327,8 +327,8 @@ cudaError_t launchAdvance(int32_t *pastLengths, const int32_t *stepLengths,
                           uint32_t batch, const int32_t *sampled,
                           int32_t *tokenIds, uint64_t *step,
                           cudaStream_t stream) {
-  advanceKernel<<<1, 256, 0, stream>>>(pastLengths, stepLengths, batch,
-                                       sampled, tokenIds, step);
+  advanceKernel<<<1, 256, 0, stream>>>(pastLengths, stepLengths, batch, sampled,
+                                       tokenIds, step);
   return cudaGetLastError();
 }
 

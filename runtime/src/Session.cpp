@@ -92,8 +92,8 @@ Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
                     const SessionOptions &optionsIn)
     : engine(std::move(engineIn)), e(engine->impl()), config(e.config),
       options(optionsIn) {
-  buckets = options.batchBuckets.empty() ? config.batchBuckets
-                                         : options.batchBuckets;
+  buckets =
+      options.batchBuckets.empty() ? config.batchBuckets : options.batchBuckets;
   std::sort(buckets.begin(), buckets.end());
   buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
   for (uint32_t b : buckets)
@@ -145,8 +145,8 @@ void Session::Impl::allocate() {
     if (buffers[i].role != BufferRole::Weight)
       offsets[i] = reserve(buffers[i].bytes);
   uint64_t sampledOffset = reserve(uint64_t(config.maxBatch) * 4);
-  uint64_t paramsOffset =
-      reserve(uint64_t(config.maxBatch) * sizeof(runtime::DeviceSamplingParams));
+  uint64_t paramsOffset = reserve(uint64_t(config.maxBatch) *
+                                  sizeof(runtime::DeviceSamplingParams));
   uint64_t stepOffset = reserve(sizeof(uint64_t));
   arenaBytes = cursor;
 
@@ -223,8 +223,8 @@ PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
       throw fail(i, "block exceeds 1024 threads");
     if (!format::evalExpr(launch.sharedBytes, symbols, &value, &why))
       throw fail(i, why);
-    if (value < 0 || uint64_t(value) > std::max(e.maxSharedOptin,
-                                                kDefaultSharedLimit))
+    if (value < 0 ||
+        uint64_t(value) > std::max(e.maxSharedOptin, kDefaultSharedLimit))
       throw fail(i, std::to_string(value) +
                         " bytes of shared memory exceed this GPU's " +
                         std::to_string(e.maxSharedOptin));
@@ -312,9 +312,8 @@ uint32_t Session::Impl::bucketFor(uint32_t batch) const {
 void Session::Impl::decodeStep(uint32_t bucket) {
   auto prepared = decodeByBucket.find(bucket);
   if (prepared == decodeByBucket.end())
-    prepared = decodeByBucket
-                   .emplace(bucket, prepare(decodeProgram, bucket, 1))
-                   .first;
+    prepared =
+        decodeByBucket.emplace(bucket, prepare(decodeProgram, bucket, 1)).first;
   if (!options.useCudaGraphs) {
     run(prepared->second);
     stepTail(bucket, true);
@@ -343,14 +342,16 @@ void Session::Impl::decodeStep(uint32_t bucket) {
     checkCuda(rc, "instantiating the decode graph");
     graph = graphs.emplace(bucket, exec).first;
   }
-  checkCuda(cudaGraphLaunch(graph->second, stream), "launching the decode graph");
+  checkCuda(cudaGraphLaunch(graph->second, stream),
+            "launching the decode graph");
 }
 
 //===----------------------------------------------------------------------===//
 // Session
 //===----------------------------------------------------------------------===//
 
-Session::Session(std::shared_ptr<Engine> engine, const SessionOptions &options) {
+Session::Session(std::shared_ptr<Engine> engine,
+                 const SessionOptions &options) {
   if (!engine)
     throw Error(ErrorCode::InvalidArgument, "Session needs a loaded engine");
   state.reset(new Impl(std::move(engine), options));
@@ -391,7 +392,8 @@ static void checkRequest(const format::RuntimeConfig &config,
   }
   const SamplingParams &sp = params.sampling;
   if (params.maxNewTokens < 1)
-    throw Error(ErrorCode::InvalidArgument, "max new tokens must be at least 1");
+    throw Error(ErrorCode::InvalidArgument,
+                "max new tokens must be at least 1");
   if (!std::isfinite(sp.temperature) || sp.temperature < 0)
     throw Error(ErrorCode::InvalidArgument,
                 "temperature must be a finite number >= 0");
@@ -399,9 +401,9 @@ static void checkRequest(const format::RuntimeConfig &config,
     throw Error(ErrorCode::InvalidArgument, "top-p must be in (0, 1]");
 }
 
-GenerateResult Session::generate(const std::vector<std::vector<int32_t>> &prompts,
-                                 const GenerateParams &params,
-                                 const TokenCallback &callback) {
+GenerateResult
+Session::generate(const std::vector<std::vector<int32_t>> &prompts,
+                  const GenerateParams &params, const TokenCallback &callback) {
   Impl &s = *state;
   const format::RuntimeConfig &config = s.config;
   checkRequest(config, prompts, params);
@@ -445,8 +447,8 @@ GenerateResult Session::generate(const std::vector<std::vector<int32_t>> &prompt
                                             std::vector<uint32_t>(batch, 0));
   for (uint32_t b = 0; b < batch; ++b) {
     uint32_t length = static_cast<uint32_t>(prompts[b].size());
-    uint32_t last = std::max<int64_t>(1, int64_t(length) -
-                                             int64_t(chunks - 1) * chunk);
+    uint32_t last =
+        std::max<int64_t>(1, int64_t(length) - int64_t(chunks - 1) * chunk);
     uint32_t rest = length - last;
     for (uint32_t c = 0; c + 1 < chunks; ++c) {
       counts[c][b] = std::min(chunk, rest);

@@ -80,8 +80,8 @@ uint64_t parseUnsigned(const std::string &option, const char *text,
     usageError(option + " expects a non-negative integer, got '" + text + "'");
   unsigned long long v = std::strtoull(text, &end, 10);
   if (errno || *end || v > max)
-    usageError(option + " expects an integer from 0 to " +
-               std::to_string(max) + ", got '" + text + "'");
+    usageError(option + " expects an integer from 0 to " + std::to_string(max) +
+               ", got '" + text + "'");
   return v;
 }
 
@@ -100,7 +100,8 @@ std::vector<int64_t> parseIds(const char *text) {
   size_t pos = 0;
   while (true) {
     size_t comma = s.find(',', pos);
-    std::string item = s.substr(pos, comma == std::string::npos ? comma : comma - pos);
+    std::string item =
+        s.substr(pos, comma == std::string::npos ? comma : comma - pos);
     char *end = nullptr;
     errno = 0;
     long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
@@ -164,7 +165,8 @@ Options parseArgs(int argc, char **argv) {
     } else if (o.engine.empty()) {
       o.engine = a;
     } else {
-      usageError("more than one engine given ('" + o.engine + "', '" + a + "')");
+      usageError("more than one engine given ('" + o.engine + "', '" + a +
+                 "')");
     }
   }
   if (o.engine.empty())
@@ -234,7 +236,8 @@ int checkOrInspect(const Options &o) {
   std::printf("%s: OK: format %u.%u, sm_%u%s, %" PRIu64 " bytes, model %s\n",
               o.engine.c_str(), header.formatMajor, header.formatMinor,
               header.targetSm, targetNote.c_str(), header.fileBytes,
-              config.modelName.empty() ? "(unnamed)" : config.modelName.c_str());
+              config.modelName.empty() ? "(unnamed)"
+                                       : config.modelName.c_str());
   return 0;
 }
 
@@ -279,10 +282,10 @@ int runEngine(const Options &o) {
       for (size_t i = 0; i < o.promptIds.size(); ++i) {
         int64_t id = o.promptIds[i];
         if (id < 0 || id >= config.vocabSize)
-          fail(kExitBadInput,
-               "token id " + std::to_string(id) + " at position " +
-                   std::to_string(i) + " is outside the vocabulary (0.." +
-                   std::to_string(config.vocabSize - 1) + ")");
+          fail(kExitBadInput, "token id " + std::to_string(id) +
+                                  " at position " + std::to_string(i) +
+                                  " is outside the vocabulary (0.." +
+                                  std::to_string(config.vocabSize - 1) + ")");
         prompt.push_back(static_cast<int32_t>(id));
       }
     }
@@ -294,8 +297,8 @@ int runEngine(const Options &o) {
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
     sits::Session session(engine, sessionOptions);
     sits::GenerateParams params;
-    params.maxNewTokens = static_cast<uint32_t>(
-        std::min<uint64_t>(o.maxNewTokens, UINT32_MAX));
+    params.maxNewTokens =
+        static_cast<uint32_t>(std::min<uint64_t>(o.maxNewTokens, UINT32_MAX));
     params.sampling.temperature = static_cast<float>(o.temperature);
     params.sampling.topK = static_cast<uint32_t>(o.topK);
     params.sampling.topP = static_cast<float>(o.topP);
@@ -325,8 +328,8 @@ int runEngine(const Options &o) {
     }
     printTokens();
     const sits::GenerateStats &st = result.stats;
-    std::printf("prefill: %u tokens in %u chunk(s), %.3f ms\n",
-                st.promptTokens, st.prefillChunks, st.prefillMs);
+    std::printf("prefill: %u tokens in %u chunk(s), %.3f ms\n", st.promptTokens,
+                st.prefillChunks, st.prefillMs);
     std::printf("decode: %u steps, %.4f ms/token, %.1f tokens/s "
                 "(batch %u, %s, bucket %u)\n",
                 st.decodeSteps, st.decodeMsPerStep, st.tokensPerSecond,

@@ -30,8 +30,8 @@ namespace format {
 
 /// First bytes of every engine file. The high first byte and the CR LF / ^Z
 /// catch text-mode transfers, as PNG's signature does.
-constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S', 'I', 'T',
-                                           'S', '\r', '\n', 0x1a};
+constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S',  'I',  'T',
+                                           'S',  '\r', '\n', 0x1a};
 /// A reader accepts a file of the same major version and a minor version not
 /// newer than its own. Minor versions only add optional content.
 constexpr uint16_t kFormatMajor = 1;
@@ -105,7 +105,14 @@ struct Header {
 // Element types
 //===----------------------------------------------------------------------===//
 
-enum class DType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3, I64 = 4, U8 = 5 };
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  BF16 = 2,
+  I32 = 3,
+  I64 = 4,
+  U8 = 5
+};
 constexpr uint32_t kNumDTypes = 6;
 const char *dtypeName(DType type);
 /// Bytes of one element; 0 for a value outside the enum.
@@ -136,9 +143,9 @@ constexpr uint32_t kNumSymbols = 3;
 const char *symbolName(uint32_t symbol);
 
 enum class ExprOp : uint32_t {
-  Const = 0,   ///< push `value`
-  Symbol = 1,  ///< push the symbol numbered `value`
-  Add = 2,     ///< pop b, pop a, push a + b (likewise below)
+  Const = 0,  ///< push `value`
+  Symbol = 1, ///< push the symbol numbered `value`
+  Add = 2,    ///< pop b, pop a, push a + b (likewise below)
   Sub = 3,
   Mul = 4,
   Div = 5,     ///< a / b rounded down (b > 0)
@@ -431,8 +438,8 @@ struct ReadOptions {
 /// then the sections themselves and validateContents. The target SM is
 /// checked by the runtime against the device (see checkTargetSm).
 bool readEngine(const EngineFile &file, const ReadOptions &options,
-                Header *header, EngineContents *contents,
-                RuntimeConfig *config, std::string *error);
+                Header *header, EngineContents *contents, RuntimeConfig *config,
+                std::string *error);
 
 /// Whether images built for `targetSm` run on a device of `deviceSm`:
 /// true with `usePtx` false when a cubin runs there (same major, device
@@ -452,8 +459,7 @@ std::string hashToHex(const Hash &hash);
 
 /// A human-readable summary: header, sections, metadata keys, buffers,
 /// kernels and programs (for `sitsc --inspect` and `sits-run --inspect`).
-std::string describeEngine(const Header &header,
-                           const EngineContents &contents,
+std::string describeEngine(const Header &header, const EngineContents &contents,
                            const RuntimeConfig &config, bool verbose);
 
 } // namespace format

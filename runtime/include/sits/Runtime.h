@@ -8,7 +8,8 @@
 //   sits::GenerateParams params;
 //   params.maxNewTokens = 32;
 //   auto result = session.generate({1, 2, 3}, params,
-//       [](uint32_t seq, int32_t token) { std::printf("%d ", token); return true; });
+//       [](uint32_t seq, int32_t token) { std::printf("%d ", token); return
+//       true; });
 //
 // Every failure is a `sits::Error` with a code and one sentence naming the
 // cause, except a sticky CUDA error (the GPU context is lost): that calls

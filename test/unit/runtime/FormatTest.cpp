@@ -60,10 +60,10 @@ TEST(HalfFloat, Conversions) {
   EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
   EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
-  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00); // rounds to infinity
-  EXPECT_EQ(floatToHalf(5.9604645e-8f), 0x0001); // smallest subnormal
-  EXPECT_EQ(floatToHalf(1.0f + 1.0f / 2048), 0x3c00);     // tie: to even
-  EXPECT_EQ(floatToHalf(1.0f + 3.0f / 2048), 0x3c02);     // tie: to even
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);           // rounds to infinity
+  EXPECT_EQ(floatToHalf(5.9604645e-8f), 0x0001);      // smallest subnormal
+  EXPECT_EQ(floatToHalf(1.0f + 1.0f / 2048), 0x3c00); // tie: to even
+  EXPECT_EQ(floatToHalf(1.0f + 3.0f / 2048), 0x3c02); // tie: to even
   EXPECT_EQ(floatToHalf(0.0f), 0x0000);
   EXPECT_NE(floatToHalf(std::nanf("")) & 0x3ff, 0);
   for (uint32_t bits = 0; bits < 0x7c00; bits += 7)
@@ -83,7 +83,8 @@ TEST(Expr, EvaluatesWithSymbols) {
   ASSERT_TRUE(evalExpr(grid, makeSymbols(4, 100), &v, &error)) << error;
   EXPECT_EQ(v, 10); // ceil(1200 / 128)
   EXPECT_EQ(grid.toString(), "ceil_div((T*3), 128)");
-  Expr m = max(min(Expr::batch(), Expr::constant(2)), Expr::seq() - Expr::constant(9));
+  Expr m = max(min(Expr::batch(), Expr::constant(2)),
+               Expr::seq() - Expr::constant(9));
   ASSERT_TRUE(evalExpr(m, makeSymbols(8, 5), &v, &error));
   EXPECT_EQ(v, 2);
   ASSERT_TRUE(evalExpr(floorDiv(Expr::constant(-7), Expr::constant(2)),

@@ -23,7 +23,8 @@ std::string parseError(const std::string &text) {
 }
 
 TEST(Json, ParsesAllKinds) {
-  Value v = parseOk(R"( {"a": [1, -2.5e1, true, false, null, "x\"y\u00e9\ud83d\ude00"],
+  Value v = parseOk(
+      R"( {"a": [1, -2.5e1, true, false, null, "x\"y\u00e9\ud83d\ude00"],
                           "big": 9007199254740993, "o": {}} )");
   ASSERT_TRUE(v.isObject());
   const Value *a = v.find("a");

@@ -27,10 +27,12 @@ protected:
     if (countGpus() == 0)
       GTEST_SKIP() << "no CUDA GPU";
     int major = 0, minor = 0;
-    ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0),
-              cudaSuccess);
-    ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0),
-              cudaSuccess);
+    ASSERT_EQ(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0),
+        cudaSuccess);
+    ASSERT_EQ(
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0),
+        cudaSuccess);
     deviceSm = static_cast<uint32_t>(major * 10 + minor);
     char templ[] = "/tmp/sits-gpu-test.XXXXXX";
     ASSERT_NE(mkdtemp(templ), nullptr);
@@ -75,7 +77,8 @@ protected:
                                     const std::vector<int32_t> &tokens) {
     test::ToyWeights weights = test::makeToyWeights(config);
     for (size_t k = 0; k < tokens.size(); ++k) {
-      std::vector<float> ref = test::toyReferenceLogits(config, weights, prompt);
+      std::vector<float> ref =
+          test::toyReferenceLogits(config, weights, prompt);
       float best = *std::max_element(ref.begin(), ref.end());
       ASSERT_GE(tokens[k], 0);
       ASSERT_LT(tokens[k], int32_t(config.vocab));
@@ -294,9 +297,8 @@ TEST_F(ToyEngineTest, EosEndsASequence) {
     tokens = session.generate(bytes("eos"), greedy(20)).tokens[0];
   }
   size_t k = 1;
-  while (k < tokens.size() &&
-         std::find(tokens.begin(), tokens.begin() + k, tokens[k]) !=
-             tokens.begin() + k)
+  while (k < tokens.size() && std::find(tokens.begin(), tokens.begin() + k,
+                                        tokens[k]) != tokens.begin() + k)
     ++k;
   ASSERT_LT(k, tokens.size()) << "greedy tokens repeat from the start";
   config.eosTokenIds = {tokens[k]};
@@ -334,7 +336,8 @@ TEST_F(ToyEngineTest, OlderTargetRunsThroughPtx) {
   Session session(engine);
   GenerateResult viaPtx = session.generate(bytes("ptx"), greedy(16));
   Session nativeSession(Engine::load(writeToy(native)));
-  EXPECT_EQ(viaPtx.tokens, nativeSession.generate(bytes("ptx"), greedy(16)).tokens);
+  EXPECT_EQ(viaPtx.tokens,
+            nativeSession.generate(bytes("ptx"), greedy(16)).tokens);
 }
 
 TEST_F(ToyEngineTest, LoadErrorsAreInvalidEngine) {

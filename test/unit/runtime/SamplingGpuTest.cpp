@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "src/Sampling.h"
 #include "sits/Runtime.h"
+#include "src/Sampling.h"
 
 #include <gtest/gtest.h>
 
@@ -52,9 +52,9 @@ protected:
                                           dStep, dTokens, nullptr),
               cudaSuccess);
     std::vector<int32_t> tokens(rows);
-    EXPECT_EQ(cudaMemcpy(tokens.data(), dTokens, rows * 4,
-                         cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    EXPECT_EQ(
+        cudaMemcpy(tokens.data(), dTokens, rows * 4, cudaMemcpyDeviceToHost),
+        cudaSuccess);
     cudaFree(dLogits);
     cudaFree(dParams);
     cudaFree(dStep);
@@ -118,8 +118,8 @@ TEST_F(SamplingTest, TopKKeepsOnlyTheKMostLikely) {
 }
 
 TEST_F(SamplingTest, TopPKeepsTheSmallestNucleus) {
-  std::vector<float> logits = {std::log(0.15f), std::log(0.5f),
-                               std::log(0.05f), std::log(0.3f)};
+  std::vector<float> logits = {std::log(0.15f), std::log(0.5f), std::log(0.05f),
+                               std::log(0.3f)};
   auto f = frequencies(sample(logits, 8000, params(1.0f, 0, 0.75f)));
   EXPECT_EQ(f.size(), 2u);
   EXPECT_NEAR(f[1], 0.5 / 0.8, 0.03);

@@ -230,17 +230,25 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
     return static_cast<uint32_t>(e.buffers.size() - 1);
   };
   uint32_t emb = weight("model.embed_tokens.weight", weights.emb, {v, h});
-  uint32_t wq = weight("model.layers.0.self_attn.q_proj.weight", weights.wq, {h, h});
-  uint32_t wk = weight("model.layers.0.self_attn.k_proj.weight", weights.wk, {h, h});
-  uint32_t wv = weight("model.layers.0.self_attn.v_proj.weight", weights.wv, {h, h});
+  uint32_t wq =
+      weight("model.layers.0.self_attn.q_proj.weight", weights.wq, {h, h});
+  uint32_t wk =
+      weight("model.layers.0.self_attn.k_proj.weight", weights.wk, {h, h});
+  uint32_t wv =
+      weight("model.layers.0.self_attn.v_proj.weight", weights.wv, {h, h});
   uint32_t lm = weight("lm_head.weight", weights.lm, {v, h});
   e.weights = std::move(packer.bytes());
-  uint32_t ids = buffer("input_ids", BufferRole::TokenIds, DType::I32, {mb, mp});
-  uint32_t past = buffer("past_lengths", BufferRole::PastLengths, DType::I32, {mb});
-  uint32_t step = buffer("step_lengths", BufferRole::StepLengths, DType::I32, {mb});
+  uint32_t ids =
+      buffer("input_ids", BufferRole::TokenIds, DType::I32, {mb, mp});
+  uint32_t past =
+      buffer("past_lengths", BufferRole::PastLengths, DType::I32, {mb});
+  uint32_t step =
+      buffer("step_lengths", BufferRole::StepLengths, DType::I32, {mb});
   uint32_t logits = buffer("logits", BufferRole::Logits, DType::F32, {mb, v});
-  uint32_t kc = buffer("kv.key", BufferRole::KeyCache, DType::F16, {1, mb, 1, cap, h});
-  uint32_t vc = buffer("kv.value", BufferRole::ValueCache, DType::F16, {1, mb, 1, cap, h});
+  uint32_t kc =
+      buffer("kv.key", BufferRole::KeyCache, DType::F16, {1, mb, 1, cap, h});
+  uint32_t vc = buffer("kv.value", BufferRole::ValueCache, DType::F16,
+                       {1, mb, 1, cap, h});
   uint32_t x = buffer("x", BufferRole::Activation, DType::F32, {mb, mp, h});
   uint32_t q = buffer("q", BufferRole::Activation, DType::F32, {mb, mp, h});
   uint32_t hid = buffer("h", BufferRole::Activation, DType::F32, {mb, mp, h});
@@ -257,18 +265,17 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
     return l;
   };
   using A = LaunchArg;
-  format::Program init{format::kInitProgram,
-                       {launch(0, c(1), c(32),
-                               {A::bufferAddress(consts),
-                                A::float32(config.attentionScale)})}};
+  format::Program init{
+      format::kInitProgram,
+      {launch(0, c(1), c(32),
+              {A::bufferAddress(consts), A::float32(config.attentionScale)})}};
   std::vector<Launch> step_launches = {
       launch(1, Expr::tokens(), c(h),
              {A::bufferAddress(ids), A::bufferAddress(past),
-              A::bufferAddress(step), A::int32(Expr::seq()),
-              A::int32(c(v)), A::bufferAddress(emb), A::bufferAddress(wq),
-              A::bufferAddress(wk), A::bufferAddress(wv), A::bufferAddress(x),
-              A::bufferAddress(q), A::bufferAddress(kc), A::bufferAddress(vc),
-              A::int32(c(cap))}),
+              A::bufferAddress(step), A::int32(Expr::seq()), A::int32(c(v)),
+              A::bufferAddress(emb), A::bufferAddress(wq), A::bufferAddress(wk),
+              A::bufferAddress(wv), A::bufferAddress(x), A::bufferAddress(q),
+              A::bufferAddress(kc), A::bufferAddress(vc), A::int32(c(cap))}),
       launch(2, Expr::tokens(), c(h),
              {A::bufferAddress(past), A::bufferAddress(step),
               A::int32(Expr::seq()), A::bufferAddress(consts),
@@ -278,7 +285,8 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
              {A::bufferAddress(step), A::int32(Expr::seq()),
               A::bufferAddress(hid), A::bufferAddress(lm),
               A::bufferAddress(logits), A::int32(c(v))})};
-  e.programs = {init, {format::kPrefillProgram, step_launches},
+  e.programs = {init,
+                {format::kPrefillProgram, step_launches},
                 {format::kDecodeProgram, step_launches}};
 
   json::Value meta = json::Value::object();

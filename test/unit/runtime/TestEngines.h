@@ -80,13 +80,13 @@ uint64_t sectionOffset(const std::vector<uint8_t> &bytes,
 /// Kinds of broken engines for the --check tests.
 enum class Corruption {
   None,
-  Truncated,      ///< the last 100 bytes are cut
-  FlippedByte,    ///< a weight byte flipped: content hash mismatch
-  WrongMagic,     ///< first bytes replaced
-  NewerMajor,     ///< format major + 1
-  NewerMinor,     ///< format minor + 1
+  Truncated,          ///< the last 100 bytes are cut
+  FlippedByte,        ///< a weight byte flipped: content hash mismatch
+  WrongMagic,         ///< first bytes replaced
+  NewerMajor,         ///< format major + 1
+  NewerMinor,         ///< format minor + 1
   SectionOutOfBounds, ///< the weights section runs past the end (rehashed)
-  BadPlan,        ///< the plan claims more buffers than it holds (rehashed)
+  BadPlan,            ///< the plan claims more buffers than it holds (rehashed)
 };
 
 /// Applies `corruption` to a serialized engine.

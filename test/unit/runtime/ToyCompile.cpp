@@ -28,7 +28,8 @@ static bool compile(const std::string &source, const std::string &arch,
     return false;
   }
   size_t size = 0;
-  rc = cubin ? nvrtcGetCUBINSize(program, &size) : nvrtcGetPTXSize(program, &size);
+  rc = cubin ? nvrtcGetCUBINSize(program, &size)
+             : nvrtcGetPTXSize(program, &size);
   if (rc == NVRTC_SUCCESS) {
     out->resize(size);
     char *data = reinterpret_cast<char *>(out->data());

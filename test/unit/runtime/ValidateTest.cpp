@@ -105,7 +105,8 @@ TEST_F(ValidateTest, TargetSmRule) {
 
 TEST_F(ValidateTest, ModulesAndKernels) {
   contents.modules[0].sm = 80;
-  EXPECT_ERROR(changedError(), "holds a cubin for sm_80 in an engine for sm_90");
+  EXPECT_ERROR(changedError(),
+               "holds a cubin for sm_80 in an engine for sm_90");
   SetUp();
   contents.modules[0].cubin.clear();
   EXPECT_ERROR(changedError(), "has neither a cubin nor PTX");
@@ -114,7 +115,8 @@ TEST_F(ValidateTest, ModulesAndKernels) {
   EXPECT_ERROR(changedError(), "refers to module 3 of 1");
   SetUp();
   contents.programs[1].launches[0].kernel = 9;
-  EXPECT_ERROR(changedError(), "launch 0 of program \"prefill\" refers to kernel 9");
+  EXPECT_ERROR(changedError(),
+               "launch 0 of program \"prefill\" refers to kernel 9");
 }
 
 TEST_F(ValidateTest, Buffers) {
@@ -251,7 +253,8 @@ TEST_F(ValidateTest, RandomEditsNeverCrash) {
       if (at >= format::kContentHashOffset &&
           at < format::kContentHashOffset + format::kHashBytes)
         continue;
-      bytes[at] = static_cast<uint8_t>(rng() % 3 ? rng() : (rng() % 2 ? 0 : 0xff));
+      bytes[at] =
+          static_cast<uint8_t>(rng() % 3 ? rng() : (rng() % 2 ? 0 : 0xff));
     }
     if (rng() % 8 == 0)
       bytes.resize(planBegin + rng() % (bytes.size() - planBegin));

@@ -8,8 +8,9 @@
 // `section-out-of-bounds`, `bad-plan`. `--sm` sets the target (a wrong target
 // is a valid engine for another SM). `--real` compiles the toy kernels with
 // NVRTC so that the engine runs on a GPU; without it the kernel image is a
-// placeholder (enough for --check and --inspect); `--ptx` adds PTX. `--sm native` targets the
-// GPU at hand, `--sm other` an SM whose cubin cannot run on it.
+// placeholder (enough for --check and --inspect); `--ptx` adds PTX. `--sm
+// native` targets the GPU at hand, `--sm other` an SM whose cubin cannot run on
+// it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,7 +63,8 @@ static int run(int argc, char **argv) {
       die("unknown argument '" + a + "'");
   }
   test::Corruption corruption;
-  if (kind.empty() || output.empty() || !test::parseCorruption(kind, &corruption))
+  if (kind.empty() || output.empty() ||
+      !test::parseCorruption(kind, &corruption))
     die("usage: sits-test-engine KIND -o PATH [--force] [--sm SM] [--dtype T] "
         "[--real] [--eos ID]");
   if (sm == "native" || sm == "other") {
@@ -79,7 +81,8 @@ static int run(int argc, char **argv) {
 #else
     die("--sm " + sm + " needs the CUDA toolkit");
 #endif
-  } else if (sm.empty() || sm.find_first_not_of("0123456789") != std::string::npos ||
+  } else if (sm.empty() ||
+             sm.find_first_not_of("0123456789") != std::string::npos ||
              sm.size() > 4) {
     die("--sm expects a number, 'native' or 'other'");
   } else {
