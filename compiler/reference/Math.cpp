@@ -70,16 +70,18 @@ void sits::reference::matmulTransposedB(const float *a, const float *b,
 void sits::reference::matmulPlain(const float *a, const float *b, float *c,
                                   int64_t m, int64_t n, int64_t k,
                                   unsigned numThreads) {
-  // i-k-j order: the inner loop runs along rows of b and c, contiguous.
-  parallelFor(m, static_cast<double>(n) * k, numThreads,
+  // i-k-j order: the inner loop runs along rows of b and c, contiguous. The
+  // threads split the output columns, so that a single row (decode) splits
+  // too; each element is still summed in k order.
+  parallelFor(n, static_cast<double>(m) * k, numThreads,
               [&](int64_t begin, int64_t end) {
-                for (int64_t i = begin; i < end; ++i) {
+                for (int64_t i = 0; i < m; ++i) {
                   float *out = c + i * n;
-                  std::fill(out, out + n, 0.0f);
+                  std::fill(out + begin, out + end, 0.0f);
                   for (int64_t p = 0; p < k; ++p) {
                     float scale = a[i * k + p];
                     const float *row = b + p * n;
-                    for (int64_t j = 0; j < n; ++j)
+                    for (int64_t j = begin; j < end; ++j)
                       out[j] += scale * row[j];
                   }
                 }

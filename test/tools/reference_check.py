@@ -83,7 +83,14 @@ def main():
             ("%s/%s" % (family, args.dtype)).encode())) % 2 ** 32
         rng = np.random.default_rng(seed)
         for draw in range(args.draws):
-            case = table[family](rng, args.dtype)
+            try:
+                case = table[family](rng, args.dtype)
+            except Exception as error:  # the oracle itself failed
+                failures += 1
+                count += 1
+                print("FAIL %s [%s] draw %d: drawing the case failed: %s" % (
+                    family, args.dtype, draw, error))
+                continue
             problems = run_case(case, sits_exec, workdir, count)
             count += 1
             if problems:
