@@ -12,6 +12,7 @@
 #include "src/CudaCheck.h"
 #include "src/Driver.h"
 #include "src/EngineImpl.h"
+#include "src/PrefillPlan.h"
 #include "src/Sampling.h"
 
 #include <algorithm>
@@ -438,25 +439,14 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
   // Prefill in chunks of at most max_prefill_tokens per sequence, arranged
   // so that every sequence's last prompt token is in the final chunk (whose
   // logits are sampled); a sequence with nothing in a chunk has length 0.
-  const uint32_t chunk = config.maxPrefillTokens;
-  uint32_t longest = 0;
-  for (const auto &p : prompts)
-    longest = std::max<uint32_t>(longest, static_cast<uint32_t>(p.size()));
-  const uint32_t chunks = (longest + chunk - 1) / chunk;
-  std::vector<std::vector<uint32_t>> counts(chunks,
-                                            std::vector<uint32_t>(batch, 0));
-  for (uint32_t b = 0; b < batch; ++b) {
-    uint32_t length = static_cast<uint32_t>(prompts[b].size());
-    uint32_t last =
-        std::max<int64_t>(1, int64_t(length) - int64_t(chunks - 1) * chunk);
-    uint32_t rest = length - last;
-    for (uint32_t c = 0; c + 1 < chunks; ++c) {
-      counts[c][b] = std::min(chunk, rest);
-      rest -= counts[c][b];
-    }
-    counts[chunks - 1][b] = last;
-    stats.promptTokens += length;
+  std::vector<uint32_t> promptLengths;
+  for (const auto &p : prompts) {
+    promptLengths.push_back(static_cast<uint32_t>(p.size()));
+    stats.promptTokens += static_cast<uint32_t>(p.size());
   }
+  const std::vector<std::vector<uint32_t>> counts =
+      runtime::planPrefillChunks(promptLengths, config.maxPrefillTokens);
+  const uint32_t chunks = static_cast<uint32_t>(counts.size());
 
   auto start = std::chrono::steady_clock::now();
   std::vector<uint32_t> done(batch, 0);
