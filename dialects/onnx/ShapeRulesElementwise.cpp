@@ -1,0 +1,458 @@
+//===- ShapeRulesElementwise.cpp - Elementwise, reductions, matmul --------===//
+//
+// Shape rules of the elementwise ops (numpy broadcasting), the reductions and
+// the matrix products. Elementwise ops on small integer tensors also compute
+// their values (shape arithmetic: `Shape(x)[1] + 1`), and on tensors with a
+// per-element expression compute the result's (`arange + 1`).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/onnx/OnnxOps.h"
+#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/onnx/SymbolicShapes.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace sits::onnx;
+
+namespace {
+
+/// Combines operand element values into the result's; null when unknown.
+using Combine = AffineExpr (*)(ArrayRef<AffineExpr> operands,
+                               MLIRContext *context);
+
+AffineExpr constantExpr(int64_t value, MLIRContext *context) {
+  return getAffineConstantExpr(value, context);
+}
+
+/// `lhs - rhs` when it is a constant (decides comparisons of sizes such as
+/// `seq + 1 > seq`).
+std::optional<int64_t> constantDifference(AffineExpr lhs, AffineExpr rhs) {
+  if (!lhs || !rhs)
+    return std::nullopt;
+  return getConstantValue(subExprs(lhs, rhs));
+}
+
+AffineExpr combineAdd(ArrayRef<AffineExpr> v, MLIRContext *) {
+  return addExprs(v[0], v[1]);
+}
+AffineExpr combineSub(ArrayRef<AffineExpr> v, MLIRContext *) {
+  return subExprs(v[0], v[1]);
+}
+AffineExpr combineMul(ArrayRef<AffineExpr> v, MLIRContext *) {
+  return mulExprs(v[0], v[1]);
+}
+AffineExpr combineDiv(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  std::optional<int64_t> b = getConstantValue(v[1]);
+  if (a && b) {
+    if (*b == 0 || (*a == INT64_MIN && *b == -1))
+      return nullptr;
+    return constantExpr(*a / *b, context); // ONNX integer Div truncates.
+  }
+  std::optional<AffineExpr> exact = divideExactly(v[0], v[1]);
+  return exact ? *exact : nullptr;
+}
+AffineExpr combineNeg(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  return mulExprs(v[0], constantExpr(-1, context));
+}
+AffineExpr combineIdentity(ArrayRef<AffineExpr> v, MLIRContext *) {
+  return v[0];
+}
+AffineExpr combineAbs(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  if (!a || *a == INT64_MIN)
+    return nullptr;
+  return constantExpr(*a < 0 ? -*a : *a, context);
+}
+AffineExpr combineRelu(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  return a ? constantExpr(std::max<int64_t>(*a, 0), context) : nullptr;
+}
+AffineExpr combinePow(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  std::optional<int64_t> b = getConstantValue(v[1]);
+  if (!a || !b || *b < 0 || *b > 62)
+    return nullptr;
+  int64_t result = 1;
+  for (int64_t i = 0; i < *b; ++i)
+    if (__builtin_mul_overflow(result, *a, &result))
+      return nullptr;
+  return constantExpr(result, context);
+}
+
+template <bool isMax>
+AffineExpr combineMinMax(ArrayRef<AffineExpr> v, MLIRContext *) {
+  AffineExpr best = v[0];
+  for (AffineExpr next : v.drop_front()) {
+    std::optional<int64_t> diff = constantDifference(next, best);
+    if (!diff)
+      return nullptr;
+    if (isMax ? *diff > 0 : *diff < 0)
+      best = next;
+  }
+  return best;
+}
+
+enum class Comparison { Equal, Less, LessOrEqual, Greater, GreaterOrEqual };
+
+template <Comparison kind>
+AffineExpr combineCompare(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> diff = constantDifference(v[0], v[1]);
+  if (!diff)
+    return nullptr;
+  bool result = false;
+  switch (kind) {
+  case Comparison::Equal:
+    result = *diff == 0;
+    break;
+  case Comparison::Less:
+    result = *diff < 0;
+    break;
+  case Comparison::LessOrEqual:
+    result = *diff <= 0;
+    break;
+  case Comparison::Greater:
+    result = *diff > 0;
+    break;
+  case Comparison::GreaterOrEqual:
+    result = *diff >= 0;
+    break;
+  }
+  return constantExpr(result ? 1 : 0, context);
+}
+
+AffineExpr combineAnd(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  std::optional<int64_t> b = getConstantValue(v[1]);
+  if ((a && *a == 0) || (b && *b == 0))
+    return constantExpr(0, context);
+  return a && b ? constantExpr(1, context) : nullptr;
+}
+AffineExpr combineOr(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  std::optional<int64_t> b = getConstantValue(v[1]);
+  if ((a && *a != 0) || (b && *b != 0))
+    return constantExpr(1, context);
+  return a && b ? constantExpr(0, context) : nullptr;
+}
+AffineExpr combineNot(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  return a ? constantExpr(*a == 0 ? 1 : 0, context) : nullptr;
+}
+AffineExpr combineWhere(ArrayRef<AffineExpr> v, MLIRContext *) {
+  std::optional<int64_t> condition = getConstantValue(v[0]);
+  if (condition)
+    return *condition ? v[1] : v[2];
+  return v[1] == v[2] ? v[1] : nullptr;
+}
+
+/// The element type a rule gives its result.
+enum class ResultType { SameAsFirst, SameAsSecond, Bool };
+
+/// Shape, values and element expression of a broadcasting elementwise op
+/// over `operands` (indices into the op's operands).
+LogicalResult inferElementwise(ShapeRuleContext &ctx,
+                               ArrayRef<unsigned> operands, Combine combine,
+                               ResultType resultType) {
+  SmallVector<ArrayRef<AffineExpr>> shapes;
+  for (unsigned index : operands) {
+    if (failed(requireRanked(ctx, index, "operand " + std::to_string(index))))
+      return failure();
+    shapes.push_back(ctx.operand(index).dims);
+  }
+  FailureOr<SmallVector<AffineExpr, 4>> dims = broadcastDims(ctx, shapes);
+  if (failed(dims))
+    return failure();
+  TensorFacts &result = ctx.result();
+  result.ranked = true;
+  result.dims = *dims;
+  switch (resultType) {
+  case ResultType::SameAsFirst:
+    result.elementType = ctx.operand(operands[0]).elementType;
+    break;
+  case ResultType::SameAsSecond:
+    result.elementType = ctx.operand(operands[1]).elementType;
+    break;
+  case ResultType::Bool:
+    result.elementType = IntegerType::get(ctx.getContext(), 1);
+    break;
+  }
+  if (!combine)
+    return success();
+  MLIRContext *context = ctx.getContext();
+
+  // Element values of small integer results.
+  std::optional<SmallVector<int64_t, 4>> staticDims = getConstantDims(result);
+  std::optional<int64_t> count = result.getStaticNumElements();
+  if (result.elementType && result.elementType.isInteger() && staticDims &&
+      count && *count <= SymbolicShapes::kMaxTrackedElements) {
+    SmallVector<AffineExpr, 4> values;
+    bool anyKnown = false;
+    forEachIndex(*staticDims, [&](ArrayRef<int64_t> index) {
+      SmallVector<AffineExpr, 3> inputs;
+      bool known = true;
+      for (unsigned operand : operands) {
+        AffineExpr value = elementAt(ctx.operand(operand), index, context);
+        known &= static_cast<bool>(value);
+        inputs.push_back(value);
+      }
+      AffineExpr value;
+      if (known)
+        value = combine(inputs, context);
+      else if (combine == combineWhere && inputs[0])
+        value = combine(inputs, context); // Only the chosen side matters.
+      anyKnown |= static_cast<bool>(value);
+      values.push_back(value);
+    });
+    if (anyKnown)
+      setTrackedValues(result, std::move(values));
+  }
+
+  // Per-element expression, when every operand has one.
+  SmallVector<AffineExpr, 3> exprs;
+  for (unsigned operand : operands) {
+    const TensorFacts &facts = ctx.operand(operand);
+    AffineExpr expr = facts.elementExpr ? facts.elementExpr : facts.getScalar();
+    if (!expr)
+      return success();
+    exprs.push_back(broadcastElementExpr(expr, facts.dims, result.dims));
+  }
+  result.elementExpr = combine(exprs, context);
+  return success();
+}
+
+template <Combine combine, ResultType type = ResultType::SameAsFirst>
+LogicalResult binaryRule(ShapeRuleContext &ctx) {
+  return inferElementwise(ctx, {0, 1}, combine, type);
+}
+
+template <Combine combine, ResultType type = ResultType::SameAsFirst>
+LogicalResult unaryRule(ShapeRuleContext &ctx) {
+  return inferElementwise(ctx, {0}, combine, type);
+}
+
+template <bool isMax> LogicalResult minMaxRule(ShapeRuleContext &ctx) {
+  SmallVector<unsigned> operands;
+  for (unsigned i = 0; i < ctx.getOp()->getNumOperands(); ++i)
+    operands.push_back(i);
+  return inferElementwise(ctx, operands, combineMinMax<isMax>,
+                          ResultType::SameAsFirst);
+}
+
+LogicalResult whereRule(ShapeRuleContext &ctx) {
+  if (!ctx.operand(0).elementType.isInteger(1))
+    return ctx.fail() << "condition must be bool";
+  return inferElementwise(ctx, {0, 1, 2}, combineWhere,
+                          ResultType::SameAsSecond);
+}
+
+LogicalResult castRule(ShapeRuleContext &ctx) {
+  auto op = cast<CastOp>(ctx.getOp());
+  int64_t to = static_cast<int64_t>(op.getTo());
+  Type target = getElementTypeForOnnx(ctx.getContext(), to);
+  if (!target)
+    return ctx.fail() << "Cast to " << getOnnxElementTypeName(to)
+                      << " is not supported";
+  Type source = ctx.operand(0).elementType;
+  // Integer and bool values keep their value through integer and float
+  // casts (shape values are small); anything else becomes unknown.
+  Combine combine = nullptr;
+  if (source && source.isInteger() && !target.isInteger(1))
+    combine = combineIdentity;
+  if (failed(inferElementwise(ctx, {0}, combine, ResultType::SameAsFirst)))
+    return failure();
+  ctx.result().elementType = target;
+  if (!target.isInteger())
+    ctx.result().values.reset();
+  return success();
+}
+
+/// Ops whose result has the first operand's shape and element type.
+LogicalResult sameAsInputRule(ShapeRuleContext &ctx) {
+  if (failed(requireRanked(ctx, 0, "the input")))
+    return failure();
+  TensorFacts &result = ctx.result();
+  const TensorFacts &input = ctx.operand(0);
+  result.ranked = true;
+  result.dims = input.dims;
+  result.elementType = input.elementType;
+  return success();
+}
+
+LogicalResult dropoutRule(ShapeRuleContext &ctx) {
+  if (failed(requireRanked(ctx, 0, "data")))
+    return failure();
+  const TensorFacts &data = ctx.operand(0);
+  ctx.result(0) = data;
+  if (ctx.getNumResults() > 1) {
+    TensorFacts &mask = ctx.result(1);
+    mask.ranked = true;
+    mask.dims = data.dims;
+    mask.elementType = IntegerType::get(ctx.getContext(), 1);
+  }
+  return success();
+}
+
+/// Shared by the three reductions.
+LogicalResult reduceRule(ShapeRuleContext &ctx) {
+  Operation *op = ctx.getOp();
+  if (failed(requireRanked(ctx, 0, "data")))
+    return failure();
+  const TensorFacts &data = ctx.operand(0);
+  int64_t rank = data.getRank();
+  bool keepdims = op->getAttrOfType<IntegerAttr>("keepdims")
+                      ? op->getAttrOfType<IntegerAttr>("keepdims").getInt() != 0
+                      : true;
+  auto noopAttr = op->getAttrOfType<IntegerAttr>("noop_with_empty_axes");
+  bool noopWithEmptyAxes = noopAttr && noopAttr.getInt() != 0;
+  SmallVector<bool> reduced(rank, false);
+  SmallVector<int64_t, 4> axes;
+  if (op->getNumOperands() > 1) {
+    FailureOr<SmallVector<int64_t, 4>> values =
+        requireConstantInts(ctx, 1, "axes");
+    if (failed(values))
+      return failure();
+    axes = *values;
+  }
+  if (axes.empty()) {
+    if (noopWithEmptyAxes) {
+      ctx.result() = TensorFacts();
+      ctx.result().ranked = true;
+      ctx.result().dims = data.dims;
+      ctx.result().elementType = data.elementType;
+      return success();
+    }
+    reduced.assign(rank, true);
+  }
+  for (int64_t axis : axes) {
+    FailureOr<int64_t> normalized = normalizeAxis(ctx, "axis", axis, rank);
+    if (failed(normalized))
+      return failure();
+    reduced[*normalized] = true;
+  }
+  TensorFacts &result = ctx.result();
+  result.ranked = true;
+  result.elementType = data.elementType;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduced[i])
+      result.dims.push_back(data.dims[i]);
+    else if (keepdims)
+      result.dims.push_back(ctx.constant(1));
+  }
+  return success();
+}
+
+/// Whether two contraction sizes can match; fails only on two different
+/// constants.
+LogicalResult checkContraction(ShapeRuleContext &ctx, AffineExpr lhs,
+                               AffineExpr rhs, StringRef what) {
+  std::optional<int64_t> a = getConstantValue(lhs);
+  std::optional<int64_t> b = getConstantValue(rhs);
+  if (a && b && *a != *b)
+    return ctx.fail() << what << " sizes differ: " << *a << " and " << *b;
+  return success();
+}
+
+LogicalResult matMulRule(ShapeRuleContext &ctx) {
+  if (failed(requireRanked(ctx, 0, "A")) || failed(requireRanked(ctx, 1, "B")))
+    return failure();
+  SmallVector<AffineExpr, 4> a(ctx.operand(0).dims);
+  SmallVector<AffineExpr, 4> b(ctx.operand(1).dims);
+  if (a.empty() || b.empty())
+    return ctx.fail() << "MatMul operands must have rank >= 1";
+  bool vectorA = a.size() == 1, vectorB = b.size() == 1;
+  if (vectorA)
+    a.insert(a.begin(), ctx.constant(1));
+  if (vectorB)
+    b.push_back(ctx.constant(1));
+  if (failed(checkContraction(ctx, a.back(), b[b.size() - 2],
+                              "MatMul inner (contraction)")))
+    return failure();
+  ArrayRef<AffineExpr> batchA = ArrayRef<AffineExpr>(a).drop_back(2);
+  ArrayRef<AffineExpr> batchB = ArrayRef<AffineExpr>(b).drop_back(2);
+  FailureOr<SmallVector<AffineExpr, 4>> batch =
+      broadcastDims(ctx, {batchA, batchB});
+  if (failed(batch))
+    return failure();
+  TensorFacts &result = ctx.result();
+  result.ranked = true;
+  result.elementType = ctx.operand(0).elementType;
+  result.dims = *batch;
+  if (!vectorA)
+    result.dims.push_back(a[a.size() - 2]);
+  if (!vectorB)
+    result.dims.push_back(b.back());
+  return success();
+}
+
+LogicalResult gemmRule(ShapeRuleContext &ctx) {
+  auto op = cast<GemmOp>(ctx.getOp());
+  if (failed(requireRanked(ctx, 0, "A")) || failed(requireRanked(ctx, 1, "B")))
+    return failure();
+  ArrayRef<AffineExpr> a = ctx.operand(0).dims, b = ctx.operand(1).dims;
+  if (a.size() != 2 || b.size() != 2)
+    return ctx.fail() << "Gemm operands must be 2-D";
+  bool transA = op.getTransA() != 0, transB = op.getTransB() != 0;
+  AffineExpr m = transA ? a[1] : a[0], kA = transA ? a[0] : a[1];
+  AffineExpr kB = transB ? b[1] : b[0], n = transB ? b[0] : b[1];
+  if (failed(checkContraction(ctx, kA, kB, "Gemm inner (contraction)")))
+    return failure();
+  TensorFacts &result = ctx.result();
+  result.ranked = true;
+  result.elementType = ctx.operand(0).elementType;
+  result.dims = {m, n};
+  if (op.getC()) {
+    if (failed(requireRanked(ctx, 2, "C")))
+      return failure();
+    if (failed(broadcastDims(ctx, {ArrayRef<AffineExpr>(result.dims),
+                                   ArrayRef<AffineExpr>(ctx.operand(2).dims)})))
+      return failure();
+  }
+  return success();
+}
+
+} // namespace
+
+void sits::onnx::registerElementwiseShapeRules(
+    llvm::StringMap<ShapeRule> &rules) {
+  rules["onnx.Add"] = binaryRule<combineAdd>;
+  rules["onnx.Sub"] = binaryRule<combineSub>;
+  rules["onnx.Mul"] = binaryRule<combineMul>;
+  rules["onnx.Div"] = binaryRule<combineDiv>;
+  rules["onnx.Pow"] = binaryRule<combinePow>;
+  rules["onnx.Equal"] =
+      binaryRule<combineCompare<Comparison::Equal>, ResultType::Bool>;
+  rules["onnx.Less"] =
+      binaryRule<combineCompare<Comparison::Less>, ResultType::Bool>;
+  rules["onnx.LessOrEqual"] =
+      binaryRule<combineCompare<Comparison::LessOrEqual>, ResultType::Bool>;
+  rules["onnx.Greater"] =
+      binaryRule<combineCompare<Comparison::Greater>, ResultType::Bool>;
+  rules["onnx.GreaterOrEqual"] =
+      binaryRule<combineCompare<Comparison::GreaterOrEqual>, ResultType::Bool>;
+  rules["onnx.And"] = binaryRule<combineAnd, ResultType::Bool>;
+  rules["onnx.Or"] = binaryRule<combineOr, ResultType::Bool>;
+  rules["onnx.Not"] = unaryRule<combineNot, ResultType::Bool>;
+  rules["onnx.IsNaN"] = unaryRule<nullptr, ResultType::Bool>;
+  rules["onnx.Max"] = minMaxRule<true>;
+  rules["onnx.Min"] = minMaxRule<false>;
+  rules["onnx.Where"] = whereRule;
+  rules["onnx.Cast"] = castRule;
+  rules["onnx.Neg"] = unaryRule<combineNeg>;
+  rules["onnx.Abs"] = unaryRule<combineAbs>;
+  rules["onnx.Relu"] = unaryRule<combineRelu>;
+  rules["onnx.Identity"] = unaryRule<combineIdentity>;
+  for (StringRef name :
+       {"onnx.Sqrt", "onnx.Reciprocal", "onnx.Cos", "onnx.Sin", "onnx.Exp",
+        "onnx.Log", "onnx.Erf", "onnx.Tanh", "onnx.Sigmoid", "onnx.Gelu",
+        "onnx.Softmax", "onnx.CumSum", "onnx.Clip", "onnx.Trilu"})
+    rules[name] = sameAsInputRule;
+  rules["onnx.Dropout"] = dropoutRule;
+  rules["onnx.ReduceMean"] = reduceRule;
+  rules["onnx.ReduceSum"] = reduceRule;
+  rules["onnx.ReduceMax"] = reduceRule;
+  rules["onnx.MatMul"] = matMulRule;
+  rules["onnx.Gemm"] = gemmRule;
+}
