@@ -3,6 +3,7 @@
 #include "compiler/registration/Registration.h"
 
 #include "compiler/pipeline/Pipeline.h"
+#include "dialects/onnx/OnnxDialect.h"
 #include "dialects/sits/SitsDialect.h"
 #include "passes/Passes.h"
 
@@ -14,6 +15,7 @@
 void sits::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<sits::SitsDialect, mlir::arith::ArithDialect,
                   mlir::func::FuncDialect, mlir::tensor::TensorDialect>();
+  registry.insert<sits::onnx::OnnxDialect>();
 }
 
 void sits::registerAllPasses() {
