@@ -49,6 +49,26 @@ def HoistRope : Pass<"sits-hoist-rope", "mlir::ModuleOp"> {
   ];
 }
 
+def FoldCausalMask : Pass<"sits-fold-causal-mask", "mlir::ModuleOp"> {
+  let summary = "Prove attention masks causal and fold them into the "
+                "attention's causal rule";
+  let description = [{
+    For every `sits.attention` with a `mask` operand, evaluates the mask
+    symbolically at an index (b, h, i, j) of variables and proves, with
+    Presburger arithmetic, that it equals a causal rule for every index and
+    every input size: bottom-right (`j <= i + seq_k - seq_q`), top-left
+    (`j <= i`, tried only when the two lengths may differ), or either with a
+    sliding window `W` (`j > i + offset - W`, candidates taken from the
+    mask's constants). A proven mask is replaced by the rule (`causal`,
+    `window`) and its subgraph is erased: no `[seq, seq_k]` mask tensor
+    remains. A mask that depends on runtime data (a padding mask), that the
+    prover does not understand, or that differs from every rule is kept as
+    an operand, with the reason in the audit: never folded wrongly.
+
+    Counters: `masks_folded`, `mask_ops_removed`, `masks_kept`.
+  }];
+}
+
 def KVCache : Pass<"sits-kv-cache", "mlir::ModuleOp"> {
   let summary = "Turn the full-sequence program into prefill and decode steps "
                 "with a bounded KV cache";

@@ -61,6 +61,7 @@ void buildPipeline(OpPassManager &pm, Stage last,
   HoistRopeOptions hoistRope;
   hoistRope.maxSeqLen = options.maxSeqLen;
   pm.addPass(createHoistRope(hoistRope));
+  pm.addPass(createFoldCausalMask());
   KVCacheOptions kvCache;
   kvCache.maxSeqLen = options.maxSeqLen;
   kvCache.maxBatch = options.maxBatch;

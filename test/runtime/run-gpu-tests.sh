@@ -7,7 +7,8 @@
 #
 #   test/runtime/run-gpu-tests.sh [BUILD_DIR]
 #
-# Environment: SITS_CUDA_ARCH (default 90), CMAKE_GENERATOR, LIT, FILECHECK.
+# Environment: SITS_CUDA_ARCH (default 90), CMAKE_GENERATOR, LIT, FILECHECK,
+# SITS_CMAKE_ARGS (extra cmake arguments, e.g. -DSITS_GTEST_SOURCE_DIR=...).
 set -uo pipefail
 
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -36,7 +37,7 @@ say "run-gpu-tests: $(nvidia-smi -L | head -1)"
 say "run-gpu-tests: building in $build (sm_$arch), log in $log"
 if ! cmake "${generator[@]}" -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
      -DSITS_BUILD_COMPILER=OFF -DCMAKE_CUDA_COMPILER="$nvcc" \
-     -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$log" 2>&1; then
+     -DCMAKE_CUDA_ARCHITECTURES="$arch" ${SITS_CMAKE_ARGS:-} >"$log" 2>&1; then
   tail -20 "$log"
   say "run-gpu-tests: configure failed (GoogleTest installed? see $log)"
   exit 1
