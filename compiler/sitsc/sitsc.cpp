@@ -11,6 +11,8 @@
 #include "compiler/pipeline/IRDumper.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/Registration.h"
+#include "compiler/sitsc/Modes.h"
+#include "frontends/onnx/OnnxImporter.h"
 #include "passes/Audit.h"
 
 #include "mlir/IR/AsmState.h"
@@ -34,18 +36,31 @@ using namespace mlir;
 using namespace sits;
 namespace cl = llvm::cl;
 
+cl::OptionCategory &sits::sitsc::getCategory() {
+  static cl::OptionCategory category("sitsc options");
+  return category;
+}
+
+int sits::sitsc::fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "sitsc") << message << "\n";
+  return 1;
+}
+
 namespace {
 
-cl::OptionCategory sitscCategory("sitsc options");
+using sits::sitsc::fail;
+cl::OptionCategory &sitscCategory = sits::sitsc::getCategory();
 
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx|.mlir>"),
+cl::opt<std::string> inputPath(cl::Positional,
+                               cl::desc("<model.onnx | program.mlir>"),
                                cl::cat(sitscCategory));
 cl::opt<std::string> outputPath(
     "o", cl::desc("Output file: the engine, or the IR with --emit"),
     cl::value_desc("file"), cl::cat(sitscCategory));
 cl::opt<std::string> emitStage(
     "emit",
-    cl::desc("Stop after a stage and print its IR: imported, sits, optimized"),
+    cl::desc("Stop after a stage and print it: imported, sits, optimized "
+             "(IR) or cuda (the generated CUDA C++)"),
     cl::value_desc("stage"), cl::cat(sitscCategory));
 cl::opt<std::string> dumpIRDir(
     "dump-ir-dir",
@@ -68,14 +83,11 @@ cl::opt<int64_t> maxBatch("max-batch",
                                    "(default 8)"),
                           cl::init(8), cl::cat(sitscCategory));
 
-/// Prints `message` as an error of sitsc and returns the exit code.
-int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), "sitsc") << message << "\n";
-  return 1;
-}
-
+/// Imports an ONNX model, or parses MLIR (any stage's output) for `.mlir`.
 OwningOpRef<ModuleOp> loadInput(llvm::StringRef path, MLIRContext &context,
                                 llvm::SourceMgr &sourceMgr) {
+  if (!path.ends_with(".mlir"))
+    return importOnnxFile(path, context);
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &error);
   if (!buffer) {
@@ -134,6 +146,8 @@ int main(int argc, char **argv) {
       "--mlir-timing,\n--mlir-pass-pipeline-crash-reproducer=FILE, "
       "--mlir-elide-elementsattrs-if-larger=N.\n");
 
+  if (std::optional<std::string> engine = sitsc::getInspectPath())
+    return sitsc::inspectEngine(*engine);
   if (inputPath.empty())
     return fail("no input model given (usage: sitsc MODEL.onnx -o OUT)");
 
@@ -141,12 +155,15 @@ int main(int argc, char **argv) {
   if (!emitStage.empty()) {
     std::optional<Stage> stage = parseStage(emitStage);
     if (!stage || *stage == Stage::Engine)
-      return fail("--emit must be imported, sits or optimized, got '" +
+      return fail("--emit must be imported, sits, optimized or cuda, got '" +
                   emitStage + "'");
     last = *stage;
   }
-  if (last == Stage::Engine || last == Stage::Cuda)
-    return fail("writing engines is not implemented yet: use --emit=<stage>");
+  if (last == Stage::Engine && outputPath.empty())
+    return fail("no output given: -o MODEL.sits writes the engine, "
+                "--emit=<stage> prints a stage");
+  if (std::optional<std::string> error = sitsc::validateEngineOptions())
+    return fail(*error);
 
   PipelineOptions options;
   options.maxSeqLen = maxSeqLen;
@@ -180,7 +197,10 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(error)));
     pm.addInstrumentation(std::move(*created));
   }
-  buildPipeline(pm, last, options);
+  buildPipeline(pm, last == Stage::Cuda || last == Stage::Engine
+                        ? Stage::Optimized
+                        : last,
+                options);
   if (failed(pm.run(*module)))
     return 1;
   if (dumper)
@@ -190,13 +210,21 @@ int main(int argc, char **argv) {
     if (int code = writeAudit(context))
       return code;
 
+  if (last == Stage::Engine)
+    return sitsc::writeEngine(*module, inputPath, outputPath, options);
+
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output =
       openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
   if (!output)
     return fail("cannot write '" + outputPath + "': " + error);
-  module->print(output->os(), getPrintingFlags());
-  output->os() << "\n";
+  if (last == Stage::Cuda) {
+    if (int code = sitsc::emitCuda(*module, output->os()))
+      return code;
+  } else {
+    module->print(output->os(), getPrintingFlags());
+    output->os() << "\n";
+  }
   output->keep();
   return 0;
 }

@@ -1,0 +1,47 @@
+//===- Modes.h - The things sitsc does besides printing IR ------*- C++ -*-===//
+//
+// sitsc.cpp parses the common options and runs the pipeline; each mode below
+// lives in its own file with its own options (in the `sitsc options`
+// category), so that they stay readable and testable apart.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_COMPILER_SITSC_MODES_H
+#define SITS_COMPILER_SITSC_MODES_H
+
+#include "compiler/pipeline/Pipeline.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace sits::sitsc {
+
+/// The category every sitsc option belongs to (the others are hidden).
+llvm::cl::OptionCategory &getCategory();
+
+/// Prints `message` as an error of sitsc; returns the exit code (1).
+int fail(const llvm::Twine &message);
+
+//===- Engines (EngineModes.cpp) ------------------------------------------===//
+
+/// `sitsc --inspect ENGINE`: set when the user asked for it.
+std::optional<std::string> getInspectPath();
+/// Prints a summary of the engine at `path`; returns the exit code.
+int inspectEngine(llvm::StringRef path);
+/// Checks the engine options (--target, --dtype, ...) before any work.
+std::optional<std::string> validateEngineOptions();
+/// `--emit=cuda`: prints the CUDA C++ source generated for `module` (the
+/// optimized program).
+int emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
+/// Compiles `module` (the optimized program of the model at `inputPath`)
+/// into an engine and writes it to `outputPath` (atomically, refusing to
+/// replace a file without --force).
+int writeEngine(mlir::ModuleOp module, llvm::StringRef inputPath,
+                llvm::StringRef outputPath, const PipelineOptions &options);
+
+} // namespace sits::sitsc
+
+#endif // SITS_COMPILER_SITSC_MODES_H
