@@ -71,18 +71,24 @@ void sits::reference::matmulPlain(const float *a, const float *b, float *c,
                                   int64_t m, int64_t n, int64_t k,
                                   unsigned numThreads) {
   // i-k-j order: the inner loop runs along rows of b and c, contiguous. The
-  // threads split the output columns, so that a single row (decode) splits
-  // too; each element is still summed in k order.
+  // columns go in blocks so that a block of b ([k, kColumnBlock]) stays in
+  // cache while every row of a passes over it, instead of streaming all of b
+  // once per row. The threads split the columns, so a single row (decode)
+  // splits too; each element is still summed in k order.
+  constexpr int64_t kColumnBlock = 256;
   parallelFor(n, static_cast<double>(m) * k, numThreads,
               [&](int64_t begin, int64_t end) {
-                for (int64_t i = 0; i < m; ++i) {
-                  float *out = c + i * n;
-                  std::fill(out + begin, out + end, 0.0f);
-                  for (int64_t p = 0; p < k; ++p) {
-                    float scale = a[i * k + p];
-                    const float *row = b + p * n;
-                    for (int64_t j = begin; j < end; ++j)
-                      out[j] += scale * row[j];
+                for (int64_t j0 = begin; j0 < end; j0 += kColumnBlock) {
+                  int64_t width = std::min(kColumnBlock, end - j0);
+                  for (int64_t i = 0; i < m; ++i) {
+                    float *out = c + i * n + j0;
+                    std::fill(out, out + width, 0.0f);
+                    for (int64_t p = 0; p < k; ++p) {
+                      float scale = a[i * k + p];
+                      const float *row = b + p * n + j0;
+                      for (int64_t j = 0; j < width; ++j)
+                        out[j] += scale * row[j];
+                    }
                   }
                 }
               });
