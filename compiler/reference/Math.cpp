@@ -22,6 +22,20 @@ float sits::reference::dotF32(const float *a, const float *b, int64_t count) {
   return sum;
 }
 
+float sits::reference::sumF32(const float *values, int64_t count) {
+  constexpr int64_t kLanes = 8;
+  float lanes[kLanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t body = count - count % kLanes;
+  for (int64_t k = 0; k < body; k += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      lanes[l] += values[k + l];
+  float sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+              ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+  for (int64_t k = body; k < count; ++k)
+    sum += values[k];
+  return sum;
+}
+
 void sits::reference::parallelFor(
     int64_t count, double workPerItem, unsigned numThreads,
     const std::function<void(int64_t, int64_t)> &body) {

@@ -20,6 +20,9 @@ namespace sits::reference {
 /// the products k = l mod 8), added pairwise at the end, then the tail.
 float dotF32(const float *a, const float *b, int64_t count);
 
+/// `sum_k values[k]` in f32 with the same lanes as dotF32.
+float sumF32(const float *values, int64_t count);
+
 /// `c[m, n] = sum_k a[m, k] * b[n, k]` (b read row by row, as a `[N, K]`
 /// linear weight), each element summed as dotF32 does.
 void matmulTransposedB(const float *a, const float *b, float *c, int64_t m,

@@ -173,10 +173,7 @@ static llvm::Error runLayerNormalization(KernelContext &context) {
   std::vector<float> centered(width);
   for (int64_t r = 0; r < rows; ++r) {
     const float *row = x.floats().data() + r * width;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < width; ++i)
-      sum += row[i];
-    float mu = sum / static_cast<float>(width);
+    float mu = sumF32(row, width) / static_cast<float>(width);
     for (int64_t i = 0; i < width; ++i)
       centered[i] = row[i] - mu;
     float variance = dotF32(centered.data(), centered.data(), width) /

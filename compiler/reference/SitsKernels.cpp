@@ -36,22 +36,6 @@ static llvm::Error expectVector(const KernelContext &context, StringRef what,
                        ", expected [" + std::to_string(size) + "]");
 }
 
-/// Sum of `count` floats in f32 with the same interleaved partial sums as
-/// dotF32.
-static float sumF32(const float *values, int64_t count) {
-  constexpr int64_t kLanes = 8;
-  float lanes[kLanes] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t body = count - count % kLanes;
-  for (int64_t k = 0; k < body; k += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l)
-      lanes[l] += values[k + l];
-  float sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
-              ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
-  for (int64_t k = body; k < count; ++k)
-    sum += values[k];
-  return sum;
-}
-
 //===----------------------------------------------------------------------===//
 // Embedding, norms, projections
 //===----------------------------------------------------------------------===//

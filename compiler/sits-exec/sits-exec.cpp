@@ -1,25 +1,33 @@
 //===- sits-exec.cpp - Run a function with the CPU reference executor -----===//
 //
 //   sits-exec FILE.mlir [--function NAME] --input a.npy ... --output-dir DIR
+//   sits-exec MODEL.onnx [--stage=sits] --input ids.npy --output-dir DIR
+//   sits-exec MODEL.onnx --perplexity=ids.npy [--window=256] [--max-tokens=N]
 //
 // Runs one function of a module (any stage: imported, sits, optimized) on
 // .npy inputs and writes each result as DIR/result_<i>.npy. An argument of
 // KV-cache type gets an empty cache (no .npy). A KV-cache result is written
 // as result_<i>.keys.npy and result_<i>.values.npy
 // ([layers, batch, kv_heads, capacity, head_dim]) and result_<i>.lengths.npy.
+// An ONNX model is imported and compiled to --stage first. --perplexity
+// prints the teacher-forced NLL of token ids instead.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/reference/Executor.h"
+#include "compiler/pipeline/Pipeline.h"
 #include "compiler/reference/Npy.h"
+#include "compiler/reference/Verification.h"
 #include "compiler/registration/Registration.h"
 #include "dialects/sits/SitsDialect.h"
+#include "frontends/onnx/OnnxImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -55,6 +63,30 @@ static llvm::cl::opt<bool>
 static llvm::cl::opt<bool>
     printTime("time", llvm::cl::desc("Print the run time to stderr"),
               llvm::cl::init(false));
+static llvm::cl::opt<std::string>
+    stageName("stage",
+              llvm::cl::desc("For an .onnx input: the stage to run "
+                             "(imported, sits, optimized)"),
+              llvm::cl::init("imported"));
+static llvm::cl::opt<int64_t>
+    maxSeqLen("max-seq-len",
+              llvm::cl::desc("KV-cache capacity for --stage=optimized"),
+              llvm::cl::init(2048));
+static llvm::cl::opt<int64_t>
+    maxBatch("max-batch",
+             llvm::cl::desc("KV-cache batch for --stage=optimized"),
+             llvm::cl::init(8));
+static llvm::cl::opt<std::string> perplexityIds(
+    "perplexity",
+    llvm::cl::desc("Print the teacher-forced NLL of these token ids (.npy)"),
+    llvm::cl::init(""));
+static llvm::cl::opt<int64_t>
+    window("window", llvm::cl::desc("Tokens per window for --perplexity"),
+           llvm::cl::init(256));
+static llvm::cl::opt<int64_t>
+    maxTokens("max-tokens",
+              llvm::cl::desc("Use at most this many ids for --perplexity"),
+              llvm::cl::init(0));
 static llvm::cl::opt<bool> allowUnregistered(
     "allow-unregistered-dialect",
     llvm::cl::desc("Parse ops of unregistered dialects (generic form)"),
@@ -136,10 +168,55 @@ int main(int argc, char **argv) {
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
-  if (!module)
-    return fail("cannot parse '" + inputFile + "'");
+  OwningOpRef<ModuleOp> module;
+  if (llvm::StringRef(inputFile).ends_with(".onnx")) {
+    std::optional<sits::Stage> stage = sits::parseStage(stageName);
+    if (!stage || *stage == sits::Stage::Cuda || *stage == sits::Stage::Engine)
+      return fail("--stage must be imported, sits or optimized, got '" +
+                  stageName + "'");
+    module = sits::importOnnxFile(inputFile, context);
+    if (!module)
+      return fail("cannot import '" + inputFile + "'");
+    sits::PipelineOptions options;
+    options.maxSeqLen = maxSeqLen;
+    options.maxBatch = maxBatch;
+    if (std::optional<std::string> problem =
+            sits::validatePipelineOptions(options))
+      return fail(*problem);
+    PassManager pm(&context);
+    sits::buildPipeline(pm, *stage, options);
+    if (failed(pm.run(*module)))
+      return fail("compiling '" + inputFile + "' to stage " + stageName +
+                  " failed");
+  } else {
+    module = parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+    if (!module)
+      return fail("cannot parse '" + inputFile + "'");
+  }
+
+  ExecutorOptions options;
+  options.numThreads = numThreads;
+  if (!perplexityIds.empty()) {
+    llvm::Expected<Tensor> ids = readNpyFile(perplexityIds);
+    if (!ids)
+      return fail(llvm::toString(ids.takeError()));
+    if (ids->isFloat())
+      return fail("--perplexity needs integer token ids");
+    llvm::Expected<Program> program = findProgram(*module, functionName);
+    if (!program)
+      return fail(llvm::toString(program.takeError()));
+    Executor executor(*module, options);
+    std::vector<int64_t> tokens(ids->ints().begin(), ids->ints().end());
+    llvm::Expected<PerplexityResult> result = teacherForcedPerplexity(
+        executor, *module, *program, tokens, window, maxTokens);
+    if (!result)
+      return fail(llvm::toString(result.takeError()));
+    llvm::outs() << "predicted tokens: " << result->predictedTokens
+                 << "\nmean NLL: " << llvm::format("%.6f", result->meanNll)
+                 << " nats\nperplexity: "
+                 << llvm::format("%.4f", result->perplexity()) << "\n";
+    return 0;
+  }
 
   func::FuncOp function;
   if (functionName.empty()) {
@@ -184,8 +261,6 @@ int main(int argc, char **argv) {
                 function.getSymName() + "' takes " + llvm::Twine(nextInput) +
                 " tensor arguments");
 
-  ExecutorOptions options;
-  options.numThreads = numThreads;
   Executor executor(*module, options);
   if (trace)
     executor.setObserver(traceOp);
