@@ -42,6 +42,16 @@ int emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
 int writeEngine(mlir::ModuleOp module, llvm::StringRef inputPath,
                 llvm::StringRef outputPath, const PipelineOptions &options);
 
+//===- CPU checks (VerifyModes.cpp) ---------------------------------------===//
+
+/// Whether --verify, --verify-greedy or --reference-perplexity was given.
+bool isVerifyRequested();
+/// Checks the verify options and sets `stage` to the one they run on.
+std::optional<std::string> validateVerifyOptions(Stage &stage);
+/// Runs the requested checks on `module` (the program of that stage);
+/// returns the exit code (non-zero when a check fails).
+int runVerifyModes(mlir::ModuleOp module);
+
 } // namespace sits::sitsc
 
 #endif // SITS_COMPILER_SITSC_MODES_H

@@ -138,7 +138,19 @@ int main(int argc, char **argv) {
       argc, argv,
       "sits compiler: ONNX decoder model -> optimized sits program -> engine\n\n"
       "  sitsc MODEL.onnx -o MODEL.sits [options]\n"
-      "  sitsc MODEL.onnx --emit=sits          print the raised IR\n\n"
+      "  sitsc MODEL.onnx --emit=sits          print the raised IR\n"
+      "  sitsc MODEL.onnx --inspect=E.sits     summarize an engine\n\n"
+      "Checks on the CPU reference executor (no GPU needed):\n"
+      "  sitsc MODEL.onnx --verify=DIR [--verify-stage=sits|optimized]\n"
+      "      run DIR/input_*.pb, compare with DIR/output_*.pb (max abs and\n"
+      "      relative error, argmax agreement per position); fails past\n"
+      "      --verify-tolerance\n"
+      "  sitsc MODEL.onnx --verify-greedy=greedy.json\n"
+      "      prefill the prompt, decode token by token through the KV cache,\n"
+      "      compare the greedy stream (step, tokens and margin on a mismatch)\n"
+      "  sitsc MODEL.onnx --reference-perplexity=TEXT_OR_IDS [--max-tokens N]\n"
+      "      teacher-forced NLL and perplexity (bytes for a 256-token\n"
+      "      vocabulary, else a file of token ids)\n\n"
       "Stages: imported (one op per ONNX node), sits (idioms raised), "
       "optimized\n(RoPE tables hoisted, causal masks folded, prefill/decode "
       "with a KV cache).\n\n"
@@ -158,6 +170,14 @@ int main(int argc, char **argv) {
       return fail("--emit must be imported, sits, optimized or cuda, got '" +
                   emitStage + "'");
     last = *stage;
+  }
+  bool verifying = sitsc::isVerifyRequested();
+  if (verifying) {
+    if (!emitStage.empty())
+      return fail("--emit cannot be combined with --verify, --verify-greedy "
+                  "or --reference-perplexity");
+    if (std::optional<std::string> error = sitsc::validateVerifyOptions(last))
+      return fail(*error);
   }
   if (last == Stage::Engine && outputPath.empty())
     return fail("no output given: -o MODEL.sits writes the engine, "
@@ -210,6 +230,8 @@ int main(int argc, char **argv) {
     if (int code = writeAudit(context))
       return code;
 
+  if (verifying)
+    return sitsc::runVerifyModes(*module);
   if (last == Stage::Engine)
     return sitsc::writeEngine(*module, inputPath, outputPath, options);
 
