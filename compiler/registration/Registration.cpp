@@ -5,6 +5,7 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "dialects/sits/SitsDialect.h"
+#include "frontends/onnx/Passes.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,5 +25,6 @@ void sits::registerAllPasses() {
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
   sits::registerSitsPasses();
+  sits::registerSitsOnnxPasses();
   sits::registerPipelines();
 }

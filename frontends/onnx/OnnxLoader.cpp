@@ -358,15 +358,15 @@ Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(StringRef path) {
   model->path = path.str();
   model->proto = std::make_unique<::onnx::ModelProto>();
   if ((*buffer)->getBufferSize() == 0)
-    return fail("is empty, not an ONNX model");
+    return fail("empty file, not an ONNX model");
   if (!parseMessage(*model->proto, **buffer))
-    return fail("is not a valid ONNX model: the protobuf data is truncated "
+    return fail("not a valid ONNX model: the protobuf data is truncated "
                 "or corrupt");
   const ::onnx::ModelProto &proto = *model->proto;
   if (!proto.has_graph())
-    return fail("is not an ONNX model: it has no graph");
+    return fail("not an ONNX model: it has no graph");
   if (proto.ir_version() <= 0)
-    return fail("has no ir_version; an ONNX model must state its IR version");
+    return fail("no ir_version: an ONNX model must state its IR version");
 
   // Opsets: the default domain ("" or its alias "ai.onnx"), once.
   bool found = false;
@@ -375,7 +375,7 @@ Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(StringRef path) {
     if (domain != "" && domain != "ai.onnx")
       continue;
     if (found)
-      return fail("imports the default ONNX domain more than once");
+      return fail("opset_import lists the default ONNX domain more than once");
     found = true;
     model->opsetVersion = opset.version();
     if (opset.version() < kMinOnnxOpset || opset.version() > kMaxOnnxOpset)
@@ -387,7 +387,7 @@ Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(StringRef path) {
                   llvm::Twine(kMaxOnnxOpset));
   }
   if (!found)
-    return fail("has no opset_import for the default ONNX domain ('' or "
+    return fail("no opset_import for the default ONNX domain ('' or "
                 "'ai.onnx'); sits supports opset " +
                 llvm::Twine(kMinOnnxOpset) + " to " +
                 llvm::Twine(kMaxOnnxOpset));
@@ -420,10 +420,10 @@ Expected<LoadedTensor> sits::readTensorProtoFile(StringRef path) {
     return buffer.takeError();
   ::onnx::TensorProto tensor;
   if (!parseMessage(tensor, **buffer))
-    return makeError(path, "is not a valid ONNX TensorProto: the protobuf "
+    return makeError(path, "not a valid ONNX TensorProto: the protobuf "
                            "data is truncated or corrupt");
   if (!tensor.has_data_type())
-    return makeError(path, "is not an ONNX TensorProto: it has no "
+    return makeError(path, "not an ONNX TensorProto: it has no "
                            "data_type");
   TensorReader reader(path.str(), llvm::sys::path::parent_path(path).str());
   std::string what = tensor.name().empty() ? std::string("tensor")

@@ -29,4 +29,17 @@ def RaiseOnnx : Pass<"sits-raise-onnx", "mlir::ModuleOp"> {
   ];
 }
 
+def PrintSymbolicShapes : Pass<"sits-print-symbolic-shapes", "mlir::ModuleOp"> {
+  let summary = "Report what the symbolic shape analysis knows (for tests)";
+  let description = [{
+    Emits a remark on every op result that is a tensor: its dims as
+    expressions over the named dims of the graph inputs, the values of
+    small integer tensors, and the per-element index expression when known:
+    `dims [batch, seq, 4, 32]`, `values [batch, seq, -1, 32]`,
+    `element d1`. Changes nothing. For lit tests and for reviewers asking
+    what the analysis proves.
+  }];
+  let dependentDialects = ["::sits::SitsDialect", "::sits::onnx::OnnxDialect"];
+}
+
 #endif // SITS_FRONTENDS_ONNX_PASSES_TD

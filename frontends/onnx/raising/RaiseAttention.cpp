@@ -1,0 +1,381 @@
+//===- RaiseAttention.cpp - Attention into sits.attention -----------------===//
+//
+// Decomposed attention `MatMul(Softmax(scale * Q K^T + mask), V)` and the
+// opset-23 `Attention` op become sits.attention on the head-major q, k, v.
+// K^T, and the GQA repetition of K and V, are read by what the layout ops do
+// to the dims (LayoutTracer), not by their sequence: K^T must be
+// `[b, heads, d, s]` of a `[b, kv_heads, s, d]` key, and the heads dim either
+// the kv heads themselves or the kv heads each repeated (`kv, rep`: query
+// head h reads kv head h / rep, as sits.attention does). The scale is the
+// product of the scalar constants multiplied into q, into k and into the
+// scores. An additive `Where(m, 0, -big)` mask is the boolean m; a
+// `Where(IsNaN(p), 0, p)` after the softmax is sits.attention's "a row with
+// no visible key yields zeros".
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/onnx/raising/LayoutTracer.h"
+#include "frontends/onnx/raising/RaisingSupport.h"
+
+#include "dialects/onnx/SymbolicExpr.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace sits;
+using namespace sits::onnx;
+using namespace sits::onnx::raising;
+
+namespace {
+
+/// Below this a finite additive mask value hides a key as -inf would: the
+/// softmax weight exp(score - big - max) is 0 in f32 for any score that
+/// could be unmasked.
+constexpr double kMaskingConstant = -1e30;
+
+/// The attention operands, head-major, with their GQA structure.
+struct HeadOperands {
+  Value query, key, value;
+  int64_t numHeads = 0, numKvHeads = 0;
+  double scale = 1.0;
+  SmallVector<Operation *> ops;
+};
+
+/// Checks that `traced` (rank 4) has the atoms `order` of its base, with
+/// the heads dim (index `headsIndex`) being the base's dim 1, optionally
+/// followed by a repetition. Returns the repetition factor (1 without one)
+/// or 0 when the layout is something else.
+int64_t checkHeadLayout(const TracedLayout &traced, ArrayRef<int64_t> order,
+                        unsigned headsIndex, std::string &reason) {
+  if (traced.dims.size() != 4)
+    return 0;
+  for (unsigned i = 0; i < 4; ++i)
+    if (i != headsIndex && !traced.dimIs(i, {order[i]}))
+      return 0;
+  const auto &heads = traced.dims[headsIndex];
+  int64_t repetition = 1;
+  size_t next = 0;
+  if (next < heads.size() && heads[next].baseDim == 1)
+    ++next;
+  if (next < heads.size() && heads[next].isRepetition()) {
+    std::optional<int64_t> factor = getConstantValue(heads[next].size);
+    if (!factor)
+      return 0;
+    repetition = *factor;
+    ++next;
+  }
+  if (next != heads.size()) {
+    if (llvm::any_of(heads,
+                     [](const LayoutAtom &a) { return a.isRepetition(); }))
+      reason = "the kv heads are repeated outer-most (query head h would read "
+               "kv head h % kv_heads); sits.attention reads h / (heads / "
+               "kv_heads)";
+    return 0;
+  }
+  return repetition;
+}
+
+/// Reads q `[b, H, s, d]`, k and v (through transposes and GQA repetition)
+/// back to their head-major bases. `keyTransposed`: the key operand is K^T.
+std::optional<HeadOperands> matchHeads(RaiseContext &rc, Value query, Value key,
+                                       Value value, bool keyTransposed,
+                                       std::string &reason) {
+  SymbolicShapes &shapes = rc.getShapes();
+  HeadOperands heads;
+  FailureOr<TracedLayout> q = traceLayout(shapes, query, reason);
+  if (failed(q))
+    return std::nullopt;
+  FailureOr<TracedLayout> k = traceLayout(shapes, key, reason);
+  if (failed(k))
+    return std::nullopt;
+  FailureOr<TracedLayout> v = traceLayout(shapes, value, reason);
+  if (failed(v))
+    return std::nullopt;
+  if (v->scale != 1.0) {
+    reason = "the values are scaled";
+    return std::nullopt;
+  }
+  if (checkHeadLayout(*q, {0, 1, 2, 3}, 1, reason) != 1) {
+    if (reason.empty())
+      reason = "the query is not a [batch, heads, seq, head_dim] tensor";
+    return std::nullopt;
+  }
+  int64_t keyRepetition =
+      checkHeadLayout(*k,
+                      keyTransposed ? ArrayRef<int64_t>{0, 1, 3, 2}
+                                    : ArrayRef<int64_t>{0, 1, 2, 3},
+                      1, reason);
+  int64_t valueRepetition = checkHeadLayout(*v, {0, 1, 2, 3}, 1, reason);
+  if (keyRepetition == 0 || valueRepetition == 0) {
+    if (reason.empty())
+      reason = keyTransposed ? "the key operand is not the transpose of a "
+                               "[batch, kv_heads, seq, head_dim] key"
+                             : "the key or value is not a [batch, kv_heads, "
+                               "seq, head_dim] tensor";
+    return std::nullopt;
+  }
+  std::optional<ArrayRef<AffineExpr>> qDims = shapes.getDims(q->base);
+  std::optional<ArrayRef<AffineExpr>> kDims = shapes.getDims(k->base);
+  std::optional<ArrayRef<AffineExpr>> vDims = shapes.getDims(v->base);
+  if (!qDims || !kDims || !vDims || qDims->size() != 4 || kDims->size() != 4 ||
+      vDims->size() != 4)
+    return std::nullopt;
+  std::optional<int64_t> numHeads = getConstantValue((*qDims)[1]);
+  std::optional<int64_t> numKvHeads = getConstantValue((*kDims)[1]);
+  if (!numHeads || !numKvHeads || (*vDims)[1] != (*kDims)[1] ||
+      keyRepetition != valueRepetition ||
+      *numKvHeads * keyRepetition != *numHeads) {
+    reason = "the query heads are not the kv heads times one repetition";
+    return std::nullopt;
+  }
+  if ((*kDims)[0] != (*qDims)[0] || (*vDims)[0] != (*qDims)[0] ||
+      (*kDims)[3] != (*qDims)[3] || (*vDims)[2] != (*kDims)[2]) {
+    reason = "query, key and value dims do not line up (batch, head_dim, "
+             "key length)";
+    return std::nullopt;
+  }
+  if (getFloatElementType(q->base) != getFloatElementType(k->base) ||
+      getFloatElementType(q->base) != getFloatElementType(v->base))
+    return std::nullopt;
+  heads.query = q->base;
+  heads.key = k->base;
+  heads.value = v->base;
+  heads.numHeads = *numHeads;
+  heads.numKvHeads = *numKvHeads;
+  heads.scale = q->scale * k->scale;
+  for (const TracedLayout *t : {&*q, &*k, &*v})
+    heads.ops.append(t->ops.begin(), t->ops.end());
+  return heads;
+}
+
+/// Whether `mask` broadcasts to the scores `[b, H, sq, sk]` of `heads`.
+bool broadcastsToScores(RaiseContext &rc, Value mask,
+                        const HeadOperands &heads) {
+  SymbolicShapes &shapes = rc.getShapes();
+  std::optional<ArrayRef<AffineExpr>> maskDims = shapes.getDims(mask);
+  if (!maskDims || maskDims->size() > 4)
+    return false;
+  SmallVector<AffineExpr, 4> m(*maskDims);
+  SmallVector<AffineExpr, 4> scores = {
+      shapes.getDim(heads.query, 0), shapes.getDim(heads.query, 1),
+      shapes.getDim(heads.query, 2), shapes.getDim(heads.key, 2)};
+  size_t offset = 4 - m.size();
+  for (size_t i = 0; i < m.size(); ++i)
+    if (getConstantValue(m[i]) != std::optional<int64_t>(1) &&
+        m[i] != scores[i + offset])
+      return false;
+  return true;
+}
+
+/// `Where(m, 0, -big)`: the boolean mask m.
+Value matchBooleanMask(Value additive, SmallVectorImpl<Operation *> &ops) {
+  auto where = definedBy<WhereOp>(additive);
+  if (!where)
+    return nullptr;
+  std::optional<double> keep = getScalarConstant(where.getX());
+  std::optional<double> hide = getScalarConstant(where.getY());
+  if (!keep || *keep != 0.0 || !hide || !(*hide <= kMaskingConstant))
+    return nullptr;
+  ops.push_back(where);
+  return where.getCondition();
+}
+
+void createAttention(RaiseContext &rc, const HeadOperands &heads, Value mask,
+                     Value result, CausalMode causal,
+                     std::optional<float> softcap, ArrayRef<Operation *> ops,
+                     StringRef rule) {
+  OpBuilder &b = rc.getBuilder();
+  b.setInsertionPointAfterValue(result);
+  auto attention = sits::AttentionOp::create(
+      b, rc.getFusedLoc(ops), result.getType(), heads.query, heads.key,
+      heads.value, mask, /*past_len=*/Value(),
+      b.getI64IntegerAttr(heads.numHeads),
+      b.getI64IntegerAttr(heads.numKvHeads),
+      b.getF32FloatAttr(static_cast<float>(heads.scale)),
+      CausalModeAttr::get(b.getContext(), causal), IntegerAttr(),
+      softcap ? b.getF32FloatAttr(*softcap) : FloatAttr());
+  result.replaceAllUsesWith(attention.getResult());
+  rc.recordRaise(
+      "attentions_raised", ops,
+      llvm::formatv(
+          "sits.attention num_heads = {0} num_kv_heads = {1} scale "
+          "= {2}{3}{4}",
+          heads.numHeads, heads.numKvHeads, heads.scale,
+          mask ? " with mask" : "",
+          causal == CausalMode::bottom_right ? " causal = bottom_right" : "")
+          .str(),
+      rule);
+}
+
+/// MatMul(P, V) with P = Softmax(scores) (optionally NaN-guarded).
+void raiseDecomposed(RaiseContext &rc, MatMulOp output) {
+  SmallVector<Operation *> ops{output};
+  Value probabilities = output.getA();
+  bool nanGuard = false;
+  if (auto where = definedBy<WhereOp>(probabilities)) {
+    auto isNaN = definedBy<IsNaNOp>(where.getCondition());
+    if (isNaN && isNaN.getInput() == where.getY() &&
+        isScalarConstant(where.getX(), 0.0)) {
+      ops.append({where, isNaN});
+      probabilities = where.getY();
+      nanGuard = true;
+    }
+  }
+  auto softmax = definedBy<SoftmaxOp>(probabilities);
+  if (!softmax)
+    return;
+  ops.push_back(softmax);
+  std::optional<ArrayRef<AffineExpr>> dims =
+      rc.getShapes().getDims(softmax.getInput());
+  if (!dims || dims->size() != 4)
+    return;
+  int64_t axis = static_cast<int64_t>(softmax.getAxis());
+  if (axis != -1 && axis != 3) {
+    rc.noteNotRaised(output, llvm::formatv("not attention: the softmax is over "
+                                           "axis {0}, not the key axis (3)",
+                                           axis));
+    return;
+  }
+
+  // Scores: [mask +] scale * (q . k^T); the mask as Add or as Where.
+  Value scores = softmax.getInput();
+  Value mask;
+  bool additiveMask = false;
+  if (auto add = definedBy<onnx::AddOp>(scores)) {
+    for (Value side : {add.getA(), add.getB()}) {
+      Product sideProduct = collectProduct(side);
+      if (sideProduct.factors.size() != 1 ||
+          !definedBy<MatMulOp>(sideProduct.factors[0]))
+        continue;
+      Value other = otherOperand(add, side);
+      ops.push_back(add);
+      mask = matchBooleanMask(other, ops);
+      if (!mask) {
+        mask = other;
+        additiveMask = true;
+      }
+      scores = side;
+      break;
+    }
+  } else if (auto where = definedBy<WhereOp>(scores)) {
+    std::optional<double> hide = getScalarConstant(where.getY());
+    if (hide && *hide <= kMaskingConstant) {
+      ops.push_back(where);
+      mask = where.getCondition();
+      scores = where.getX();
+    }
+  }
+  Product product = collectProduct(scores);
+  auto qk = product.factors.size() == 1
+                ? definedBy<MatMulOp>(product.factors[0])
+                : MatMulOp();
+  if (!qk) {
+    rc.noteNotRaised(output, "not attention: the softmax input is not a "
+                             "constant multiple of Q K^T (plus a mask)");
+    return;
+  }
+  ops.append(product.ops.begin(), product.ops.end());
+  ops.push_back(qk);
+  std::string reason;
+  std::optional<HeadOperands> heads =
+      matchHeads(rc, qk.getA(), qk.getB(), output.getB(), true, reason);
+  if (!heads) {
+    rc.noteNotRaised(output, "not attention: " + reason);
+    return;
+  }
+  heads->scale *= product.scale;
+  if (!std::isfinite(heads->scale) || heads->scale <= 0.0) {
+    rc.noteNotRaised(output, "attention with a scale that is not > 0");
+    return;
+  }
+  if (mask && !broadcastsToScores(rc, mask, *heads)) {
+    rc.noteNotRaised(output, "the attention mask does not broadcast to "
+                             "[batch, heads, seq_q, seq_k]");
+    return;
+  }
+  if (getFloatElementType(output.getY()) != getFloatElementType(heads->query))
+    return;
+  ops.append(heads->ops.begin(), heads->ops.end());
+  std::string rule =
+      "softmax over the key axis of scale * q . k^T, times v; k^T and the "
+      "GQA repetition read from what the layout ops do to the dims; the "
+      "scale is the product of the constants multiplied into q, k and the "
+      "scores";
+  if (mask && !additiveMask)
+    rule += "; adding Where(m, 0, -big) with -big <= -1e30 (or selecting "
+            "-big where m is false) gives masked keys weight 0 exactly as the "
+            "boolean mask m does, for every row with a visible key (a row "
+            "with none yields zeros in sits, uniform weights in the graph)";
+  if (nanGuard)
+    rule += "; Where(IsNaN(p), 0, p) after the softmax is the op's rule that "
+            "a row with no visible key yields zeros";
+  createAttention(rc, *heads, mask, output.getY(), CausalMode::none,
+                  std::nullopt, ops, rule);
+}
+
+void raiseAttentionOp(RaiseContext &rc, sits::onnx::AttentionOp op) {
+  if (op.getPastKey()) {
+    rc.noteNotRaised(op, "Attention with past_key/past_value (the KV cache "
+                         "is the compiler's job: export without it)");
+    return;
+  }
+  for (Value extra : op.getExtraOutputs())
+    if (!extra.use_empty()) {
+      rc.noteNotRaised(op, "Attention's present_key, present_value or "
+                           "qk_matmul_output is used");
+      return;
+    }
+  std::optional<ArrayRef<AffineExpr>> dims = rc.getShapes().getDims(op.getQ());
+  if (!dims || dims->size() != 4) {
+    rc.noteNotRaised(op, "3-D Attention is not raised yet");
+    return;
+  }
+  std::string reason;
+  std::optional<HeadOperands> heads =
+      matchHeads(rc, op.getQ(), op.getK(), op.getV(), false, reason);
+  if (!heads) {
+    rc.noteNotRaised(op, "Attention: " + reason);
+    return;
+  }
+  std::optional<int64_t> headDim =
+      getConstantValue(rc.getShapes().getDim(heads->query, 3));
+  double scale = op.getScale() ? op.getScale()->convertToDouble()
+                 : headDim     ? 1.0 / std::sqrt(static_cast<double>(*headDim))
+                               : 0.0;
+  if (!(scale > 0.0)) {
+    rc.noteNotRaised(op, "Attention without scale on a dynamic head size");
+    return;
+  }
+  heads->scale *= scale;
+  Value mask = op.getAttnMask();
+  if (mask && !broadcastsToScores(rc, mask, *heads)) {
+    rc.noteNotRaised(op, "the attention mask does not broadcast to [batch, "
+                         "heads, seq_q, seq_k]");
+    return;
+  }
+  float softcap = op.getSoftcap().convertToFloat();
+  SmallVector<Operation *> ops{op};
+  ops.append(heads->ops.begin(), heads->ops.end());
+  bool causal = op.getIsCausal() != 0;
+  createAttention(
+      rc, *heads, mask, op.getY(),
+      causal ? CausalMode::bottom_right : CausalMode::none,
+      softcap > 0.0f ? std::optional<float>(softcap) : std::nullopt, ops,
+      std::string("Attention-23 on head-major inputs is sits.attention") +
+          (causal ? "; is_causal is bottom-right since the ONNX 1.23 errata "
+                    "(query i sees key j iff j <= i + past length)"
+                  : "") +
+          "; the GQA repetition of K and V is absorbed into num_kv_heads");
+}
+
+} // namespace
+
+void sits::onnx::raising::raiseAttention(RaiseContext &rc) {
+  for (sits::onnx::AttentionOp op :
+       collectOps<sits::onnx::AttentionOp>(rc.getFunction()))
+    raiseAttentionOp(rc, op);
+  for (MatMulOp op : collectOps<MatMulOp>(rc.getFunction()))
+    raiseDecomposed(rc, op);
+}

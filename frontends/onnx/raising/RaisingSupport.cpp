@@ -1,0 +1,316 @@
+//===- RaisingSupport.cpp - Shared state and helpers of raising -----------===//
+
+#include "frontends/onnx/raising/RaisingSupport.h"
+
+#include "dialects/onnx/SymbolicExpr.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace sits;
+using namespace sits::onnx;
+using namespace sits::onnx::raising;
+
+const StringRef sits::onnx::raising::kRaiseCounters[] = {
+    "embeddings_raised",    "rms_norms_raised",   "layer_norms_raised",
+    "linears_raised",       "lm_heads_raised",    "activations_raised",
+    "glus_raised",          "split_heads_raised", "merge_heads_raised",
+    "rope_tables_raised",   "ropes_raised",       "attentions_raised",
+    "residual_adds_raised", "onnx_ops_left"};
+const size_t sits::onnx::raising::kNumRaiseCounters =
+    std::size(sits::onnx::raising::kRaiseCounters);
+
+RaiseContext::RaiseContext(func::FuncOp function, PassAudit &audit)
+    : function(function), audit(audit), builder(function.getContext()),
+      shapes(function.getContext()) {}
+
+Location RaiseContext::getFusedLoc(ArrayRef<Operation *> ops) {
+  llvm::SetVector<Location> locations;
+  for (Operation *op : ops)
+    locations.insert(op->getLoc());
+  if (locations.size() == 1)
+    return locations.front();
+  return FusedLoc::get(getContext(), locations.getArrayRef());
+}
+
+void RaiseContext::recordRaise(StringRef counter,
+                               ArrayRef<Operation *> replaced, StringRef with,
+                               StringRef rule) {
+  audit.add(counter);
+  SmallVector<Location> locations;
+  for (Operation *op : replaced)
+    locations.push_back(op->getLoc());
+  audit.change(locations, describeOps(replaced), with.str(), rule.str());
+}
+
+void RaiseContext::noteNotRaised(Operation *anchor, const llvm::Twine &reason) {
+  reasons.try_emplace(anchor, reason.str());
+}
+
+StringRef RaiseContext::getReason(Operation *op) const {
+  auto it = reasons.find(op);
+  return it == reasons.end() ? StringRef() : StringRef(it->second);
+}
+
+/// The name of a weight-like constant (sits.weight name), or "".
+static StringRef getWeightName(Value value) {
+  if (auto weight = definedBy<WeightOp>(value))
+    return weight.getName();
+  return "";
+}
+
+/// `[K, N]` row-major bytes of `attr` rearranged to `[N, K]`.
+static ElementsAttr transposeMatrix(ElementsAttr attr) {
+  auto type = dyn_cast<RankedTensorType>(attr.getType());
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!type || !dense || type.getRank() != 2)
+    return nullptr;
+  auto transposedType = RankedTensorType::get(
+      {type.getDimSize(1), type.getDimSize(0)}, type.getElementType());
+  if (dense.isSplat())
+    return dense.reshape(transposedType);
+  unsigned bits = type.getElementTypeBitWidth();
+  if (bits % 8 != 0)
+    return nullptr;
+  size_t size = bits / 8;
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  ArrayRef<char> in = dense.getRawData();
+  std::vector<char> out(in.size());
+  for (int64_t k = 0; k < rows; ++k)
+    for (int64_t n = 0; n < cols; ++n)
+      std::memcpy(&out[(n * rows + k) * size], &in[(k * cols + n) * size],
+                  size);
+  return DenseElementsAttr::getFromRawBuffer(transposedType, out);
+}
+
+FailureOr<Value>
+RaiseContext::getProjectionWeight(Value weight,
+                                  SmallVectorImpl<Operation *> &used) {
+  auto type = dyn_cast<RankedTensorType>(weight.getType());
+  if (!type || type.getRank() != 2)
+    return failure();
+  if (auto transpose = definedBy<TransposeOp>(weight)) {
+    SmallVector<int64_t> perm = transpose.getPermutation();
+    if (perm == SmallVector<int64_t>{1, 0}) {
+      used.push_back(transpose);
+      return transpose.getData();
+    }
+  }
+  auto it = transposed.find(weight);
+  if (it != transposed.end())
+    return it->second;
+  ElementsAttr value = getConstant(weight);
+  if (!value)
+    return failure();
+  ElementsAttr flipped = transposeMatrix(value);
+  if (!flipped)
+    return failure();
+  Operation *producer = weight.getDefiningOp();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointAfter(producer);
+  StringRef name = getWeightName(weight);
+  std::string newName =
+      (name.empty() ? std::string("weight") : name.str()) + ".T";
+  auto created =
+      WeightOp::create(builder, producer->getLoc(), flipped.getType(),
+                       builder.getStringAttr(newName), flipped);
+  transposed[weight] = created.getResult();
+  derivedWeights.push_back({created, weight, name.str()});
+  return created.getResult();
+}
+
+Value RaiseContext::getChannelVector(Value value, AffineExpr size) {
+  const TensorFacts &facts = shapes.getFacts(value);
+  if (!facts.ranked || !getFloatElementType(value))
+    return nullptr;
+  if (facts.getRank() == 1)
+    return facts.dims[0] == size ? value : nullptr;
+  for (AffineExpr dim : ArrayRef<AffineExpr>(facts.dims).drop_back())
+    if (getConstantValue(dim) != std::optional<int64_t>(1))
+      return nullptr;
+  if (facts.dims.back() != size)
+    return nullptr;
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(value));
+  std::optional<int64_t> length = getConstantValue(size);
+  if (!dense || !length)
+    return nullptr;
+  auto vectorType = RankedTensorType::get({*length}, dense.getElementType());
+  Operation *producer = value.getDefiningOp();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointAfter(producer);
+  StringRef name = getWeightName(value);
+  auto created = WeightOp::create(
+      builder, producer->getLoc(), vectorType,
+      builder.getStringAttr((name.empty() ? "vector" : name.str()) + ".flat"),
+      dense.reshape(vectorType));
+  derivedWeights.push_back({created, value, name.str()});
+  return created.getResult();
+}
+
+void RaiseContext::finishPhase() {
+  Block &body = function.front();
+  // Dead ops, users before producers.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body))) {
+      if (op.hasTrait<OpTrait::IsTerminator>() || !isOpTriviallyDead(&op))
+        continue;
+      reasons.erase(&op);
+      op.erase();
+      changed = true;
+    }
+  }
+  // A weight derived from one that is now gone (transposed, flattened)
+  // takes the original's name: the engine's weight table then points back
+  // at the initializer. While the original lives, the suffix tells them
+  // apart.
+  llvm::StringSet<> taken;
+  llvm::SmallPtrSet<Operation *, 16> alive;
+  for (auto weight : body.getOps<WeightOp>()) {
+    taken.insert(weight.getName());
+    alive.insert(weight);
+  }
+  for (auto &[derived, original, base] : derivedWeights) {
+    (void)original;
+    if (base.empty() || !alive.contains(derived) || taken.contains(base))
+      continue;
+    derived.setName(base);
+    taken.insert(base);
+  }
+  derivedWeights.clear();
+  transposed.clear();
+  shapes.clear();
+}
+
+//===----------------------------------------------------------------------===//
+// Matchers
+//===----------------------------------------------------------------------===//
+
+ElementsAttr sits::onnx::raising::getConstant(Value value) {
+  if (!value)
+    return nullptr;
+  if (auto weight = definedBy<WeightOp>(value))
+    return weight.getValue();
+  if (auto constant = definedBy<ConstantOp>(value))
+    return constant.getValueAsElements();
+  Attribute attr;
+  if (matchPattern(value, m_Constant(&attr)))
+    return dyn_cast<ElementsAttr>(attr);
+  return nullptr;
+}
+
+std::optional<double> sits::onnx::raising::getScalarConstant(Value value) {
+  ElementsAttr attr = getConstant(value);
+  if (!attr || attr.getNumElements() != 1)
+    return std::nullopt;
+  Type type = attr.getElementType();
+  if (isa<FloatType>(type))
+    return (*attr.getValues<APFloat>().begin()).convertToDouble();
+  if (type.isInteger(1))
+    return (*attr.getValues<APInt>().begin()).getZExtValue() ? 1.0 : 0.0;
+  if (type.isInteger())
+    return static_cast<double>(
+        (*attr.getValues<APInt>().begin()).getSExtValue());
+  return std::nullopt;
+}
+
+bool sits::onnx::raising::isScalarConstant(Value value, double expected,
+                                           double tolerance) {
+  std::optional<double> actual = getScalarConstant(value);
+  if (!actual)
+    return false;
+  return std::abs(*actual - expected) <=
+         tolerance * std::max(1.0, std::abs(expected));
+}
+
+Value sits::onnx::raising::otherOperand(Operation *op, Value operand) {
+  if (!op || op->getNumOperands() != 2)
+    return nullptr;
+  if (op->getOperand(0) == operand)
+    return op->getOperand(1);
+  if (op->getOperand(1) == operand)
+    return op->getOperand(0);
+  return nullptr;
+}
+
+static void collectInto(Value value, Product &product, int depth) {
+  if (depth > 16) {
+    product.factors.push_back(value);
+    return;
+  }
+  if (std::optional<double> constant = getScalarConstant(value)) {
+    product.scale *= *constant;
+    return;
+  }
+  if (auto mul = definedBy<MulOp>(value)) {
+    product.ops.push_back(mul);
+    collectInto(mul.getA(), product, depth + 1);
+    collectInto(mul.getB(), product, depth + 1);
+    return;
+  }
+  if (auto div = definedBy<DivOp>(value)) {
+    if (std::optional<double> divisor = getScalarConstant(div.getB());
+        divisor && *divisor != 0.0) {
+      product.ops.push_back(div);
+      product.scale /= *divisor;
+      collectInto(div.getA(), product, depth + 1);
+      return;
+    }
+  }
+  if (auto neg = definedBy<NegOp>(value)) {
+    product.ops.push_back(neg);
+    product.scale = -product.scale;
+    collectInto(neg.getInput(), product, depth + 1);
+    return;
+  }
+  product.factors.push_back(value);
+}
+
+Product sits::onnx::raising::collectProduct(Value value) {
+  Product product;
+  collectInto(value, product, 0);
+  return product;
+}
+
+FloatType sits::onnx::raising::getFloatElementType(Value value) {
+  auto type = dyn_cast<ShapedType>(value.getType());
+  return type ? dyn_cast<FloatType>(type.getElementType()) : nullptr;
+}
+
+std::string sits::onnx::raising::describeOps(ArrayRef<Operation *> ops) {
+  llvm::MapVector<StringRef, int> counts;
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  for (Operation *op : ops)
+    if (seen.insert(op).second)
+      ++counts[op->getName().stripDialect()];
+  std::string text;
+  for (auto [name, count] : counts) {
+    text += (text.empty() ? "" : ", ") + name.str();
+    if (count > 1)
+      text += " x" + std::to_string(count);
+  }
+  return text + " (" + std::to_string(seen.size()) + " ops)";
+}
+
+RankedTensorType sits::onnx::raising::withLastDim(Type type, int64_t size) {
+  auto ranked = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(ranked.getShape());
+  shape.back() = size;
+  return RankedTensorType::get(shape, ranked.getElementType());
+}
+
+int64_t sits::onnx::raising::staticSize(AffineExpr dim) {
+  std::optional<int64_t> size = getConstantValue(dim);
+  return size ? *size : ShapedType::kDynamic;
+}
+
+Operation *sits::onnx::raising::getSingleUser(Value value) {
+  if (!value || !value.hasOneUse())
+    return nullptr;
+  return *value.getUsers().begin();
+}

@@ -1,0 +1,179 @@
+//===- RaisingSupport.h - Shared state and helpers of raising ---*- C++ -*-===//
+//
+// What every raising pattern family uses: the builder, the symbolic shape
+// analysis, the audit, the reasons ops were not raised, and small matchers
+// for constants, scalar factors and products.
+//
+// Patterns run in phases (norms, linears, ..., attention). Within a phase a
+// pattern matches on the current IR and rewrites at once by replacing the
+// uses of the root it matched; nothing is erased until the phase ends and
+// dead ops are removed, so Values the analysis cached stay valid.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_FRONTENDS_ONNX_RAISING_RAISINGSUPPORT_H
+#define SITS_FRONTENDS_ONNX_RAISING_RAISINGSUPPORT_H
+
+#include "dialects/onnx/OnnxOps.h"
+#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/sits/SitsOps.h"
+#include "passes/Audit.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <string>
+
+namespace sits::onnx::raising {
+
+/// Counters of the raise pass, in report order.
+extern const llvm::StringRef kRaiseCounters[];
+extern const size_t kNumRaiseCounters;
+
+class RaiseContext {
+public:
+  RaiseContext(mlir::func::FuncOp function, PassAudit &audit);
+
+  mlir::func::FuncOp getFunction() const { return function; }
+  mlir::OpBuilder &getBuilder() { return builder; }
+  SymbolicShapes &getShapes() { return shapes; }
+  mlir::MLIRContext *getContext() { return function.getContext(); }
+
+  /// Records a raise: bumps `counter`, and adds an audit change naming the
+  /// source nodes of `replaced`, what they were, what replaced them, and the
+  /// rule that made it safe.
+  void recordRaise(llvm::StringRef counter,
+                   llvm::ArrayRef<mlir::Operation *> replaced,
+                   llvm::StringRef with, llvm::StringRef rule);
+
+  /// A location fusing those of `ops` (in order, without duplicates).
+  mlir::Location getFusedLoc(llvm::ArrayRef<mlir::Operation *> ops);
+
+  /// Notes why `anchor` (an op a pattern starts from) was not raised, so
+  /// that the report of unraised ops can say it. The first reason wins.
+  void noteNotRaised(mlir::Operation *anchor, const llvm::Twine &reason);
+  /// The reason noted for `op`, or "" when none.
+  llvm::StringRef getReason(mlir::Operation *op) const;
+
+  /// A `[N, K]` weight for `y = x W` with constant `W` of `[K, N]`: the
+  /// operand of `W = Transpose(W0)` when it is one, else a transposed copy
+  /// of the constant (created once per weight). Fails when `weight` is not
+  /// such a constant.
+  mlir::FailureOr<mlir::Value>
+  getProjectionWeight(mlir::Value weight,
+                      llvm::SmallVectorImpl<mlir::Operation *> &used);
+
+  /// A 1-D `[size]` version of a per-channel operand (`[hidden]`, or a
+  /// constant `[1, ..., 1, hidden]`); null when it is neither.
+  mlir::Value getChannelVector(mlir::Value value, mlir::AffineExpr size);
+
+  /// Erases ops that became dead, forgets what the analysis cached, and
+  /// gives transposed weights the names of the originals they replaced.
+  void finishPhase();
+
+private:
+  mlir::func::FuncOp function;
+  PassAudit &audit;
+  mlir::OpBuilder builder;
+  SymbolicShapes shapes;
+  llvm::DenseMap<mlir::Operation *, std::string> reasons;
+  /// Original weight -> its transposed copy.
+  llvm::DenseMap<mlir::Value, mlir::Value> transposed;
+  /// Weights derived from another (transposed, flattened), with the name of
+  /// the original.
+  struct DerivedWeight {
+    /// Compared by address only once the phase's dead ops are erased.
+    WeightOp derived;
+    mlir::Value original;
+    std::string baseName;
+  };
+  llvm::SmallVector<DerivedWeight> derivedWeights;
+};
+
+//===----------------------------------------------------------------------===//
+// Matchers
+//===----------------------------------------------------------------------===//
+
+/// The op of type OpTy defining `value`, or null.
+template <typename OpTy> OpTy definedBy(mlir::Value value) {
+  return value ? value.getDefiningOp<OpTy>() : OpTy();
+}
+
+/// The constant value of `value` (sits.weight, onnx.Constant, any
+/// ConstantLike op), or null.
+mlir::ElementsAttr getConstant(mlir::Value value);
+
+/// The value of a constant with a single element (any shape of ones), as a
+/// double, or nullopt.
+std::optional<double> getScalarConstant(mlir::Value value);
+
+/// Whether `value` is a scalar constant equal to `expected` within a
+/// relative tolerance (constants are stored in the model's float type).
+bool isScalarConstant(mlir::Value value, double expected,
+                      double tolerance = 1e-6);
+
+/// For a commutative binary op, the operand that is not `operand`, or null
+/// when neither is.
+mlir::Value otherOperand(mlir::Operation *op, mlir::Value operand);
+
+/// A product of tensors and a constant factor: `scale * f0 * f1 * ...`,
+/// flattened from trees of Mul, Div by constants and Neg.
+struct Product {
+  double scale = 1.0;
+  llvm::SmallVector<mlir::Value, 4> factors;
+  llvm::SmallVector<mlir::Operation *, 4> ops;
+};
+Product collectProduct(mlir::Value value);
+
+/// Float element type of a tensor value, or null.
+mlir::FloatType getFloatElementType(mlir::Value value);
+
+/// "Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul x2 (7 onnx ops)".
+std::string describeOps(llvm::ArrayRef<mlir::Operation *> ops);
+
+/// `type` with its last dim replaced.
+mlir::RankedTensorType withLastDim(mlir::Type type, int64_t size);
+
+/// A static size from a symbolic dim (kDynamic when not constant).
+int64_t staticSize(mlir::AffineExpr dim);
+
+/// The only user of `value` when it has exactly one use, else null.
+mlir::Operation *getSingleUser(mlir::Value value);
+
+/// The ops of type OpTy in the function, in order (a snapshot: patterns
+/// add ops while they run).
+template <typename OpTy>
+llvm::SmallVector<OpTy> collectOps(mlir::func::FuncOp function) {
+  llvm::SmallVector<OpTy> ops;
+  function.walk([&](OpTy op) { ops.push_back(op); });
+  return ops;
+}
+
+//===----------------------------------------------------------------------===//
+// Pattern families, one file each, in the order the pass runs them
+//===----------------------------------------------------------------------===//
+
+/// RMSNormalization, LayerNormalization, decomposed RMSNorm.
+void raiseNorms(RaiseContext &context);
+/// Embedding Gathers; MatMul/Gemm with constant weights (and biases) into
+/// sits.linear, the LM head into sits.lm_head.
+void raiseProjections(RaiseContext &context);
+/// SiLU, GELU (erf, tanh, the op), ReLU, Sigmoid into sits.activation.
+void raiseActivations(RaiseContext &context);
+/// act(gate) * up into sits.glu.
+void raiseGatedUnits(RaiseContext &context);
+/// Reshape/Transpose into sits.split_heads and sits.merge_heads.
+void raiseHeads(RaiseContext &context);
+/// Rotate-half RoPE and RotaryEmbedding-23 into sits.rope, and their
+/// cos/sin of positions x inv_freq into sits.rope_cos_sin.
+void raiseRope(RaiseContext &context);
+/// MatMul/Softmax/MatMul attention and Attention-23 into sits.attention.
+void raiseAttention(RaiseContext &context);
+/// Same-shape float Adds into sits.add.
+void raiseResidualAdds(RaiseContext &context);
+
+} // namespace sits::onnx::raising
+
+#endif // SITS_FRONTENDS_ONNX_RAISING_RAISINGSUPPORT_H
