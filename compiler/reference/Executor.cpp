@@ -71,9 +71,9 @@ llvm::Error KernelContext::error(const llvm::Twine &message) const {
 }
 
 ElementType KernelContext::resultType(unsigned index) const {
-  auto type = cast<ShapedType>(op->getResult(index).getType());
   // Checked by the executor before the kernel runs.
-  return cantFail(elementTypeOf(type.getElementType()));
+  return cantFail(
+      elementTypeOf(getElementTypeOrSelf(op->getResult(index).getType())));
 }
 
 //===----------------------------------------------------------------------===//
@@ -136,8 +136,10 @@ public:
   KernelTable kernels;
   OpObserver observer;
   llvm::DenseMap<Operation *, FunctionPlan> plans;
-  /// Constants and weights, converted once.
-  llvm::DenseMap<Operation *, std::shared_ptr<const Tensor>> constants;
+  /// Constants and weights, converted once. Keyed by the (uniqued) value
+  /// attribute, so that a weight the prefill and decode functions share is
+  /// held once.
+  llvm::DenseMap<Attribute, std::shared_ptr<const Tensor>> constants;
 
 private:
   const FunctionPlan &planFor(func::FuncOp function);
@@ -223,10 +225,10 @@ llvm::Error Executor::Impl::checkArgument(func::FuncOp function,
 
 llvm::Expected<std::shared_ptr<const Tensor>>
 Executor::Impl::constantOf(Operation *op, Attribute value) {
-  auto it = constants.find(op);
+  auto it = constants.find(value);
   if (it != constants.end())
     return it->second;
-  auto resultType = cast<ShapedType>(op->getResult(0).getType());
+  Type resultType = getElementTypeOrSelf(op->getResult(0).getType());
   llvm::Expected<Tensor> tensor = [&]() -> llvm::Expected<Tensor> {
     if (auto elements = dyn_cast<ElementsAttr>(value))
       return Tensor::fromAttribute(elements);
@@ -244,7 +246,7 @@ Executor::Impl::constantOf(Operation *op, Attribute value) {
   if (!tensor)
     return tensor.takeError();
   auto shared = std::make_shared<const Tensor>(std::move(*tensor));
-  constants[op] = shared;
+  constants[value] = shared;
   return shared;
 }
 
@@ -315,10 +317,11 @@ static llvm::Error finalizeResult(KernelContext &context, unsigned index) {
   if (!value.isTensor())
     return context.error("result " + std::to_string(index) +
                          " was not computed");
-  auto tensorType = cast<RankedTensorType>(type);
   const Tensor &tensor = value.getTensor();
-  bool shapeOk = tensor.getRank() == tensorType.getRank();
-  for (int64_t i = 0; shapeOk && i < tensorType.getRank(); ++i)
+  // A scalar (index, integer or float) result is a rank-0 tensor.
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  bool shapeOk = tensor.getRank() == (tensorType ? tensorType.getRank() : 0);
+  for (int64_t i = 0; tensorType && shapeOk && i < tensorType.getRank(); ++i)
     shapeOk = tensorType.isDynamicDim(i) ||
               tensorType.getDimSize(i) == tensor.getDim(i);
   if (!shapeOk)
@@ -347,12 +350,11 @@ llvm::Error Executor::Impl::runOp(Operation *op,
   for (Type type : op->getResultTypes()) {
     if (isa<sits::KVCacheType>(type))
       continue;
-    auto tensorType = dyn_cast<RankedTensorType>(type);
-    if (!tensorType)
+    if (!isa<RankedTensorType>(type) && !type.isIntOrIndexOrFloat())
       return context.error("result type " + typeToString(type) +
                            " is not supported by the reference executor");
     llvm::Expected<ElementType> element =
-        elementTypeOf(tensorType.getElementType());
+        elementTypeOf(getElementTypeOrSelf(type));
     if (!element)
       return context.error(llvm::toString(element.takeError()));
   }

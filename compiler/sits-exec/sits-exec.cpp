@@ -3,6 +3,7 @@
 //   sits-exec FILE.mlir [--function NAME] --input a.npy ... --output-dir DIR
 //   sits-exec MODEL.onnx [--stage=sits] --input ids.npy --output-dir DIR
 //   sits-exec MODEL.onnx --perplexity=ids.npy [--window=256] [--max-tokens=N]
+//   sits-exec MODEL.onnx --stage=optimized --greedy=greedy.json
 //
 // Runs one function of a module (any stage: imported, sits, optimized) on
 // .npy inputs and writes each result as DIR/result_<i>.npy. An argument of
@@ -10,7 +11,9 @@
 // as result_<i>.keys.npy and result_<i>.values.npy
 // ([layers, batch, kv_heads, capacity, head_dim]) and result_<i>.lengths.npy.
 // An ONNX model is imported and compiled to --stage first. --perplexity
-// prints the teacher-forced NLL of token ids instead.
+// prints the teacher-forced NLL of token ids instead; --greedy decodes the
+// "prompt" of a greedy.json greedily (through the KV cache when the program
+// has one) and compares with its "greedy" tokens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +32,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -87,6 +92,11 @@ static llvm::cl::opt<int64_t>
     maxTokens("max-tokens",
               llvm::cl::desc("Use at most this many ids for --perplexity"),
               llvm::cl::init(0));
+static llvm::cl::opt<std::string> greedyFile(
+    "greedy",
+    llvm::cl::desc("Greedy-decode the prompt of this JSON file ({\"prompt\": "
+                   "[ids], \"greedy\": [ids]}) and compare"),
+    llvm::cl::init(""));
 static llvm::cl::opt<bool> allowUnregistered(
     "allow-unregistered-dialect",
     llvm::cl::desc("Parse ops of unregistered dialects (generic form)"),
@@ -155,6 +165,60 @@ static llvm::Error writeResult(llvm::StringRef dir, unsigned index,
   return llvm::Error::success();
 }
 
+/// --greedy: decodes the file's prompt and compares with its stream.
+static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(greedyFile);
+  if (!file)
+    return fail("cannot read '" + greedyFile + "'");
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*file)->getBuffer());
+  if (!json)
+    return fail(greedyFile + ": " + llvm::toString(json.takeError()));
+  std::vector<int64_t> prompt, expected;
+  const llvm::json::Object *object = json->getAsObject();
+  for (auto [key, out] : {std::pair{"prompt", &prompt}, {"greedy", &expected}}) {
+    const llvm::json::Array *array = object ? object->getArray(key) : nullptr;
+    if (!array)
+      return fail(greedyFile + " has no \"" + key + "\" array");
+    for (const llvm::json::Value &token : *array) {
+      std::optional<int64_t> id = token.getAsInteger();
+      if (!id)
+        return fail(greedyFile + ": \"" + key + "\" holds a non-integer");
+      out->push_back(*id);
+    }
+  }
+  llvm::Expected<Program> program = findProgram(module, functionName);
+  if (!program)
+    return fail(llvm::toString(program.takeError()));
+  Executor executor(module, options);
+  auto start = std::chrono::steady_clock::now();
+  llvm::Expected<std::vector<GreedyStep>> steps =
+      greedyDecode(executor, module, *program, prompt, expected.size());
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (!steps)
+    return fail(llvm::toString(steps.takeError()));
+  llvm::outs() << "decoded " << steps->size() << " tokens in "
+               << llvm::format("%.2f", seconds) << " s ("
+               << (program->hasCache() ? "prefill + decode with the KV cache"
+                                       : "full-sequence recomputation")
+               << ")\n";
+  std::optional<GreedyMismatch> mismatch =
+      findGreedyMismatch(*steps, expected);
+  if (!mismatch) {
+    llvm::outs() << "greedy stream matches all " << expected.size()
+                 << " tokens\n";
+    return 0;
+  }
+  llvm::outs() << "greedy stream differs at step " << mismatch->step
+               << ": token " << mismatch->actualToken << ", expected "
+               << mismatch->expectedToken << ", logit margin "
+               << llvm::format("%.6f", mismatch->margin) << "\n";
+  return 1;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   llvm::cl::ParseCommandLineOptions(
@@ -196,6 +260,8 @@ int main(int argc, char **argv) {
 
   ExecutorOptions options;
   options.numThreads = numThreads;
+  if (!greedyFile.empty())
+    return runGreedy(*module, options);
   if (!perplexityIds.empty()) {
     llvm::Expected<Tensor> ids = readNpyFile(perplexityIds);
     if (!ids)
