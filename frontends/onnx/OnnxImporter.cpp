@@ -203,6 +203,7 @@ LogicalResult Importer::importInputs(func::FuncOp function,
   Block *entry = function.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
     function.setArgAttrs(i, argAttrs[i]);
+    entry->getArgument(i).setLoc(NameLoc::get(builder.getStringAttr(name)));
     values[name] = entry->getArgument(i);
   }
   return success();

@@ -127,7 +127,7 @@ struct PrintSymbolicShapesPass
         if (!isa<ShapedType>(result.getType()))
           continue;
         const TensorFacts &facts = shapes.getFacts(result);
-        InFlightDiagnostic diag = op->emitRemark();
+        InFlightDiagnostic diag = emitRemark(op->getLoc());
         if (op->getNumResults() > 1)
           diag << "result " << cast<OpResult>(result).getResultNumber() << ": ";
         diag << "dims " << (facts.ranked ? shapes.print(facts.dims) : "?");
