@@ -35,8 +35,8 @@ static llvm::Expected<AttentionProblem> checkAttention(KernelContext &context,
   p.query = &context.tensor(op.getQuery());
   p.key = &context.tensor(op.getKey());
   p.value = &context.tensor(op.getValue());
-  for (auto [name, tensor] : {std::pair{"query", p.query}, {"key", p.key},
-                              {"value", p.value}})
+  for (auto [name, tensor] :
+       {std::pair{"query", p.query}, {"key", p.key}, {"value", p.value}})
     if (tensor->getRank() != 4)
       return context.error(llvm::Twine(name) + " has shape " +
                            formatShape(tensor->getShape()) +
@@ -96,8 +96,7 @@ static llvm::Error runAttention(KernelContext &context) {
   if (!checked)
     return checked.takeError();
   const AttentionProblem &p = *checked;
-  Tensor result = context.makeResult(
-      0, {p.batch, p.heads, p.seqQ, p.valueDim});
+  Tensor result = context.makeResult(0, {p.batch, p.heads, p.seqQ, p.valueDim});
   int64_t group = p.heads / p.kvHeads;
   std::vector<float> scores(p.seqK);
   std::vector<char> visible(p.seqK);
@@ -108,11 +107,10 @@ static llvm::Error runAttention(KernelContext &context) {
     int64_t offset = p.pastLen ? p.pastLen->ints()[b] : p.seqK - p.seqQ;
     int64_t bound = offset + p.seqQ;
     if (p.pastLen && (offset < 0 || bound > p.seqK))
-      return context.error("past_len " + std::to_string(offset) + " + " +
-                           std::to_string(p.seqQ) +
-                           " queries exceeds the key length " +
-                           std::to_string(p.seqK) + " (batch " +
-                           std::to_string(b) + ")");
+      return context.error(
+          "past_len " + std::to_string(offset) + " + " +
+          std::to_string(p.seqQ) + " queries exceeds the key length " +
+          std::to_string(p.seqK) + " (batch " + std::to_string(b) + ")");
     for (int64_t h = 0; h < p.heads; ++h) {
       int64_t kvHead = h / group;
       const float *keys = p.key->floats().data() +
@@ -130,8 +128,8 @@ static llvm::Error runAttention(KernelContext &context) {
           end = std::min(end, i + offset + 1);
         else if (p.causal == CausalMode::top_left)
           end = std::min(end, i + 1);
-        int64_t begin = p.window ? std::max<int64_t>(0, i + offset - *p.window + 1)
-                                 : 0;
+        int64_t begin =
+            p.window ? std::max<int64_t>(0, i + offset - *p.window + 1) : 0;
         float maxScore = kNegInf;
         bool any = false, sawNaN = false;
         for (int64_t j = begin; j < end; ++j) {
@@ -263,8 +261,7 @@ static llvm::Error runKVRead(KernelContext &context) {
   if (llvm::Error error = resolveBatch(context, *cache, op.getKey().getType()))
     return error;
   context.setResult(0, cache->readKeys(op.getLayer(), context.resultType(0)));
-  context.setResult(1,
-                    cache->readValues(op.getLayer(), context.resultType(1)));
+  context.setResult(1, cache->readValues(op.getLayer(), context.resultType(1)));
   return llvm::Error::success();
 }
 

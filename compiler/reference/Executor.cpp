@@ -121,7 +121,8 @@ public:
   Impl(ModuleOp module, ExecutorOptions options) : module(module) {
     numThreads = options.numThreads;
     if (numThreads == 0)
-      numThreads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
+      numThreads =
+          std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
     registerSitsKernels(kernels);
     registerAttentionKernels(kernels);
     registerOnnxKernels(kernels);
@@ -145,8 +146,7 @@ private:
   const FunctionPlan &planFor(func::FuncOp function);
   llvm::Error checkArgument(func::FuncOp function, unsigned index,
                             const RuntimeValue &value);
-  llvm::Error runOp(Operation *op,
-                    llvm::DenseMap<Value, RuntimeValue> &values,
+  llvm::Error runOp(Operation *op, llvm::DenseMap<Value, RuntimeValue> &values,
                     std::optional<int64_t> stepBatch, unsigned depth);
   llvm::Error runBuiltinOp(Operation *op, KernelContext &context,
                            unsigned depth, bool &handled);
@@ -181,8 +181,7 @@ const FunctionPlan &Executor::Impl::planFor(func::FuncOp function) {
   return plans.try_emplace(function, std::move(plan)).first->second;
 }
 
-llvm::Error Executor::Impl::checkArgument(func::FuncOp function,
-                                          unsigned index,
+llvm::Error Executor::Impl::checkArgument(func::FuncOp function, unsigned index,
                                           const RuntimeValue &value) {
   Type type = function.getArgument(index).getType();
   std::string where = "function '" + function.getSymName().str() +
@@ -194,8 +193,9 @@ llvm::Error Executor::Impl::checkArgument(func::FuncOp function,
     if (!config)
       return config.takeError();
     if (!(*config == value.getKVCache()->getConfig()))
-      return llvm::createStringError(where + ": the KV-cache state does not "
-                                             "match the type " +
+      return llvm::createStringError(where +
+                                     ": the KV-cache state does not "
+                                     "match the type " +
                                      typeToString(type));
     return llvm::Error::success();
   }
@@ -289,8 +289,8 @@ llvm::Error Executor::Impl::runBuiltinOp(Operation *op, KernelContext &context,
       return context.error("dimension " + std::to_string(index) +
                            " is outside the rank of " +
                            formatShape(source.getShape()));
-    context.setResult(0, Tensor::fromInts(ElementType::I64, {},
-                                          {source.getDim(index)}));
+    context.setResult(
+        0, Tensor::fromInts(ElementType::I64, {}, {source.getDim(index)}));
     return llvm::Error::success();
   }
   if (auto castOp = dyn_cast<tensor::CastOp>(op)) {
@@ -395,18 +395,18 @@ Executor::Impl::runFunction(func::FuncOp function,
         "' has control flow (several blocks), which the reference executor "
         "does not run");
   if (args.size() != function.getNumArguments())
-    return llvm::createStringError(
-        "function '" + name + "' takes " +
-        std::to_string(function.getNumArguments()) + " arguments, got " +
-        std::to_string(args.size()));
+    return llvm::createStringError("function '" + name + "' takes " +
+                                   std::to_string(function.getNumArguments()) +
+                                   " arguments, got " +
+                                   std::to_string(args.size()));
 
   llvm::DenseMap<Value, RuntimeValue> values;
   std::optional<int64_t> stepBatch;
   for (unsigned i = 0; i < args.size(); ++i) {
     if (llvm::Error error = checkArgument(function, i, args[i]))
       return std::move(error);
-    if (!stepBatch && args[i].isTensor() && args[i].getTensor().getRank() == 2 &&
-        !args[i].getTensor().isFloat())
+    if (!stepBatch && args[i].isTensor() &&
+        args[i].getTensor().getRank() == 2 && !args[i].getTensor().isFloat())
       stepBatch = args[i].getTensor().getDim(0);
     values[function.getArgument(i)] = std::move(args[i]);
   }

@@ -77,8 +77,8 @@ public:
 
   /// Runs `function` on `args` (one per function argument, of matching
   /// shape, element type or KV-cache type) and returns its results.
-  llvm::Expected<std::vector<RuntimeValue>>
-  run(llvm::StringRef function, std::vector<RuntimeValue> args);
+  llvm::Expected<std::vector<RuntimeValue>> run(llvm::StringRef function,
+                                                std::vector<RuntimeValue> args);
 
   void setObserver(OpObserver observer);
 

@@ -101,9 +101,9 @@ llvm::Error KVCacheState::append(int64_t layer, const Tensor &key,
   int64_t headDim = config.headDim;
   for (int64_t b = 0; b < rows; ++b)
     for (int64_t h = 0; h < config.kvHeads; ++h) {
-      int64_t base = layer * layerStride() +
-                     ((b * config.kvHeads + h) * config.capacity + pastLen[b]) *
-                         headDim;
+      int64_t base =
+          layer * layerStride() +
+          ((b * config.kvHeads + h) * config.capacity + pastLen[b]) * headDim;
       int64_t source = ((b * config.kvHeads + h) * seq) * headDim;
       for (int64_t i = 0; i < seq * headDim; ++i) {
         keys[base + i] =

@@ -32,7 +32,9 @@ public:
   mlir::Operation *getOp() const { return op; }
 
   /// The runtime value of an operand (or of any value the op can see).
-  const RuntimeValue &value(mlir::Value v) const { return values.find(v)->second; }
+  const RuntimeValue &value(mlir::Value v) const {
+    return values.find(v)->second;
+  }
   const Tensor &tensor(mlir::Value v) const { return value(v).getTensor(); }
   const Tensor &operand(unsigned index) const {
     return tensor(op->getOperand(index));
@@ -89,7 +91,8 @@ void registerOnnxKernels(KernelTable &table);
 /// of shape `target`, aligned from the right (stride 0 on broadcast
 /// dimensions). Fails when a dimension is neither 1 nor the target's.
 std::optional<llvm::SmallVector<int64_t, 6>>
-broadcastStrides(llvm::ArrayRef<int64_t> source, llvm::ArrayRef<int64_t> target);
+broadcastStrides(llvm::ArrayRef<int64_t> source,
+                 llvm::ArrayRef<int64_t> target);
 
 /// Row-major strides of a shape.
 llvm::SmallVector<int64_t, 6> stridesOf(llvm::ArrayRef<int64_t> shape);

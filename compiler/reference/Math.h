@@ -30,8 +30,8 @@ void matmulTransposedB(const float *a, const float *b, float *c, int64_t m,
 
 /// `c[m, n] = sum_k a[m, k] * b[k, n]` (b `[K, N]`, as ONNX MatMul), summed
 /// in k order, one f32 accumulator per output.
-void matmulPlain(const float *a, const float *b, float *c, int64_t m,
-                 int64_t n, int64_t k, unsigned numThreads);
+void matmulPlain(const float *a, const float *b, float *c, int64_t m, int64_t n,
+                 int64_t k, unsigned numThreads);
 
 /// Runs `body(begin, end)` over [0, count) split into contiguous chunks on
 /// up to `numThreads` threads, when `workPerItem * count` is large enough to

@@ -71,7 +71,8 @@ llvm::Expected<Tensor> sits::reference::parseNpy(llvm::StringRef bytes) {
       return npyError("truncated header");
     headerLength = 0;
     for (int i = 3; i >= 0; --i)
-      headerLength = headerLength << 8 | static_cast<unsigned char>(bytes[8 + i]);
+      headerLength =
+          headerLength << 8 | static_cast<unsigned char>(bytes[8 + i]);
     headerStart = 12;
   } else {
     return npyError("unsupported version " + llvm::Twine(major));

@@ -21,8 +21,23 @@ using namespace sits::reference::onnx;
 
 namespace {
 enum class Unary {
-  Abs, Cos, Erf, Exp, Identity, IsNaN, Log, Neg, Not, Reciprocal, Relu,
-  Sigmoid, Sin, Sqrt, Tanh, GeluErf, GeluTanh
+  Abs,
+  Cos,
+  Erf,
+  Exp,
+  Identity,
+  IsNaN,
+  Log,
+  Neg,
+  Not,
+  Reciprocal,
+  Relu,
+  Sigmoid,
+  Sin,
+  Sqrt,
+  Tanh,
+  GeluErf,
+  GeluTanh
 };
 } // namespace
 
@@ -74,8 +89,8 @@ static llvm::Error runUnary(KernelContext &context, Unary kind) {
         (kind == Unary::Not && x.isFloat()))
       return context.error("unsupported operand or result element type");
     for (int64_t i = 0; i < count; ++i)
-      result.ints()[i] = kind == Unary::IsNaN ? std::isnan(x.floats()[i])
-                                              : !x.ints()[i];
+      result.ints()[i] =
+          kind == Unary::IsNaN ? std::isnan(x.floats()[i]) : !x.ints()[i];
   } else if (!x.isFloat()) {
     // Integer Abs and Neg; the float-only ops reject integers.
     if (kind != Unary::Abs && kind != Unary::Neg && kind != Unary::Relu)
@@ -94,8 +109,7 @@ static llvm::Error runUnary(KernelContext &context, Unary kind) {
   return llvm::Error::success();
 }
 
-template <Unary kind>
-static llvm::Error runUnaryOp(KernelContext &context) {
+template <Unary kind> static llvm::Error runUnaryOp(KernelContext &context) {
   return runUnary(context, kind);
 }
 
@@ -198,8 +212,20 @@ static llvm::Error runCumSum(KernelContext &context) {
 
 namespace {
 enum class Binary {
-  Add, Sub, Mul, Div, Pow, Equal, Less, LessOrEqual, Greater, GreaterOrEqual,
-  And, Or, Max, Min
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Equal,
+  Less,
+  LessOrEqual,
+  Greater,
+  GreaterOrEqual,
+  And,
+  Or,
+  Max,
+  Min
 };
 } // namespace
 
@@ -259,17 +285,16 @@ static llvm::Error binaryInto(KernelContext &context, Binary kind,
                               Tensor &result) {
   auto stridesA = broadcastStrides(a.getShape(), result.getShape());
   auto stridesB = broadcastStrides(b.getShape(), result.getShape());
-  std::array<llvm::SmallVector<int64_t, 6>, 2> strides = {*stridesA,
-                                                          *stridesB};
+  std::array<llvm::SmallVector<int64_t, 6>, 2> strides = {*stridesA, *stridesB};
   llvm::ArrayRef<int64_t> shape = result.getShape();
   if (isComparison(kind)) {
     bool useFloat = a.isFloat() || b.isFloat();
     forEachBroadcast<2>(shape, strides, [&](int64_t out, auto offsets) {
       result.ints()[out] =
-          useFloat ? compareValues(kind, a.getAsDouble(offsets[0]),
-                                   b.getAsDouble(offsets[1]))
-                   : compareValues(kind, a.ints()[offsets[0]],
-                                   b.ints()[offsets[1]]);
+          useFloat
+              ? compareValues(kind, a.getAsDouble(offsets[0]),
+                              b.getAsDouble(offsets[1]))
+              : compareValues(kind, a.ints()[offsets[0]], b.ints()[offsets[1]]);
     });
     return llvm::Error::success();
   }
@@ -346,8 +371,7 @@ static llvm::Error runBinary(KernelContext &context, Binary kind) {
   return llvm::Error::success();
 }
 
-template <Binary kind>
-static llvm::Error runBinaryOp(KernelContext &context) {
+template <Binary kind> static llvm::Error runBinaryOp(KernelContext &context) {
   return runBinary(context, kind);
 }
 
@@ -420,8 +444,8 @@ static llvm::Error runReduce(KernelContext &context, Reduce kind) {
   bool noopWithEmptyAxes = intAttr(op, "noop_with_empty_axes", 0) != 0;
   int64_t rank = data.getRank();
   llvm::SmallVector<bool, 6> reduced(rank, false);
-  std::vector<int64_t> axes = axesTensor ? intValues(*axesTensor)
-                                         : std::vector<int64_t>();
+  std::vector<int64_t> axes =
+      axesTensor ? intValues(*axesTensor) : std::vector<int64_t>();
   if (axes.empty()) {
     if (noopWithEmptyAxes) {
       context.setResult(0, context.value(op->getOperand(0)));
@@ -455,29 +479,31 @@ static llvm::Error runReduce(KernelContext &context, Reduce kind) {
     return context.error("result type must match the data type");
   if (result.isFloat()) {
     std::vector<float> accumulator(
-        outCount, kind == Reduce::Max ? -std::numeric_limits<float>::infinity()
-                                      : 0.0f);
+        outCount,
+        kind == Reduce::Max ? -std::numeric_limits<float>::infinity() : 0.0f);
     forEachBroadcast<1>(data.getShape(), strides, [&](int64_t in, auto out) {
       float x = data.floats()[in];
       float &acc = accumulator[out[0]];
       if (kind == Reduce::Max)
-        acc = std::isnan(x) || std::isnan(acc) ? std::nanf("")
-                                               : std::max(acc, x);
+        acc =
+            std::isnan(x) || std::isnan(acc) ? std::nanf("") : std::max(acc, x);
       else
         acc += x;
     });
     for (int64_t i = 0; i < outCount; ++i)
-      result.floats()[i] = kind == Reduce::Mean
-                               ? accumulator[i] / static_cast<float>(reducedCount)
-                               : accumulator[i];
+      result.floats()[i] =
+          kind == Reduce::Mean
+              ? accumulator[i] / static_cast<float>(reducedCount)
+              : accumulator[i];
   } else {
     std::vector<int64_t> accumulator(
-        outCount, kind == Reduce::Max ? std::numeric_limits<int64_t>::min() : 0);
+        outCount,
+        kind == Reduce::Max ? std::numeric_limits<int64_t>::min() : 0);
     forEachBroadcast<1>(data.getShape(), strides, [&](int64_t in, auto out) {
       int64_t x = data.ints()[in];
-      accumulator[out[0]] =
-          kind == Reduce::Max ? std::max(accumulator[out[0]], x)
-                              : accumulator[out[0]] + x;
+      accumulator[out[0]] = kind == Reduce::Max
+                                ? std::max(accumulator[out[0]], x)
+                                : accumulator[out[0]] + x;
     });
     for (int64_t i = 0; i < outCount; ++i)
       result.ints()[i] = kind == Reduce::Mean && reducedCount
@@ -488,8 +514,7 @@ static llvm::Error runReduce(KernelContext &context, Reduce kind) {
   return llvm::Error::success();
 }
 
-template <Reduce kind>
-static llvm::Error runReduceOp(KernelContext &context) {
+template <Reduce kind> static llvm::Error runReduceOp(KernelContext &context) {
   return runReduce(context, kind);
 }
 
@@ -511,7 +536,7 @@ static llvm::Error runSoftmax(KernelContext &context) {
       float top = -std::numeric_limits<float>::infinity();
       for (int64_t k = 0; k < length; ++k)
         top = std::isnan(x.floats()[at(k)]) ? x.floats()[at(k)]
-                                             : std::max(top, x.floats()[at(k)]);
+                                            : std::max(top, x.floats()[at(k)]);
       // An all -inf row gives exp(-inf - -inf) = NaN, as ONNX does.
       float sum = 0.0f;
       for (int64_t k = 0; k < length; ++k) {

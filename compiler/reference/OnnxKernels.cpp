@@ -7,8 +7,8 @@ using namespace sits::reference;
 using namespace sits::reference::onnx;
 
 Value onnx::input(Operation *op, unsigned index) {
-  if (auto segments =
-          dyn_cast_or_null<DenseI32ArrayAttr>(op->getAttr("operandSegmentSizes"))) {
+  if (auto segments = dyn_cast_or_null<DenseI32ArrayAttr>(
+          op->getAttr("operandSegmentSizes"))) {
     llvm::ArrayRef<int32_t> sizes = segments.asArrayRef();
     if (index >= sizes.size() || sizes[index] == 0)
       return Value();
@@ -46,7 +46,7 @@ float onnx::floatAttr(Operation *op, StringRef name, float fallback) {
 }
 
 std::optional<llvm::SmallVector<int64_t>> onnx::intsAttr(Operation *op,
-                                                        StringRef name) {
+                                                         StringRef name) {
   Attribute attr = op->getAttr(name);
   if (!attr)
     return std::nullopt;
@@ -76,9 +76,9 @@ std::string onnx::stringAttr(Operation *op, StringRef name,
 llvm::Expected<int64_t> onnx::normalizeAxis(const KernelContext &context,
                                             int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
-    return context.error("axis " + std::to_string(axis) +
-                         " is outside [-" + std::to_string(rank) + ", " +
-                         std::to_string(rank) + ")");
+    return context.error("axis " + std::to_string(axis) + " is outside [-" +
+                         std::to_string(rank) + ", " + std::to_string(rank) +
+                         ")");
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -106,7 +106,8 @@ onnx::broadcastShapes(const KernelContext &context,
       if (out != 1) {
         std::string shapes;
         for (const Tensor *t : tensors)
-          shapes += (shapes.empty() ? "" : " and ") + formatShape(t->getShape());
+          shapes +=
+              (shapes.empty() ? "" : " and ") + formatShape(t->getShape());
         return context.error("shapes " + shapes + " do not broadcast");
       }
       out = dim;

@@ -10,8 +10,9 @@ using namespace mlir;
 using namespace sits::reference;
 using namespace sits::reference::onnx;
 
-static llvm::Error requireFloats(const KernelContext &context,
-                                 std::initializer_list<const Tensor *> tensors) {
+static llvm::Error
+requireFloats(const KernelContext &context,
+              std::initializer_list<const Tensor *> tensors) {
   for (const Tensor *tensor : tensors)
     if (tensor && !tensor->isFloat())
       return context.error("needs float operands");
@@ -92,7 +93,8 @@ static llvm::Error runGemm(KernelContext &context) {
   if (k != k2)
     return context.error("inner dimensions differ: " + std::to_string(k) +
                          " and " + std::to_string(k2));
-  float alpha = floatAttr(op, "alpha", 1.0f), beta = floatAttr(op, "beta", 1.0f);
+  float alpha = floatAttr(op, "alpha", 1.0f),
+        beta = floatAttr(op, "beta", 1.0f);
   Tensor result = context.makeResult(0, {m, n});
   matmulPlain(dataA.data(), dataB.data(), result.floats().data(), m, n, k,
               context.getNumThreads());
@@ -122,8 +124,8 @@ normalizationLayout(const KernelContext &context, const Tensor &x,
                     const Tensor *parameter, int64_t &axis, int64_t &rows,
                     int64_t &width,
                     llvm::SmallVector<int64_t, 6> *parameterStrides) {
-  llvm::Expected<int64_t> normalized = normalizeAxis(
-      context, intAttr(context.getOp(), "axis", -1), x.getRank());
+  llvm::Expected<int64_t> normalized =
+      normalizeAxis(context, intAttr(context.getOp(), "axis", -1), x.getRank());
   if (!normalized)
     return normalized.takeError();
   axis = *normalized;
@@ -155,8 +157,8 @@ static llvm::Error runLayerNormalization(KernelContext &context) {
     return error;
   int64_t axis, rows, width;
   llvm::SmallVector<int64_t, 6> scaleIndex, biasIndex;
-  if (llvm::Error error =
-          normalizationLayout(context, x, &scale, axis, rows, width, &scaleIndex))
+  if (llvm::Error error = normalizationLayout(context, x, &scale, axis, rows,
+                                              width, &scaleIndex))
     return error;
   if (bias)
     if (llvm::Error error = normalizationLayout(context, x, bias, axis, rows,
@@ -168,8 +170,8 @@ static llvm::Error runLayerNormalization(KernelContext &context) {
   statsShape.append(x.getRank() - axis, 1);
   bool wantStats = op->getNumResults() > 1;
   Tensor mean = wantStats ? context.makeResult(1, statsShape) : Tensor();
-  Tensor invStd = op->getNumResults() > 2 ? context.makeResult(2, statsShape)
-                                          : Tensor();
+  Tensor invStd =
+      op->getNumResults() > 2 ? context.makeResult(2, statsShape) : Tensor();
   std::vector<float> centered(width);
   for (int64_t r = 0; r < rows; ++r) {
     const float *row = x.floats().data() + r * width;
@@ -202,8 +204,8 @@ static llvm::Error runRMSNormalization(KernelContext &context) {
     return error;
   int64_t axis, rows, width;
   llvm::SmallVector<int64_t, 6> scaleIndex;
-  if (llvm::Error error =
-          normalizationLayout(context, x, &scale, axis, rows, width, &scaleIndex))
+  if (llvm::Error error = normalizationLayout(context, x, &scale, axis, rows,
+                                              width, &scaleIndex))
     return error;
   float epsilon = floatAttr(context.getOp(), "epsilon", 1e-5f);
   Tensor result = context.makeResult(0, x.getShape());
@@ -269,8 +271,8 @@ static llvm::Error runRotaryEmbedding(KernelContext &context) {
   auto cacheRow = [&](int64_t b, int64_t s) -> llvm::Expected<int64_t> {
     if (positions) {
       int64_t maxPosition = cosCache.getDim(0);
-      int64_t p = positions->getAsInt(
-          (positions->getDim(0) == 1 ? 0 : b) * seq + s);
+      int64_t p =
+          positions->getAsInt((positions->getDim(0) == 1 ? 0 : b) * seq + s);
       if (p < 0 || p >= maxPosition)
         return context.error("position " + std::to_string(p) +
                              " is outside the cache [0, " +
@@ -444,10 +446,11 @@ static llvm::Error runAttention(KernelContext &context) {
       for (int64_t i = 0; i < seqQ; ++i) {
         const float *query =
             q.floats().data() + ((b * heads + h) * seqQ + i) * headDim;
-        float *out = y.floats().data() + ((b * heads + h) * seqQ + i) * valueDim;
-        float *qkRow = wantScores
-                           ? qk.floats().data() + ((b * heads + h) * seqQ + i) * seqK
-                           : nullptr;
+        float *out =
+            y.floats().data() + ((b * heads + h) * seqQ + i) * valueDim;
+        float *qkRow = wantScores ? qk.floats().data() +
+                                        ((b * heads + h) * seqQ + i) * seqK
+                                  : nullptr;
         float top = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < seqK; ++j) {
           float score = scale * dotF32(query, keys + j * headDim, headDim);
@@ -501,7 +504,8 @@ static llvm::Error runAttention(KernelContext &context) {
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t s = 0; s < seqQ; ++s)
           for (int64_t d = 0; d < valueDim; ++d)
-            merged.floats()[(b * seqQ + s) * heads * valueDim + h * valueDim + d] =
+            merged.floats()[(b * seqQ + s) * heads * valueDim + h * valueDim +
+                            d] =
                 y.floats()[((b * heads + h) * seqQ + s) * valueDim + d];
     y = std::move(merged);
   }

@@ -31,7 +31,7 @@ std::optional<float> optionalFloatAttr(mlir::Operation *op,
                                        llvm::StringRef name);
 /// INTS attributes: array<i64>, or an ArrayAttr / elements of integers.
 std::optional<llvm::SmallVector<int64_t>> intsAttr(mlir::Operation *op,
-                                                  llvm::StringRef name);
+                                                   llvm::StringRef name);
 std::string stringAttr(mlir::Operation *op, llvm::StringRef name,
                        llvm::StringRef fallback);
 
@@ -50,9 +50,9 @@ llvm::Expected<Shape> broadcastShapes(const KernelContext &context,
 /// offsets[n] is the element of operand n read there (strides from
 /// broadcastStrides). The innermost dimension runs in a tight loop.
 template <size_t N, typename Body>
-void forEachBroadcast(llvm::ArrayRef<int64_t> shape,
-                      const std::array<llvm::SmallVector<int64_t, 6>, N> &strides,
-                      Body body) {
+void forEachBroadcast(
+    llvm::ArrayRef<int64_t> shape,
+    const std::array<llvm::SmallVector<int64_t, 6>, N> &strides, Body body) {
   int64_t total = numElementsOf(shape);
   if (total == 0)
     return;

@@ -34,10 +34,9 @@ static llvm::Error checkSameStorage(const KernelContext &context,
                                     const Tensor &data) {
   if (isFloat(context.resultType(0)) == data.isFloat())
     return llvm::Error::success();
-  return context.error("result element type " +
-                       toString(context.resultType(0)) +
-                       " does not match the data's " +
-                       toString(data.getElementType()));
+  return context.error(
+      "result element type " + toString(context.resultType(0)) +
+      " does not match the data's " + toString(data.getElementType()));
 }
 
 /// Same elements as operand 0, another shape.
@@ -65,15 +64,16 @@ static llvm::Error runConstant(KernelContext &context) {
     if (!tensor)
       return context.error(llvm::toString(tensor.takeError()));
     context.setResult(0, std::move(*tensor));
-  } else if (std::optional<float> value = optionalFloatAttr(op, "value_float")) {
+  } else if (std::optional<float> value =
+                 optionalFloatAttr(op, "value_float")) {
     context.setResult(0, Tensor::fromFloats(type, {}, {*value}));
   } else if (std::optional<int64_t> value = optionalIntAttr(op, "value_int")) {
     context.setResult(0, Tensor::fromInts(type, {}, {*value}));
   } else if (auto values = intsAttr(op, "value_ints")) {
     context.setResult(0, Tensor::fromInts(type, {int64_t(values->size())},
                                           {values->begin(), values->end()}));
-  } else if (auto floats =
-                 dyn_cast_or_null<DenseF32ArrayAttr>(op->getAttr("value_floats"))) {
+  } else if (auto floats = dyn_cast_or_null<DenseF32ArrayAttr>(
+                 op->getAttr("value_floats"))) {
     llvm::ArrayRef<float> values = floats.asArrayRef();
     context.setResult(0, Tensor::fromFloats(type, {int64_t(values.size())},
                                             {values.begin(), values.end()}));
@@ -160,8 +160,8 @@ static llvm::Error runShape(KernelContext &context) {
   std::vector<int64_t> dims;
   for (int64_t d = start; d < end; ++d)
     dims.push_back(data.getDim(d));
-  context.setResult(0, Tensor::fromInts(context.resultType(0),
-                                        {int64_t(dims.size())}, dims));
+  context.setResult(
+      0, Tensor::fromInts(context.resultType(0), {int64_t(dims.size())}, dims));
   return llvm::Error::success();
 }
 
@@ -192,9 +192,8 @@ static llvm::Error runReshape(KernelContext &context) {
   }
   if (inferred >= 0) {
     if (known == 0 || data.getNumElements() % known != 0)
-      return context.error("cannot infer the -1 of " +
-                           formatShape(requested) + " for " +
-                           formatShape(data.getShape()));
+      return context.error("cannot infer the -1 of " + formatShape(requested) +
+                           " for " + formatShape(data.getShape()));
     shape[inferred] = data.getNumElements() / known;
   }
   return setReshaped(context, shape);
@@ -223,7 +222,8 @@ static llvm::Error runSqueeze(KernelContext &context) {
     for (int64_t d = 0; d < data.getRank(); ++d)
       drop[d] = data.getDim(d) == 1;
   }
-  for (int64_t axis : axesTensor ? intValues(*axesTensor) : std::vector<int64_t>()) {
+  for (int64_t axis :
+       axesTensor ? intValues(*axesTensor) : std::vector<int64_t>()) {
     llvm::Expected<int64_t> normalized =
         normalizeAxis(context, axis, data.getRank());
     if (!normalized)
@@ -275,7 +275,8 @@ static llvm::Error runExpand(KernelContext &context) {
       *broadcastStrides(data.getShape(), *shape)};
   forEachBroadcast<1>(*shape, strides,
                       [&](int64_t out, auto in) { index[out] = in[0]; });
-  context.setResult(0, takeElements(data, context.resultType(0), *shape, index));
+  context.setResult(0,
+                    takeElements(data, context.resultType(0), *shape, index));
   return llvm::Error::success();
 }
 
@@ -362,15 +363,14 @@ static llvm::Error runConcat(KernelContext &context) {
   shape[*axis] = 0;
   for (Value operand : op->getOperands()) {
     const Tensor &part = context.tensor(operand);
-    bool fits = part.getRank() == first.getRank() &&
-                part.isFloat() == first.isFloat();
+    bool fits =
+        part.getRank() == first.getRank() && part.isFloat() == first.isFloat();
     for (int64_t d = 0; fits && d < first.getRank(); ++d)
       fits = d == *axis || part.getDim(d) == first.getDim(d);
     if (!fits)
-      return context.error("cannot concatenate " +
-                           formatShape(part.getShape()) + " with " +
-                           formatShape(first.getShape()) + " on axis " +
-                           std::to_string(*axis));
+      return context.error(
+          "cannot concatenate " + formatShape(part.getShape()) + " with " +
+          formatShape(first.getShape()) + " on axis " + std::to_string(*axis));
     shape[*axis] += part.getDim(*axis);
   }
   if (llvm::Error error = checkSameStorage(context, first))
@@ -426,7 +426,8 @@ static llvm::Error runSplit(KernelContext &context) {
   } else {
     int64_t chunk = (length + parts - 1) / parts;
     for (unsigned i = 0; i < parts; ++i)
-      sizes.push_back(std::max<int64_t>(0, std::min(chunk, length - chunk * i)));
+      sizes.push_back(
+          std::max<int64_t>(0, std::min(chunk, length - chunk * i)));
   }
   int64_t total = 0;
   for (int64_t size : sizes)
@@ -437,8 +438,8 @@ static llvm::Error runSplit(KernelContext &context) {
                          std::to_string(parts) + " results");
   int64_t start = 0;
   for (unsigned i = 0; i < parts; ++i) {
-    context.setResult(i, sliceAxis(data, context.resultType(i), *axis, start,
-                                   sizes[i]));
+    context.setResult(
+        i, sliceAxis(data, context.resultType(i), *axis, start, sizes[i]));
     start += sizes[i];
   }
   return llvm::Error::success();
@@ -532,10 +533,9 @@ static llvm::Error runGather(KernelContext &context) {
     for (int64_t n = 0; n < indices.getNumElements(); ++n) {
       int64_t at = indices.getAsInt(n);
       if (at < -dim || at >= dim)
-        return context.error("index " + std::to_string(at) +
-                             " is outside [-" + std::to_string(dim) + ", " +
-                             std::to_string(dim) + ") on axis " +
-                             std::to_string(*axis));
+        return context.error("index " + std::to_string(at) + " is outside [-" +
+                             std::to_string(dim) + ", " + std::to_string(dim) +
+                             ") on axis " + std::to_string(*axis));
       if (at < 0)
         at += dim;
       for (int64_t i = 0; i < inner; ++i)
@@ -566,8 +566,8 @@ static llvm::Error runGatherND(KernelContext &context) {
                data.getShape().end());
   int64_t batches = numElementsOf(data.getShape().take_front(batchDims));
   int64_t batchSize = numElementsOf(data.getShape().drop_front(batchDims));
-  int64_t tuplesPerBatch =
-      numElementsOf(indices.getShape().drop_back()) / std::max<int64_t>(1, batches);
+  int64_t tuplesPerBatch = numElementsOf(indices.getShape().drop_back()) /
+                           std::max<int64_t>(1, batches);
   int64_t slice = numElementsOf(data.getShape().drop_front(batchDims + tuple));
   llvm::SmallVector<int64_t, 6> strides = stridesOf(data.getShape());
   std::vector<int64_t> index;
@@ -579,10 +579,9 @@ static llvm::Error runGatherND(KernelContext &context) {
         int64_t dim = data.getDim(batchDims + k);
         int64_t at = indices.getAsInt((b * tuplesPerBatch + t) * tuple + k);
         if (at < -dim || at >= dim)
-          return context.error("index " + std::to_string(at) +
-                               " is outside dimension " +
-                               std::to_string(batchDims + k) + " (" +
-                               std::to_string(dim) + ")");
+          return context.error(
+              "index " + std::to_string(at) + " is outside dimension " +
+              std::to_string(batchDims + k) + " (" + std::to_string(dim) + ")");
         offset += (at < 0 ? at + dim : at) * strides[batchDims + k];
       }
       for (int64_t i = 0; i < slice; ++i)

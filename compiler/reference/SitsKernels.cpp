@@ -54,8 +54,8 @@ static llvm::Error runEmbedding(KernelContext &context) {
   for (int64_t i = 0; i < ids.getNumElements(); ++i) {
     int64_t id = ids.ints()[i];
     if (id < 0 || id >= vocab)
-      return context.error("token id " + std::to_string(id) +
-                           " (element " + std::to_string(i) +
+      return context.error("token id " + std::to_string(id) + " (element " +
+                           std::to_string(i) +
                            " of ids) is outside the vocabulary [0, " +
                            std::to_string(vocab) + ")");
     const float *row = table.floats().data() + id * hidden;
@@ -230,7 +230,8 @@ static llvm::Error runGLU(KernelContext &context) {
   Activation kind = op.getKind();
   Tensor result = context.makeResult(0, gate.getShape());
   for (int64_t i = 0; i < gate.getNumElements(); ++i)
-    result.floats()[i] = applyActivation(kind, gate.floats()[i]) * up.floats()[i];
+    result.floats()[i] =
+        applyActivation(kind, gate.floats()[i]) * up.floats()[i];
   context.setResult(0, std::move(result));
   return llvm::Error::success();
 }
@@ -343,8 +344,7 @@ static llvm::Error runRopeGather(KernelContext &context) {
     return error;
   int64_t maxPositions = table.getDim(0), width = table.getDim(1);
   if (width % 2 != 0)
-    return context.error("table width " + std::to_string(width) +
-                         " is odd");
+    return context.error("table width " + std::to_string(width) + " is odd");
   int64_t half = width / 2;
   int64_t batch = positions.getDim(0), seq = positions.getDim(1);
   Tensor cosTable = context.makeResult(0, {batch, seq, half});
@@ -386,10 +386,10 @@ static llvm::Error runRope(KernelContext &context) {
               (table->getDim(0) == 1 || table->getDim(0) == batch) &&
               table->getDim(1) == seq && table->getDim(2) == half;
     if (!ok)
-      return context.error(
-          "cos/sin shape " + formatShape(table->getShape()) + " must be [1 or " +
-          std::to_string(batch) + ", " + std::to_string(seq) + ", " +
-          std::to_string(half) + "]");
+      return context.error("cos/sin shape " + formatShape(table->getShape()) +
+                           " must be [1 or " + std::to_string(batch) + ", " +
+                           std::to_string(seq) + ", " + std::to_string(half) +
+                           "]");
   }
   bool interleaved = op.getStyle() == RopeStyle::interleaved;
   Tensor result = context.makeResult(0, input.getShape());
@@ -400,8 +400,10 @@ static llvm::Error runRope(KernelContext &context) {
         int64_t base = ((b * heads + h) * seq + s) * headDim;
         const float *x = input.floats().data() + base;
         float *y = result.floats().data() + base;
-        const float *c = cosTable.floats().data() + (tableBatch * seq + s) * half;
-        const float *n = sinTable.floats().data() + (tableBatch * seq + s) * half;
+        const float *c =
+            cosTable.floats().data() + (tableBatch * seq + s) * half;
+        const float *n =
+            sinTable.floats().data() + (tableBatch * seq + s) * half;
         for (int64_t k = 0; k < half; ++k) {
           int64_t first = interleaved ? 2 * k : k;
           int64_t second = interleaved ? 2 * k + 1 : k + half;

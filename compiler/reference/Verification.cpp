@@ -24,8 +24,14 @@ sits::reference::tensorFromOnnxData(int64_t onnxElementType,
                                     llvm::ArrayRef<char> bytes) {
   // TensorProto.DataType numbers.
   enum : int64_t {
-    kFloat = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9,
-    kFloat16 = 10, kBFloat16 = 16
+    kFloat = 1,
+    kUint8 = 2,
+    kInt8 = 3,
+    kInt32 = 6,
+    kInt64 = 7,
+    kBool = 9,
+    kFloat16 = 10,
+    kBFloat16 = 16
   };
   struct Info {
     int64_t onnx;
@@ -33,10 +39,10 @@ sits::reference::tensorFromOnnxData(int64_t onnxElementType,
     size_t size;
   };
   static const Info kInfos[] = {
-      {kFloat, ElementType::F32, 4},   {kFloat16, ElementType::F16, 2},
+      {kFloat, ElementType::F32, 4},     {kFloat16, ElementType::F16, 2},
       {kBFloat16, ElementType::BF16, 2}, {kInt64, ElementType::I64, 8},
-      {kInt32, ElementType::I32, 4},   {kInt8, ElementType::I8, 1},
-      {kUint8, ElementType::U8, 1},    {kBool, ElementType::I1, 1}};
+      {kInt32, ElementType::I32, 4},     {kInt8, ElementType::I8, 1},
+      {kUint8, ElementType::U8, 1},      {kBool, ElementType::I1, 1}};
   const Info *info = nullptr;
   for (const Info &candidate : kInfos)
     if (candidate.onnx == onnxElementType)
@@ -111,8 +117,8 @@ bool Comparison::withinTolerance(double tolerance) const {
 void Comparison::print(llvm::raw_ostream &os) const {
   os << "shape " << formatShape(shape) << ": max abs error "
      << llvm::format("%.3e", maxAbsError) << ", max rel error "
-     << llvm::format("%.3e", maxRelError) << " (worst element "
-     << worstIndex << ")";
+     << llvm::format("%.3e", maxRelError) << " (worst element " << worstIndex
+     << ")";
   if (nonFiniteMismatches)
     os << ", " << nonFiniteMismatches << " non-finite mismatches";
   os << "\nargmax agrees at " << argmaxAgreements() << " of " << positions()
@@ -191,8 +197,8 @@ sits::reference::compareTensors(const Tensor &actual, const Tensor &expected) {
 // Programs
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<Program> sits::reference::findProgram(ModuleOp module,
-                                                     llvm::StringRef forwardName) {
+llvm::Expected<Program>
+sits::reference::findProgram(ModuleOp module, llvm::StringRef forwardName) {
   Program program;
   llvm::SmallVector<func::FuncOp> functions;
   for (auto function : module.getOps<func::FuncOp>()) {
@@ -263,8 +269,8 @@ runStep(Executor &executor, ModuleOp module, llvm::StringRef name,
         const Tensor &ids, std::shared_ptr<KVCacheState> cache) {
   auto function = module.lookupSymbol<func::FuncOp>(name);
   if (!function)
-    return llvm::createStringError("the module has no function '" +
-                                   name.str() + "'");
+    return llvm::createStringError("the module has no function '" + name.str() +
+                                   "'");
   llvm::Expected<std::vector<RuntimeValue>> args =
       stepArguments(function, ids, std::move(cache));
   if (!args)
@@ -322,11 +328,9 @@ static llvm::Expected<GreedyStep> chooseToken(const Tensor &logits) {
   return step;
 }
 
-llvm::Expected<std::vector<GreedyStep>>
-sits::reference::greedyDecode(Executor &executor, ModuleOp module,
-                              const Program &program,
-                              llvm::ArrayRef<int64_t> prompt,
-                              int64_t newTokens) {
+llvm::Expected<std::vector<GreedyStep>> sits::reference::greedyDecode(
+    Executor &executor, ModuleOp module, const Program &program,
+    llvm::ArrayRef<int64_t> prompt, int64_t newTokens) {
   if (prompt.empty())
     return llvm::createStringError("the prompt is empty");
   std::vector<GreedyStep> steps;
@@ -350,8 +354,7 @@ sits::reference::greedyDecode(Executor &executor, ModuleOp module,
     }
     auto result = runStep(executor, module, function, ids, cache);
     if (!result)
-      return llvm::createStringError("greedy step " + std::to_string(t) +
-                                     ": " +
+      return llvm::createStringError("greedy step " + std::to_string(t) + ": " +
                                      llvm::toString(result.takeError()));
     if (program.hasCache() && !result->second)
       return llvm::createStringError("function '" + function.str() +

@@ -1,4 +1,5 @@
-//===- Verification.h - Accuracy checks with the reference executor -*- C++ -*-//
+//===- Verification.h - Accuracy checks with the reference executor -*- C++
+//-*-//
 //
 // What `sitsc --verify`, `--verify-greedy` and `--reference-perplexity` need
 // on top of the Executor: reference comparisons of logits, greedy decoding

@@ -150,12 +150,12 @@ static llvm::Error writeResult(llvm::StringRef dir, unsigned index,
     const char *suffix;
     Tensor tensor;
   } parts[] = {
-      {".keys.npy", Tensor::fromFloats(ElementType::F32, shape,
-                                       {keys.begin(), keys.end()})},
+      {".keys.npy",
+       Tensor::fromFloats(ElementType::F32, shape, {keys.begin(), keys.end()})},
       {".values.npy", Tensor::fromFloats(ElementType::F32, shape,
                                          {values.begin(), values.end()})},
-      {".lengths.npy", Tensor::fromInts(ElementType::I64, {batch},
-                                        std::move(lengths))}};
+      {".lengths.npy",
+       Tensor::fromInts(ElementType::I64, {batch}, std::move(lengths))}};
   for (Part &part : parts) {
     llvm::SmallString<128> partPath(dir);
     llvm::sys::path::append(partPath, stem + part.suffix);
@@ -177,7 +177,8 @@ static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
     return fail(greedyFile + ": " + llvm::toString(json.takeError()));
   std::vector<int64_t> prompt, expected;
   const llvm::json::Object *object = json->getAsObject();
-  for (auto [key, out] : {std::pair{"prompt", &prompt}, {"greedy", &expected}}) {
+  for (auto [key, out] :
+       {std::pair{"prompt", &prompt}, {"greedy", &expected}}) {
     const llvm::json::Array *array = object ? object->getArray(key) : nullptr;
     if (!array)
       return fail(greedyFile + " has no \"" + key + "\" array");
@@ -195,9 +196,9 @@ static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<std::vector<GreedyStep>> steps =
       greedyDecode(executor, module, *program, prompt, expected.size());
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!steps)
     return fail(llvm::toString(steps.takeError()));
   llvm::outs() << "decoded " << steps->size() << " tokens in "
@@ -205,8 +206,7 @@ static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
                << (program->hasCache() ? "prefill + decode with the KV cache"
                                        : "full-sequence recomputation")
                << ")\n";
-  std::optional<GreedyMismatch> mismatch =
-      findGreedyMismatch(*steps, expected);
+  std::optional<GreedyMismatch> mismatch = findGreedyMismatch(*steps, expected);
   if (!mismatch) {
     llvm::outs() << "greedy stream matches all " << expected.size()
                  << " tokens\n";
@@ -222,7 +222,8 @@ static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   llvm::cl::ParseCommandLineOptions(
-      argc, argv, "sits-exec: run a function with the CPU reference executor\n");
+      argc, argv,
+      "sits-exec: run a function with the CPU reference executor\n");
 
   DialectRegistry registry;
   sits::registerAllDialects(registry);
@@ -293,8 +294,7 @@ int main(int argc, char **argv) {
   } else {
     function = module->lookupSymbol<func::FuncOp>(functionName);
     if (!function)
-      return fail("'" + inputFile + "' has no function '" + functionName +
-                  "'");
+      return fail("'" + inputFile + "' has no function '" + functionName + "'");
   }
 
   std::vector<RuntimeValue> args;
@@ -333,9 +333,9 @@ int main(int argc, char **argv) {
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<std::vector<RuntimeValue>> results =
       executor.run(function.getSymName(), std::move(args));
-  auto seconds = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - start)
-                     .count();
+  auto seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!results)
     return fail(llvm::toString(results.takeError()));
   if (printTime)

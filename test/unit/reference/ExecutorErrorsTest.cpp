@@ -173,14 +173,13 @@ TEST_F(ExecutorErrors, UnknownRuntimeBatch) {
 }
 
 TEST_F(ExecutorErrors, ShapesThatDoNotFitAtRunTime) {
-  std::string message = runAndFail(R"mlir(
+  std::string message = runAndFail(
+      R"mlir(
     func.func @main(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
       %s = sits.add %a, %b : tensor<?xf32> loc("/residual/Add")
       return %s : tensor<?xf32>
     })mlir",
-                                   "main",
-                                   {Tensor(ElementType::F32, {2}),
-                                    Tensor(ElementType::F32, {3})});
+      "main", {Tensor(ElementType::F32, {2}), Tensor(ElementType::F32, {3})});
   EXPECT_NE(message.find("'sits.add' at /residual/Add: lhs shape [2] differs "
                          "from rhs shape [3]"),
             std::string::npos)

@@ -53,9 +53,9 @@ TEST_F(ExecutorTest, RunsUpstreamOpsAndCalls) {
   EXPECT_EQ((*results)[1].getTensor().ints()[0], 3);
   EXPECT_EQ((*results)[2].getTensor().floats()[2], 0.5f);
   // The callee's ops are observed too, in order.
-  EXPECT_EQ(seen, (std::vector<std::string>{
-                      "arith.constant", "tensor.dim", "tensor.cast",
-                      "sits.add", "func.call", "tensor.cast"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"arith.constant", "tensor.dim",
+                                            "tensor.cast", "sits.add",
+                                            "func.call", "tensor.cast"}));
 }
 
 TEST_F(ExecutorTest, ConstantsAreReadOnceAndRounded) {

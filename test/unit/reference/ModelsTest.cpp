@@ -35,9 +35,8 @@ namespace {
 
 /// The folder holding `name`'s model.onnx, or "" when neither place has it.
 std::string modelFolder(llvm::StringRef name) {
-  for (llvm::StringRef root :
-       {llvm::StringRef(SITS_SOURCE_DIR "/test/models"),
-        llvm::StringRef(SITS_SHARED_MODELS_DIR)}) {
+  for (llvm::StringRef root : {llvm::StringRef(SITS_SOURCE_DIR "/test/models"),
+                               llvm::StringRef(SITS_SHARED_MODELS_DIR)}) {
     llvm::SmallString<256> path(root);
     llvm::sys::path::append(path, name, "model.onnx");
     if (!root.empty() && llvm::sys::fs::exists(path))
@@ -47,8 +46,7 @@ std::string modelFolder(llvm::StringRef name) {
 }
 
 llvm::Expected<Tensor> readPb(llvm::StringRef path) {
-  llvm::Expected<sits::LoadedTensor> loaded =
-      sits::readTensorProtoFile(path);
+  llvm::Expected<sits::LoadedTensor> loaded = sits::readTensorProtoFile(path);
   if (!loaded)
     return loaded.takeError();
   return tensorFromOnnxData(loaded->elementType, loaded->dims, loaded->data);
@@ -72,8 +70,7 @@ Compiled compile(const std::string &folder, sits::Stage stage) {
         diagnostics += diagnostic.str() + "\n";
         return mlir::success();
       });
-  result.module =
-      sits::importOnnxFile(folder + "/model.onnx", *result.context);
+  result.module = sits::importOnnxFile(folder + "/model.onnx", *result.context);
   EXPECT_TRUE(result.module) << "import failed:\n" << diagnostics;
   if (!result.module || stage == sits::Stage::Imported)
     return result;
@@ -104,8 +101,7 @@ protected:
 };
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 
@@ -132,7 +128,8 @@ TEST_P(Models, MatchTheReferenceLogits) {
   std::string report;
   llvm::raw_string_ostream os(report);
   comparison->print(os);
-  std::printf("%s at stage %s (%s, %.1f ms): %s", std::get<0>(GetParam()).c_str(),
+  std::printf("%s at stage %s (%s, %.1f ms): %s",
+              std::get<0>(GetParam()).c_str(),
               sits::getStageName(std::get<1>(GetParam())).str().c_str(),
               program->hasCache() ? "prefill" : "full sequence", seconds * 1e3,
               report.c_str());
@@ -162,8 +159,8 @@ TEST_P(Models, GreedyMatchesHuggingFace) {
   ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
   Executor executor(*compiled.module);
   auto start = std::chrono::steady_clock::now();
-  auto steps = greedyDecode(executor, *compiled.module, *program, prompt,
-                            greedy.size());
+  auto steps =
+      greedyDecode(executor, *compiled.module, *program, prompt, greedy.size());
   double seconds = secondsSince(start);
   ASSERT_TRUE(bool(steps)) << llvm::toString(steps.takeError());
   float smallestMargin = INFINITY;
@@ -195,14 +192,12 @@ std::string testName(const ::testing::TestParamInfo<ModelStage> &info) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, Models,
-    ::testing::Combine(::testing::Values("llama_gqa", "llama_gqa_extdata",
-                                         "llama_mha", "llama_tied",
-                                         "llama_opset23", "qwen2",
-                                         "llama_bytes", "llama_bytes_opset23",
-                                         "llama_bpe16k"),
-                       ::testing::Values(sits::Stage::Imported,
-                                         sits::Stage::Sits,
-                                         sits::Stage::Optimized)),
+    ::testing::Combine(
+        ::testing::Values("llama_gqa", "llama_gqa_extdata", "llama_mha",
+                          "llama_tied", "llama_opset23", "qwen2", "llama_bytes",
+                          "llama_bytes_opset23", "llama_bpe16k"),
+        ::testing::Values(sits::Stage::Imported, sits::Stage::Sits,
+                          sits::Stage::Optimized)),
     testName);
 
 } // namespace

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/reference/Npy.h"
 #include "compiler/reference/Tensor.h"
+#include "compiler/reference/Npy.h"
 
 #include "llvm/ADT/APFloat.h"
 
@@ -57,15 +57,17 @@ std::vector<float> interestingFloats() {
       for (int delta = -2; delta <= 2; ++delta) {
         uint32_t base = exponent << 23;
         values.push_back(fromBits(base | (high << 13) | (0x1000 + delta)));
-        values.push_back(fromBits(base | ((high & 0x7f) << 16) | (0x8000 + delta)));
-        values.push_back(fromBits(0x80000000u | base | (high << 13) | (0x1000 + delta)));
+        values.push_back(
+            fromBits(base | ((high & 0x7f) << 16) | (0x8000 + delta)));
+        values.push_back(
+            fromBits(0x80000000u | base | (high << 13) | (0x1000 + delta)));
       }
-  for (float special : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e9f,
-                        -70000.0f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 1e-10f,
-                        3.4e38f, -3.39e38f, 1e-40f,
-                        std::numeric_limits<float>::infinity(),
-                        -std::numeric_limits<float>::infinity(),
-                        std::numeric_limits<float>::quiet_NaN()})
+  for (float special :
+       {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e9f, -70000.0f, 5.96e-8f,
+        2.98e-8f, 2.99e-8f, 1e-10f, 3.4e38f, -3.39e38f, 1e-40f,
+        std::numeric_limits<float>::infinity(),
+        -std::numeric_limits<float>::infinity(),
+        std::numeric_limits<float>::quiet_NaN()})
     values.push_back(special);
   return values;
 }
@@ -111,8 +113,8 @@ TEST(Tensor, ResultsRoundToTheirType) {
 }
 
 TEST(Tensor, CastFollowsOnnx) {
-  Tensor floats =
-      Tensor::fromFloats(ElementType::F32, {5}, {-2.7f, 2.7f, 0.0f, -0.0f, 0.5f});
+  Tensor floats = Tensor::fromFloats(ElementType::F32, {5},
+                                     {-2.7f, 2.7f, 0.0f, -0.0f, 0.5f});
   Tensor asInt = floats.castTo(ElementType::I64);
   EXPECT_EQ(std::vector<int64_t>(asInt.ints().begin(), asInt.ints().end()),
             (std::vector<int64_t>{-2, 2, 0, 0, 0}));
@@ -125,9 +127,9 @@ TEST(Tensor, CastFollowsOnnx) {
 }
 
 TEST(Npy, RoundTripsEveryType) {
-  for (ElementType type : {ElementType::F32, ElementType::F16, ElementType::I64,
-                           ElementType::I32, ElementType::I8, ElementType::U8,
-                           ElementType::I1}) {
+  for (ElementType type :
+       {ElementType::F32, ElementType::F16, ElementType::I64, ElementType::I32,
+        ElementType::I8, ElementType::U8, ElementType::I1}) {
     Tensor tensor(type, {2, 3});
     for (int64_t i = 0; i < 6; ++i) {
       if (tensor.isFloat())
@@ -158,9 +160,10 @@ TEST(Npy, RejectsBadFiles) {
     return parsed ? std::string("parsed") : llvm::toString(parsed.takeError());
   };
   EXPECT_NE(message("not numpy").find("bad magic"), std::string::npos);
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
-  std::string file = std::string("\x93NUMPY\x01\x00", 8) +
-                     char(header.size()) + '\0' + header + std::string(16, '\0');
+  std::string header =
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
+  std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) +
+                     '\0' + header + std::string(16, '\0');
   EXPECT_NE(message(file).find("unsupported dtype '<f8'"), std::string::npos);
   std::string truncated = serializeNpy(Tensor(ElementType::F32, {4}));
   truncated.resize(truncated.size() - 4);

@@ -83,8 +83,8 @@ std::string decoderSource() {
          ", tensor<8x16xf32> -> tensor<?x?x8xf32>\n";
     s += "  %vp" + l + " = sits.linear %h" + l + ", %v" + l + " : " + act +
          ", tensor<8x16xf32> -> tensor<?x?x8xf32>\n";
-    s += "  %qh" + l + " = sits.split_heads %qp" + l + " {num_heads = 4} : " +
-         act + " -> tensor<?x4x?x4xf32>\n";
+    s += "  %qh" + l + " = sits.split_heads %qp" + l +
+         " {num_heads = 4} : " + act + " -> tensor<?x4x?x4xf32>\n";
     s += "  %kh" + l + " = sits.split_heads %kp" + l +
          " {num_heads = 2} : tensor<?x?x8xf32> -> tensor<?x2x?x4xf32>\n";
     s += "  %vh" + l + " = sits.split_heads %vp" + l +
@@ -179,11 +179,11 @@ TEST_F(Verification, PrefillMatchesTheFullSequence) {
 TEST_F(Verification, GreedyWithTheCacheMatchesRecomputation) {
   Executor fullExecutor(*full), cachedExecutor(*cached);
   std::vector<int64_t> prompt = {3, 17, 25, 8};
-  auto reference = greedyDecode(fullExecutor, *full, *findProgram(*full),
-                                prompt, 12);
+  auto reference =
+      greedyDecode(fullExecutor, *full, *findProgram(*full), prompt, 12);
   ASSERT_TRUE(bool(reference)) << llvm::toString(reference.takeError());
-  auto withCache = greedyDecode(cachedExecutor, *cached,
-                                *findProgram(*cached), prompt, 12);
+  auto withCache =
+      greedyDecode(cachedExecutor, *cached, *findProgram(*cached), prompt, 12);
   ASSERT_TRUE(bool(withCache)) << llvm::toString(withCache.takeError());
   ASSERT_EQ(withCache->size(), 12u);
   std::vector<int64_t> tokens;
@@ -214,7 +214,8 @@ TEST_F(Verification, GreedyWithTheCacheMatchesRecomputation) {
 TEST_F(Verification, DecodingPastTheCapacityIsAnError) {
   Executor executor(*cached);
   std::vector<int64_t> prompt(20, 1);
-  auto steps = greedyDecode(executor, *cached, *findProgram(*cached), prompt, 8);
+  auto steps =
+      greedyDecode(executor, *cached, *findProgram(*cached), prompt, 8);
   ASSERT_FALSE(bool(steps));
   std::string message = llvm::toString(steps.takeError());
   EXPECT_NE(message.find("KV cache full"), std::string::npos) << message;
@@ -250,8 +251,8 @@ TEST_F(Verification, PerplexityAgreesAcrossStages) {
       sum += std::exp(double(logits->floats()[t * kVocab + v]));
     nll += std::log(sum) - logits->floats()[t * kVocab + ids[t + 1]];
   }
-  auto first = teacherForcedPerplexity(fullExecutor, *full,
-                                       *findProgram(*full), ids, 16, 16);
+  auto first = teacherForcedPerplexity(fullExecutor, *full, *findProgram(*full),
+                                       ids, 16, 16);
   ASSERT_TRUE(bool(first));
   EXPECT_EQ(first->predictedTokens, 15);
   EXPECT_NEAR(first->meanNll, nll / 15, 1e-6);
