@@ -173,7 +173,13 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
     Block &entry = step.getBody().front();
     Value ids = entry.getArgument(0);
     Location loc = step.getLoc();
-    Value cache = entry.addArgument(cacheType, loc);
+    // Through the function interface, so argument attributes stay in step.
+    unsigned cacheIndex = step.getNumArguments();
+    auto name = builder.getNamedAttr("sits.input_name",
+                                     builder.getStringAttr("kv_cache"));
+    (void)step.insertArgument(cacheIndex, cacheType,
+                              builder.getDictionaryAttr(name), loc);
+    Value cache = entry.getArgument(cacheIndex);
 
     builder.setInsertionPointToStart(&entry);
     auto lengthType = RankedTensorType::get(
@@ -223,8 +229,10 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
     builder.setInsertionPoint(ret);
     Value advanced = KVAdvanceOp::create(builder, loc, cacheType, cache, ids);
     ret.getOperandsMutable().append(advanced);
-    step.setFunctionType(builder.getFunctionType(
-        entry.getArgumentTypes(), ret.getOperandTypes()));
+    auto resultName = builder.getNamedAttr("sits.output_name",
+                                           builder.getStringAttr("kv_cache"));
+    (void)step.insertResult(step.getNumResults(), cacheType,
+                            builder.getDictionaryAttr(resultName));
   }
 
   LogicalResult rewrite(func::FuncOp func, PassAudit &audit) {

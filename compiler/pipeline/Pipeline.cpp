@@ -2,6 +2,7 @@
 
 #include "compiler/pipeline/Pipeline.h"
 
+#include "frontends/onnx/Passes.h"
 #include "passes/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -54,6 +55,7 @@ void buildPipeline(OpPassManager &pm, Stage last,
   if (last == Stage::Imported)
     return;
   // Raising: exporter idioms into sits ops.
+  pm.addPass(createRaiseOnnx());
   pm.addPass(createCanonicalizerPass());
   if (last == Stage::Sits)
     return;

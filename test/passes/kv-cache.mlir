@@ -7,7 +7,7 @@
 // CHECK: !kv_cache = !sits.kv_cache<layers = 2, max_batch = 4, kv_heads = 1, capacity = 64, head_dim = 4, element_type = f32, layout = <contiguous>>
 
 // CHECK-LABEL: func.func @prefill
-// CHECK-SAME: (%[[IDS:.*]]: tensor<?x?xi64>, %[[KV:.*]]: !kv_cache) -> (tensor<?x?x16xf32>, !kv_cache)
+// CHECK-SAME: (%[[IDS:.*]]: tensor<?x?xi64>, %[[KV:[^:]*]]: !kv_cache {sits.input_name = "kv_cache"}) -> (tensor<?x?x16xf32>, !kv_cache {sits.output_name = "kv_cache"})
 // CHECK-SAME: sits.step = "prefill"
 // CHECK: %[[PAST:.*]] = sits.kv_cache.length %[[KV]] : !kv_cache -> tensor<?xi64>
 // CHECK: %[[POS:.*]] = sits.position_ids %[[IDS]] past %[[PAST]]
@@ -21,7 +21,7 @@
 // CHECK: return %{{.*}}, %[[DONE]] : tensor<?x?x16xf32>, !kv_cache
 
 // CHECK-LABEL: func.func @decode
-// CHECK-SAME: (%{{.*}}: tensor<?x1xi64>, %{{.*}}: !kv_cache) -> (tensor<?x?x16xf32>, !kv_cache)
+// CHECK-SAME: (%{{.*}}: tensor<?x1xi64>, %{{.*}}: !kv_cache {sits.input_name = "kv_cache"}) -> (tensor<?x?x16xf32>, !kv_cache {sits.output_name = "kv_cache"})
 // CHECK-SAME: sits.step = "decode"
 // CHECK-COUNT-2: sits.kv_cache.append
 // CHECK: sits.kv_cache.advance
