@@ -136,7 +136,8 @@ public:
   unsigned numThreads;
   KernelTable kernels;
   OpObserver observer;
-  llvm::DenseMap<Operation *, FunctionPlan> plans;
+  /// Boxed: a call can add plans while the caller holds its own.
+  llvm::DenseMap<Operation *, std::unique_ptr<FunctionPlan>> plans;
   /// Constants and weights, converted once. Keyed by the (uniqued) value
   /// attribute, so that a weight the prefill and decode functions share is
   /// held once.
@@ -157,7 +158,7 @@ private:
 const FunctionPlan &Executor::Impl::planFor(func::FuncOp function) {
   auto it = plans.find(function);
   if (it != plans.end())
-    return it->second;
+    return *it->second;
   Block &block = function.getBody().front();
   llvm::DenseMap<Value, size_t> lastUse;
   size_t index = 0;
@@ -174,11 +175,11 @@ const FunctionPlan &Executor::Impl::planFor(func::FuncOp function) {
         lastUse[result] = index;
     ++index;
   }
-  FunctionPlan plan;
-  plan.deadAfter.resize(index);
+  auto plan = std::make_unique<FunctionPlan>();
+  plan->deadAfter.resize(index);
   for (auto &[value, last] : lastUse)
-    plan.deadAfter[last].push_back(value);
-  return plans.try_emplace(function, std::move(plan)).first->second;
+    plan->deadAfter[last].push_back(value);
+  return *plans.try_emplace(function, std::move(plan)).first->second;
 }
 
 llvm::Error Executor::Impl::checkArgument(func::FuncOp function, unsigned index,
@@ -358,6 +359,11 @@ llvm::Error Executor::Impl::runOp(Operation *op,
     if (!element)
       return context.error(llvm::toString(element.takeError()));
   }
+  // Kernels rely on the verifier for operand counts and attribute kinds.
+  if (!op->isRegistered())
+    return context.error("op '" + op->getName().getStringRef() +
+                         "' is not registered (its dialect is not loaded), "
+                         "so the reference executor does not run it");
   bool handled = false;
   if (llvm::Error error = runBuiltinOp(op, context, depth, handled))
     return error;

@@ -89,31 +89,56 @@ std::vector<int64_t> onnx::intValues(const Tensor &tensor) {
   return values;
 }
 
+llvm::Error onnx::checkResultSize(const KernelContext &context,
+                                  llvm::ArrayRef<int64_t> shape) {
+  constexpr int64_t kMaxElements = int64_t(1) << 31;
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0)
+      return context.error("negative dimension in " + formatShape(shape));
+    if (dim != 0 && count > kMaxElements / dim)
+      return context.error("a result of shape " + formatShape(shape) +
+                           " is too large for the reference executor");
+    count *= dim;
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<Shape>
 onnx::broadcastShapes(const KernelContext &context,
-                      llvm::ArrayRef<const Tensor *> tensors) {
+                      llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes) {
   size_t rank = 0;
-  for (const Tensor *tensor : tensors)
-    rank = std::max<size_t>(rank, tensor->getRank());
-  Shape shape(rank, 1);
-  for (const Tensor *tensor : tensors) {
-    size_t offset = rank - tensor->getRank();
-    for (int64_t i = 0; i < tensor->getRank(); ++i) {
-      int64_t dim = tensor->getDim(i);
-      int64_t &out = shape[offset + i];
+  for (llvm::ArrayRef<int64_t> shape : shapes)
+    rank = std::max(rank, shape.size());
+  Shape result(rank, 1);
+  for (llvm::ArrayRef<int64_t> shape : shapes) {
+    size_t offset = rank - shape.size();
+    for (size_t i = 0; i < shape.size(); ++i) {
+      int64_t dim = shape[i];
+      int64_t &out = result[offset + i];
       if (dim == out || dim == 1)
         continue;
       if (out != 1) {
-        std::string shapes;
-        for (const Tensor *t : tensors)
-          shapes +=
-              (shapes.empty() ? "" : " and ") + formatShape(t->getShape());
-        return context.error("shapes " + shapes + " do not broadcast");
+        std::string names;
+        for (llvm::ArrayRef<int64_t> s : shapes)
+          names += (names.empty() ? "" : " and ") + formatShape(s);
+        return context.error("shapes " + names + " do not broadcast");
       }
       out = dim;
     }
   }
-  return shape;
+  if (llvm::Error error = checkResultSize(context, result))
+    return std::move(error);
+  return result;
+}
+
+llvm::Expected<Shape>
+onnx::broadcastShapes(const KernelContext &context,
+                      llvm::ArrayRef<const Tensor *> tensors) {
+  llvm::SmallVector<llvm::ArrayRef<int64_t>, 4> shapes;
+  for (const Tensor *tensor : tensors)
+    shapes.push_back(tensor->getShape());
+  return broadcastShapes(context, shapes);
 }
 
 void sits::reference::registerOnnxKernels(KernelTable &table) {

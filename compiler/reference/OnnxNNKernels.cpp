@@ -40,9 +40,9 @@ static llvm::Error runMatMul(KernelContext &context) {
   if (shapeB[shapeB.size() - 2] != k)
     return context.error("cannot multiply " + formatShape(a.getShape()) +
                          " by " + formatShape(b.getShape()));
-  Tensor batchA(ElementType::I1, llvm::ArrayRef(shapeA).drop_back(2));
-  Tensor batchB(ElementType::I1, llvm::ArrayRef(shapeB).drop_back(2));
-  llvm::Expected<Shape> batch = broadcastShapes(context, {&batchA, &batchB});
+  llvm::ArrayRef<int64_t> batchA = llvm::ArrayRef(shapeA).drop_back(2);
+  llvm::ArrayRef<int64_t> batchB = llvm::ArrayRef(shapeB).drop_back(2);
+  llvm::Expected<Shape> batch = broadcastShapes(context, {batchA, batchB});
   if (!batch)
     return batch.takeError();
   Shape shape = *batch;
@@ -50,10 +50,11 @@ static llvm::Error runMatMul(KernelContext &context) {
     shape.push_back(m);
   if (b.getRank() > 1)
     shape.push_back(n);
+  if (llvm::Error error = checkResultSize(context, shape))
+    return error;
   Tensor result = context.makeResult(0, shape);
   std::array<llvm::SmallVector<int64_t, 6>, 2> strides = {
-      *broadcastStrides(batchA.getShape(), *batch),
-      *broadcastStrides(batchB.getShape(), *batch)};
+      *broadcastStrides(batchA, *batch), *broadcastStrides(batchB, *batch)};
   unsigned threads = context.getNumThreads();
   forEachBroadcast<2>(*batch, strides, [&](int64_t out, auto in) {
     matmulPlain(a.floats().data() + in[0] * m * k,

@@ -42,7 +42,16 @@ llvm::Expected<int64_t> normalizeAxis(const KernelContext &context,
 /// The elements of an integer tensor input (shape, axes, starts...).
 std::vector<int64_t> intValues(const Tensor &tensor);
 
+/// Fails when a result of `shape` would be unreasonably large (more than
+/// 2^31 elements, or a size that overflows): shapes computed from data must
+/// not turn into a crash on allocation.
+llvm::Error checkResultSize(const KernelContext &context,
+                            llvm::ArrayRef<int64_t> shape);
+
 /// numpy broadcasting of several shapes, or an error naming them.
+llvm::Expected<Shape>
+broadcastShapes(const KernelContext &context,
+                llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes);
 llvm::Expected<Shape> broadcastShapes(const KernelContext &context,
                                       llvm::ArrayRef<const Tensor *> tensors);
 

@@ -85,9 +85,8 @@ static llvm::Error runConstant(KernelContext &context) {
 
 static llvm::Error runConstantOfShape(KernelContext &context) {
   std::vector<int64_t> shape = intValues(context.operand(0));
-  for (int64_t dim : shape)
-    if (dim < 0)
-      return context.error("negative dimension in " + formatShape(shape));
+  if (llvm::Error error = checkResultSize(context, shape))
+    return error;
   double fill = 0.0;
   if (auto value =
           dyn_cast_or_null<ElementsAttr>(context.getOp()->getAttr("value"))) {
@@ -121,8 +120,10 @@ static llvm::Error runRange(KernelContext &context) {
           step = delta.getAsDouble(0);
     if (step == 0.0f)
       return context.error("delta is 0");
-    int64_t count = std::max<int64_t>(
-        0, static_cast<int64_t>(std::ceil((last - first) / step)));
+    double span = std::ceil((double(last) - first) / step);
+    if (!(span < double(int64_t(1) << 31)))
+      return context.error("the range is too long");
+    int64_t count = std::max<int64_t>(0, static_cast<int64_t>(span));
     Tensor result(type, {count});
     for (int64_t i = 0; i < count; ++i)
       result.floats()[i] = first + static_cast<float>(i) * step;
@@ -136,6 +137,8 @@ static llvm::Error runRange(KernelContext &context) {
   int64_t span = last - first;
   int64_t count = std::max<int64_t>(
       0, span / step + ((span % step != 0) && ((span < 0) == (step < 0))));
+  if (llvm::Error error = checkResultSize(context, {count}))
+    return error;
   Tensor result(type, {count});
   for (int64_t i = 0; i < count; ++i)
     result.ints()[i] = first + i * step;
@@ -264,8 +267,10 @@ static llvm::Error runUnsqueeze(KernelContext &context) {
 static llvm::Error runExpand(KernelContext &context) {
   const Tensor &data = context.operand(0);
   std::vector<int64_t> requested = intValues(context.operand(1));
-  Tensor target(ElementType::I1, requested);
-  llvm::Expected<Shape> shape = broadcastShapes(context, {&data, &target});
+  if (llvm::Error error = checkResultSize(context, requested))
+    return error;
+  llvm::Expected<Shape> shape = broadcastShapes(
+      context, {data.getShape(), llvm::ArrayRef<int64_t>(requested)});
   if (!shape)
     return shape.takeError();
   if (llvm::Error error = checkSameStorage(context, data))
@@ -288,10 +293,12 @@ static llvm::Error runTile(KernelContext &context) {
                          " entries for rank " + std::to_string(data.getRank()));
   Shape shape;
   for (int64_t d = 0; d < data.getRank(); ++d) {
-    if (repeats[d] < 0)
-      return context.error("negative repeat");
+    if (repeats[d] < 0 || (data.getDim(d) && repeats[d] > (int64_t(1) << 31)))
+      return context.error("invalid repeat " + std::to_string(repeats[d]));
     shape.push_back(data.getDim(d) * repeats[d]);
   }
+  if (llvm::Error error = checkResultSize(context, shape))
+    return error;
   llvm::SmallVector<int64_t, 6> sourceStrides = stridesOf(data.getShape());
   std::vector<int64_t> index(numElementsOf(shape));
   llvm::SmallVector<int64_t, 6> outStrides = stridesOf(shape);

@@ -106,8 +106,7 @@ def one_node_case(rng, name, op, inputs, attrs=None, num_outputs=1,
             checks.append(Expected(value.astype(np.float64), "f32", rtol=rtol, atol=atol))
         else:
             checks.append(Expected(value, MLIR_TYPES[value.dtype]))
-    return Case(name, "\n".join(lines) + "\n", [a for _, a in present], checks,
-                allow_unregistered=True)
+    return Case(name, "\n".join(lines) + "\n", [a for _, a in present], checks)
 
 
 def shape_of(rng, rank, low=1, high=6):

@@ -68,6 +68,34 @@ TEST_F(ExecutorErrors, UnknownOpNamesTheOpAndNode) {
       << message;
 }
 
+TEST_F(ExecutorErrors, UnregisteredOpsDoNotRun) {
+  context.allowUnregisteredDialects();
+  std::string message = runAndFail(R"mlir(
+    func.func @main() -> tensor<2xf32> {
+      %a = "mystery.op"() : () -> tensor<2xf32> loc("/model/Mystery")
+      return %a : tensor<2xf32>
+    })mlir",
+                                   "main");
+  EXPECT_NE(message.find("'mystery.op' at /model/Mystery: op 'mystery.op' is "
+                         "not registered"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(ExecutorErrors, HugeShapesFromDataAreRefused) {
+  std::string message = runAndFail(R"mlir(
+    func.func @main() -> tensor<?x?xf32> {
+      %shape = arith.constant dense<[4000000, 4000000]> : tensor<2xi64>
+      %r = onnx.ConstantOfShape %shape : (tensor<2xi64>) -> tensor<?x?xf32> loc("/model/ConstantOfShape")
+      return %r : tensor<?x?xf32>
+    })mlir",
+                                   "main");
+  EXPECT_NE(message.find("'onnx.ConstantOfShape' at /model/ConstantOfShape: a "
+                         "result of shape [4000000, 4000000] is too large"),
+            std::string::npos)
+      << message;
+}
+
 TEST_F(ExecutorErrors, TokenIdOutsideTheVocabulary) {
   std::string message = runAndFail(R"mlir(
     func.func @main() -> tensor<1x2x4xf32> {
