@@ -1,14 +1,138 @@
 //===- EngineModes.cpp - sitsc modes that make or read engines ------------===//
+//
+// `-o MODEL.sits` plans the optimized program (compiler/codegen), generates
+// and compiles its CUDA kernels with NVRTC and writes the engine;
+// `--emit=cuda` prints the generated source; `--inspect ENGINE` summarizes
+// an engine file.
+//
+//===----------------------------------------------------------------------===//
 
+#include "compiler/codegen/EngineBuilder.h"
+#include "compiler/codegen/Nvrtc.h"
+#include "compiler/codegen/Plan.h"
 #include "compiler/sitsc/Modes.h"
+#include "sits/EngineFormat.h"
+#include "sits/Json.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
+namespace codegen = sits::codegen;
 
 namespace {
 cl::opt<std::string> inspectPath(
     "inspect", cl::desc("Print a summary of an engine file and exit"),
     cl::value_desc("engine"), cl::cat(sits::sitsc::getCategory()));
+cl::opt<bool> inspectVerbose(
+    "inspect-verbose",
+    cl::desc("With --inspect: also list every buffer, launch and the metadata"),
+    cl::init(false), cl::cat(sits::sitsc::getCategory()));
+cl::opt<std::string> targetName(
+    "target",
+    cl::desc("GPU architecture of the kernels: sm_90a (default, H100/H200), "
+             "sm_90, sm_89, sm_80, ..."),
+    cl::init("sm_90a"), cl::value_desc("sm_XY"),
+    cl::cat(sits::sitsc::getCategory()));
+cl::opt<std::string> dtypeName(
+    "dtype",
+    cl::desc("Storage type of the weights and the KV cache: fp16 (default), "
+             "bf16 or fp32"),
+    cl::init("fp16"), cl::value_desc("type"),
+    cl::cat(sits::sitsc::getCategory()));
+cl::opt<bool> force("force",
+                    cl::desc("Replace the engine file if it exists"),
+                    cl::init(false), cl::cat(sits::sitsc::getCategory()));
+cl::opt<int64_t> maxPrefillTokens(
+    "max-prefill-tokens",
+    cl::desc("Tokens per sequence in one prefill chunk (default: 512, at "
+             "most --max-seq-len)"),
+    cl::init(0), cl::cat(sits::sitsc::getCategory()));
+cl::opt<std::string> batchBuckets(
+    "batch-buckets",
+    cl::desc("Decode batch sizes to capture CUDA graphs for, e.g. 1,2,4,8 "
+             "(default: the runtime's)"),
+    cl::value_desc("list"), cl::cat(sits::sitsc::getCategory()));
+
+/// The code generation options from the command line (already validated).
+codegen::CodegenOptions getCodegenOptions() {
+  std::string error;
+  codegen::CodegenOptions options;
+  options.target = *codegen::parseTarget(targetName, &error);
+  options.weightType = *codegen::parseWeightType(dtypeName, &error);
+  options.maxPrefillTokens = maxPrefillTokens;
+  if (!batchBuckets.empty())
+    options.batchBuckets = *codegen::parseBatchBuckets(batchBuckets, &error);
+  return options;
+}
+
+std::string humanBytes(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (1ull << 30))
+    std::snprintf(text, sizeof(text), "%.2f GiB", bytes / double(1ull << 30));
+  else if (bytes >= (1ull << 20))
+    std::snprintf(text, sizeof(text), "%.2f MiB", bytes / double(1ull << 20));
+  else if (bytes >= 1024)
+    std::snprintf(text, sizeof(text), "%.1f KiB", bytes / 1024.0);
+  else
+    std::snprintf(text, sizeof(text), "%llu B", (unsigned long long)bytes);
+  return text;
+}
+
+/// The model's name: its folder for `.../name/model.onnx`, else the stem.
+std::string modelNameOf(llvm::StringRef path) {
+  llvm::StringRef stem = llvm::sys::path::stem(path);
+  llvm::StringRef folder =
+      llvm::sys::path::filename(llvm::sys::path::parent_path(path));
+  if (stem == "model" && !folder.empty() && folder != "." && folder != "..")
+    return folder.str();
+  return stem.str();
+}
+
+/// Plans `module`, reporting failures through the MLIR diagnostics.
+FailureOr<codegen::EnginePlan> plan(ModuleOp module,
+                                    const codegen::CodegenOptions &options) {
+  return codegen::planEngine(module, options);
+}
+
+/// The workspace lines of --inspect, from the metadata (absent in engines
+/// written by other tools).
+std::string describeWorkspace(const std::string &metadata) {
+  sits::json::Value root;
+  std::string error;
+  if (!sits::json::parse(metadata, &root, &error))
+    return "";
+  const sits::json::Value *workspace = root.find("workspace");
+  if (!workspace || !workspace->isObject())
+    return "";
+  auto number = [](const sits::json::Value *object, const char *key) {
+    const sits::json::Value *value = object ? object->find(key) : nullptr;
+    return value && value->isInteger() ? static_cast<uint64_t>(value->getInteger())
+                                       : uint64_t(0);
+  };
+  uint64_t bytes = number(workspace, "bytes");
+  uint64_t unshared = number(workspace, "unshared_bytes");
+  std::string out = "workspace: " + humanBytes(bytes) + " for all activations";
+  if (bytes)
+    out += " (" + humanBytes(unshared) + " without reuse, " +
+           llvm::formatv("{0:F1}", double(unshared) / double(bytes)).str() +
+           "x less)";
+  out += "\n";
+  for (const char *program : {"prefill", "decode"}) {
+    const sits::json::Value *entry = workspace->find(program);
+    if (!entry)
+      continue;
+    out += std::string("  ") + program + ": " +
+           std::to_string(number(entry, "values")) + " values, peak " +
+           humanBytes(number(entry, "peak_bytes")) + " at " +
+           std::to_string(number(entry, "max_tokens")) + " tokens\n";
+  }
+  return out;
+}
+
 } // namespace
 
 std::optional<std::string> sits::sitsc::getInspectPath() {
@@ -18,19 +142,118 @@ std::optional<std::string> sits::sitsc::getInspectPath() {
 }
 
 int sits::sitsc::inspectEngine(llvm::StringRef path) {
-  return fail("--inspect is not implemented yet");
+  std::string error;
+  std::unique_ptr<format::EngineFile> file =
+      format::EngineFile::open(path.str(), &error);
+  if (!file)
+    return fail(error);
+  format::Header header;
+  format::EngineContents contents;
+  format::RuntimeConfig config;
+  if (!format::readEngine(*file, format::ReadOptions(), &header, &contents,
+                          &config, &error))
+    return fail(path + ": " + error);
+  llvm::outs() << path << ":\n"
+               << format::describeEngine(header, contents, config,
+                                         inspectVerbose)
+               << describeWorkspace(contents.metadataJson);
+  return 0;
 }
 
 std::optional<std::string> sits::sitsc::validateEngineOptions() {
+  std::string error;
+  if (!codegen::parseTarget(targetName, &error) ||
+      !codegen::parseWeightType(dtypeName, &error))
+    return error;
+  if (!batchBuckets.empty() && !codegen::parseBatchBuckets(batchBuckets, &error))
+    return error;
+  if (maxPrefillTokens.getNumOccurrences() &&
+      (maxPrefillTokens < 1 || maxPrefillTokens > (int64_t{1} << 24)))
+    return "--max-prefill-tokens must be between 1 and 16777216, got " +
+           std::to_string(maxPrefillTokens);
   return std::nullopt;
 }
 
 int sits::sitsc::emitCuda(ModuleOp module, llvm::raw_ostream &os) {
-  return fail("--emit=cuda is not implemented yet");
+  FailureOr<codegen::EnginePlan> planned = plan(module, getCodegenOptions());
+  if (failed(planned))
+    return 1;
+  os << codegen::emitCudaSource(*planned, "the optimized program");
+  return 0;
 }
 
 int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                              llvm::StringRef outputPath,
                              const PipelineOptions &options) {
-  return fail("writing engines is not implemented yet: use --emit=<stage>");
+  // Refuse early: compiling the kernels takes seconds.
+  if (!force && llvm::sys::fs::exists(outputPath))
+    return fail("'" + outputPath +
+                "' already exists (use --force to replace it)");
+  codegen::CodegenOptions codegenOptions = getCodegenOptions();
+  FailureOr<codegen::EnginePlan> planned = plan(module, codegenOptions);
+  if (failed(planned))
+    return 1;
+
+  codegen::EngineSource source;
+  source.modelName = modelNameOf(inputPath);
+  source.path = llvm::sys::path::filename(inputPath).str();
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> input =
+      llvm::MemoryBuffer::getFile(inputPath, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!input)
+    return fail("cannot read '" + inputPath + "' to hash it: " +
+                input.getError().message());
+  source.sha256 = format::sha256((*input)->getBufferStart(),
+                                 (*input)->getBufferSize());
+  source.sitscOptions =
+      "--target=" + codegenOptions.target.getName() +
+      " --dtype=" + codegen::weightTypeName(codegenOptions.weightType) +
+      " --max-seq-len=" + std::to_string(options.maxSeqLen) +
+      " --max-batch=" + std::to_string(options.maxBatch) +
+      " --max-prefill-tokens=" +
+      std::to_string(planned->model.maxPrefillTokens) +
+      (batchBuckets.empty() ? "" : " --batch-buckets=" + batchBuckets);
+
+  llvm::Expected<uint32_t> version = codegen::getNvrtcVersion();
+  if (!version)
+    return fail(llvm::toString(version.takeError()));
+  source.cudaVersion = *version;
+  std::string cuda = codegen::emitCudaSource(*planned, source.modelName);
+  llvm::Expected<codegen::CompiledModule> compiled = codegen::compileWithNvrtc(
+      cuda, source.modelName + ".cu", codegenOptions.target);
+  if (!compiled)
+    return fail(llvm::toString(compiled.takeError()));
+
+  llvm::Expected<format::EngineContents> contents =
+      codegen::buildEngine(*planned, std::move(*compiled), source);
+  if (!contents)
+    return fail(llvm::toString(contents.takeError()));
+  format::WriteOptions writeOptions;
+  writeOptions.force = force;
+  std::string error;
+  if (!format::writeEngine(*contents, outputPath.str(), writeOptions, &error))
+    return fail(error);
+
+  const codegen::EnginePlan &p = *planned;
+  const codegen::ModelConfig &m = p.model;
+  uint64_t fileBytes = 0;
+  llvm::sys::fs::file_size(outputPath, fileBytes);
+  uint64_t perToken = 2ull * m.layers * m.kvHeads * m.headDim *
+                      format::dtypeBytes(m.cacheType);
+  llvm::outs() << "sitsc: wrote " << outputPath << " (" << humanBytes(fileBytes)
+               << ") for " << codegenOptions.target.getName() << ", "
+               << codegen::weightTypeName(codegenOptions.weightType)
+               << " weights\n"
+               << "  kernels     " << p.kernels.size() << " (prefill "
+               << p.prefill.launches.size() << " launches, decode "
+               << p.decode.launches.size() << " launches per step)\n"
+               << "  weights     " << humanBytes(contents->weightSize())
+               << " in " << p.weights.size() << " tensors\n"
+               << "  kv cache    " << humanBytes(perToken) << " per token, "
+               << humanBytes(2 * p.cacheBufferBytes) << " for " << m.maxBatch
+               << " x " << m.maxSeqLen << " tokens ("
+               << format::dtypeName(m.cacheType) << ")\n"
+               << "  workspace   " << humanBytes(p.workspaceBytes) << " ("
+               << humanBytes(p.unsharedBytes) << " without reuse)\n";
+  return 0;
 }

@@ -1,0 +1,43 @@
+//===- EngineBuilder.h - From a plan and its kernels to an engine -*- C++ -*-=//
+//
+// Packs the weights (converted to --dtype at compile time), lays out the
+// buffers (weights, the activation workspace, the KV cache and the
+// runtime's I/O buffers), resolves every launch argument to a buffer and
+// offset, and writes the metadata JSON (docs/engine-format.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_COMPILER_CODEGEN_ENGINEBUILDER_H
+#define SITS_COMPILER_CODEGEN_ENGINEBUILDER_H
+
+#include "compiler/codegen/Nvrtc.h"
+#include "compiler/codegen/Plan.h"
+
+#include "llvm/Support/Error.h"
+
+namespace sits::codegen {
+
+/// What the engine records about where it came from.
+struct EngineSource {
+  std::string modelName;      ///< e.g. the model's folder name
+  std::string path;           ///< the input file
+  format::Hash sha256{};      ///< of the input file
+  uint32_t cudaVersion = 0;   ///< NVRTC's, 13000 = 13.0
+  std::string sitscOptions;   ///< the options used, as given
+};
+
+/// Builds the engine's contents. `module` holds the compiled kernels of
+/// emitCudaSource(plan).
+llvm::Expected<format::EngineContents>
+buildEngine(const EnginePlan &plan, CompiledModule module,
+            const EngineSource &source);
+
+/// The metadata JSON of the engine (also used by tests).
+std::string buildMetadata(const EnginePlan &plan, const EngineSource &source);
+
+/// Bytes of the weights section for `plan` (after alignment).
+uint64_t weightSectionBytes(const EnginePlan &plan);
+
+} // namespace sits::codegen
+
+#endif // SITS_COMPILER_CODEGEN_ENGINEBUILDER_H

@@ -1,0 +1,464 @@
+//===- Launches.cpp - One launch of each kernel family --------------------===//
+
+#include "compiler/codegen/Launches.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace sits::codegen {
+
+using format::DType;
+using format::Expr;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Building a spec and its launch together
+//===----------------------------------------------------------------------===//
+
+/// Adds parameters to the spec and their bindings to the launch in step, so
+/// that the two never disagree.
+class Builder {
+public:
+  Builder(std::string family, std::string header, int threads) {
+    planned.spec.family = std::move(family);
+    planned.spec.header = std::move(header);
+    planned.spec.threads = threads;
+    setBlock(Expr::constant(threads));
+    planned.launch.sharedBytes = Expr::constant(0);
+  }
+
+  void param(std::string type, std::string name, ArgBinding binding) {
+    planned.spec.params.push_back({std::move(type), std::move(name)});
+    planned.launch.args.push_back(std::move(binding));
+  }
+  void constant(const std::string &line) { planned.spec.config.push_back(line); }
+  void intConstant(const std::string &name, int64_t value) {
+    constant("static constexpr int " + name + " = " + std::to_string(value) +
+             ";");
+  }
+  void boolConstant(const std::string &name, bool value) {
+    constant("static constexpr bool " + name + " = " +
+             (value ? "true" : "false") + ";");
+  }
+  void floatConstant(const std::string &name, float value) {
+    // Hexadecimal: the constant is exactly the attribute's f32 value.
+    char exact[64], readable[64];
+    std::snprintf(exact, sizeof(exact), "%a", static_cast<double>(value));
+    std::snprintf(readable, sizeof(readable), "%.9g", static_cast<double>(value));
+    constant("static constexpr float " + name + " = " + exact + "f; // " +
+             readable);
+  }
+  void typeConstant(const std::string &name, const std::string &type) {
+    constant("typedef " + type + " " + name + ";");
+  }
+  void body(const std::string &line) { planned.spec.body.push_back(line); }
+  void call(const std::string &text) { planned.spec.call = text; }
+  void setGrid(Expr x, Expr y = Expr::constant(1), Expr z = Expr::constant(1)) {
+    planned.launch.grid = {std::move(x), std::move(y), std::move(z)};
+  }
+  void setBlock(Expr x) {
+    planned.launch.block = {std::move(x), Expr::constant(1), Expr::constant(1)};
+  }
+  void setShared(int64_t bytes) {
+    planned.launch.sharedBytes = Expr::constant(bytes);
+  }
+  PlannedLaunch take() { return std::move(planned); }
+
+private:
+  PlannedLaunch planned;
+};
+
+const char *storageStruct(DType type) {
+  switch (type) {
+  case DType::F16:
+    return "sits::F16";
+  case DType::BF16:
+    return "sits::BF16";
+  default:
+    return "sits::F32";
+  }
+}
+
+/// The C type of a pointer to elements stored as `type`.
+std::string pointerType(DType type, bool isConst) {
+  std::string element = type == DType::F32 ? "float" : "unsigned short";
+  return (isConst ? "const " : "") + element + " *";
+}
+
+int64_t roundUp(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+/// Threads for a one-block-per-token kernel over `width` elements: about
+/// `perThread` elements each, whole warps, at most `maxThreads`.
+int64_t threadsFor(int64_t width, int64_t perThread, int64_t maxThreads) {
+  int64_t threads = roundUp((width + perThread - 1) / perThread, 32);
+  return std::clamp<int64_t>(threads, 32, maxThreads);
+}
+
+/// Elements per 16-byte load when rows of `width` elements of `type` stay
+/// 16-byte aligned; otherwise 1 (scalar loads).
+int64_t vectorWidth(int64_t width, DType type) {
+  int64_t bytes = static_cast<int64_t>(format::dtypeBytes(type));
+  return (width * bytes) % 16 == 0 ? 16 / bytes : 1;
+}
+
+ArgBinding tokensArg() { return ArgBinding::int32(Expr::tokens()); }
+ArgBinding seqArg() { return ArgBinding::int32(Expr::seq()); }
+ArgBinding pastArg() { return ArgBinding::bufferArg(BufferKind::PastLengths); }
+ArgBinding stepArg() { return ArgBinding::bufferArg(BufferKind::StepLengths); }
+ArgBinding weightArg(unsigned index) {
+  return ArgBinding::bufferArg(BufferKind::Weight, index);
+}
+
+/// `static constexpr` lookup functions of per-segment values, usable in
+/// device code at run time and in constant expressions.
+std::string segmentFunction(const std::string &type, const std::string &name,
+                            const std::vector<std::string> &values) {
+  std::string text = "__host__ __device__ static constexpr " + type + " " +
+                     name + "(int s) { return ";
+  for (size_t s = 0; s + 1 < values.size(); ++s)
+    text += "s == " + std::to_string(s) + " ? " + values[s] + " : ";
+  return text + values.back() + "; }";
+}
+
+void addRopeConstants(Builder &b, const std::string &structName,
+                      const RopeConfig &rope) {
+  // Members of a nested struct (the fused kernel's key or query RoPE) are
+  // indented one level more.
+  std::string indent = structName.empty() ? "" : "  ";
+  if (!structName.empty())
+    b.constant("struct " + structName + " {");
+  b.constant(indent + "static constexpr int kHeads = " +
+             std::to_string(rope.heads) + ";");
+  b.constant(indent + "static constexpr int kHeadDim = " +
+             std::to_string(rope.headDim) + ";");
+  b.constant(indent + "static constexpr int kRotary = " +
+             std::to_string(rope.rotaryDim) + ";");
+  b.constant(indent + "static constexpr int kTableRows = " +
+             std::to_string(rope.tableRows) + ";");
+  b.constant(indent + "static constexpr bool kInterleaved = " +
+             (rope.interleaved ? "true;" : "false;"));
+  if (!structName.empty())
+    b.constant("};");
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Families
+//===----------------------------------------------------------------------===//
+
+PlannedLaunch planEmbedding(const EmbeddingLaunch &desc) {
+  int64_t vec = vectorWidth(desc.hidden, desc.weightType);
+  int64_t threads = threadsFor(desc.hidden / vec, 1, 256);
+  Builder b("embedding", "sits/embedding.cuh", static_cast<int>(threads));
+  b.typeConstant("Weight", storageStruct(desc.weightType));
+  b.intConstant("kVocab", desc.vocab);
+  b.intConstant("kHidden", desc.hidden);
+  b.intConstant("kThreads", threads);
+  b.intConstant("kVec", vec);
+  b.floatConstant("kScale", desc.scale);
+  b.param("const int *", "token_ids",
+          ArgBinding::bufferArg(BufferKind::TokenIds));
+  b.param(pointerType(desc.weightType, true), "table", weightArg(desc.table));
+  b.param("float *", "out", desc.out);
+  b.call("sits::embedding<Cfg>(token_ids, table, out)");
+  b.setGrid(Expr::tokens());
+  return b.take();
+}
+
+PlannedLaunch planNorm(const NormLaunch &desc) {
+  int64_t threads = threadsFor(desc.hidden, 8, 512);
+  Builder b(desc.isLayerNorm ? "layer_norm" : "rms_norm", "sits/norm.cuh",
+            static_cast<int>(threads));
+  b.intConstant("kHidden", desc.hidden);
+  b.intConstant("kThreads", threads);
+  b.floatConstant("kEpsilon", desc.epsilon);
+  b.param("const float *", "input", desc.input);
+  b.param("const float *", "weight", weightArg(desc.weight));
+  if (desc.isLayerNorm) {
+    b.boolConstant("kHasBias", desc.bias.has_value());
+    if (desc.bias)
+      b.param("const float *", "bias", weightArg(*desc.bias));
+    b.param("float *", "out", desc.out);
+    b.call(std::string("sits::layerNorm<Cfg>(input, weight, ") +
+           (desc.bias ? "bias" : "nullptr") + ", out)");
+  } else {
+    b.floatConstant("kWeightOffset", desc.weightOffset);
+    b.param("float *", "out", desc.out);
+    b.call("sits::rmsNorm<Cfg>(input, weight, out)");
+  }
+  b.setGrid(Expr::tokens());
+  return b.take();
+}
+
+PlannedLaunch planLinear(const LinearLaunch &desc) {
+  constexpr int64_t kGemvWarps = 4, kTokenTile = 8;
+  constexpr int64_t kTile = 64; // gemm.cuh's kGemmTileM and kGemmTileN
+  bool gated = desc.epilogue == LinearEpilogue::Glu;
+  std::string family = desc.gatherLast ? "lm_head" : desc.decode ? "gemv" : "gemm";
+  if (gated)
+    family += "_glu";
+  else if (desc.epilogue == LinearEpilogue::Residual)
+    family += "_residual";
+  Builder b(family, desc.decode ? "sits/gemv.cuh" : "sits/gemm.cuh",
+            desc.decode ? static_cast<int>(kGemvWarps * 32) : 256);
+
+  int64_t segments = static_cast<int64_t>(desc.segments.size());
+  int64_t totalRows = 0, totalTiles = 0;
+  std::vector<std::string> rows, biases, tiles;
+  for (const LinearSegment &segment : desc.segments) {
+    rows.push_back(std::to_string(segment.rows));
+    biases.push_back(segment.bias ? "true" : "false");
+    tiles.push_back(std::to_string((segment.rows + kTile - 1) / kTile));
+    totalRows += segment.rows;
+    totalTiles += (segment.rows + kTile - 1) / kTile;
+  }
+  if (gated) {
+    totalRows = desc.segments.front().rows;
+    totalTiles = (totalRows + kTile - 1) / kTile;
+  }
+  b.typeConstant("Weight", storageStruct(desc.weightType));
+  b.intConstant("kK", desc.k);
+  b.intConstant("kSegments", segments);
+  b.intConstant("kTotalRows", totalRows);
+  b.constant(segmentFunction("int", "rows", rows));
+  b.constant(segmentFunction("bool", "hasBias", biases));
+  b.constant("static constexpr int kEpilogue = " +
+             std::to_string(static_cast<int>(desc.epilogue)) + ";");
+  b.intConstant("kActivation", desc.activation);
+  if (desc.decode) {
+    b.intConstant("kWarps", kGemvWarps);
+    b.intConstant("kTokenTile", kTokenTile);
+    b.intConstant("kVec", vectorWidth(desc.k, desc.weightType));
+    b.boolConstant("kGatherLast", desc.gatherLast);
+  } else {
+    b.constant(segmentFunction("int", "tiles", tiles));
+    b.boolConstant("kVecW", vectorWidth(desc.k, desc.weightType) > 1);
+    b.boolConstant("kVecX", desc.k % 4 == 0);
+  }
+
+  b.param("const float *", "x", desc.input);
+  std::string weightList, biasList, outList;
+  std::string weightType = pointerType(desc.weightType, true);
+  for (int64_t s = 0; s < segments; ++s) {
+    const LinearSegment &segment = desc.segments[s];
+    std::string index = std::to_string(s);
+    b.param(weightType, "w" + index, weightArg(segment.weight));
+    weightList += (s ? ", w" : "w") + index;
+    if (segment.bias) {
+      b.param("const float *", "bias" + index, weightArg(*segment.bias));
+      biasList += (s ? ", bias" : "bias") + index;
+    } else {
+      biasList += s ? ", nullptr" : "nullptr";
+    }
+    if (!gated || s == 0) {
+      b.param("float *", "out" + index, segment.out);
+      outList += (s ? ", out" : "out") + index;
+    }
+  }
+  bool residual = desc.epilogue == LinearEpilogue::Residual;
+  if (residual)
+    b.param("const float *", "residual", *desc.residual);
+  b.param("int", "tokens",
+          ArgBinding::int32(desc.gatherLast ? Expr::batch() : Expr::tokens()));
+  if (desc.gatherLast) {
+    b.param("int", "seq_len", seqArg());
+    b.param("const int *", "step_lengths", stepArg());
+  }
+  b.body(weightType + "weights[] = {" + weightList + "};");
+  b.body("const float *biases[] = {" + biasList + "};");
+  b.body("float *outs[] = {" + outList + "};");
+  std::string residualName = residual ? "residual" : "nullptr";
+  if (desc.decode) {
+    b.call("sits::gemv<Cfg>(x, weights, biases, outs, " + residualName +
+           ", tokens, " + (desc.gatherLast ? "seq_len, step_lengths" : "1, nullptr") +
+           ")");
+    b.setGrid(Expr::constant((totalRows + kGemvWarps - 1) / kGemvWarps));
+  } else {
+    b.call("sits::gemm<Cfg>(x, weights, biases, outs, " + residualName +
+           ", tokens)");
+    b.setGrid(format::ceilDiv(Expr::tokens(), Expr::constant(kTile)),
+              Expr::constant(totalTiles));
+  }
+  return b.take();
+}
+
+PlannedLaunch planRope(const RopeLaunch &desc) {
+  int64_t width = desc.rope.heads * desc.rope.headDim;
+  int64_t threads = threadsFor(width, 4, 256);
+  Builder b("rope", "sits/rope.cuh", static_cast<int>(threads));
+  addRopeConstants(b, "", desc.rope);
+  b.intConstant("kThreads", threads);
+  b.param("const float *", "input", desc.input);
+  b.param("const float *", "table", weightArg(desc.rope.table));
+  b.param("float *", "out", desc.out);
+  b.param("const int *", "past_lengths", pastArg());
+  b.param("int", "seq_len", seqArg());
+  b.call("sits::rope<Cfg>(input, table, out, past_lengths, seq_len)");
+  b.setGrid(Expr::tokens());
+  return b.take();
+}
+
+PlannedLaunch planAppend(const AppendLaunch &desc) {
+  int64_t width = desc.kvHeads * desc.headDim;
+  if (desc.queryRope)
+    width = std::max(width, desc.queryRope->heads * desc.queryRope->headDim);
+  int64_t threads = threadsFor(width, 4, 256);
+  std::string family = "append_kv";
+  if (desc.keyRope)
+    family = "rope_append_kv";
+  if (desc.queryRope)
+    family = "rope_qk_append_kv";
+  Builder b(family, "sits/kv_cache.cuh", static_cast<int>(threads));
+  b.typeConstant("Cache", storageStruct(desc.cacheType));
+  b.intConstant("kKvHeads", desc.kvHeads);
+  b.intConstant("kHeadDim", desc.headDim);
+  b.intConstant("kCapacity", desc.capacity);
+  b.intConstant("kThreads", threads);
+  b.boolConstant("kKeyRope", desc.keyRope.has_value());
+  if (desc.keyRope)
+    addRopeConstants(b, "KeyRope", *desc.keyRope);
+  b.boolConstant("kQueryRope", desc.queryRope.has_value());
+  if (desc.queryRope)
+    addRopeConstants(b, "QueryRope", *desc.queryRope);
+
+  std::string cache = pointerType(desc.cacheType, false);
+  b.param("const float *", "key", desc.key);
+  b.param("const float *", "value", desc.value);
+  if (desc.keyRope)
+    b.param("const float *", "key_table", weightArg(desc.keyRope->table));
+  b.param(cache, "key_cache",
+          ArgBinding::bufferArg(BufferKind::KeyCache, 0, desc.layerByteOffset));
+  b.param(cache, "value_cache",
+          ArgBinding::bufferArg(BufferKind::ValueCache, 0,
+                                desc.layerByteOffset));
+  if (desc.queryRope) {
+    b.param("const float *", "query", desc.query);
+    b.param("const float *", "query_table", weightArg(desc.queryRope->table));
+    b.param("float *", "query_out", desc.queryOut);
+  }
+  b.param("const int *", "past_lengths", pastArg());
+  b.param("const int *", "step_lengths", stepArg());
+  b.param("int", "seq_len", seqArg());
+  b.call(std::string("sits::appendKV<Cfg>(key, value, ") +
+         (desc.keyRope ? "key_table" : "nullptr") +
+         ", key_cache, value_cache, " +
+         (desc.queryRope ? "query, query_table, query_out"
+                         : "nullptr, nullptr, nullptr") +
+         ", past_lengths, step_lengths, seq_len)");
+  b.setGrid(Expr::tokens());
+  return b.take();
+}
+
+/// attention.cuh's attentionSharedFloats.
+static int64_t attentionSharedFloats(int64_t rows, int64_t headDim,
+                                     int64_t keyTile) {
+  return rows * headDim + keyTile * (headDim + 1) + keyTile * headDim +
+         rows * keyTile + 3 * rows;
+}
+
+std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
+                                           std::string *error) {
+  constexpr int64_t kThreads = 128;
+  // Rows per block (query tokens x the GQA group): one token in decode; in
+  // prefill up to 64 rows, bounded so that the per-thread accumulators
+  // (rows * head_dim / threads) stay in registers.
+  int64_t group = desc.heads / desc.kvHeads;
+  int64_t queryTokens = 1;
+  if (!desc.decode) {
+    int64_t maxRows = std::max<int64_t>(group, std::min<int64_t>(64, 8192 / desc.headDim));
+    queryTokens = std::max<int64_t>(1, maxRows / group);
+  }
+  int64_t keyTile = 64;
+  auto bytes = [&]() {
+    return 4 * attentionSharedFloats(queryTokens * group, desc.headDim, keyTile);
+  };
+  // Smaller tiles (then fewer tokens per block) until the block fits.
+  while (bytes() > kMaxSharedBytes && keyTile > 16)
+    keyTile /= 2;
+  while (bytes() > kMaxSharedBytes && queryTokens > 1)
+    queryTokens /= 2;
+  if (bytes() > kMaxSharedBytes) {
+    *error = "attention with " + std::to_string(group) +
+             " query heads per KV head and head_dim " +
+             std::to_string(desc.headDim) + " needs " +
+             std::to_string(bytes()) +
+             " bytes of shared memory per block, more than the " +
+             std::to_string(kMaxSharedBytes) + " a GPU block can have";
+    return std::nullopt;
+  }
+  Builder b(desc.decode ? "attention_decode" : "attention_prefill",
+            "sits/attention.cuh", static_cast<int>(kThreads));
+  b.typeConstant("Cache", storageStruct(desc.cacheType));
+  b.intConstant("kHeads", desc.heads);
+  b.intConstant("kKvHeads", desc.kvHeads);
+  b.intConstant("kHeadDim", desc.headDim);
+  b.intConstant("kQueryTokens", queryTokens);
+  b.intConstant("kKeyTile", keyTile);
+  b.intConstant("kThreads", kThreads);
+  b.intConstant("kCapacity", desc.capacity);
+  b.intConstant("kWindow", desc.window);
+  b.intConstant("kSharedBytes", bytes());
+  b.floatConstant("kScale", desc.scale);
+  b.floatConstant("kSoftcap", desc.softcap);
+  std::string cache = pointerType(desc.cacheType, true);
+  b.param("const float *", "query", desc.query);
+  b.param(cache, "key_cache",
+          ArgBinding::bufferArg(BufferKind::KeyCache, 0, desc.layerByteOffset));
+  b.param(cache, "value_cache",
+          ArgBinding::bufferArg(BufferKind::ValueCache, 0,
+                                desc.layerByteOffset));
+  b.param("float *", "out", desc.out);
+  b.param("const int *", "past_lengths", pastArg());
+  b.param("const int *", "step_lengths", stepArg());
+  b.param("int", "seq_len", seqArg());
+  b.call("sits::attention<Cfg>(query, key_cache, value_cache, out, "
+         "past_lengths, step_lengths, seq_len)");
+  b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(queryTokens)),
+            Expr::constant(desc.kvHeads), Expr::batch());
+  b.setShared(bytes());
+  return b.take();
+}
+
+PlannedLaunch planElementwise(const ElementwiseLaunch &desc) {
+  constexpr int64_t kThreads = 256;
+  const char *family = desc.kind == ElementwiseKind::Add          ? "add"
+                       : desc.kind == ElementwiseKind::Activation ? "activation"
+                                                                  : "glu";
+  Builder b(family, "sits/elementwise.cuh", static_cast<int>(kThreads));
+  b.intConstant("kWidth", desc.width);
+  b.intConstant("kThreads", kThreads);
+  b.boolConstant("kVec4", desc.width % 4 == 0);
+  if (desc.kind != ElementwiseKind::Add)
+    b.intConstant("kActivation", desc.activation);
+  switch (desc.kind) {
+  case ElementwiseKind::Add:
+    b.param("const float *", "lhs", desc.lhs);
+    b.param("const float *", "rhs", desc.rhs);
+    b.param("float *", "out", desc.out);
+    b.param("int", "tokens", tokensArg());
+    b.call("sits::add<Cfg>(lhs, rhs, out, tokens)");
+    break;
+  case ElementwiseKind::Activation:
+    b.param("const float *", "input", desc.lhs);
+    b.param("float *", "out", desc.out);
+    b.param("int", "tokens", tokensArg());
+    b.call("sits::activation<Cfg>(input, out, tokens)");
+    break;
+  case ElementwiseKind::Glu:
+    b.param("const float *", "gate", desc.lhs);
+    b.param("const float *", "up", desc.rhs);
+    b.param("float *", "out", desc.out);
+    b.param("int", "tokens", tokensArg());
+    b.call("sits::glu<Cfg>(gate, up, out, tokens)");
+    break;
+  }
+  b.setGrid(format::ceilDiv(Expr::tokens() * Expr::constant(desc.width),
+                            Expr::constant(4 * kThreads)));
+  return b.take();
+}
+
+} // namespace sits::codegen

@@ -1,0 +1,130 @@
+//===- Launches.h - One launch of each kernel family ------------*- C++ -*-===//
+//
+// Each function describes one launch of a kernel-library family: the
+// specialized entry point (config constants, parameters) and the launch
+// (grid, block, shared memory, argument bindings). The planner decides what
+// to launch; these functions know how each family is launched. The launch
+// configurations here and the kernels in kernels/*.cuh change together.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_COMPILER_CODEGEN_LAUNCHES_H
+#define SITS_COMPILER_CODEGEN_LAUNCHES_H
+
+#include "compiler/codegen/Plan.h"
+
+#include <optional>
+
+namespace sits::codegen {
+
+/// A kernel and its launch, before the kernel is deduplicated.
+struct PlannedLaunch {
+  KernelSpec spec;
+  LaunchPlan launch;
+};
+
+/// Largest dynamic shared memory a kernel may ask for (H100/H200 allow
+/// 227 KiB per block; the format's validator allows the same).
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+//===- Embedding, norms ---------------------------------------------------===//
+
+struct EmbeddingLaunch {
+  int64_t vocab = 0, hidden = 0;
+  float scale = 1.0f;
+  format::DType weightType = format::DType::F32;
+  unsigned table = 0; ///< weight index
+  ArgBinding out;
+};
+PlannedLaunch planEmbedding(const EmbeddingLaunch &desc);
+
+struct NormLaunch {
+  bool isLayerNorm = false;
+  int64_t hidden = 0;
+  float epsilon = 0.0f;
+  float weightOffset = 0.0f; ///< RMSNorm
+  ArgBinding input;
+  unsigned weight = 0;
+  std::optional<unsigned> bias; ///< LayerNorm
+  ArgBinding out;
+};
+PlannedLaunch planNorm(const NormLaunch &desc);
+
+//===- Linear layers and the LM head --------------------------------------===//
+
+enum class LinearEpilogue { Plain = 0, Residual = 1, Glu = 2 };
+
+struct LinearSegment {
+  unsigned weight = 0;
+  std::optional<unsigned> bias;
+  int64_t rows = 0;
+  ArgBinding out; ///< unused for the second (up) segment of a GLU
+};
+
+struct LinearLaunch {
+  bool decode = false;     ///< GEMV (decode, LM head) or tiled GEMM
+  bool gatherLast = false; ///< LM head: each sequence's last new token
+  int64_t k = 0;
+  format::DType weightType = format::DType::F32;
+  std::vector<LinearSegment> segments; ///< 1..4; exactly 2 for Glu
+  LinearEpilogue epilogue = LinearEpilogue::Plain;
+  int activation = 0; ///< Glu: sits::Activation
+  ArgBinding input;
+  std::optional<ArgBinding> residual;
+};
+PlannedLaunch planLinear(const LinearLaunch &desc);
+
+//===- RoPE, KV cache, attention ------------------------------------------===//
+
+struct RopeConfig {
+  int64_t heads = 0, headDim = 0, rotaryDim = 0, tableRows = 0;
+  bool interleaved = false;
+  unsigned table = 0; ///< weight index
+};
+
+struct RopeLaunch {
+  RopeConfig rope;
+  ArgBinding input, out;
+};
+PlannedLaunch planRope(const RopeLaunch &desc);
+
+struct AppendLaunch {
+  int64_t layer = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  format::DType cacheType = format::DType::F16;
+  uint64_t layerByteOffset = 0;
+  ArgBinding key, value;
+  std::optional<RopeConfig> keyRope;
+  std::optional<RopeConfig> queryRope;
+  ArgBinding query, queryOut; ///< with queryRope
+};
+PlannedLaunch planAppend(const AppendLaunch &desc);
+
+struct AttentionLaunch {
+  bool decode = false;
+  int64_t layer = 0, heads = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  format::DType cacheType = format::DType::F16;
+  uint64_t layerByteOffset = 0;
+  float scale = 1.0f;
+  float softcap = 0.0f;
+  int64_t window = 0;
+  ArgBinding query, out;
+};
+/// Fails (with the reason in `error`) when no tile fits in shared memory.
+std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
+                                           std::string *error);
+
+//===- Elementwise --------------------------------------------------------===//
+
+enum class ElementwiseKind { Add, Activation, Glu };
+
+struct ElementwiseLaunch {
+  ElementwiseKind kind = ElementwiseKind::Add;
+  int64_t width = 0;
+  int activation = 0;
+  ArgBinding lhs, rhs, out; ///< rhs unused for Activation
+};
+PlannedLaunch planElementwise(const ElementwiseLaunch &desc);
+
+} // namespace sits::codegen
+
+#endif // SITS_COMPILER_CODEGEN_LAUNCHES_H

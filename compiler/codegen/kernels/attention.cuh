@@ -1,0 +1,194 @@
+//===- attention.cuh - Attention over the KV cache, online softmax --------===//
+//
+// A block computes the rows of kQueryTokens consecutive tokens of one
+// sequence times the kGroup query heads that share one KV head (GQA: the
+// keys and values are read once for the whole group). Keys are visited in
+// tiles of kKeyTile: the tile's K and V are widened to f32 in shared memory,
+// every row scores every key (scale, optional softcap), and the running
+// maximum, denominator and weighted sum of values are rescaled as a larger
+// maximum appears (online softmax), so any context length fits in a fixed
+// amount of shared memory.
+//
+// Visibility (sits.attention with past_len and bottom-right causality):
+// token i of sequence b at position p = past_lengths[b] + i sees the keys
+// j <= p (and j > p - window with a sliding window). Rows of padding tokens
+// (i >= step_lengths[b]) are written as zeros and read no keys.
+//
+// Launch: grid = (ceil(S / kQueryTokens), kv_heads, B), block kThreads,
+// dynamic shared memory kSharedBytes.
+// (Issue 7 adds split-K flash decoding for long contexts.)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_ATTENTION_CUH
+#define SITS_KERNELS_ATTENTION_CUH
+
+#include "sits/common.cuh"
+
+namespace sits {
+
+/// Shared-memory floats one block uses (also computed by the code
+/// generator, which checks it against the device limit).
+template <int kRows, int kHeadDim, int kKeyTile>
+__host__ __device__ constexpr int attentionSharedFloats() {
+  return kRows * kHeadDim +            // queries
+         kKeyTile * (kHeadDim + 1) +   // keys (padded: no bank conflicts)
+         kKeyTile * kHeadDim +         // values
+         kRows * kKeyTile +            // scores, then probabilities
+         3 * kRows;                    // running max, sum, rescale factor
+}
+
+/// Config: Cache, kHeads, kKvHeads, kHeadDim, kQueryTokens, kKeyTile,
+/// kThreads, kCapacity, kScale, kSoftcap (0: none), kWindow (0: none),
+/// kSharedBytes.
+template <class Cfg>
+__device__ void
+attention(const float *__restrict__ query,
+          const typename Cfg::Cache::Storage *__restrict__ keyCache,
+          const typename Cfg::Cache::Storage *__restrict__ valueCache,
+          float *__restrict__ out, const int *__restrict__ pastLengths,
+          const int *__restrict__ stepLengths, int seqLen) {
+  typedef typename Cfg::Cache C;
+  constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
+  constexpr int kRows = Cfg::kQueryTokens * kGroup;
+  constexpr int D = Cfg::kHeadDim;
+  constexpr int kTile = Cfg::kKeyTile;
+  constexpr int kKeyStride = D + 1;
+  constexpr int kWarps = Cfg::kThreads / kWarpSize;
+  constexpr int kAccPerThread = (kRows * D + Cfg::kThreads - 1) / Cfg::kThreads;
+  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
+  static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
+  static_assert(attentionSharedFloats<kRows, D, kTile>() * 4 <=
+                    Cfg::kSharedBytes,
+                "the launch gives enough shared memory");
+
+  SITS_DYNAMIC_SHARED(float, smem);
+  float *qs = smem;
+  float *ks = qs + kRows * D;
+  float *vs = ks + kTile * kKeyStride;
+  float *ps = vs + kTile * D;
+  float *rowMax = ps + kRows * kTile;
+  float *rowSum = rowMax + kRows;
+  float *rowScale = rowSum + kRows;
+
+  const float kNegInf = __int_as_float(0xff800000u);
+  const int b = blockIdx.z, kvHead = blockIdx.y;
+  const int i0 = blockIdx.x * Cfg::kQueryTokens;
+  const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int past = pastLengths[b];
+  // Tokens [i0, iEnd) of this block are real; the rest are padding.
+  const int iEnd = min(i0 + Cfg::kQueryTokens, min(stepLengths[b], seqLen));
+  const long kvBase =
+      (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * Cfg::kCapacity * D;
+
+  for (int idx = tid; idx < kRows * D; idx += Cfg::kThreads) {
+    const int r = idx / D, d = idx % D;
+    const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
+    qs[idx] = i < iEnd ? query[(static_cast<long>(b) * seqLen + i) * kWidth +
+                               head * D + d]
+                       : 0.0f;
+  }
+  for (int r = tid; r < kRows; r += Cfg::kThreads) {
+    rowMax[r] = kNegInf;
+    rowSum[r] = 0.0f;
+  }
+  float acc[kAccPerThread];
+  for (int u = 0; u < kAccPerThread; ++u)
+    acc[u] = 0.0f;
+
+  // Keys any row of the block may see: [keyBegin, keyEnd).
+  const int keyEnd = min(past + iEnd, Cfg::kCapacity);
+  const int keyBegin = Cfg::kWindow > 0 ? max(0, past + i0 - Cfg::kWindow + 1) : 0;
+  for (int j0 = keyBegin; j0 < keyEnd; j0 += kTile) {
+    __syncthreads(); // the previous tile is consumed (and qs is stored)
+    for (int idx = tid; idx < kTile * D; idx += Cfg::kThreads) {
+      const int j = idx / D, d = idx % D;
+      float k = 0.0f, v = 0.0f;
+      if (j0 + j < keyEnd) {
+        const long slot = kvBase + static_cast<long>(j0 + j) * D + d;
+        k = C::load(keyCache[slot]);
+        v = C::load(valueCache[slot]);
+      }
+      ks[j * kKeyStride + d] = k;
+      vs[j * D + d] = v;
+    }
+    __syncthreads();
+
+    for (int idx = tid; idx < kRows * kTile; idx += Cfg::kThreads) {
+      const int r = idx / kTile, j = idx % kTile;
+      const int i = i0 + r / kGroup, key = j0 + j, position = past + i;
+      const bool visible = i < iEnd && key < keyEnd && key <= position &&
+                           (Cfg::kWindow == 0 || key > position - Cfg::kWindow);
+      float score = kNegInf;
+      if (visible) {
+        float dot = 0.0f;
+        for (int d = 0; d < D; ++d)
+          dot += qs[r * D + d] * ks[j * kKeyStride + d];
+        score = Cfg::kScale * dot;
+        if constexpr (Cfg::kSoftcap > 0.0f)
+          score = Cfg::kSoftcap * tanhf(score / Cfg::kSoftcap);
+      }
+      ps[idx] = score;
+    }
+    __syncthreads();
+
+    // Online softmax, one warp per row.
+    for (int r = warp; r < kRows; r += kWarps) {
+      float tileMax = kNegInf;
+      for (int j = lane; j < kTile; j += kWarpSize)
+        tileMax = fmaxf(tileMax, ps[r * kTile + j]);
+      tileMax = warpMax(tileMax);
+      const float oldMax = rowMax[r];
+      const float newMax = fmaxf(oldMax, tileMax);
+      float sum = 0.0f, rescale = 1.0f;
+      if (newMax == kNegInf) {
+        for (int j = lane; j < kTile; j += kWarpSize)
+          ps[r * kTile + j] = 0.0f;
+      } else {
+        rescale = oldMax == kNegInf ? 0.0f : expf(oldMax - newMax);
+        for (int j = lane; j < kTile; j += kWarpSize) {
+          const float score = ps[r * kTile + j];
+          const float p = score == kNegInf ? 0.0f : expf(score - newMax);
+          ps[r * kTile + j] = p;
+          sum += p;
+        }
+      }
+      sum = warpSum(sum);
+      if (lane == 0) {
+        rowSum[r] = rowSum[r] * rescale + sum;
+        rowMax[r] = newMax;
+        rowScale[r] = rescale;
+      }
+    }
+    __syncthreads();
+
+    for (int u = 0; u < kAccPerThread; ++u) {
+      const int idx = tid + u * Cfg::kThreads;
+      if (idx >= kRows * D)
+        break;
+      const int r = idx / D, d = idx % D;
+      float a = acc[u] * rowScale[r];
+      for (int j = 0; j < kTile; ++j)
+        a += ps[r * kTile + j] * vs[j * D + d];
+      acc[u] = a;
+    }
+  }
+  __syncthreads();
+
+  for (int u = 0; u < kAccPerThread; ++u) {
+    const int idx = tid + u * Cfg::kThreads;
+    if (idx >= kRows * D)
+      break;
+    const int r = idx / D, d = idx % D;
+    const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
+    if (i >= seqLen)
+      break; // rows past S do not exist (the last block of a chunk)
+    const float sum = rowSum[r];
+    out[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d] =
+        i < iEnd && sum > 0.0f ? acc[u] / sum : 0.0f;
+  }
+}
+
+} // namespace sits
+
+#endif // SITS_KERNELS_ATTENTION_CUH

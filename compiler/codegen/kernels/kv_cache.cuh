@@ -1,0 +1,74 @@
+//===- kv_cache.cuh - Writing a step's keys and values into the cache -----===//
+//
+// One block per token t = b * S + i, at position p = past_lengths[b] + i.
+// Keys (rotated here when their RoPE fused into this kernel) and values go
+// to row p of sequence b in this layer's slice of the cache,
+// `[max_batch, kv_heads, capacity, head_dim]`, in the cache's storage type.
+// Padding tokens (i >= step_lengths[b]) write nothing. When the query's RoPE
+// fuses here too, the rotated query goes to its activation buffer (for
+// every token: attention skips padding rows itself).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_KV_CACHE_CUH
+#define SITS_KERNELS_KV_CACHE_CUH
+
+#include "sits/common.cuh"
+#include "sits/rope.cuh"
+
+namespace sits {
+
+/// Config: Cache (F32/F16/BF16), kKvHeads, kHeadDim, kCapacity, kThreads,
+/// kKeyRope and KeyRope (kHeads, kHeadDim, kRotary, kInterleaved,
+/// kTableRows), kQueryRope and QueryRope. Pointers of an absent part are
+/// null and never read.
+template <class Cfg>
+__device__ void appendKV(const float *__restrict__ key,
+                         const float *__restrict__ value,
+                         const float *__restrict__ keyTable,
+                         typename Cfg::Cache::Storage *__restrict__ keyCache,
+                         typename Cfg::Cache::Storage *__restrict__ valueCache,
+                         const float *__restrict__ query,
+                         const float *__restrict__ queryTable,
+                         float *__restrict__ queryOut,
+                         const int *__restrict__ pastLengths,
+                         const int *__restrict__ stepLengths, int seqLen) {
+  typedef typename Cfg::Cache C;
+  constexpr long kWidth = Cfg::kKvHeads * Cfg::kHeadDim;
+  const int t = blockIdx.x, b = t / seqLen, i = t % seqLen;
+
+  if constexpr (Cfg::kQueryRope) {
+    typedef typename Cfg::QueryRope Q;
+    constexpr long kQueryWidth = Q::kHeads * Q::kHeadDim;
+    ropeRow<Q, Cfg::kThreads>(query + t * kQueryWidth,
+                              ropeTableRow<Q>(queryTable, pastLengths, b, i),
+                              queryOut + t * kQueryWidth);
+  }
+
+  const int position = positionOf(pastLengths, b, i);
+  if (i >= stepLengths[b] || position < 0 || position >= Cfg::kCapacity)
+    return;
+  const float *keyRow = key + t * kWidth;
+  const float *valueRow = value + t * kWidth;
+  const float *tableRow = nullptr;
+  if constexpr (Cfg::kKeyRope)
+    tableRow = ropeTableRow<typename Cfg::KeyRope>(keyTable, pastLengths, b, i);
+  for (int e = threadIdx.x; e < kWidth; e += Cfg::kThreads) {
+    const int head = e / Cfg::kHeadDim, d = e % Cfg::kHeadDim;
+    float k = keyRow[e];
+    if constexpr (Cfg::kKeyRope)
+      k = ropeElement<typename Cfg::KeyRope>(keyRow + head * Cfg::kHeadDim, d,
+                                             tableRow);
+    const long slot =
+        ((static_cast<long>(b) * Cfg::kKvHeads + head) * Cfg::kCapacity +
+         position) *
+            Cfg::kHeadDim +
+        d;
+    keyCache[slot] = C::store(k);
+    valueCache[slot] = C::store(valueRow[e]);
+  }
+}
+
+} // namespace sits
+
+#endif // SITS_KERNELS_KV_CACHE_CUH

@@ -1,0 +1,68 @@
+//===- norm.cuh - RMSNorm and LayerNorm, one block per token --------------===//
+//
+// The row is read from global memory once per pass (it stays in L1), the
+// sums are in f32, and the formulas are the reference executor's:
+//   rms_norm:   y = x / sqrt(mean(x^2) + eps) * (w + offset)
+//   layer_norm: y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * w + b
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_NORM_CUH
+#define SITS_KERNELS_NORM_CUH
+
+#include "sits/common.cuh"
+
+namespace sits {
+
+/// Config: kHidden, kEpsilon, kWeightOffset, kThreads.
+template <class Cfg>
+__device__ void rmsNorm(const float *__restrict__ input,
+                        const float *__restrict__ weight,
+                        float *__restrict__ out) {
+  const long base = static_cast<long>(blockIdx.x) * Cfg::kHidden;
+  const float *x = input + base;
+  float *y = out + base;
+  float squares = 0.0f;
+  for (int d = threadIdx.x; d < Cfg::kHidden; d += Cfg::kThreads)
+    squares += x[d] * x[d];
+  squares = blockSum<Cfg::kThreads>(squares);
+  const float rms =
+      sqrtf(squares / static_cast<float>(Cfg::kHidden) + Cfg::kEpsilon);
+  for (int d = threadIdx.x; d < Cfg::kHidden; d += Cfg::kThreads)
+    y[d] = x[d] / rms * (weight[d] + Cfg::kWeightOffset);
+}
+
+/// Config: kHidden, kEpsilon, kHasBias, kThreads. `bias` is unused without
+/// kHasBias.
+template <class Cfg>
+__device__ void layerNorm(const float *__restrict__ input,
+                          const float *__restrict__ weight,
+                          const float *__restrict__ bias,
+                          float *__restrict__ out) {
+  const long base = static_cast<long>(blockIdx.x) * Cfg::kHidden;
+  const float *x = input + base;
+  float *y = out + base;
+  float sum = 0.0f;
+  for (int d = threadIdx.x; d < Cfg::kHidden; d += Cfg::kThreads)
+    sum += x[d];
+  const float mean =
+      blockSum<Cfg::kThreads>(sum) / static_cast<float>(Cfg::kHidden);
+  float squares = 0.0f;
+  for (int d = threadIdx.x; d < Cfg::kHidden; d += Cfg::kThreads) {
+    float centered = x[d] - mean;
+    squares += centered * centered;
+  }
+  const float variance =
+      blockSum<Cfg::kThreads>(squares) / static_cast<float>(Cfg::kHidden);
+  const float deviation = sqrtf(variance + Cfg::kEpsilon);
+  for (int d = threadIdx.x; d < Cfg::kHidden; d += Cfg::kThreads) {
+    float value = (x[d] - mean) / deviation * weight[d];
+    if constexpr (Cfg::kHasBias)
+      value += bias[d];
+    y[d] = value;
+  }
+}
+
+} // namespace sits
+
+#endif // SITS_KERNELS_NORM_CUH

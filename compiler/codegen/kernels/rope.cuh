@@ -1,0 +1,79 @@
+//===- rope.cuh - Rotary position embedding from a precomputed table ------===//
+//
+// The table is `[rows, R]` f32 (R = rotary_dim): row p holds cos of position
+// p in its first R/2 columns and sin in the last R/2 (what
+// --sits-hoist-rope builds). A token's row is its position,
+// past_lengths[b] + i, read from device memory. Dimensions at or past R pass
+// through. Products are rounded before the sum (no fused multiply-add), as
+// the reference executor computes them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_ROPE_CUH
+#define SITS_KERNELS_ROPE_CUH
+
+#include "sits/common.cuh"
+
+namespace sits {
+
+/// The table row of token i of sequence b, clamped into the table (a
+/// padding token may sit past it; the runtime keeps real tokens inside).
+template <class Rope>
+__device__ __forceinline__ const float *
+ropeTableRow(const float *__restrict__ table, const int *__restrict__ past,
+             int b, int i) {
+  int position = positionOf(past, b, i);
+  position = max(0, min(position, Rope::kTableRows - 1));
+  return table + static_cast<long>(position) * Rope::kRotary;
+}
+
+/// Element d of one rotated head; `x` is the head's input row.
+/// Rope: kRotary, kInterleaved.
+template <class Rope>
+__device__ __forceinline__ float ropeElement(const float *__restrict__ x, int d,
+                                             const float *__restrict__ row) {
+  constexpr int kHalf = Rope::kRotary / 2;
+  if (d >= Rope::kRotary)
+    return x[d];
+  if constexpr (Rope::kInterleaved) {
+    const int k = d / 2;
+    const float c = row[k], s = row[kHalf + k];
+    return d % 2 == 0 ? __fmul_rn(x[d], c) - __fmul_rn(x[d + 1], s)
+                      : __fmul_rn(x[d], c) + __fmul_rn(x[d - 1], s);
+  } else {
+    if (d < kHalf)
+      return __fmul_rn(x[d], row[d]) - __fmul_rn(x[d + kHalf], row[kHalf + d]);
+    const int k = d - kHalf;
+    return __fmul_rn(x[d], row[k]) + __fmul_rn(x[k], row[kHalf + k]);
+  }
+}
+
+/// Rotates every head of one token row of width kHeads * kHeadDim.
+template <class Rope, int kThreads>
+__device__ __forceinline__ void ropeRow(const float *__restrict__ in,
+                                        const float *__restrict__ tableRow,
+                                        float *__restrict__ out) {
+  constexpr int kWidth = Rope::kHeads * Rope::kHeadDim;
+  for (int e = threadIdx.x; e < kWidth; e += kThreads) {
+    const int head = e / Rope::kHeadDim, d = e % Rope::kHeadDim;
+    out[e] = ropeElement<Rope>(in + head * Rope::kHeadDim, d, tableRow);
+  }
+}
+
+/// Standalone RoPE (when it cannot fuse into the KV-cache write), one block
+/// per token. Config: kHeads, kHeadDim, kRotary, kInterleaved, kTableRows,
+/// kThreads.
+template <class Cfg>
+__device__ void rope(const float *__restrict__ input,
+                     const float *__restrict__ table, float *__restrict__ out,
+                     const int *__restrict__ pastLengths, int seqLen) {
+  constexpr long kWidth = Cfg::kHeads * Cfg::kHeadDim;
+  const int t = blockIdx.x, b = t / seqLen, i = t % seqLen;
+  ropeRow<Cfg, Cfg::kThreads>(input + t * kWidth,
+                              ropeTableRow<Cfg>(table, pastLengths, b, i),
+                              out + t * kWidth);
+}
+
+} // namespace sits
+
+#endif // SITS_KERNELS_ROPE_CUH
