@@ -445,6 +445,21 @@ Executor::Executor(ModuleOp module, ExecutorOptions options)
 
 Executor::~Executor() = default;
 
+bool Executor::supports(llvm::StringRef opName) {
+  static const KernelTable table = [] {
+    KernelTable kernels;
+    registerSitsKernels(kernels);
+    registerAttentionKernels(kernels);
+    registerOnnxKernels(kernels);
+    return kernels;
+  }();
+  // Ops runBuiltinOp handles.
+  static const llvm::StringRef builtins[] = {"arith.constant", "sits.weight",
+                                             "func.call",      "func.return",
+                                             "tensor.dim",     "tensor.cast"};
+  return table.count(opName) || llvm::is_contained(builtins, opName);
+}
+
 void Executor::setObserver(OpObserver observer) {
   impl->observer = std::move(observer);
 }

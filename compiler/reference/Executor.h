@@ -82,6 +82,9 @@ public:
 
   void setObserver(OpObserver observer);
 
+  /// Whether the executor runs ops named `opName` ("sits.linear").
+  static bool supports(llvm::StringRef opName);
+
   class Impl;
 
 private:

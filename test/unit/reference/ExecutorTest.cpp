@@ -5,6 +5,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <gtest/gtest.h>
 
@@ -77,6 +78,21 @@ TEST_F(ExecutorTest, ConstantsAreReadOnceAndRounded) {
   EXPECT_EQ((*results)[0].getTensorPtr(), (*results)[1].getTensorPtr());
   EXPECT_EQ((*results)[2].getTensor().ints()[0], 1);
   EXPECT_EQ((*results)[2].getTensor().ints()[1], 0);
+}
+
+TEST_F(ExecutorTest, EveryOpOfTheSitsAndOnnxDialectsHasAKernel) {
+  std::vector<std::string> missing;
+  for (mlir::RegisteredOperationName name : context.getRegisteredOperations()) {
+    llvm::StringRef dialect = name.getDialectNamespace();
+    if ((dialect == "sits" || dialect == "onnx") &&
+        !Executor::supports(name.getStringRef()))
+      missing.push_back(name.getStringRef().str());
+  }
+  EXPECT_TRUE(missing.empty()) << "the reference executor has no kernel for: "
+                               << llvm::join(missing, ", ");
+  EXPECT_TRUE(Executor::supports("sits.attention"));
+  EXPECT_TRUE(Executor::supports("onnx.Attention"));
+  EXPECT_FALSE(Executor::supports("arith.addf"));
 }
 
 } // namespace
