@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommandLine.h"
 #include "sits/EngineFormat.h"
 #if SITS_RUNTIME_HAS_CUDA
 #include "sits/Runtime.h"
@@ -33,7 +34,6 @@
 namespace {
 
 constexpr int kExitBadInput = 1;
-constexpr int kExitUsage = 2;
 #if SITS_RUNTIME_HAS_CUDA
 constexpr int kExitGpu = 4;
 constexpr int kExitCacheFull = 5;
@@ -67,67 +67,17 @@ struct Options {
   bool verbose = false;
 };
 
-[[noreturn]] void usageError(const std::string &message) {
-  std::fprintf(stderr, "sits-run: error: %s\n%s", message.c_str(), kUsage);
-  std::exit(kExitUsage);
-}
-
-uint64_t parseUnsigned(const std::string &option, const char *text,
-                       uint64_t max) {
-  char *end = nullptr;
-  errno = 0;
-  if (!*text || *text == '-' || *text == '+')
-    usageError(option + " expects a non-negative integer, got '" + text + "'");
-  unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno || *end || v > max)
-    usageError(option + " expects an integer from 0 to " + std::to_string(max) +
-               ", got '" + text + "'");
-  return v;
-}
-
-double parseNumber(const std::string &option, const char *text) {
-  char *end = nullptr;
-  errno = 0;
-  double v = std::strtod(text, &end);
-  if (errno || !*text || *end || !std::isfinite(v))
-    usageError(option + " expects a number, got '" + text + "'");
-  return v;
-}
-
-std::vector<int64_t> parseIds(const char *text) {
-  std::vector<int64_t> ids;
-  std::string s(text);
-  size_t pos = 0;
-  while (true) {
-    size_t comma = s.find(',', pos);
-    std::string item =
-        s.substr(pos, comma == std::string::npos ? comma : comma - pos);
-    char *end = nullptr;
-    errno = 0;
-    long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || errno || *end)
-      usageError("--prompt-ids expects comma-separated integers, got '" + item +
-                 "' in '" + s + "'");
-    ids.push_back(v);
-    if (comma == std::string::npos)
-      break;
-    pos = comma + 1;
-  }
-  return ids;
-}
-
 Options parseArgs(int argc, char **argv) {
   Options o;
-  auto value = [&](int &i) -> const char * {
-    if (i + 1 >= argc)
-      usageError(std::string(argv[i]) + " needs a value");
-    return argv[++i];
+  sits::tools::CommandLine cl("sits-run", kUsage, argc, argv);
+  auto value = [&](int &i) { return cl.value(i); };
+  auto usageError = [&](const std::string &message) {
+    cl.usageError(message);
   };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
+      cl.printUsage();
     } else if (a == "--check") {
       o.mode = Options::Mode::Check;
     } else if (a == "--inspect") {
@@ -135,27 +85,27 @@ Options parseArgs(int argc, char **argv) {
     } else if (a == "--verbose") {
       o.verbose = true;
     } else if (a == "--prompt-ids") {
-      o.promptIds = parseIds(value(i));
+      o.promptIds = cl.parseIntegers(a, value(i));
       o.haveIds = true;
     } else if (a == "--prompt-bytes") {
       o.promptBytes = value(i);
       o.haveBytes = true;
     } else if (a == "--max-new-tokens") {
-      o.maxNewTokens = parseUnsigned(a, value(i), 1u << 30);
+      o.maxNewTokens = cl.parseUnsigned(a, value(i), 1u << 30);
     } else if (a == "--temperature") {
-      o.temperature = parseNumber(a, value(i));
+      o.temperature = cl.parseNumber(a, value(i));
     } else if (a == "--top-k") {
-      o.topK = parseUnsigned(a, value(i), 0xffffffffu);
+      o.topK = cl.parseUnsigned(a, value(i), 0xffffffffu);
     } else if (a == "--top-p") {
-      o.topP = parseNumber(a, value(i));
+      o.topP = cl.parseNumber(a, value(i));
     } else if (a == "--seed") {
-      o.seed = parseUnsigned(a, value(i), UINT64_MAX);
+      o.seed = cl.parseUnsigned(a, value(i), UINT64_MAX);
     } else if (a == "--batch") {
-      o.batch = parseUnsigned(a, value(i), 4096);
+      o.batch = cl.parseUnsigned(a, value(i), 4096);
     } else if (a == "--device") {
-      o.device = parseUnsigned(a, value(i), 1024);
+      o.device = cl.parseUnsigned(a, value(i), 1024);
     } else if (a == "--target-sm") {
-      o.targetSm = parseUnsigned(a, value(i), 1000);
+      o.targetSm = cl.parseUnsigned(a, value(i), 1000);
     } else if (a == "--no-cuda-graph") {
       o.noCudaGraph = true;
     } else if (a == "--ignore-eos") {

@@ -1,0 +1,259 @@
+//===- sits-bench.cpp - Decode and prefill speed of an engine -------------===//
+//
+//   sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]
+//              [--new-tokens 128] [--repeats 3] [--seed S] [--json FILE]
+//              [--no-cuda-graph] [--device D]
+//
+// For every batch size and context length: a prompt of `context` random
+// tokens per sequence, prefilled, then `new-tokens` greedy decode steps (EOS
+// ignored). Reports the median over the repeats of prefill tokens/s, decode
+// ms per step and tokens/s, and the bandwidth decode achieves: the bytes one
+// step must read (the weights a step reads once, plus every sequence's KV
+// cache at the step's mean length) over the step time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommandLine.h"
+#include "sits/Json.h"
+#include "sits/Runtime.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kExitBadInput = 1;
+constexpr int kExitGpu = 4;
+constexpr int kExitCuda = 6;
+
+const char *kUsage =
+    "usage: sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]\n"
+    "                  [--new-tokens 128] [--repeats 3] [--seed S]\n"
+    "                  [--json FILE] [--no-cuda-graph] [--device D]\n";
+
+struct Options {
+  std::string engine;
+  std::vector<uint64_t> batches{1, 4, 8};
+  std::vector<uint64_t> contexts{128, 2048, 8192};
+  uint64_t newTokens = 128;
+  uint64_t repeats = 3;
+  uint64_t seed = 0;
+  uint64_t device = 0;
+  std::string jsonPath;
+  bool noCudaGraph = false;
+};
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  sits::tools::CommandLine cl("sits-bench", kUsage, argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h")
+      cl.printUsage();
+    else if (a == "--batch")
+      o.batches = cl.parseUnsignedList(a, cl.value(i), 1, 4096);
+    else if (a == "--context")
+      o.contexts = cl.parseUnsignedList(a, cl.value(i), 1, 1u << 24);
+    else if (a == "--new-tokens")
+      o.newTokens = cl.parseUnsigned(a, cl.value(i), 1u << 20);
+    else if (a == "--repeats")
+      o.repeats = cl.parseUnsigned(a, cl.value(i), 1000);
+    else if (a == "--seed")
+      o.seed = cl.parseUnsigned(a, cl.value(i), UINT64_MAX);
+    else if (a == "--device")
+      o.device = cl.parseUnsigned(a, cl.value(i), 1024);
+    else if (a == "--json")
+      o.jsonPath = cl.value(i);
+    else if (a == "--no-cuda-graph")
+      o.noCudaGraph = true;
+    else if (a.size() > 1 && a[0] == '-')
+      cl.usageError("unknown option '" + a + "'");
+    else if (o.engine.empty())
+      o.engine = a;
+    else
+      cl.usageError("more than one engine given ('" + o.engine + "', '" + a +
+                    "')");
+  }
+  if (o.engine.empty())
+    cl.usageError("no engine file given");
+  if (o.newTokens < 1)
+    cl.usageError("--new-tokens must be at least 1");
+  if (o.repeats < 1)
+    cl.usageError("--repeats must be at least 1");
+  return o;
+}
+
+[[noreturn]] void fail(int code, const std::string &message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "sits-bench: error: %s\n", message.c_str());
+  std::exit(code);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+/// Bytes of the KV cache one token of one sequence holds, all layers.
+uint64_t kvBytesPerToken(const sits::format::KVCacheConfig &kv) {
+  return uint64_t(kv.layers) * 2 * kv.kvHeads * kv.headDim *
+         sits::format::dtypeBytes(kv.dtype);
+}
+
+/// Weight bytes a decode step reads: all weights, minus the embedding table
+/// when the engine says it is only gathered from (a step reads B rows of it).
+uint64_t weightBytesPerStep(const sits::Engine &engine) {
+  uint64_t bytes = engine.weightBytes();
+  sits::json::Value metadata;
+  std::string error;
+  if (!sits::json::parse(engine.contents().metadataJson, &metadata, &error))
+    return bytes;
+  const sits::json::Value *gathered =
+      metadata.find("weights") ? metadata.find("weights")->find(
+                                     "gather_only_bytes")
+                               : nullptr;
+  if (gathered && gathered->isInteger() && gathered->getInteger() >= 0 &&
+      uint64_t(gathered->getInteger()) <= bytes)
+    bytes -= uint64_t(gathered->getInteger());
+  return bytes;
+}
+
+struct Result {
+  uint64_t batch = 0, context = 0, newTokens = 0, bucket = 0;
+  double prefillMs = 0, prefillTokensPerSecond = 0;
+  double decodeMsPerStep = 0, tokensPerSecond = 0;
+  double bytesPerStep = 0, gigabytesPerSecond = 0;
+  bool cudaGraph = false;
+};
+
+std::string toJson(const Options &o, const sits::Engine &engine,
+                   const std::vector<Result> &results) {
+  using sits::json::Value;
+  Value root = Value::object();
+  root.set("engine", o.engine);
+  root.set("device", engine.deviceName());
+  root.set("weight_bytes", engine.weightBytes());
+  root.set("new_tokens", o.newTokens);
+  root.set("repeats", o.repeats);
+  Value &list = root.set("results", Value::array());
+  for (const Result &r : results) {
+    Value item = Value::object();
+    item.set("batch", r.batch);
+    item.set("context", r.context);
+    item.set("bucket", r.bucket);
+    item.set("cuda_graph", r.cudaGraph);
+    item.set("prefill_ms", r.prefillMs);
+    item.set("prefill_tokens_per_s", r.prefillTokensPerSecond);
+    item.set("decode_ms_per_token", r.decodeMsPerStep);
+    item.set("decode_tokens_per_s", r.tokensPerSecond);
+    item.set("bytes_per_step", r.bytesPerStep);
+    item.set("achieved_gb_per_s", r.gigabytesPerSecond);
+    list.push(std::move(item));
+  }
+  return root.write(2) + "\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parseArgs(argc, argv);
+  try {
+    sits::LoadOptions load;
+    load.device = static_cast<int>(o.device);
+    std::shared_ptr<sits::Engine> engine = sits::Engine::load(o.engine, load);
+    const sits::format::RuntimeConfig &config = engine->config();
+    for (uint64_t batch : o.batches)
+      if (batch > config.maxBatch)
+        fail(kExitBadInput, "--batch " + std::to_string(batch) +
+                                " exceeds this engine's max batch of " +
+                                std::to_string(config.maxBatch));
+    for (uint64_t context : o.contexts)
+      if (context + o.newTokens > config.maxSeqLen)
+        fail(kExitBadInput,
+             "--context " + std::to_string(context) + " plus --new-tokens " +
+                 std::to_string(o.newTokens) + " exceeds this engine's " +
+                 std::to_string(config.maxSeqLen) +
+                 " tokens per sequence (compile with a larger --max-seq-len)");
+
+    sits::SessionOptions sessionOptions;
+    sessionOptions.useCudaGraphs = !o.noCudaGraph;
+    sits::Session session(engine, sessionOptions);
+    uint64_t weightBytes = weightBytesPerStep(*engine);
+    uint64_t kvPerToken = kvBytesPerToken(config.kvCache);
+    std::mt19937_64 random(o.seed);
+    std::uniform_int_distribution<int32_t> token(0, config.vocabSize - 1);
+
+    std::printf("engine %s on %s: %.1f MB of weights (%.1f MB read per "
+                "decode step), KV cache %" PRIu64 " bytes per token\n",
+                o.engine.c_str(), engine->deviceName().c_str(),
+                engine->weightBytes() / 1e6, weightBytes / 1e6, kvPerToken);
+    std::printf("%6s %8s %7s %12s %12s %12s %12s\n", "batch", "context",
+                "bucket", "prefill t/s", "decode ms", "decode t/s", "GB/s");
+    std::vector<Result> results;
+    for (uint64_t batch : o.batches)
+      for (uint64_t context : o.contexts) {
+        std::vector<double> prefillMs, stepMs;
+        Result r;
+        r.batch = batch;
+        r.context = context;
+        r.newTokens = o.newTokens;
+        // One warm-up run (graph capture, first-touch) and the repeats.
+        for (uint64_t run = 0; run <= o.repeats; ++run) {
+          std::vector<std::vector<int32_t>> prompts(batch);
+          for (auto &prompt : prompts)
+            for (uint64_t i = 0; i < context; ++i)
+              prompt.push_back(token(random));
+          sits::GenerateParams params;
+          params.maxNewTokens = static_cast<uint32_t>(o.newTokens);
+          params.stopAtEos = false;
+          sits::GenerateResult result = session.generate(prompts, params);
+          if (run == 0)
+            continue;
+          prefillMs.push_back(result.stats.prefillMs);
+          stepMs.push_back(result.stats.decodeMsPerStep);
+          r.bucket = result.stats.bucket;
+          r.cudaGraph = result.stats.cudaGraph;
+        }
+        r.prefillMs = median(prefillMs);
+        r.prefillTokensPerSecond = batch * context / (r.prefillMs / 1e3);
+        r.decodeMsPerStep = median(stepMs);
+        r.tokensPerSecond = batch / (r.decodeMsPerStep / 1e3);
+        // Each step reads the weights once and every sequence's cache at its
+        // length then: on average context + (new tokens - 1) / 2.
+        double meanLength = context + (o.newTokens - 1) / 2.0;
+        r.bytesPerStep = weightBytes + batch * meanLength * kvPerToken;
+        r.gigabytesPerSecond = r.bytesPerStep / (r.decodeMsPerStep / 1e3) / 1e9;
+        std::printf("%6" PRIu64 " %8" PRIu64 " %7" PRIu64
+                    " %12.0f %12.4f %12.1f %12.1f\n",
+                    batch, context, r.bucket, r.prefillTokensPerSecond,
+                    r.decodeMsPerStep, r.tokensPerSecond,
+                    r.gigabytesPerSecond);
+        results.push_back(r);
+      }
+
+    if (!o.jsonPath.empty()) {
+      FILE *file = std::fopen(o.jsonPath.c_str(), "w");
+      if (!file)
+        fail(kExitBadInput, "cannot write --json file '" + o.jsonPath + "'");
+      std::string json = toJson(o, *engine, results);
+      bool written = std::fwrite(json.data(), 1, json.size(), file) ==
+                     json.size();
+      if (std::fclose(file) != 0 || !written)
+        fail(kExitBadInput, "cannot write --json file '" + o.jsonPath + "'");
+    }
+  } catch (const sits::Error &error) {
+    int code = kExitBadInput;
+    if (error.code() == sits::ErrorCode::NoGpu ||
+        error.code() == sits::ErrorCode::WrongGpu)
+      code = kExitGpu;
+    else if (error.code() == sits::ErrorCode::Cuda)
+      code = kExitCuda;
+    fail(code, error.what());
+  }
+  return 0;
+}
