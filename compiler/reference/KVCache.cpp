@@ -91,7 +91,11 @@ llvm::Error KVCacheState::append(int64_t layer, const Tensor &key,
   if (llvm::Error error = bindBatch(rows))
     return error;
   for (int64_t b = 0; b < rows; ++b) {
-    if (pastLen[b] < 0 || pastLen[b] + seq > config.capacity)
+    if (pastLen[b] < 0)
+      return llvm::createStringError("past_len " + std::to_string(pastLen[b]) +
+                                     " of sequence " + std::to_string(b) +
+                                     " is negative");
+    if (pastLen[b] + seq > config.capacity)
       return llvm::createStringError(
           "KV cache full: sequence " + std::to_string(b) + " writes rows " +
           std::to_string(pastLen[b]) + ".." +
