@@ -27,6 +27,35 @@ using namespace sits;
 using namespace sits::onnx;
 using namespace sits::onnx::raising;
 
+void sits::onnx::raising::removeIdentities(RaiseContext &rc) {
+  func::FuncOp function = rc.getFunction();
+  for (IdentityOp identity : collectOps<IdentityOp>(function)) {
+    if (identity.getInput().getType() != identity.getOutput().getType())
+      continue;
+    identity.getOutput().replaceAllUsesWith(identity.getInput());
+    rc.recordRaise("identities_removed", {identity}, "its input",
+                   "Identity returns its input");
+  }
+  // Dropout at inference: without training_mode (or with a constant false
+  // one) its output is its input.
+  for (DropoutOp dropout : collectOps<DropoutOp>(function)) {
+    Value training = dropout.getTrainingMode();
+    std::optional<double> mode =
+        training ? getScalarConstant(training) : std::optional<double>(0.0);
+    if (!mode || *mode != 0.0 ||
+        (dropout.getMask() && !dropout.getMask().use_empty()) ||
+        dropout.getData().getType() != dropout.getOutput().getType()) {
+      rc.noteNotRaised(dropout, "Dropout in training mode, or its mask is "
+                                "used");
+      continue;
+    }
+    dropout.getOutput().replaceAllUsesWith(dropout.getData());
+    rc.recordRaise("identities_removed", {dropout}, "its input",
+                   "Dropout without training_mode (inference) returns its "
+                   "input");
+  }
+}
+
 void sits::onnx::raising::raiseResidualAdds(RaiseContext &rc) {
   for (onnx::AddOp add : collectOps<onnx::AddOp>(rc.getFunction())) {
     Value lhs = add.getA(), rhs = add.getB();
@@ -107,9 +136,9 @@ struct RaiseOnnxPass : public sits::impl::RaiseOnnxBase<RaiseOnnxPass> {
       if (function.isExternal())
         continue;
       RaiseContext rc(function, audit);
-      for (auto phase :
-           {raiseNorms, raiseProjections, raiseActivations, raiseGatedUnits,
-            raiseHeads, raiseRope, raiseAttention, raiseResidualAdds}) {
+      for (auto phase : {removeIdentities, raiseNorms, raiseProjections,
+                         raiseActivations, raiseGatedUnits, raiseHeads,
+                         raiseRope, raiseAttention, raiseResidualAdds}) {
         phase(rc);
         rc.finishPhase();
       }

@@ -74,12 +74,27 @@ bool isReturned(Value value) {
 }
 
 /// Whether `weight` is the table of an embedding in the function.
-bool isEmbeddingTable(RaiseContext &rc, Value weight) {
-  for (Operation *user : weight.getUsers())
-    if (auto embedding = dyn_cast<EmbeddingOp>(user))
-      if (embedding.getTable() == weight)
-        return true;
-  return false;
+bool isEmbeddingTable(Value weight) {
+  return llvm::any_of(weight.getUsers(), [&](Operation *user) {
+    auto embedding = dyn_cast<EmbeddingOp>(user);
+    return embedding && embedding.getTable() == weight;
+  });
+}
+
+/// Whether a projection with `weight` [out, in] producing `result` is the
+/// LM head: the function returns its result, and it maps to the vocabulary
+/// of the model's embedding (its weight is the table, or has as many rows).
+bool isLMHead(RaiseContext &rc, Value weight, Value result) {
+  if (!isReturned(result))
+    return false;
+  if (isEmbeddingTable(weight))
+    return true;
+  AffineExpr outFeatures = rc.getShapes().getDim(weight, 0);
+  bool found = false;
+  rc.getFunction().walk([&](EmbeddingOp embedding) {
+    found |= rc.getShapes().getDim(embedding.getTable(), 0) == outFeatures;
+  });
+  return found;
 }
 
 /// Creates sits.linear or sits.lm_head for `input x weight^T + bias`
@@ -89,8 +104,8 @@ void createProjection(RaiseContext &rc, Value input, Value weight, Value bias,
   OpBuilder &b = rc.getBuilder();
   b.setInsertionPointAfterValue(result);
   Location loc = rc.getFusedLoc(ops);
-  if (isReturned(result)) {
-    bool tied = isEmbeddingTable(rc, weight);
+  if (isLMHead(rc, weight, result)) {
+    bool tied = isEmbeddingTable(weight);
     auto head = LMHeadOp::create(b, loc, result.getType(), input, weight, bias,
                                  tied ? b.getUnitAttr() : UnitAttr());
     result.replaceAllUsesWith(head.getResult());
@@ -98,7 +113,9 @@ void createProjection(RaiseContext &rc, Value input, Value weight, Value bias,
         "lm_heads_raised", ops,
         std::string("sits.lm_head") + (tied ? " tied" : "") +
             (bias ? " with bias" : ""),
-        (rule + "; its result is the function's output (the logits)" +
+        (rule +
+         "; its result is the function's output and it maps to the "
+         "embedding's vocabulary (the logits)" +
          (tied ? ", and its weight is the embedding table (tied)" : ""))
             .str());
     return;

@@ -424,8 +424,13 @@ void raiseRotateHalf(RaiseContext &rc, RopeTables &tables, onnx::AddOp add) {
       std::string reason;
       Value x = matchRotateHalf(rc, rotated, ops, reason);
       if (!x) {
-        if (!reason.empty())
+        if (!reason.empty()) {
+          // On the Add and on the rotation: the Add may still become a
+          // residual sits.add, the rotation stays.
           rc.noteNotRaised(add, "not a rotary embedding: " + reason);
+          if (Operation *rotation = rotated.getDefiningOp())
+            rc.noteNotRaised(rotation, "not a rotary embedding: " + reason);
+        }
         continue;
       }
       Value sinTable = otherOperand(sinMul, rotated);
@@ -437,9 +442,12 @@ void raiseRotateHalf(RaiseContext &rc, RopeTables &tables, onnx::AddOp add) {
       Value sin = cos ? matchHalfTable(rc, tables, sinTable, true, ops, reason)
                       : Value();
       if (!cos || !sin) {
-        rc.noteNotRaised(add, "rotate-half rotary embedding whose cos/sin "
-                              "tables are not recognized" +
-                                  (reason.empty() ? "" : ": " + reason));
+        std::string why = "rotate-half rotary embedding whose cos/sin tables "
+                          "are not recognized" +
+                          (reason.empty() ? "" : ": " + reason);
+        rc.noteNotRaised(add, why);
+        if (Operation *rotation = rotated.getDefiningOp())
+          rc.noteNotRaised(rotation, why);
         return;
       }
       std::optional<int64_t> width =
@@ -479,15 +487,52 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
   int64_t rotaryDim = op.getRotaryEmbeddingDim() != 0
                           ? static_cast<int64_t>(op.getRotaryEmbeddingDim())
                           : *headDim;
-  if (op.getPositionIds()) {
-    rc.noteNotRaised(op, "RotaryEmbedding with position_ids (cos/sin tables "
-                         "gathered by position) is not raised yet");
-    return;
-  }
   SmallVector<Operation *> ops{op};
+  Value cos = op.getCosCache(), sin = op.getSinCache();
+  OpBuilder &b = rc.getBuilder();
+  if (Value positions = op.getPositionIds()) {
+    // The caches are [max_position, R/2] tables indexed by the positions:
+    // one [max_position, R] table of both for sits.rope_gather.
+    auto cosTable = dyn_cast_or_null<DenseElementsAttr>(getConstant(cos));
+    auto sinTable = dyn_cast_or_null<DenseElementsAttr>(getConstant(sin));
+    auto positionsType = dyn_cast<RankedTensorType>(positions.getType());
+    if (!cosTable || !sinTable || cosTable.getType() != sinTable.getType() ||
+        cast<RankedTensorType>(cosTable.getType()).getRank() != 2 ||
+        !positionsType || positionsType.getRank() != 2) {
+      rc.noteNotRaised(op, "RotaryEmbedding with position_ids needs constant "
+                           "[max_position, R/2] cos and sin caches and "
+                           "[batch, seq] positions");
+      return;
+    }
+    auto cacheType = cast<RankedTensorType>(cosTable.getType());
+    int64_t rows = cacheType.getDimSize(0), half = cacheType.getDimSize(1);
+    SmallVector<APFloat> values;
+    values.reserve(rows * half * 2);
+    SmallVector<APFloat> cosValues(cosTable.getValues<APFloat>());
+    SmallVector<APFloat> sinValues(sinTable.getValues<APFloat>());
+    for (int64_t row = 0; row < rows; ++row) {
+      for (int64_t k = 0; k < half; ++k)
+        values.push_back(cosValues[row * half + k]);
+      for (int64_t k = 0; k < half; ++k)
+        values.push_back(sinValues[row * half + k]);
+    }
+    auto tableType =
+        RankedTensorType::get({rows, 2 * half}, cacheType.getElementType());
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op);
+    auto table = WeightOp::create(b, op.getLoc(), tableType,
+                                  b.getStringAttr("rope_table"),
+                                  DenseElementsAttr::get(tableType, values));
+    auto halfType = RankedTensorType::get(
+        {positionsType.getDimSize(0), positionsType.getDimSize(1), half},
+        cacheType.getElementType());
+    auto gather = RopeGatherOp::create(b, op.getLoc(), halfType, halfType,
+                                       table, positions);
+    cos = gather.getCos();
+    sin = gather.getSin();
+  }
   // The caches are cos/sin of the angle; use the shared table when they are
   // recognized, else the caches themselves (they are the half tables).
-  Value cos = op.getCosCache(), sin = op.getSinCache();
   auto cosOp = definedBy<CosOp>(cos);
   auto sinOp = definedBy<SinOp>(sin);
   if (cosOp && sinOp && cosOp.getInput() == sinOp.getInput()) {
@@ -498,7 +543,6 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
       ops.append({cosOp, sinOp});
     }
   }
-  OpBuilder &b = rc.getBuilder();
   b.setInsertionPoint(op);
   Value input = op.getX();
   RopeStyle style =
@@ -523,8 +567,13 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
                  llvm::formatv("sits.rope {0} rotary_dim = {1}",
                                stringifyRopeStyle(style), rotaryDim)
                      .str(),
-                 "RotaryEmbedding without position_ids takes [batch, seq, "
-                 "R/2] cos/sin caches: exactly sits.rope");
+                 op.getPositionIds()
+                     ? "RotaryEmbedding with position_ids reads rows of its "
+                       "[max_position, R/2] caches by position: "
+                       "sits.rope_gather of the caches side by side, then "
+                       "sits.rope"
+                     : "RotaryEmbedding without position_ids takes [batch, "
+                       "seq, R/2] cos/sin caches: exactly sits.rope");
 }
 
 } // namespace

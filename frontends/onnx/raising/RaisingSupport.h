@@ -155,6 +155,8 @@ llvm::SmallVector<OpTy> collectOps(mlir::func::FuncOp function) {
 // Pattern families, one file each, in the order the pass runs them
 //===----------------------------------------------------------------------===//
 
+/// Identity, and Dropout at inference, replaced by their input.
+void removeIdentities(RaiseContext &context);
 /// RMSNormalization, LayerNormalization, decomposed RMSNorm.
 void raiseNorms(RaiseContext &context);
 /// Embedding Gathers; MatMul/Gemm with constant weights (and biases) into
