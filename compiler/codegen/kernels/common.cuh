@@ -24,6 +24,11 @@
   extern __shared__ type sitsDynamicShared[];                                  \
   type *name = sitsDynamicShared
 #endif
+/// Checks (in the CPU emulator) that a vector access is aligned; free on the
+/// GPU, where a misaligned access faults anyway.
+#ifndef SITS_ASSERT_ALIGNED
+#define SITS_ASSERT_ALIGNED(pointer, bytes)
+#endif
 
 namespace sits {
 
@@ -126,6 +131,7 @@ __device__ __forceinline__ void load16(const typename T::Storage *p,
 /// Loads `N` consecutive f32 (N a multiple of 4, `p` 16-byte aligned).
 template <int N>
 __device__ __forceinline__ void loadFloats(const float *p, float *out) {
+  SITS_ASSERT_ALIGNED(p, 16);
   for (int e = 0; e < N; e += 4) {
     float4 v = *reinterpret_cast<const float4 *>(p + e);
     out[e] = v.x;

@@ -34,6 +34,9 @@ __device__ void add(const float *__restrict__ lhs,
   forEachOfFour<Cfg::kVec4>(
       static_cast<long>(tokens) * Cfg::kWidth, [&](long e, bool four) {
         if (four) {
+          SITS_ASSERT_ALIGNED(lhs + e, 16);
+          SITS_ASSERT_ALIGNED(rhs + e, 16);
+          SITS_ASSERT_ALIGNED(out + e, 16);
           float4 a = *reinterpret_cast<const float4 *>(lhs + e);
           float4 b = *reinterpret_cast<const float4 *>(rhs + e);
           float4 sum;

@@ -1,0 +1,459 @@
+//===- emulation.h - Runs the generated CUDA kernels on the CPU -*- C++ -*-===//
+//
+// Force-included (g++ -include) when sits-emulate compiles the generated
+// CUDA source as host C++ with -DSITS_EMULATE. It provides the CUDA
+// built-ins the kernel library uses and runs every thread of a block as a
+// fiber: __syncthreads and the warp shuffles switch fibers, so block and
+// warp synchronization behave as on the GPU, and a kernel that would hang
+// or read a lane that has exited is reported instead.
+//
+// Checks a GPU would not make: 16-byte loads must be 16-byte aligned;
+// dynamic shared memory starts as NaN; threads of a block that wait at
+// different barriers are an error.
+//
+// Header-only: it is compiled once, into the kernels' shared object, which
+// exports sits_emu_launch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_CODEGEN_EMULATION_H
+#define SITS_CODEGEN_EMULATION_H
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+//===----------------------------------------------------------------------===//
+// CUDA keywords and types
+//===----------------------------------------------------------------------===//
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+
+namespace sits_emu {
+
+//===----------------------------------------------------------------------===//
+// Fibers
+//===----------------------------------------------------------------------===//
+
+enum class FiberState { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
+
+struct Fiber {
+#if defined(__x86_64__)
+  void *stackPointer = nullptr;
+#else
+  ucontext_t context;
+#endif
+  char *stack = nullptr;
+  dim3 threadIndex;
+  unsigned linear = 0;
+  FiberState state = FiberState::Runnable;
+};
+
+struct Launch {
+  void (*kernel)(void **) = nullptr;
+  void **args = nullptr;
+  dim3 gridSize, blockSize, blockIndex;
+  std::vector<Fiber> fibers;
+  std::vector<uint64_t> warpSlots; ///< one per thread, for shuffles
+  std::vector<char> dynamicShared;
+  Fiber *current = nullptr;
+#if defined(__x86_64__)
+  void *schedulerStackPointer = nullptr;
+#else
+  ucontext_t scheduler;
+#endif
+  std::string error;
+};
+
+inline Launch *activeLaunch = nullptr;
+constexpr size_t kStackBytes = 256 * 1024;
+
+inline Launch &launch() { return *activeLaunch; }
+inline Fiber &current() { return *launch().current; }
+
+#if defined(__x86_64__)
+// Saves the callee-saved registers, the SSE and x87 control words and the
+// stack pointer of the running context in *save, and resumes the context
+// whose stack pointer is `next`.
+extern "C" void sits_emu_switch(void **save, void *next);
+asm(R"(
+  .text
+  .p2align 4
+  .globl sits_emu_switch
+  .hidden sits_emu_switch
+  .type sits_emu_switch,@function
+sits_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size sits_emu_switch, .-sits_emu_switch
+)");
+#endif
+
+/// Runs the kernel in the current fiber, then returns to the scheduler.
+[[noreturn]] inline void fiberMain() {
+  Launch &l = launch();
+  l.kernel(l.args);
+  l.current->state = FiberState::Done;
+#if defined(__x86_64__)
+  void *unused;
+  sits_emu::sits_emu_switch(&unused, l.schedulerStackPointer);
+#else
+  setcontext(&l.scheduler);
+#endif
+  std::abort();
+}
+
+inline void startFiber(Fiber &fiber) {
+#if defined(__x86_64__)
+  // The stack as sits_emu_switch leaves it: control words, six registers,
+  // then the return address (fiberMain), 16-byte aligned as at a call.
+  uintptr_t top = reinterpret_cast<uintptr_t>(fiber.stack + kStackBytes) & ~uintptr_t(15);
+  uint64_t *slot = reinterpret_cast<uint64_t *>(top - 16);
+  slot[0] = reinterpret_cast<uint64_t>(&fiberMain);
+  slot[1] = 0;
+  uint64_t *registers = slot - 6;
+  for (int i = 0; i < 6; ++i)
+    registers[i] = 0;
+  uint32_t *controls = reinterpret_cast<uint32_t *>(registers - 1);
+  controls[0] = 0x1f80; // MXCSR: round to nearest, exceptions masked
+  controls[1] = 0x037f; // x87 control word
+  fiber.stackPointer = registers - 1;
+#else
+  getcontext(&fiber.context);
+  fiber.context.uc_stack.ss_sp = fiber.stack;
+  fiber.context.uc_stack.ss_size = kStackBytes;
+  fiber.context.uc_link = nullptr;
+  makecontext(&fiber.context, reinterpret_cast<void (*)()>(&fiberMain), 0);
+#endif
+}
+
+inline void resume(Fiber &fiber) {
+  Launch &l = launch();
+  l.current = &fiber;
+#if defined(__x86_64__)
+  sits_emu_switch(&l.schedulerStackPointer, fiber.stackPointer);
+#else
+  swapcontext(&l.scheduler, &fiber.context);
+#endif
+  l.current = nullptr;
+}
+
+/// Parks the running fiber in `state` and returns to the scheduler.
+inline void yield(FiberState state) {
+  Launch &l = launch();
+  Fiber &fiber = *l.current;
+  fiber.state = state;
+#if defined(__x86_64__)
+  sits_emu_switch(&fiber.stackPointer, l.schedulerStackPointer);
+#else
+  swapcontext(&fiber.context, &l.scheduler);
+#endif
+}
+
+inline void fail(const std::string &message) {
+  Launch &l = launch();
+  if (l.error.empty())
+    l.error = message;
+}
+
+/// Runs one block: every fiber until it waits or ends, then releases the
+/// barriers whose threads have all arrived, until every thread is done.
+inline bool runBlock(Launch &l) {
+  const unsigned threads = static_cast<unsigned>(l.fibers.size());
+  for (Fiber &fiber : l.fibers) {
+    fiber.state = FiberState::Runnable;
+    startFiber(fiber);
+  }
+  while (true) {
+    bool ran = false;
+    for (Fiber &fiber : l.fibers)
+      if (fiber.state == FiberState::Runnable) {
+        resume(fiber);
+        ran = true;
+      }
+    if (!l.error.empty())
+      return false;
+    unsigned done = 0, atBlock = 0;
+    for (const Fiber &fiber : l.fibers) {
+      done += fiber.state == FiberState::Done;
+      atBlock += fiber.state == FiberState::AtBlockBarrier;
+    }
+    if (done == threads)
+      return true;
+    bool released = false;
+    if (atBlock > 0 && atBlock + done == threads) {
+      for (Fiber &fiber : l.fibers)
+        if (fiber.state == FiberState::AtBlockBarrier)
+          fiber.state = FiberState::Runnable;
+      released = true;
+    }
+    for (unsigned w = 0; w * 32 < threads; ++w) {
+      unsigned end = std::min(threads, (w + 1) * 32), waiting = 0, live = 0;
+      for (unsigned t = w * 32; t < end; ++t) {
+        live += l.fibers[t].state != FiberState::Done;
+        waiting += l.fibers[t].state == FiberState::AtWarpBarrier;
+      }
+      if (waiting > 0 && waiting == live) {
+        for (unsigned t = w * 32; t < end; ++t)
+          if (l.fibers[t].state == FiberState::AtWarpBarrier)
+            l.fibers[t].state = FiberState::Runnable;
+        released = true;
+      }
+    }
+    if (!released && !ran) {
+      l.error = "deadlock in block (" + std::to_string(l.blockIndex.x) + ", " +
+                std::to_string(l.blockIndex.y) + ", " +
+                std::to_string(l.blockIndex.z) +
+                "): threads wait at different barriers (__syncthreads or a "
+                "warp shuffle in divergent code)";
+      return false;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Built-ins
+//===----------------------------------------------------------------------===//
+
+inline void syncthreads() { yield(FiberState::AtBlockBarrier); }
+inline void syncwarp() { yield(FiberState::AtWarpBarrier); }
+
+template <class T> T shuffle(unsigned mask, T value, int sourceLane) {
+  static_assert(sizeof(T) <= 8, "shuffles move 4 or 8 bytes");
+  Launch &l = launch();
+  Fiber &self = current();
+  if (mask != 0xffffffffu)
+    fail("the emulator only runs full-warp shuffles");
+  unsigned warpBase = self.linear / 32 * 32;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  l.warpSlots[self.linear] = bits;
+  syncwarp();
+  unsigned source = warpBase + (static_cast<unsigned>(sourceLane) & 31u);
+  if (source >= l.fibers.size() || l.fibers[source].state == FiberState::Done)
+    fail("a warp shuffle reads lane " + std::to_string(sourceLane & 31) +
+         " of warp " + std::to_string(warpBase / 32) +
+         ", which has exited or does not exist");
+  bits = source < l.warpSlots.size() ? l.warpSlots[source] : 0;
+  syncwarp(); // nobody overwrites a slot before every lane has read it
+  T result;
+  std::memcpy(&result, &bits, sizeof(T));
+  return result;
+}
+
+template <class T> T arg(void *slot) {
+  T value;
+  std::memcpy(&value, slot, sizeof(T));
+  return value;
+}
+
+inline void *dynamicShared() { return launch().dynamicShared.data(); }
+
+inline float halfToFloat(uint16_t bits) {
+  uint32_t sign = (bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1f,
+           mantissa = bits & 0x3ffu, out;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      out = sign;
+    } else {
+      int shift = 0;
+      while (!(mantissa & 0x400u)) {
+        mantissa <<= 1;
+        ++shift;
+      }
+      out = sign | ((113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else if (exponent == 31) {
+    out = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    out = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  }
+  float value;
+  std::memcpy(&value, &out, 4);
+  return value;
+}
+
+inline uint16_t floatToHalf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7e00u);
+  if (magnitude >= 0x477ff000u) // rounds to 65520 or more: infinity
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) { // subnormal half (or zero)
+    float scaled;
+    float absolute;
+    std::memcpy(&absolute, &magnitude, 4);
+    scaled = absolute * 16777216.0f; // 2^24: units of the smallest subnormal
+    uint32_t units = static_cast<uint32_t>(std::nearbyint(scaled));
+    return static_cast<uint16_t>(sign | units);
+  }
+  uint32_t mantissa = magnitude & 0x7fffffu;
+  uint32_t exponent = (magnitude >> 23) - 112;
+  uint32_t half = (exponent << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+    ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+} // namespace sits_emu
+
+#define threadIdx (::sits_emu::current().threadIndex)
+#define blockIdx (::sits_emu::launch().blockIndex)
+#define blockDim (::sits_emu::launch().blockSize)
+#define gridDim (::sits_emu::launch().gridSize)
+
+inline void __syncthreads() { sits_emu::syncthreads(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { sits_emu::syncwarp(); }
+template <class T> T __shfl_sync(unsigned mask, T value, int lane, int = 32) {
+  return sits_emu::shuffle(mask, value, lane);
+}
+template <class T>
+T __shfl_xor_sync(unsigned mask, T value, int laneMask, int = 32) {
+  return sits_emu::shuffle(
+      mask, value, static_cast<int>(sits_emu::current().linear % 32) ^ laneMask);
+}
+template <class T>
+T __shfl_down_sync(unsigned mask, T value, unsigned delta, int = 32) {
+  unsigned lane = sits_emu::current().linear % 32;
+  T shifted = sits_emu::shuffle(mask, value, static_cast<int>(std::min(31u, lane + delta)));
+  return lane + delta < 32 ? shifted : value;
+}
+
+template <class T> T __ldg(const T *pointer) {
+  if (reinterpret_cast<uintptr_t>(pointer) % alignof(T) != 0) {
+    std::fprintf(stderr, "sits-emulate: %zu-byte load at misaligned %p\n",
+                 alignof(T), static_cast<const void *>(pointer));
+    std::abort();
+  }
+  return *pointer;
+}
+
+#define SITS_DYNAMIC_SHARED(type, name)                                        \
+  type *name = reinterpret_cast<type *>(::sits_emu::dynamicShared())
+// A misaligned vector access faults on the GPU: stop at once.
+#define SITS_ASSERT_ALIGNED(pointer, bytes)                                    \
+  do {                                                                         \
+    if (reinterpret_cast<uintptr_t>(pointer) % (bytes) != 0) {                 \
+      std::fprintf(stderr, "sits-emulate: %d-byte access at misaligned %p "     \
+                           "(%s:%d)\n",                                        \
+                   (bytes), static_cast<const void *>(pointer), __FILE__,      \
+                   __LINE__);                                                  \
+      std::abort();                                                            \
+    }                                                                          \
+  } while (0)
+
+inline float __uint_as_float(unsigned bits) {
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+inline float __int_as_float(int bits) {
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+inline unsigned __float_as_uint(float value) {
+  unsigned bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline long min(long a, long b) { return a < b ? a : b; }
+inline long max(long a, long b) { return a > b ? a : b; }
+
+/// Runs `kernel` (a generated __emulate wrapper) over the grid. Returns 0,
+/// or 1 with the reason in `error` (NUL-terminated, `errorBytes` long).
+extern "C" __attribute__((visibility("default"))) int
+sits_emu_launch(void (*kernel)(void **), const unsigned grid[3],
+                const unsigned block[3], unsigned sharedBytes, void **args,
+                char *error, unsigned errorBytes) {
+  sits_emu::Launch l;
+  l.kernel = kernel;
+  l.args = args;
+  l.gridSize = {grid[0], grid[1], grid[2]};
+  l.blockSize = {block[0], block[1], block[2]};
+  unsigned threads = block[0] * block[1] * block[2];
+  l.fibers.resize(threads);
+  l.warpSlots.assign(threads, 0);
+  // Fiber stacks, kept between launches (never touched until used).
+  static std::unique_ptr<char[]> stacks;
+  static unsigned stackCount = 0;
+  if (stackCount < threads) {
+    stacks.reset(new char[static_cast<size_t>(threads) * sits_emu::kStackBytes]);
+    stackCount = threads;
+  }
+  for (unsigned t = 0; t < threads; ++t) {
+    sits_emu::Fiber &fiber = l.fibers[t];
+    fiber.stack = stacks.get() + static_cast<size_t>(t) * sits_emu::kStackBytes;
+    fiber.linear = t;
+    fiber.threadIndex = {t % block[0], t / block[0] % block[1],
+                       t / (block[0] * block[1])};
+  }
+  sits_emu::activeLaunch = &l;
+  bool ok = true;
+  for (unsigned z = 0; ok && z < grid[2]; ++z)
+    for (unsigned y = 0; ok && y < grid[1]; ++y)
+      for (unsigned x = 0; ok && x < grid[0]; ++x) {
+        l.blockIndex = {x, y, z};
+        // Uninitialized shared memory reads as NaN, not as zeros.
+        l.dynamicShared.assign(sharedBytes, static_cast<char>(0xff));
+        ok = sits_emu::runBlock(l);
+      }
+  sits_emu::activeLaunch = nullptr;
+  if (ok)
+    return 0;
+  std::snprintf(error, errorBytes, "%s", l.error.c_str());
+  return 1;
+}
+
+#endif // SITS_CODEGEN_EMULATION_H
