@@ -87,6 +87,9 @@ struct Session::Impl {
   void stepTail(uint32_t batch, bool sample);
   void decodeStep(uint32_t bucket);
   uint32_t bucketFor(uint32_t batch) const;
+  uint32_t prefill(const std::vector<std::vector<int32_t>> &prompts,
+                   bool sampleLast);
+  void resetSequences(uint32_t batch, const SamplingParams &sampling);
 };
 
 Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
@@ -347,6 +350,67 @@ void Session::Impl::decodeStep(uint32_t bucket) {
             "launching the decode graph");
 }
 
+/// Fresh state for a request: empty cache, RNG step 0, and `sampling` for
+/// the first `batch` sequences (greedy for the rest).
+void Session::Impl::resetSequences(uint32_t batch,
+                                   const SamplingParams &sampling) {
+  const uint32_t maxBatch = config.maxBatch;
+  std::vector<runtime::DeviceSamplingParams> sp(maxBatch);
+  for (uint32_t b = 0; b < maxBatch; ++b) {
+    sp[b] = {0.0f, 0, 1.0f, 0, 0};
+    if (b < batch)
+      sp[b] = {sampling.temperature, sampling.topK, sampling.topP, 0,
+               sampling.seed};
+  }
+  checkCuda(cudaMemsetAsync(pastLengths, 0, maxBatch * 4, stream),
+            "resetting lengths");
+  checkCuda(cudaMemsetAsync(rngStep, 0, 8, stream), "resetting the RNG");
+  checkCuda(cudaMemcpyAsync(samplingParams, sp.data(),
+                            sp.size() * sizeof(sp[0]), cudaMemcpyHostToDevice,
+                            stream),
+            "uploading sampling parameters");
+}
+
+/// Prefills `prompts` in chunks of at most max_prefill_tokens per sequence,
+/// arranged so that every sequence's last prompt token is in the final
+/// chunk (whose logits are sampled when `sampleLast`); a sequence with
+/// nothing in a chunk has length 0. Returns the number of chunks.
+uint32_t Session::Impl::prefill(const std::vector<std::vector<int32_t>> &prompts,
+                                bool sampleLast) {
+  const uint32_t batch = static_cast<uint32_t>(prompts.size());
+  const uint32_t maxBatch = config.maxBatch;
+  std::vector<uint32_t> promptLengths;
+  for (const auto &p : prompts)
+    promptLengths.push_back(static_cast<uint32_t>(p.size()));
+  const std::vector<std::vector<uint32_t>> counts =
+      runtime::planPrefillChunks(promptLengths, config.maxPrefillTokens);
+  const uint32_t chunks = static_cast<uint32_t>(counts.size());
+  std::vector<uint32_t> done(batch, 0);
+  std::vector<int32_t> stepLengthsHost(maxBatch, 0);
+  for (uint32_t c = 0; c < chunks; ++c) {
+    uint32_t seq = *std::max_element(counts[c].begin(), counts[c].end());
+    std::vector<int32_t> ids(uint64_t(batch) * seq, 0);
+    for (uint32_t b = 0; b < batch; ++b) {
+      std::copy_n(prompts[b].begin() + done[b], counts[c][b],
+                  ids.begin() + uint64_t(b) * seq);
+      done[b] += counts[c][b];
+      stepLengthsHost[b] = static_cast<int32_t>(counts[c][b]);
+    }
+    checkCuda(cudaMemcpyAsync(tokenIds, ids.data(), ids.size() * 4,
+                              cudaMemcpyHostToDevice, stream),
+              "uploading prompt tokens");
+    checkCuda(cudaMemcpyAsync(stepLengths, stepLengthsHost.data(),
+                              maxBatch * 4, cudaMemcpyHostToDevice, stream),
+              "uploading step lengths");
+    run(prepare(prefillProgram, batch, seq));
+    stepTail(batch, sampleLast && c + 1 == chunks);
+    // Pageable uploads are staged before the call returns, but the next
+    // chunk's ids must not race this chunk's kernels reading tokenIds.
+    checkCuda(cudaStreamSynchronize(stream), "running the prefill");
+  }
+  return chunks;
+}
+
 //===----------------------------------------------------------------------===//
 // Session
 //===----------------------------------------------------------------------===//
@@ -420,60 +484,13 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
   stats.bucket = bucket;
   stats.cudaGraph = s.options.useCudaGraphs;
 
-  // Fresh state: empty cache, RNG step 0, this request's sampling values.
-  std::vector<runtime::DeviceSamplingParams> sp(maxBatch);
-  for (uint32_t b = 0; b < maxBatch; ++b) {
-    sp[b] = {0.0f, 0, 1.0f, 0, 0};
-    if (b < batch)
-      sp[b] = {params.sampling.temperature, params.sampling.topK,
-               params.sampling.topP, 0, params.sampling.seed};
-  }
-  checkCuda(cudaMemsetAsync(s.pastLengths, 0, maxBatch * 4, s.stream),
-            "resetting lengths");
-  checkCuda(cudaMemsetAsync(s.rngStep, 0, 8, s.stream), "resetting the RNG");
-  checkCuda(cudaMemcpyAsync(s.samplingParams, sp.data(),
-                            sp.size() * sizeof(sp[0]), cudaMemcpyHostToDevice,
-                            s.stream),
-            "uploading sampling parameters");
-
-  // Prefill in chunks of at most max_prefill_tokens per sequence, arranged
-  // so that every sequence's last prompt token is in the final chunk (whose
-  // logits are sampled); a sequence with nothing in a chunk has length 0.
-  std::vector<uint32_t> promptLengths;
-  for (const auto &p : prompts) {
-    promptLengths.push_back(static_cast<uint32_t>(p.size()));
+  s.resetSequences(batch, params.sampling);
+  for (const auto &p : prompts)
     stats.promptTokens += static_cast<uint32_t>(p.size());
-  }
-  const std::vector<std::vector<uint32_t>> counts =
-      runtime::planPrefillChunks(promptLengths, config.maxPrefillTokens);
-  const uint32_t chunks = static_cast<uint32_t>(counts.size());
-
   auto start = std::chrono::steady_clock::now();
-  std::vector<uint32_t> done(batch, 0);
-  std::vector<int32_t> stepLengths(maxBatch, 0);
-  for (uint32_t c = 0; c < chunks; ++c) {
-    uint32_t seq = *std::max_element(counts[c].begin(), counts[c].end());
-    std::vector<int32_t> ids(uint64_t(batch) * seq, 0);
-    for (uint32_t b = 0; b < batch; ++b) {
-      std::copy_n(prompts[b].begin() + done[b], counts[c][b],
-                  ids.begin() + uint64_t(b) * seq);
-      done[b] += counts[c][b];
-      stepLengths[b] = static_cast<int32_t>(counts[c][b]);
-    }
-    checkCuda(cudaMemcpyAsync(s.tokenIds, ids.data(), ids.size() * 4,
-                              cudaMemcpyHostToDevice, s.stream),
-              "uploading prompt tokens");
-    checkCuda(cudaMemcpyAsync(s.stepLengths, stepLengths.data(), maxBatch * 4,
-                              cudaMemcpyHostToDevice, s.stream),
-              "uploading step lengths");
-    s.run(s.prepare(s.prefillProgram, batch, seq));
-    s.stepTail(batch, c + 1 == chunks);
-    // Pageable uploads are staged before the call returns, but the next
-    // chunk's ids must not race this chunk's kernels reading tokenIds.
-    checkCuda(cudaStreamSynchronize(s.stream), "running the prefill");
-  }
-  stats.prefillChunks = chunks;
+  stats.prefillChunks = s.prefill(prompts, true);
   stats.prefillMs = msSince(start);
+  std::vector<int32_t> stepLengths(maxBatch, 0);
 
   std::vector<uint32_t> lengths(batch);
   std::vector<bool> active(batch, true);
@@ -549,6 +566,74 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
   checkCuda(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo");
   stats.deviceUsedBytes = totalBytes - freeBytes;
   stats.deviceTotalBytes = totalBytes;
+  return result;
+}
+
+std::vector<std::vector<std::vector<float>>>
+Session::scoreTokens(const std::vector<std::vector<int32_t>> &sequences,
+                     uint32_t prefillTokens) {
+  Impl &s = *state;
+  const format::RuntimeConfig &config = s.config;
+  GenerateParams greedy; // checks ids and lengths; sampling stays greedy
+  checkRequest(config, sequences, greedy);
+  size_t longest = 0;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    if (prefillTokens < 1 || sequences[i].size() < prefillTokens)
+      throw Error(ErrorCode::InvalidArgument,
+                  "sequence " + std::to_string(i) + " has " +
+                      std::to_string(sequences[i].size()) +
+                      " tokens, fewer than the " +
+                      std::to_string(prefillTokens) + " to prefill");
+    longest = std::max(longest, sequences[i].size());
+  }
+  checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
+  const uint32_t batch = static_cast<uint32_t>(sequences.size());
+  const uint32_t bucket = s.bucketFor(batch);
+  const uint32_t maxBatch = config.maxBatch;
+  const uint64_t vocab = config.vocabSize;
+
+  std::vector<std::vector<std::vector<float>>> result(batch);
+  std::vector<float> host(uint64_t(batch) * vocab);
+  auto collect = [&](const std::vector<bool> &active) {
+    checkCuda(cudaMemcpyAsync(host.data(), s.logits, host.size() * 4,
+                              cudaMemcpyDeviceToHost, s.stream),
+              "copying logits to the host");
+    checkCuda(cudaStreamSynchronize(s.stream), "scoring a step");
+    for (uint32_t b = 0; b < batch; ++b)
+      if (active[b])
+        result[b].emplace_back(host.begin() + b * vocab,
+                               host.begin() + (b + 1) * vocab);
+  };
+
+  s.resetSequences(batch, greedy.sampling);
+  std::vector<std::vector<int32_t>> prefixes;
+  for (const auto &sequence : sequences)
+    prefixes.emplace_back(sequence.begin(), sequence.begin() + prefillTokens);
+  s.prefill(prefixes, true);
+  collect(std::vector<bool>(batch, true));
+
+  std::vector<int32_t> stepLengths(maxBatch, 0), ids(bucket, 0);
+  std::vector<bool> active(batch);
+  for (size_t position = prefillTokens; position < longest; ++position) {
+    if (position + 1 > config.maxSeqLen)
+      throw Error(ErrorCode::KVCacheFull,
+                  "KV cache full: scoring " + std::to_string(longest) +
+                      " tokens needs a capacity of at least that");
+    for (uint32_t b = 0; b < batch; ++b) {
+      active[b] = position < sequences[b].size();
+      stepLengths[b] = active[b] ? 1 : 0;
+      ids[b] = active[b] ? sequences[b][position] : 0;
+    }
+    // The forced tokens replace what the previous step sampled.
+    checkCuda(cudaMemcpyAsync(s.stepLengths, stepLengths.data(), maxBatch * 4,
+                              cudaMemcpyHostToDevice, s.stream),
+              "uploading step lengths");
+    checkCuda(cudaMemcpyAsync(s.tokenIds, ids.data(), bucket * 4,
+                              cudaMemcpyHostToDevice, s.stream),
+              "uploading forced tokens");
+    s.decodeStep(bucket);
+    collect(active);
+  }
   return result;
 }
 

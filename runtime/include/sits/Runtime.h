@@ -177,6 +177,18 @@ public:
                     callback);
   }
 
+  /// Teacher-forced logits, for checking an engine against a reference:
+  /// prefills the first `prefillTokens` tokens of every sequence, then feeds
+  /// each following token with one decode step (replaying the CUDA graph
+  /// when the session uses graphs), so that both programs and the graphs
+  /// are exercised. result[s][p] holds the `vocab` logits after token
+  /// `prefillTokens - 1 + p` of sequence s (its prediction of the next
+  /// token). Sequences may differ in length: a finished one idles with step
+  /// length 0. The KV cache starts empty.
+  std::vector<std::vector<std::vector<float>>>
+  scoreTokens(const std::vector<std::vector<int32_t>> &sequences,
+              uint32_t prefillTokens = 1);
+
   /// Bytes this session holds on the GPU (KV cache, activations, I/O).
   uint64_t deviceBytes() const;
   /// Decode graphs captured so far (one per bucket used).
