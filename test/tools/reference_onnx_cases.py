@@ -337,7 +337,9 @@ def case_concat_split(rng):
         sizes = np.diff([0] + [int(c) for c in cuts] + [length]).astype(np.int64)
         return one_node_case(rng, "Split %s axis=%d split=%s" % (shape, axis, list(sizes)), "Split",
                              [x, sizes], {"axis": axis}, num_outputs=len(sizes))
-    count = int(rng.integers(1, length + 1))
+    # Parts of ceil(length / count), the last one smaller but not negative.
+    counts = [c for c in range(1, length + 1) if length - -(-length // c) * (c - 1) >= 0]
+    count = int(rng.choice(counts))
     return one_node_case(rng, "Split %s axis=%d num_outputs=%d" % (shape, axis, count), "Split",
                          [x], {"axis": axis, "num_outputs": count}, num_outputs=count)
 
