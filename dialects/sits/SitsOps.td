@@ -295,8 +295,9 @@ def Sits_AttentionOp : Sits_Op<"attention", [Pure, AttrSizedOperandSegments]> {
       true for an `i1` mask; a float mask is added to the score instead.
 
     `score = scale * q.k`, then `softcap * tanh(score / softcap)` when
-    `softcap` is set, then softmax over the visible keys (in f32), then the
-    weighted sum of `value`. A row with no visible key yields zeros.
+    `softcap` is set, then a float mask is added (after the softcap, so a
+    `-inf` stays `-inf`), then softmax over the visible keys (in f32), then
+    the weighted sum of `value`. A row with no visible key yields zeros.
   }];
   let arguments = (ins Sits_FloatTensor:$query, Sits_FloatTensor:$key,
                        Sits_FloatTensor:$value,
