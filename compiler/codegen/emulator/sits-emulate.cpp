@@ -141,8 +141,20 @@ void writeFile(const std::string &path, const std::string &text) {
     die("cannot write " + path);
 }
 
-/// Compiles `cudaPath` into a shared object in `dir` and returns its path.
+/// Compiles `cudaPath` into a shared object and returns its path. The object
+/// is kept next to the source (KERNELS.cu.emulate.so) and reused while it
+/// is newer than the source: compiling takes seconds, a test runs the same
+/// kernels many times.
 std::string compileKernels(const std::string &cudaPath, const std::string &dir) {
+  std::string cached = cudaPath + ".emulate.so";
+  struct stat source, compiled;
+  if (stat(cudaPath.c_str(), &source) != 0)
+    die("cannot read " + cudaPath);
+  if (stat(cached.c_str(), &compiled) == 0 &&
+      (compiled.st_mtim.tv_sec > source.st_mtim.tv_sec ||
+       (compiled.st_mtim.tv_sec == source.st_mtim.tv_sec &&
+        compiled.st_mtim.tv_nsec > source.st_mtim.tv_nsec)))
+    return cached;
   mkdir((dir + "/sits").c_str(), 0700);
   size_t count = 0;
   const codegen::KernelHeader *headers = codegen::getKernelHeaders(&count);
@@ -168,6 +180,9 @@ std::string compileKernels(const std::string &cudaPath, const std::string &dir) 
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     die("the host compiler could not compile " + cudaPath);
+  // Keep it for the next run when the source's folder is writable.
+  if (std::rename(object.c_str(), cached.c_str()) == 0)
+    return cached;
   return object;
 }
 
@@ -456,7 +471,7 @@ int main(int argc, char **argv) {
   std::string dir = dirTemplate;
   std::string object = compileKernels(options.cuda, dir);
   Emulator emulator(options, object);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  std::system(("rm -rf '" + dir + "'").c_str()); // the object stays mapped
 
   const auto &prompts = options.tokens;
   uint32_t batch = static_cast<uint32_t>(prompts.size());

@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Checks compiled engines of the shared test models against their references.
+
+For every model folder (model.onnx, test_data_set_0/{input,output}_0.pb,
+greedy.json) and every weight type it compiles an engine with sitsc, then with
+a runner (sits-score on a GPU, or sits-emulate on the CPU; both take the same
+arguments) it checks:
+
+  logits    teacher-forced logits at every position (prefill 1 token then
+            decode, prefill half then decode, prefill all in two chunks)
+            against output_0.pb: max abs error < 1e-3 (fp32), 2e-2 (fp16/bf16)
+  greedy    the 48 tokens of greedy.json from its prompt (required for fp32,
+            and for fp16 where --fp16-greedy names the model)
+  batch     the same prompt batched with a shorter one (right-padded prefill,
+            a padded decode bucket) gives the same tokens
+  graph     (GPU) CUDA-graph and direct launches give identical tokens, greedy
+            and sampled
+  seeded    (GPU) sampling with a seed twice gives identical tokens
+
+It prints a summary table and exits non-zero if any check fails.
+
+  check_models.py --sitsc sitsc --runner sits-score --work DIR MODEL_DIR...
+  check_models.py --sitsc sitsc --runner sits-emulate --emulate --work DIR ...
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2, "bf16": 2e-2}
+# Small engines: the tests use at most 12 + 48 tokens and 2 sequences. A
+# prefill chunk of 8 tokens makes the 12-token prompts prefill in two chunks.
+ENGINE_OPTIONS = ["--max-seq-len=128", "--max-batch=4",
+                  "--max-prefill-tokens=8", "--batch-buckets=1,2,4"]
+
+
+class Failure(Exception):
+    pass
+
+
+def run(command, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        raise Failure("`%s` failed (exit %d): %s" % (
+            " ".join(os.path.basename(c) if i == 0 else c
+                     for i, c in enumerate(command)),
+            result.returncode, (result.stderr or result.stdout).strip()[-2000:]))
+    return result.stdout
+
+
+def tokens_arg(rows):
+    return ";".join(",".join(str(int(t)) for t in row) for row in rows)
+
+
+def parse_tokens(output, count):
+    rows = {}
+    for line in output.splitlines():
+        if line.startswith("tokens["):
+            index = int(line[len("tokens["):line.index("]")])
+            rows[index] = [int(t) for t in line.split(":", 1)[1].split()]
+    if sorted(rows) != list(range(count)):
+        raise Failure("the runner printed no tokens for every sequence:\n" +
+                      output[-1000:])
+    return [rows[i] for i in range(count)]
+
+
+class Model:
+    def __init__(self, folder):
+        self.folder = folder
+        self.name = os.path.basename(os.path.normpath(folder))
+        data = os.path.join(folder, "test_data_set_0")
+        self.inputs = numpy_helper.to_array(
+            onnx.load_tensor(os.path.join(data, "input_0.pb")))
+        self.outputs = numpy_helper.to_array(
+            onnx.load_tensor(os.path.join(data, "output_0.pb")))
+        with open(os.path.join(folder, "greedy.json")) as f:
+            greedy = json.load(f)
+        self.prompt = greedy["prompt"]
+        self.greedy = greedy["greedy"]
+
+
+class Checker:
+    def __init__(self, args):
+        self.args = args
+        self.rows = []
+        self.failed = False
+
+    def engine_paths(self, model, dtype):
+        base = os.path.join(self.args.work, "%s-%s" % (model.name, dtype))
+        return base + ".sits", base + ".cu"
+
+    def compile(self, model, dtype):
+        engine, cuda = self.engine_paths(model, dtype)
+        command = [self.args.sitsc, os.path.join(model.folder, "model.onnx"),
+                   "--dtype=" + dtype,
+                   "--target=" + self.args.target] + ENGINE_OPTIONS
+        run(command + ["-o", engine, "--force"])
+        if self.args.emulate:
+            with open(cuda, "w") as out:
+                out.write(run(command + ["--emit=cuda"]))
+
+    def runner(self, model, dtype, mode, *extra):
+        engine, cuda = self.engine_paths(model, dtype)
+        command = [self.args.runner, engine]
+        if self.args.emulate:
+            command += ["--cuda", cuda, "--poison"]
+        return run(command + [mode] + list(extra))
+
+    def score(self, model, dtype, prefill):
+        out = os.path.join(self.args.work, "%s-%s-p%d.npy" % (
+            model.name, dtype, prefill))
+        self.runner(model, dtype, "score", "--tokens",
+                    tokens_arg(model.inputs), "--prefill", str(prefill),
+                    "--out", out)
+        return np.load(out)
+
+    def generate(self, model, dtype, prompts, count, *extra):
+        output = self.runner(model, dtype, "generate", "--tokens",
+                             tokens_arg(prompts), "--max-new-tokens",
+                             str(count), *extra)
+        return parse_tokens(output, len(prompts))
+
+    def check(self, model, dtype):
+        row = {"model": model.name, "dtype": dtype}
+        problems = []
+        # Logits: every position, through three prefill/decode splits.
+        length = model.inputs.shape[1]
+        worst = 0.0
+        for prefill in sorted({1, length // 2, length}):
+            got = self.score(model, dtype, prefill)
+            want = model.outputs[:, prefill - 1:, :]
+            if got.shape != want.shape:
+                raise Failure("logits of shape %s, expected %s" % (
+                    got.shape, want.shape))
+            errors = np.abs(got.astype(np.float64) - want).max(axis=(0, 2))
+            if not np.all(np.isfinite(errors)):
+                problems.append("non-finite logits (prefill %d)" % prefill)
+            worst = max(worst, float(np.nanmax(errors)))
+            for position, error in enumerate(errors):
+                if not error < TOLERANCE[dtype]:
+                    problems.append("position %d (prefill %d): error %.3g" % (
+                        prefill - 1 + position, prefill, error))
+                    break
+        row["logits"] = "%.2e" % worst
+
+        # Greedy: the reference stream, alone and batched with a shorter
+        # prompt (padding in prefill and in the decode bucket).
+        count = self.args.greedy_tokens
+        want = model.greedy[:count]
+        single = self.generate(model, dtype, [model.prompt], count)[0]
+        matched = next((i for i, (a, b) in enumerate(zip(single, want))
+                        if a != b), len(want))
+        row["greedy"] = "%d/%d" % (matched, len(want))
+        required = dtype == "fp32" or model.name in self.args.fp16_greedy
+        if matched < len(want) and required:
+            problems.append("greedy token %d is %d, expected %d" % (
+                matched, single[matched], want[matched]))
+        short = list(model.inputs[1][:5])
+        batched = self.generate(model, dtype, [model.prompt, short], count)
+        alone = self.generate(model, dtype, [short], count)[0]
+        row["batch"] = "ok" if batched == [single, alone] else "DIFFERS"
+        if batched != [single, alone]:
+            problems.append("a batch of two prompts gives other tokens than "
+                            "each prompt alone")
+
+        if not self.args.emulate:
+            direct = self.generate(model, dtype, [model.prompt, short], count,
+                                   "--no-cuda-graph")
+            sampled = ["--temperature", "0.8", "--top-k", "40", "--top-p",
+                       "0.95", "--seed", "1234"]
+            first = self.generate(model, dtype, [model.prompt, short], count,
+                                  *sampled)
+            again = self.generate(model, dtype, [model.prompt, short], count,
+                                  *sampled)
+            first_direct = self.generate(model, dtype, [model.prompt, short],
+                                         count, *sampled, "--no-cuda-graph")
+            row["graph"] = "ok" if direct == batched and \
+                first_direct == first else "DIFFERS"
+            if direct != batched:
+                problems.append("greedy tokens differ with and without CUDA "
+                                "graphs")
+            if first_direct != first:
+                problems.append("sampled tokens differ with and without CUDA "
+                                "graphs")
+            row["seeded"] = "ok" if first == again else "DIFFERS"
+            if first != again:
+                problems.append("seeded sampling is not reproducible")
+        row["problems"] = problems
+        return row
+
+    def run_all(self, models):
+        os.makedirs(self.args.work, exist_ok=True)
+        jobs = [(m, d) for m in models for d in self.args.dtypes]
+        started = time.time()
+        compiled = {}
+        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool:
+            futures = {pool.submit(self.compile, m, d): (m, d) for m, d in jobs}
+            for future in concurrent.futures.as_completed(futures):
+                try:
+                    future.result()
+                    compiled[futures[future]] = None
+                except Failure as error:
+                    compiled[futures[future]] = str(error)
+        print("compiled %d engines in %.1f s" % (len(jobs),
+                                                  time.time() - started))
+        for model, dtype in jobs:
+            started = time.time()
+            if compiled[(model, dtype)]:
+                row = {"model": model.name, "dtype": dtype,
+                       "problems": ["compile: " + compiled[(model, dtype)]]}
+            else:
+                try:
+                    row = self.check(model, dtype)
+                except Failure as error:
+                    row = {"model": model.name, "dtype": dtype,
+                           "problems": [str(error)]}
+            row["seconds"] = "%.1f" % (time.time() - started)
+            self.rows.append(row)
+            self.failed |= bool(row["problems"])
+            status = "FAIL" if row["problems"] else "ok"
+            print("%-20s %-5s %s" % (model.name, dtype, status), flush=True)
+
+    def summary(self):
+        columns = ["model", "dtype", "logits", "greedy", "batch"]
+        if not self.args.emulate:
+            columns += ["graph", "seeded"]
+        columns += ["seconds", "status"]
+        table = []
+        for row in self.rows:
+            row["status"] = "FAIL" if row["problems"] else "pass"
+            table.append([str(row.get(c, "-")) for c in columns])
+        widths = [max(len(c), *(len(r[i]) for r in table))
+                  for i, c in enumerate(columns)]
+        line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))
+        print()
+        print(line(columns))
+        print(line(["-" * w for w in widths]))
+        for cells in table:
+            print(line(cells))
+        for row in self.rows:
+            for problem in row["problems"]:
+                print("FAIL %s %s: %s" % (row["model"], row["dtype"], problem))
+        passed = sum(1 for r in self.rows if not r["problems"])
+        print("\n%d of %d model/dtype runs passed" % (passed, len(self.rows)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("models", nargs="+", help="model folders")
+    parser.add_argument("--sitsc", required=True)
+    parser.add_argument("--runner", required=True,
+                        help="sits-score (GPU) or sits-emulate (--emulate)")
+    parser.add_argument("--emulate", action="store_true",
+                        help="the runner is sits-emulate (CPU): no graph or "
+                             "sampling checks")
+    parser.add_argument("--work", required=True, help="folder for engines")
+    parser.add_argument("--dtypes", default="fp32,fp16")
+    parser.add_argument("--target", default="sm_90a",
+                        help="GPU architecture to compile for")
+    parser.add_argument("--fp16-greedy", default="llama_bytes",
+                        help="models whose fp16 engine must reproduce the "
+                             "greedy stream too (comma-separated)")
+    parser.add_argument("--greedy-tokens", type=int, default=48)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
+                        help="engines compiled at once")
+    args = parser.parse_args()
+    args.dtypes = args.dtypes.split(",")
+    args.fp16_greedy = set(args.fp16_greedy.split(","))
+    for dtype in args.dtypes:
+        if dtype not in TOLERANCE:
+            parser.error("unknown dtype " + dtype)
+    models = []
+    for folder in args.models:
+        if not os.path.isfile(os.path.join(folder, "model.onnx")):
+            parser.error("%s holds no model.onnx" % folder)
+        models.append(Model(folder))
+    checker = Checker(args)
+    checker.run_all(models)
+    checker.summary()
+    return 1 if checker.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
