@@ -222,20 +222,42 @@ AffineExpr sits::onnx::canonicalize(AffineExpr expr) {
   return poly ? fromPoly(*poly, expr.getContext()) : expr;
 }
 
+/// lhs + scale * rhs, or lhs * rhs, on polynomials with checked
+/// coefficients; null when an operand is null or a coefficient overflows.
+/// (AffineExpr's own operators fold constants without overflow checks.)
+static AffineExpr combine(AffineExpr lhs, AffineExpr rhs, int64_t scale,
+                          bool isProduct) {
+  if (!lhs || !rhs)
+    return nullptr;
+  std::optional<Poly> a = toPoly(lhs);
+  std::optional<Poly> b = toPoly(rhs);
+  if (!a || !b)
+    return nullptr;
+  if (isProduct) {
+    std::optional<Poly> product = multiply(*a, *b);
+    return product ? fromPoly(*product, lhs.getContext()) : AffineExpr();
+  }
+  if (!addInto(*a, *b, scale))
+    return nullptr;
+  return fromPoly(*a, lhs.getContext());
+}
+
 AffineExpr sits::onnx::addExprs(AffineExpr lhs, AffineExpr rhs) {
-  return canonicalize(lhs + rhs);
+  return combine(lhs, rhs, 1, false);
 }
 
 AffineExpr sits::onnx::subExprs(AffineExpr lhs, AffineExpr rhs) {
-  return canonicalize(lhs - rhs);
+  return combine(lhs, rhs, -1, false);
 }
 
 AffineExpr sits::onnx::mulExprs(AffineExpr lhs, AffineExpr rhs) {
-  return canonicalize(lhs * rhs);
+  return combine(lhs, rhs, 1, true);
 }
 
 std::optional<AffineExpr> sits::onnx::divideExactly(AffineExpr numerator,
                                                     AffineExpr denominator) {
+  if (!numerator || !denominator)
+    return std::nullopt;
   std::optional<Poly> num = toPoly(numerator);
   std::optional<Poly> den = toPoly(denominator);
   if (!num || !den || den->terms.empty())
@@ -273,6 +295,8 @@ std::optional<AffineExpr> sits::onnx::divideExactly(AffineExpr numerator,
 }
 
 AffineExpr sits::onnx::ceilDivExpr(AffineExpr numerator, int64_t divisor) {
+  if (!numerator || divisor <= 0)
+    return nullptr;
   if (divisor == 1)
     return canonicalize(numerator);
   return canonicalize(numerator.ceilDiv(divisor));
@@ -285,6 +309,8 @@ std::optional<int64_t> sits::onnx::getConstantValue(AffineExpr expr) {
 }
 
 bool sits::onnx::usesDim(AffineExpr expr, unsigned position) {
+  if (!expr)
+    return false;
   bool found = false;
   expr.walk([&](AffineExpr e) {
     if (auto dim = dyn_cast<AffineDimExpr>(e))

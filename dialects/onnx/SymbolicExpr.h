@@ -25,6 +25,8 @@ namespace sits::onnx {
 /// coefficients would overflow int64.
 mlir::AffineExpr canonicalize(mlir::AffineExpr expr);
 
+/// Sum, difference and product, canonical; null when an operand is null or
+/// a coefficient would overflow int64 (callers treat null as unknown).
 mlir::AffineExpr addExprs(mlir::AffineExpr lhs, mlir::AffineExpr rhs);
 mlir::AffineExpr subExprs(mlir::AffineExpr lhs, mlir::AffineExpr rhs);
 mlir::AffineExpr mulExprs(mlir::AffineExpr lhs, mlir::AffineExpr rhs);
@@ -35,7 +37,8 @@ mlir::AffineExpr mulExprs(mlir::AffineExpr lhs, mlir::AffineExpr rhs);
 std::optional<mlir::AffineExpr> divideExactly(mlir::AffineExpr numerator,
                                               mlir::AffineExpr denominator);
 
-/// ceil(numerator / divisor) for a positive constant divisor, canonical.
+/// ceil(numerator / divisor) for a positive constant divisor, canonical;
+/// null for a null numerator.
 mlir::AffineExpr ceilDivExpr(mlir::AffineExpr numerator, int64_t divisor);
 
 /// The value of `expr` when it is a constant.

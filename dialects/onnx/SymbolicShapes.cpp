@@ -127,8 +127,8 @@ sits::onnx::broadcastDims(ShapeRuleContext &ctx,
 
 AffineExpr sits::onnx::remapDims(AffineExpr expr,
                                  ArrayRef<AffineExpr> replacements) {
-  if (!expr)
-    return expr;
+  if (!expr || llvm::any_of(replacements, [](AffineExpr r) { return !r; }))
+    return nullptr;
   return canonicalize(expr.replaceDims(replacements));
 }
 
