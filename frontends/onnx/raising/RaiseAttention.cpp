@@ -200,9 +200,8 @@ void createAttention(RaiseContext &rc, const HeadOperands &heads, Value mask,
   rc.recordRaise(
       "attentions_raised", ops,
       llvm::formatv(
-          "sits.attention num_heads = {0} num_kv_heads = {1} scale "
-          "= {2}{3}{4}",
-          heads.numHeads, heads.numKvHeads, heads.scale,
+          "sits.attention num_heads = {0} num_kv_heads = {1} scale = {2}{3}{4}",
+          heads.numHeads, heads.numKvHeads, formatFloat(heads.scale),
           mask ? " with mask" : "",
           causal == CausalMode::bottom_right ? " causal = bottom_right" : "")
           .str(),

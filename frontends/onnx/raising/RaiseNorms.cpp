@@ -250,12 +250,10 @@ void raiseDecomposedRMSNorm(RaiseContext &rc, ReduceMeanOp mean) {
   match->result.replaceAllUsesWith(norm.getResult());
   rc.recordRaise(
       "rms_norms_raised", match->ops,
-      llvm::formatv(
-          "sits.rms_norm epsilon = {0}{1}", match->epsilon,
-          match->weightOffset != 0.0
-              ? llvm::formatv(" weight_offset = {0}", match->weightOffset).str()
-              : std::string())
-          .str(),
+      "sits.rms_norm epsilon = " + formatFloat(match->epsilon) +
+          (match->weightOffset != 0.0
+               ? " weight_offset = " + formatFloat(match->weightOffset)
+               : std::string()),
       "x / sqrt(mean(x^2) + eps) * w: the mean of squares is over the last "
       "dim with keepdims, epsilon is added before the square root, the "
       "value normalized is the value squared, and w is one value per "
@@ -287,9 +285,8 @@ void raiseRMSNormalization(RaiseContext &rc, RMSNormalizationOp op) {
                         b.getF32FloatAttr(0.0f));
   op.getY().replaceAllUsesWith(norm.getResult());
   rc.recordRaise("rms_norms_raised", {op},
-                 llvm::formatv("sits.rms_norm epsilon = {0}",
-                               op.getEpsilon().convertToFloat())
-                     .str(),
+                 "sits.rms_norm epsilon = " +
+                     formatFloat(op.getEpsilon().convertToFloat()),
                  "RMSNormalization over the last dim with a per-channel "
                  "scale is sits.rms_norm (both compute in f32)");
 }
@@ -321,9 +318,8 @@ void raiseLayerNormalization(RaiseContext &rc, LayerNormalizationOp op) {
       b.getF32FloatAttr(op.getEpsilon().convertToFloat()));
   op.getY().replaceAllUsesWith(norm.getResult());
   rc.recordRaise("layer_norms_raised", {op},
-                 llvm::formatv("sits.layer_norm epsilon = {0}",
-                               op.getEpsilon().convertToFloat())
-                     .str(),
+                 "sits.layer_norm epsilon = " +
+                     formatFloat(op.getEpsilon().convertToFloat()),
                  "LayerNormalization over the last dim with per-channel "
                  "scale and bias is sits.layer_norm");
 }

@@ -59,9 +59,8 @@ void raiseEmbedding(RaiseContext &rc, GatherOp gather) {
       b.getF32FloatAttr(static_cast<float>(scale)));
   result.replaceAllUsesWith(embedding.getResult());
   rc.recordRaise("embeddings_raised", ops,
-                 scale == 1.0
-                     ? std::string("sits.embedding")
-                     : llvm::formatv("sits.embedding scale = {0}", scale).str(),
+                 scale == 1.0 ? std::string("sits.embedding")
+                              : "sits.embedding scale = " + formatFloat(scale),
                  "Gather(table [vocab, hidden], ids, axis 0) selects table "
                  "rows by id: an embedding lookup");
 }

@@ -287,14 +287,17 @@ std::string sits::onnx::raising::describeOps(ArrayRef<Operation *> ops) {
   llvm::SmallPtrSet<Operation *, 16> seen;
   for (Operation *op : ops)
     if (seen.insert(op).second)
-      ++counts[op->getName().stripDialect()];
+      ++counts[isa<OnnxDialect>(op->getDialect())
+                   ? op->getName().stripDialect()
+                   : op->getName().getStringRef()];
   std::string text;
   for (auto [name, count] : counts) {
     text += (text.empty() ? "" : ", ") + name.str();
     if (count > 1)
       text += " x" + std::to_string(count);
   }
-  return text + " (" + std::to_string(seen.size()) + " ops)";
+  return text + " (" + std::to_string(seen.size()) +
+         (seen.size() == 1 ? " op)" : " ops)");
 }
 
 RankedTensorType sits::onnx::raising::withLastDim(Type type, int64_t size) {
@@ -313,4 +316,10 @@ Operation *sits::onnx::raising::getSingleUser(Value value) {
   if (!value || !value.hasOneUse())
     return nullptr;
   return *value.getUsers().begin();
+}
+
+std::string sits::onnx::raising::formatFloat(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.9g", value);
+  return buffer;
 }

@@ -133,6 +133,9 @@ mlir::FloatType getFloatElementType(mlir::Value value);
 /// "Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul x2 (7 onnx ops)".
 std::string describeOps(llvm::ArrayRef<mlir::Operation *> ops);
 
+/// A float for audit text: shortest form that reads back (%.9g).
+std::string formatFloat(double value);
+
 /// `type` with its last dim replaced.
 mlir::RankedTensorType withLastDim(mlir::Type type, int64_t size);
 
