@@ -64,7 +64,10 @@ LogicalResult concatRule(ShapeRuleContext &ctx) {
   int64_t offset = 0;
   for (unsigned i = 0; i < count; ++i) {
     offsets.push_back(offset);
-    offset += *getConstantValue(ctx.operand(i).dims[*axis]);
+    std::optional<int64_t> size = getConstantValue(ctx.operand(i).dims[*axis]);
+    if (!size)
+      return success(); // Constant in sum only: no per-element values.
+    offset += *size;
   }
   SmallVector<AffineExpr, 4> values;
   bool anyKnown = false;
@@ -233,11 +236,12 @@ LogicalResult sliceRule(ShapeRuleContext &ctx) {
       continue;
     }
     if (step < 0) {
-      // Reverse slices: only with constants everywhere.
+      // Reverse slices: only with constants everywhere (and a step whose
+      // negation cannot overflow).
       std::optional<int64_t> s = getConstantValue(start),
                              e = getConstantValue(end),
                              n = getConstantValue(dim);
-      if (!s || !e || !n) {
+      if (!s || !e || !n || step < -(int64_t(1) << 62)) {
         result.dims[*axis] = ctx.unknown();
         exactStarts = false;
         continue;

@@ -586,7 +586,8 @@ void SymbolicShapes::computeForOp(Operation *op) {
       for (auto [dim, typeDim] : llvm::zip(facts.dims, fromType.dims))
         if (getConstantValue(typeDim) && !getConstantValue(dim))
           dim = typeDim;
-    } else if (fromType.ranked) {
+    } else {
+      // The rank of facts and IR type must agree: users read both.
       cache[result.getAsOpaquePointer()] = std::move(fromType);
       continue;
     }

@@ -13,6 +13,8 @@
 
 #include "frontends/onnx/raising/RaisingSupport.h"
 
+#include "dialects/onnx/SymbolicExpr.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -205,6 +207,139 @@ void raiseGemm(RaiseContext &rc, GemmOp gemm) {
                    "the weight stored [out, in]");
 }
 
+/// A [begin, end) range of the last dim that `user` reads from a value of
+/// width `width`, for each of its results: Split along the last axis, or a
+/// step-1 Slice of it. Empty when `user` is anything else.
+SmallVector<std::pair<int64_t, int64_t>>
+getLastDimRanges(RaiseContext &rc, Operation *user, int64_t width) {
+  SymbolicShapes &shapes = rc.getShapes();
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  int64_t rank = shapes.getDims(user->getOperand(0))->size();
+  auto isLast = [&](int64_t axis) { return axis == -1 || axis == rank - 1; };
+  if (auto split = dyn_cast<SplitOp>(user)) {
+    if (!isLast(static_cast<int64_t>(split.getAxis())))
+      return {};
+    int64_t begin = 0;
+    for (Value part : split.getOutputs()) {
+      std::optional<int64_t> size = getConstantValue(shapes.getDim(part, -1));
+      if (!size)
+        return {};
+      ranges.push_back({begin, begin + *size});
+      begin += *size;
+    }
+    return begin == width ? ranges : SmallVector<std::pair<int64_t, int64_t>>();
+  }
+  if (auto slice = dyn_cast<SliceOp>(user)) {
+    std::optional<SmallVector<int64_t, 4>> starts =
+        shapes.getConstantValues(slice.getStarts());
+    std::optional<SmallVector<int64_t, 4>> ends =
+        shapes.getConstantValues(slice.getEnds());
+    std::optional<SmallVector<int64_t, 4>> axes =
+        slice.getAxes() ? shapes.getConstantValues(slice.getAxes())
+                        : std::optional<SmallVector<int64_t, 4>>(
+                              SmallVector<int64_t, 4>{0});
+    std::optional<SmallVector<int64_t, 4>> steps =
+        slice.getSteps() ? shapes.getConstantValues(slice.getSteps())
+                         : std::optional<SmallVector<int64_t, 4>>(
+                               SmallVector<int64_t, 4>{1});
+    if (!starts || !ends || !axes || !steps || starts->size() != 1 ||
+        ends->size() != 1 || axes->size() != 1 || !isLast((*axes)[0]) ||
+        (*steps)[0] != 1)
+      return {};
+    auto clamp = [&](int64_t v) {
+      return std::clamp<int64_t>(v < 0 ? v + width : v, 0, width);
+    };
+    int64_t begin = clamp((*starts)[0]), end = clamp((*ends)[0]);
+    if (begin >= end)
+      return {};
+    ranges.push_back({begin, end});
+  }
+  return ranges;
+}
+
+/// Rows [begin, end) of a constant weight [N, K] (or elements of a bias
+/// [N]), as a new weight named after the original.
+Value sliceRows(RaiseContext &rc, Value value, int64_t begin, int64_t end) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(value));
+  auto type = dense ? dyn_cast<RankedTensorType>(dense.getType()) : nullptr;
+  if (!type || type.getElementTypeBitWidth() % 8 != 0)
+    return nullptr;
+  SmallVector<int64_t> shape(type.getShape());
+  int64_t rowElements = 1;
+  for (int64_t size : ArrayRef<int64_t>(shape).drop_front())
+    rowElements *= size;
+  shape[0] = end - begin;
+  auto sliceType = RankedTensorType::get(shape, type.getElementType());
+  DenseElementsAttr sliced;
+  if (dense.isSplat()) {
+    sliced = dense.resizeSplat(sliceType);
+  } else {
+    size_t rowBytes = rowElements * type.getElementTypeBitWidth() / 8;
+    ArrayRef<char> raw = dense.getRawData();
+    sliced = DenseElementsAttr::getFromRawBuffer(
+        sliceType, raw.slice(begin * rowBytes, (end - begin) * rowBytes));
+  }
+  // Named after the initializer (a transposed copy has its name + ".T"):
+  // rows [begin:end) of its [out, in] form.
+  auto weight = definedBy<WeightOp>(value);
+  StringRef base = weight ? weight.getName() : StringRef("weight");
+  base.consume_back(".T");
+  std::string name = base.str() + "[" + std::to_string(begin) + ":" +
+                     std::to_string(end) + "]";
+  OpBuilder &b = rc.getBuilder();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfterValue(value);
+  return WeightOp::create(b, value.getLoc(), sliceType, b.getStringAttr(name),
+                          sliced);
+}
+
+/// A fused projection (q, k and v in one weight) whose result is only read
+/// in parts along its last dim becomes one projection per part, with the
+/// weight rows (and bias) of that part.
+void splitFusedProjection(RaiseContext &rc, LinearOp linear) {
+  Value result = linear.getResult();
+  std::optional<int64_t> width =
+      getConstantValue(rc.getShapes().getDim(result, -1));
+  if (!width || result.use_empty())
+    return;
+  SmallVector<std::pair<Operation *, SmallVector<std::pair<int64_t, int64_t>>>>
+      parts;
+  for (Operation *user : result.getUsers()) {
+    SmallVector<std::pair<int64_t, int64_t>> ranges =
+        getLastDimRanges(rc, user, *width);
+    if (ranges.empty())
+      return;
+    parts.push_back({user, ranges});
+  }
+  for (auto &[user, ranges] : parts) {
+    SmallVector<Value> pieces;
+    for (auto [begin, end] : ranges) {
+      Value weight = sliceRows(rc, linear.getWeight(), begin, end);
+      Value bias = linear.getBias()
+                       ? sliceRows(rc, linear.getBias(), begin, end)
+                       : Value();
+      if (!weight || (linear.getBias() && !bias))
+        return;
+      OpBuilder &b = rc.getBuilder();
+      b.setInsertionPoint(user);
+      pieces.push_back(
+          LinearOp::create(b, rc.getFusedLoc({linear, user}),
+                           withLastDim(result.getType(), end - begin),
+                           linear.getInput(), weight, bias));
+    }
+    for (auto [piece, old] : llvm::zip(pieces, user->getResults())) {
+      if (piece.getType() != old.getType())
+        return;
+      old.replaceAllUsesWith(piece);
+    }
+    rc.recordRaise("linears_raised", {linear, user},
+                   "sits.linear x" + std::to_string(pieces.size()),
+                   "a projection read only in parts of its last dim is one "
+                   "projection per part, with those rows of the weight and "
+                   "bias (fused q/k/v split afterwards)");
+  }
+}
+
 } // namespace
 
 void sits::onnx::raising::raiseProjections(RaiseContext &rc) {
@@ -214,4 +349,6 @@ void sits::onnx::raising::raiseProjections(RaiseContext &rc) {
     raiseMatMul(rc, op);
   for (GemmOp op : collectOps<GemmOp>(rc.getFunction()))
     raiseGemm(rc, op);
+  for (LinearOp op : collectOps<LinearOp>(rc.getFunction()))
+    splitFusedProjection(rc, op);
 }

@@ -37,9 +37,9 @@ DenseElementsAttr getFrequencies(Value value,
     value = expand.getInput();
   }
   auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(value));
-  if (!dense || !isa<FloatType>(dense.getElementType()))
+  auto type = dense ? dyn_cast<RankedTensorType>(dense.getType()) : nullptr;
+  if (!type || !isa<FloatType>(dense.getElementType()))
     return nullptr;
-  auto type = cast<RankedTensorType>(dense.getType());
   int64_t length = 1, nonUnit = 0;
   for (int64_t size : type.getShape())
     if (size != 1)
@@ -496,15 +496,17 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
     auto cosTable = dyn_cast_or_null<DenseElementsAttr>(getConstant(cos));
     auto sinTable = dyn_cast_or_null<DenseElementsAttr>(getConstant(sin));
     auto positionsType = dyn_cast<RankedTensorType>(positions.getType());
-    if (!cosTable || !sinTable || cosTable.getType() != sinTable.getType() ||
-        cast<RankedTensorType>(cosTable.getType()).getRank() != 2 ||
-        !positionsType || positionsType.getRank() != 2) {
+    auto cacheType =
+        cosTable ? dyn_cast<RankedTensorType>(cosTable.getType()) : nullptr;
+    if (!cacheType || !sinTable || cosTable.getType() != sinTable.getType() ||
+        cacheType.getRank() != 2 ||
+        !isa<FloatType>(cacheType.getElementType()) || !positionsType ||
+        positionsType.getRank() != 2) {
       rc.noteNotRaised(op, "RotaryEmbedding with position_ids needs constant "
                            "[max_position, R/2] cos and sin caches and "
                            "[batch, seq] positions");
       return;
     }
-    auto cacheType = cast<RankedTensorType>(cosTable.getType());
     int64_t rows = cacheType.getDimSize(0), half = cacheType.getDimSize(1);
     SmallVector<APFloat> values;
     values.reserve(rows * half * 2);
