@@ -275,7 +275,7 @@ def transpose_k_by_reshapes(g, k, prefix="kt"):
 
 def attention(path, kv=2, heads=4, ktrans="reshapes", scale="split",
               mask="where_add", nan_guard=True, softmax_axis=-1,
-              gqa="inner", mask_shape=None):
+              gqa="inner", mask_shape=None, softcap=None):
     g = Graph()
     k, v = "k", "v"
     if kv != heads:
@@ -297,6 +297,11 @@ def attention(path, kv=2, heads=4, ktrans="reshapes", scale="split",
         scores = g.op("Div", [scores, "sqrt_d"], "scores_scaled")
     if scale == "tensor":
         scores = g.op("Mul", [scores, "temperature"], "scores_scaled")
+    if softcap:
+        g.const("cap", softcap)
+        divided = g.op("Div", [scores, "cap"], "scores_over_cap")
+        tanh = g.op("Tanh", [divided], "scores_tanh")
+        scores = g.op("Mul", [tanh, "cap"], "scores_capped")
     inputs = [tensor("q", ["batch", heads, "seq", 8]),
               tensor("k", ["batch", kv, "seq", 8]),
               tensor("v", ["batch", kv, "seq", 8])]
@@ -342,6 +347,11 @@ def case_attention_select(path):
 
 def case_attention_mqa(path):
     attention(path, kv=1, ktrans="direct", mask="none", nan_guard=False)
+
+
+def case_attention_softcap(path):
+    """Gemma-2: scores = cap * tanh(scores / cap) before the mask."""
+    attention(path, softcap=50.0)
 
 
 def case_attention_softmax_axis(path):

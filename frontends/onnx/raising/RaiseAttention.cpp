@@ -208,6 +208,41 @@ void createAttention(RaiseContext &rc, const HeadOperands &heads, Value mask,
       rule);
 }
 
+/// The scores `c * (Q K^T)`, or soft-capped `cap * tanh(c * (Q K^T))`.
+struct Scores {
+  MatMulOp qk;
+  /// The constant multiplied into the product before any softcap.
+  double scale = 1.0;
+  std::optional<double> softcap;
+  SmallVector<Operation *> ops;
+};
+
+std::optional<Scores> matchScores(Value value) {
+  Scores scores;
+  Product outer = collectProduct(value);
+  if (outer.factors.size() != 1)
+    return std::nullopt;
+  scores.ops.append(outer.ops.begin(), outer.ops.end());
+  if (auto tanh = definedBy<TanhOp>(outer.factors[0])) {
+    // cap * tanh(c * QK / cap): sits applies the cap after the scale.
+    Product inner = collectProduct(tanh.getInput());
+    if (inner.factors.size() != 1 || !(outer.scale > 0.0))
+      return std::nullopt;
+    scores.qk = definedBy<MatMulOp>(inner.factors[0]);
+    scores.softcap = outer.scale;
+    scores.scale = inner.scale * outer.scale;
+    scores.ops.push_back(tanh);
+    scores.ops.append(inner.ops.begin(), inner.ops.end());
+  } else {
+    scores.qk = definedBy<MatMulOp>(outer.factors[0]);
+    scores.scale = outer.scale;
+  }
+  if (!scores.qk)
+    return std::nullopt;
+  scores.ops.push_back(scores.qk);
+  return scores;
+}
+
 /// MatMul(P, V) with P = Softmax(scores) (optionally NaN-guarded).
 void raiseDecomposed(RaiseContext &rc, MatMulOp output) {
   SmallVector<Operation *> ops{output};
@@ -244,9 +279,7 @@ void raiseDecomposed(RaiseContext &rc, MatMulOp output) {
   bool additiveMask = false;
   if (auto add = definedBy<onnx::AddOp>(scores)) {
     for (Value side : {add.getA(), add.getB()}) {
-      Product sideProduct = collectProduct(side);
-      if (sideProduct.factors.size() != 1 ||
-          !definedBy<MatMulOp>(sideProduct.factors[0]))
+      if (!matchScores(side))
         continue;
       Value other = otherOperand(add, side);
       ops.push_back(add);
@@ -266,17 +299,14 @@ void raiseDecomposed(RaiseContext &rc, MatMulOp output) {
       scores = where.getX();
     }
   }
-  Product product = collectProduct(scores);
-  auto qk = product.factors.size() == 1
-                ? definedBy<MatMulOp>(product.factors[0])
-                : MatMulOp();
-  if (!qk) {
+  std::optional<Scores> matched = matchScores(scores);
+  if (!matched) {
     rc.noteNotRaised(output, "not attention: the softmax input is not a "
                              "constant multiple of Q K^T (plus a mask)");
     return;
   }
-  ops.append(product.ops.begin(), product.ops.end());
-  ops.push_back(qk);
+  MatMulOp qk = matched->qk;
+  ops.append(matched->ops.begin(), matched->ops.end());
   std::string reason;
   std::optional<HeadOperands> heads =
       matchHeads(rc, qk.getA(), qk.getB(), output.getB(), true, reason);
@@ -284,7 +314,7 @@ void raiseDecomposed(RaiseContext &rc, MatMulOp output) {
     rc.noteNotRaised(output, "not attention: " + reason);
     return;
   }
-  heads->scale *= product.scale;
+  heads->scale *= matched->scale;
   if (!std::isfinite(heads->scale) || heads->scale <= 0.0) {
     rc.noteNotRaised(output, "attention with a scale that is not > 0");
     return;
@@ -310,8 +340,13 @@ void raiseDecomposed(RaiseContext &rc, MatMulOp output) {
   if (nanGuard)
     rule += "; Where(IsNaN(p), 0, p) after the softmax is the op's rule that "
             "a row with no visible key yields zeros";
-  createAttention(rc, *heads, mask, output.getY(), CausalMode::none,
-                  std::nullopt, ops, rule);
+  if (matched->softcap)
+    rule += "; cap * tanh(s / cap) of the scaled scores is the softcap";
+  std::optional<float> softcap;
+  if (matched->softcap)
+    softcap = static_cast<float>(*matched->softcap);
+  createAttention(rc, *heads, mask, output.getY(), CausalMode::none, softcap,
+                  ops, rule);
 }
 
 void raiseAttentionOp(RaiseContext &rc, sits::onnx::AttentionOp op) {

@@ -205,6 +205,18 @@ ElementsAttr sits::onnx::raising::getConstant(Value value) {
 }
 
 std::optional<double> sits::onnx::raising::getScalarConstant(Value value) {
+  // A constant cast to a float type: its value rounded to that type.
+  if (auto cast = definedBy<CastOp>(value)) {
+    auto type = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getOutput()));
+    std::optional<double> source = getScalarConstant(cast.getInput());
+    if (!type || !source)
+      return std::nullopt;
+    APFloat rounded(*source);
+    bool lost = false;
+    rounded.convert(type.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                    &lost);
+    return rounded.convertToDouble();
+  }
   ElementsAttr attr = getConstant(value);
   if (!attr || attr.getNumElements() != 1)
     return std::nullopt;
