@@ -6,6 +6,7 @@
 #   python-onnx    python3 with onnx, onnxruntime and numpy (test helpers)
 #   shared-models  ../shared/models exists (models too large to commit)
 #   asan           the build uses AddressSanitizer
+#   nvrtc          libnvrtc.so.13 loads (sitsc compiles kernels with it)
 
 import os
 import shutil
@@ -71,3 +72,36 @@ if config.sits_shared_models and os.path.isdir(config.sits_shared_models):
     config.available_features.add("shared-models")
 if config.sits_asan:
     config.available_features.add("asan")
+
+
+def has_nvrtc():
+    # The places sitsc looks (compiler/codegen/Nvrtc.cpp), then the default
+    # library path.
+    import ctypes
+    candidates = []
+    explicit = os.environ.get("SITS_NVRTC_PATH")
+    if explicit:
+        candidates.append(explicit)
+    else:
+        for var in ("CUDA_HOME", "CUDA_PATH"):
+            if os.environ.get(var):
+                candidates.append(os.path.join(os.environ[var], "lib64",
+                                               "libnvrtc.so.13"))
+        candidates += ["/usr/local/cuda/lib64/libnvrtc.so.13",
+                       "libnvrtc.so.13"]
+    for candidate in candidates:
+        if os.sep in candidate and not os.path.exists(candidate):
+            continue
+        try:
+            ctypes.CDLL(candidate)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+if has_nvrtc():
+    config.available_features.add("nvrtc")
+for var in ("SITS_NVRTC_PATH", "CUDA_HOME", "CUDA_PATH"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]

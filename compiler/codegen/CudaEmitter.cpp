@@ -27,8 +27,7 @@ static void emitKernel(const KernelSpec &spec, std::string &out) {
          std::to_string(spec.threads) + ")\n" + spec.name + "(";
   for (size_t i = 0; i < spec.params.size(); ++i)
     out += (i ? ", " : "") + spec.params[i].type +
-           (spec.params[i].type.back() == '*' ? "" : " ") +
-           spec.params[i].name;
+           (spec.params[i].type.back() == '*' ? "" : " ") + spec.params[i].name;
   out += ") {\n  typedef sits_config::" + spec.name + " Cfg;\n";
   for (const std::string &line : spec.body)
     out += "  " + line + "\n";

@@ -121,8 +121,8 @@ json::Value workspaceJson(const ProgramPlan &program) {
 uint64_t weightSectionBytes(const EnginePlan &plan) {
   uint64_t total = 0;
   for (const WeightPlan &weight : plan.weights)
-    total = (total + format::kWeightAlignment - 1) /
-                format::kWeightAlignment * format::kWeightAlignment +
+    total = (total + format::kWeightAlignment - 1) / format::kWeightAlignment *
+                format::kWeightAlignment +
             weight.bytes;
   return total;
 }
@@ -255,9 +255,9 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   return root.write(2);
 }
 
-llvm::Expected<format::EngineContents>
-buildEngine(const EnginePlan &plan, CompiledModule module,
-            const EngineSource &source) {
+llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
+                                                   CompiledModule module,
+                                                   const EngineSource &source) {
   const ModelConfig &m = plan.model;
   format::EngineContents contents;
   contents.targetSm = plan.options.target.getSm();
@@ -311,34 +311,33 @@ buildEngine(const EnginePlan &plan, CompiledModule module,
                 std::max<uint64_t>(plan.workspaceBytes, 256),
                 {std::max<uint64_t>(plan.workspaceBytes, 256) / 4});
   std::vector<uint64_t> cacheShape = {
-      static_cast<uint64_t>(m.layers), batch,
-      static_cast<uint64_t>(m.kvHeads), static_cast<uint64_t>(m.maxSeqLen),
-      static_cast<uint64_t>(m.headDim)};
+      static_cast<uint64_t>(m.layers), batch, static_cast<uint64_t>(m.kvHeads),
+      static_cast<uint64_t>(m.maxSeqLen), static_cast<uint64_t>(m.headDim)};
   buffers.keyCache = addBuffer("key_cache", BufferRole::KeyCache, m.cacheType,
                                plan.cacheBufferBytes, cacheShape);
-  buffers.valueCache = addBuffer("value_cache", BufferRole::ValueCache,
-                                 m.cacheType, plan.cacheBufferBytes, cacheShape);
+  buffers.valueCache =
+      addBuffer("value_cache", BufferRole::ValueCache, m.cacheType,
+                plan.cacheBufferBytes, cacheShape);
   buffers.tokenIds = addBuffer("token_ids", BufferRole::TokenIds, DType::I32,
                                batch * prefill * 4, {batch, prefill});
   buffers.pastLengths = addBuffer("past_lengths", BufferRole::PastLengths,
                                   DType::I32, batch * 4, {batch});
   buffers.stepLengths = addBuffer("step_lengths", BufferRole::StepLengths,
                                   DType::I32, batch * 4, {batch});
-  buffers.logits =
-      addBuffer("logits", BufferRole::Logits, DType::F32,
-                batch * static_cast<uint64_t>(m.vocab) * 4,
-                {batch, static_cast<uint64_t>(m.vocab)});
+  buffers.logits = addBuffer("logits", BufferRole::Logits, DType::F32,
+                             batch * static_cast<uint64_t>(m.vocab) * 4,
+                             {batch, static_cast<uint64_t>(m.vocab)});
 
   contents.programs.push_back(
       buildProgram(plan.prefill, weightBuffers, buffers));
-  contents.programs.push_back(buildProgram(plan.decode, weightBuffers, buffers));
+  contents.programs.push_back(
+      buildProgram(plan.decode, weightBuffers, buffers));
 
   format::RuntimeConfig config;
   std::string error;
   if (!format::parseRuntimeConfig(contents.metadataJson, &config, &error) ||
       !format::validateContents(contents, config, &error))
-    return llvm::createStringError("the generated engine is invalid: " +
-                                   error);
+    return llvm::createStringError("the generated engine is invalid: " + error);
   return contents;
 }
 

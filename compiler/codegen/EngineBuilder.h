@@ -19,18 +19,18 @@ namespace sits::codegen {
 
 /// What the engine records about where it came from.
 struct EngineSource {
-  std::string modelName;      ///< e.g. the model's folder name
-  std::string path;           ///< the input file
-  format::Hash sha256{};      ///< of the input file
-  uint32_t cudaVersion = 0;   ///< NVRTC's, 13000 = 13.0
-  std::string sitscOptions;   ///< the options used, as given
+  std::string modelName;    ///< e.g. the model's folder name
+  std::string path;         ///< the input file
+  format::Hash sha256{};    ///< of the input file
+  uint32_t cudaVersion = 0; ///< NVRTC's, 13000 = 13.0
+  std::string sitscOptions; ///< the options used, as given
 };
 
 /// Builds the engine's contents. `module` holds the compiled kernels of
 /// emitCudaSource(plan).
-llvm::Expected<format::EngineContents>
-buildEngine(const EnginePlan &plan, CompiledModule module,
-            const EngineSource &source);
+llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
+                                                   CompiledModule module,
+                                                   const EngineSource &source);
 
 /// The metadata JSON of the engine (also used by tests).
 std::string buildMetadata(const EnginePlan &plan, const EngineSource &source);

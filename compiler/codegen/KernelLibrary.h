@@ -14,7 +14,7 @@
 namespace sits::codegen {
 
 struct KernelHeader {
-  const char *name;   ///< as included: "sits/gemv.cuh"
+  const char *name; ///< as included: "sits/gemv.cuh"
   const char *source;
 };
 

@@ -32,7 +32,9 @@ public:
     planned.spec.params.push_back({std::move(type), std::move(name)});
     planned.launch.args.push_back(std::move(binding));
   }
-  void constant(const std::string &line) { planned.spec.config.push_back(line); }
+  void constant(const std::string &line) {
+    planned.spec.config.push_back(line);
+  }
   void intConstant(const std::string &name, int64_t value) {
     constant("static constexpr int " + name + " = " + std::to_string(value) +
              ";");
@@ -45,7 +47,8 @@ public:
     // Hexadecimal: the constant is exactly the attribute's f32 value.
     char exact[64], readable[64];
     std::snprintf(exact, sizeof(exact), "%a", static_cast<double>(value));
-    std::snprintf(readable, sizeof(readable), "%.9g", static_cast<double>(value));
+    std::snprintf(readable, sizeof(readable), "%.9g",
+                  static_cast<double>(value));
     constant("static constexpr float " + name + " = " + exact + "f; // " +
              readable);
   }
@@ -198,7 +201,9 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   constexpr int64_t kGemvWarps = 4, kTokenTile = 8;
   constexpr int64_t kTile = 64; // gemm.cuh's kGemmTileM and kGemmTileN
   bool gated = desc.epilogue == LinearEpilogue::Glu;
-  std::string family = desc.gatherLast ? "lm_head" : desc.decode ? "gemv" : "gemm";
+  std::string family = desc.gatherLast ? "lm_head"
+                       : desc.decode   ? "gemv"
+                                       : "gemm";
   if (gated)
     family += "_glu";
   else if (desc.epilogue == LinearEpilogue::Residual)
@@ -274,8 +279,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   std::string residualName = residual ? "residual" : "nullptr";
   if (desc.decode) {
     b.call("sits::gemv<Cfg>(x, weights, biases, outs, " + residualName +
-           ", tokens, " + (desc.gatherLast ? "seq_len, step_lengths" : "1, nullptr") +
-           ")");
+           ", tokens, " +
+           (desc.gatherLast ? "seq_len, step_lengths" : "1, nullptr") + ")");
     b.setGrid(Expr::constant((totalRows + kGemvWarps - 1) / kGemvWarps));
   } else {
     b.call("sits::gemm<Cfg>(x, weights, biases, outs, " + residualName +
@@ -332,9 +337,9 @@ PlannedLaunch planAppend(const AppendLaunch &desc) {
     b.param("const float *", "key_table", weightArg(desc.keyRope->table));
   b.param(cache, "key_cache",
           ArgBinding::bufferArg(BufferKind::KeyCache, 0, desc.layerByteOffset));
-  b.param(cache, "value_cache",
-          ArgBinding::bufferArg(BufferKind::ValueCache, 0,
-                                desc.layerByteOffset));
+  b.param(
+      cache, "value_cache",
+      ArgBinding::bufferArg(BufferKind::ValueCache, 0, desc.layerByteOffset));
   if (desc.queryRope) {
     b.param("const float *", "query", desc.query);
     b.param("const float *", "query_table", weightArg(desc.queryRope->table));
@@ -369,12 +374,14 @@ std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
   int64_t group = desc.heads / desc.kvHeads;
   int64_t queryTokens = 1;
   if (!desc.decode) {
-    int64_t maxRows = std::max<int64_t>(group, std::min<int64_t>(64, 8192 / desc.headDim));
+    int64_t maxRows =
+        std::max<int64_t>(group, std::min<int64_t>(64, 8192 / desc.headDim));
     queryTokens = std::max<int64_t>(1, maxRows / group);
   }
   int64_t keyTile = 64;
   auto bytes = [&]() {
-    return 4 * attentionSharedFloats(queryTokens * group, desc.headDim, keyTile);
+    return 4 *
+           attentionSharedFloats(queryTokens * group, desc.headDim, keyTile);
   };
   // Smaller tiles (then fewer tokens per block) until the block fits.
   while (bytes() > kMaxSharedBytes && keyTile > 16)
@@ -408,9 +415,9 @@ std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
   b.param("const float *", "query", desc.query);
   b.param(cache, "key_cache",
           ArgBinding::bufferArg(BufferKind::KeyCache, 0, desc.layerByteOffset));
-  b.param(cache, "value_cache",
-          ArgBinding::bufferArg(BufferKind::ValueCache, 0,
-                                desc.layerByteOffset));
+  b.param(
+      cache, "value_cache",
+      ArgBinding::bufferArg(BufferKind::ValueCache, 0, desc.layerByteOffset));
   b.param("float *", "out", desc.out);
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());

@@ -52,8 +52,8 @@ void planMemory(ProgramPlan &program) {
     for (size_t other : conflicts) {
       if (offset + value.bytes <= values[other].offset)
         break; // fits in the gap before `other`
-      offset = std::max(offset, alignUp(values[other].offset +
-                                        values[other].bytes));
+      offset =
+          std::max(offset, alignUp(values[other].offset + values[other].bytes));
     }
     value.offset = offset;
     placed.push_back(index);

@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
-#include <mutex>
 
 namespace sits::codegen {
 
@@ -56,8 +55,7 @@ void preloadBuiltins(const std::string &folder) {
   for (llvm::sys::fs::directory_iterator it(folder, ec), end; it != end && !ec;
        it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
-    if (name.starts_with("libnvrtc-builtins.so.13") &&
-        !name.contains(".alt."))
+    if (name.starts_with("libnvrtc-builtins.so.13") && !name.contains(".alt."))
       dlopen(it->path().c_str(), RTLD_NOW | RTLD_GLOBAL);
   }
 }
@@ -66,8 +64,9 @@ Loaded load() {
   Loaded loaded;
   void *handle = nullptr;
   std::string tried;
-  if (const char *explicitPath = std::getenv("SITS_NVRTC_PATH");
-      explicitPath && *explicitPath) {
+  const char *explicitPath = std::getenv("SITS_NVRTC_PATH");
+  bool explicitOnly = explicitPath && *explicitPath;
+  if (explicitOnly) {
     preloadBuiltins(llvm::sys::path::parent_path(explicitPath).str());
     handle = dlopen(explicitPath, RTLD_NOW | RTLD_LOCAL);
     if (handle)
@@ -75,8 +74,10 @@ Loaded load() {
     else
       tried += std::string(" ") + explicitPath + " (" + dlerror() + ")";
   }
+  // An explicit path is the only one tried: a test (or a user) that names a
+  // library must not silently get another.
   for (const std::string &folder : candidateFolders()) {
-    if (handle)
+    if (handle || explicitOnly)
       break;
     std::string path = folder + "/libnvrtc.so.13";
     if (!llvm::sys::fs::exists(path)) {
@@ -90,7 +91,7 @@ Loaded load() {
     else
       tried += " " + path + " (" + dlerror() + ")";
   }
-  if (!handle) {
+  if (!handle && !explicitOnly) {
     handle = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
     if (handle)
       loaded.path = "libnvrtc.so.13 (default library path)";
@@ -207,8 +208,8 @@ llvm::Expected<CompiledModule> compileWithNvrtc(const std::string &source,
     return nvrtcError("nvrtcGetCUBINSize", rc);
   module.cubin.resize(size);
   if (size)
-    if (int rc = api.getCUBIN(program, reinterpret_cast<char *>(
-                                           module.cubin.data())))
+    if (int rc = api.getCUBIN(program,
+                              reinterpret_cast<char *>(module.cubin.data())))
       return nvrtcError("nvrtcGetCUBIN", rc);
   if (int rc = api.getPTXSize(program, &size))
     return nvrtcError("nvrtcGetPTXSize", rc);

@@ -2,9 +2,10 @@
 //
 // sitsc is a static binary and NVRTC has no static library, so libnvrtc is
 // loaded at run time with dlopen: from $SITS_NVRTC_PATH (a file) if set,
-// then $CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64, then the
-// default library search. libnvrtc-builtins is loaded from the same folder
-// first, so that NVRTC finds it without LD_LIBRARY_PATH.
+// and then from there only; else from $CUDA_HOME/lib64, $CUDA_PATH/lib64,
+// /usr/local/cuda/lib64, then the default library search. libnvrtc-builtins is
+// loaded from the same folder first, so that NVRTC finds it without
+// LD_LIBRARY_PATH.
 //
 //===----------------------------------------------------------------------===//
 

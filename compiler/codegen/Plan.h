@@ -1,4 +1,5 @@
-//===- Plan.h - What the code generator decided ------------------*- C++ -*-===//
+//===- Plan.h - What the code generator decided ------------------*- C++
+//-*-===//
 //
 // The planner (Planner.cpp) turns the optimized program (@prefill and
 // @decode) into an EnginePlan: the weights to store, the specialized kernels
@@ -66,11 +67,11 @@ struct KernelSpec {
   std::string header;              ///< e.g. "sits/gemv.cuh"
   std::vector<std::string> config; ///< members of the config struct
   std::vector<KernelParam> params;
-  std::vector<std::string> body;   ///< statements before the call
-  std::string call;                ///< the call, config struct as `Cfg`
-  int threads = 128;               ///< __launch_bounds__
-  std::string name;                ///< set when the kernel is deduplicated
-  std::vector<std::string> uses;   ///< what runs it, for the comments
+  std::vector<std::string> body; ///< statements before the call
+  std::string call;              ///< the call, config struct as `Cfg`
+  int threads = 128;             ///< __launch_bounds__
+  std::string name;              ///< set when the kernel is deduplicated
+  std::vector<std::string> uses; ///< what runs it, for the comments
 
   /// Specs with the same key are the same kernel.
   std::string getKey() const;
@@ -91,10 +92,10 @@ struct LaunchPlan {
 struct WorkspaceValue {
   std::string name;
   uint64_t width = 0;
-  uint64_t bytes = 0;        ///< at the program's maximum token count
-  unsigned firstLaunch = 0;  ///< the launch that writes it
-  unsigned lastLaunch = 0;   ///< the last launch that reads it
-  uint64_t offset = 0;       ///< in the workspace (MemoryPlan.cpp)
+  uint64_t bytes = 0;       ///< at the program's maximum token count
+  unsigned firstLaunch = 0; ///< the launch that writes it
+  unsigned lastLaunch = 0;  ///< the last launch that reads it
+  uint64_t offset = 0;      ///< in the workspace (MemoryPlan.cpp)
 };
 
 struct ProgramPlan {

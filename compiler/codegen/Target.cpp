@@ -22,14 +22,16 @@ std::optional<Target> parseTarget(const std::string &text, std::string *error) {
   std::string rest = text.substr(3);
   std::string digits;
   size_t pos = 0;
-  while (pos < rest.size() && std::isdigit(static_cast<unsigned char>(rest[pos])))
+  while (pos < rest.size() &&
+         std::isdigit(static_cast<unsigned char>(rest[pos])))
     digits += rest[pos++];
   std::string suffix = rest.substr(pos);
   if (digits.size() < 2 || digits.size() > 3 || digits[0] == '0' ||
       (suffix != "" && suffix != "a" && suffix != "f"))
     return fail("");
   Target target;
-  target.major = static_cast<unsigned>(std::stoul(digits.substr(0, digits.size() - 1)));
+  target.major =
+      static_cast<unsigned>(std::stoul(digits.substr(0, digits.size() - 1)));
   target.minor = static_cast<unsigned>(digits.back() - '0');
   target.suffix = suffix;
   if (target.getSm() < 75)
@@ -66,9 +68,8 @@ std::optional<std::vector<uint32_t>> parseBatchBuckets(const std::string &text,
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos
-                                              ? std::string::npos
-                                              : comma - start);
+    std::string item = text.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
     bool digits = !item.empty() && item.size() <= 5;
     for (char c : item)
       digits &= std::isdigit(static_cast<unsigned char>(c)) != 0;

@@ -24,9 +24,10 @@ namespace cl = llvm::cl;
 namespace codegen = sits::codegen;
 
 namespace {
-cl::opt<std::string> inspectPath(
-    "inspect", cl::desc("Print a summary of an engine file and exit"),
-    cl::value_desc("engine"), cl::cat(sits::sitsc::getCategory()));
+cl::opt<std::string>
+    inspectPath("inspect",
+                cl::desc("Print a summary of an engine file and exit"),
+                cl::value_desc("engine"), cl::cat(sits::sitsc::getCategory()));
 cl::opt<bool> inspectVerbose(
     "inspect-verbose",
     cl::desc("With --inspect: also list every buffer, launch and the metadata"),
@@ -43,8 +44,7 @@ cl::opt<std::string> dtypeName(
              "bf16 or fp32"),
     cl::init("fp16"), cl::value_desc("type"),
     cl::cat(sits::sitsc::getCategory()));
-cl::opt<bool> force("force",
-                    cl::desc("Replace the engine file if it exists"),
+cl::opt<bool> force("force", cl::desc("Replace the engine file if it exists"),
                     cl::init(false), cl::cat(sits::sitsc::getCategory()));
 cl::opt<int64_t> maxPrefillTokens(
     "max-prefill-tokens",
@@ -110,8 +110,9 @@ std::string describeWorkspace(const std::string &metadata) {
     return "";
   auto number = [](const sits::json::Value *object, const char *key) {
     const sits::json::Value *value = object ? object->find(key) : nullptr;
-    return value && value->isInteger() ? static_cast<uint64_t>(value->getInteger())
-                                       : uint64_t(0);
+    return value && value->isInteger()
+               ? static_cast<uint64_t>(value->getInteger())
+               : uint64_t(0);
   };
   uint64_t bytes = number(workspace, "bytes");
   uint64_t unshared = number(workspace, "unshared_bytes");
@@ -165,7 +166,8 @@ std::optional<std::string> sits::sitsc::validateEngineOptions() {
   if (!codegen::parseTarget(targetName, &error) ||
       !codegen::parseWeightType(dtypeName, &error))
     return error;
-  if (!batchBuckets.empty() && !codegen::parseBatchBuckets(batchBuckets, &error))
+  if (!batchBuckets.empty() &&
+      !codegen::parseBatchBuckets(batchBuckets, &error))
     return error;
   if (maxPrefillTokens.getNumOccurrences() &&
       (maxPrefillTokens < 1 || maxPrefillTokens > (int64_t{1} << 24)))
@@ -189,6 +191,10 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   if (!force && llvm::sys::fs::exists(outputPath))
     return fail("'" + outputPath +
                 "' already exists (use --force to replace it)");
+  llvm::StringRef folder = llvm::sys::path::parent_path(outputPath);
+  if (!folder.empty() && !llvm::sys::fs::is_directory(folder))
+    return fail("cannot write '" + outputPath + "': the folder '" + folder +
+                "' does not exist");
   codegen::CodegenOptions codegenOptions = getCodegenOptions();
   FailureOr<codegen::EnginePlan> planned = plan(module, codegenOptions);
   if (failed(planned))
@@ -201,10 +207,10 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       llvm::MemoryBuffer::getFile(inputPath, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
   if (!input)
-    return fail("cannot read '" + inputPath + "' to hash it: " +
-                input.getError().message());
-  source.sha256 = format::sha256((*input)->getBufferStart(),
-                                 (*input)->getBufferSize());
+    return fail("cannot read '" + inputPath +
+                "' to hash it: " + input.getError().message());
+  source.sha256 =
+      format::sha256((*input)->getBufferStart(), (*input)->getBufferSize());
   source.sitscOptions =
       "--target=" + codegenOptions.target.getName() +
       " --dtype=" + codegen::weightTypeName(codegenOptions.weightType) +
@@ -238,8 +244,8 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   const codegen::ModelConfig &m = p.model;
   uint64_t fileBytes = 0;
   llvm::sys::fs::file_size(outputPath, fileBytes);
-  uint64_t perToken = 2ull * m.layers * m.kvHeads * m.headDim *
-                      format::dtypeBytes(m.cacheType);
+  uint64_t perToken =
+      2ull * m.layers * m.kvHeads * m.headDim * format::dtypeBytes(m.cacheType);
   llvm::outs() << "sitsc: wrote " << outputPath << " (" << humanBytes(fileBytes)
                << ") for " << codegenOptions.target.getName() << ", "
                << codegen::weightTypeName(codegenOptions.weightType)

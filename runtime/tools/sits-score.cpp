@@ -127,8 +127,8 @@ void writeNpy(const std::string &path, const std::vector<float> &data,
   std::string dims;
   for (size_t d : shape)
     dims += std::to_string(d) + ", ";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                       dims + "), }";
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
   while ((10 + header.size() + 1) % 64 != 0)
     header += ' ';
   header += '\n';

@@ -21,11 +21,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -151,7 +151,8 @@ inline void startFiber(Fiber &fiber) {
 #if defined(__x86_64__)
   // The stack as sits_emu_switch leaves it: control words, six registers,
   // then the return address (fiberMain), 16-byte aligned as at a call.
-  uintptr_t top = reinterpret_cast<uintptr_t>(fiber.stack + kStackBytes) & ~uintptr_t(15);
+  uintptr_t top =
+      reinterpret_cast<uintptr_t>(fiber.stack + kStackBytes) & ~uintptr_t(15);
   uint64_t *slot = reinterpret_cast<uint64_t *>(top - 16);
   slot[0] = reinterpret_cast<uint64_t>(&fiberMain);
   slot[1] = 0;
@@ -357,13 +358,15 @@ template <class T> T __shfl_sync(unsigned mask, T value, int lane, int = 32) {
 }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T value, int laneMask, int = 32) {
-  return sits_emu::shuffle(
-      mask, value, static_cast<int>(sits_emu::current().linear % 32) ^ laneMask);
+  return sits_emu::shuffle(mask, value,
+                           static_cast<int>(sits_emu::current().linear % 32) ^
+                               laneMask);
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T value, unsigned delta, int = 32) {
   unsigned lane = sits_emu::current().linear % 32;
-  T shifted = sits_emu::shuffle(mask, value, static_cast<int>(std::min(31u, lane + delta)));
+  T shifted = sits_emu::shuffle(mask, value,
+                                static_cast<int>(std::min(31u, lane + delta)));
   return lane + delta < 32 ? shifted : value;
 }
 
@@ -382,8 +385,9 @@ template <class T> T __ldg(const T *pointer) {
 #define SITS_ASSERT_ALIGNED(pointer, bytes)                                    \
   do {                                                                         \
     if (reinterpret_cast<uintptr_t>(pointer) % (bytes) != 0) {                 \
-      std::fprintf(stderr, "sits-emulate: %d-byte access at misaligned %p "     \
-                           "(%s:%d)\n",                                        \
+      std::fprintf(stderr,                                                     \
+                   "sits-emulate: %d-byte access at misaligned %p "            \
+                   "(%s:%d)\n",                                                \
                    (bytes), static_cast<const void *>(pointer), __FILE__,      \
                    __LINE__);                                                  \
       std::abort();                                                            \
@@ -429,7 +433,8 @@ sits_emu_launch(void (*kernel)(void **), const unsigned grid[3],
   static std::unique_ptr<char[]> stacks;
   static unsigned stackCount = 0;
   if (stackCount < threads) {
-    stacks.reset(new char[static_cast<size_t>(threads) * sits_emu::kStackBytes]);
+    stacks.reset(
+        new char[static_cast<size_t>(threads) * sits_emu::kStackBytes]);
     stackCount = threads;
   }
   for (unsigned t = 0; t < threads; ++t) {
@@ -437,7 +442,7 @@ sits_emu_launch(void (*kernel)(void **), const unsigned grid[3],
     fiber.stack = stacks.get() + static_cast<size_t>(t) * sits_emu::kStackBytes;
     fiber.linear = t;
     fiber.threadIndex = {t % block[0], t / block[0] % block[1],
-                       t / (block[0] * block[1])};
+                         t / (block[0] * block[1])};
   }
   sits_emu::activeLaunch = &l;
   bool ok = true;

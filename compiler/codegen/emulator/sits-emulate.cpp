@@ -31,6 +31,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fstream>
+#include <iterator>
 #include <spawn.h>
 #include <string>
 #include <sys/stat.h>
@@ -141,34 +142,65 @@ void writeFile(const std::string &path, const std::string &text) {
     die("cannot write " + path);
 }
 
+/// FNV-1a, to name a compiled object after everything that went into it.
+uint64_t hashText(uint64_t hash, const std::string &text) {
+  for (unsigned char c : text)
+    hash = (hash ^ c) * 0x100000001b3ull;
+  return hash;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    die("cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 /// Compiles `cudaPath` into a shared object and returns its path. The object
-/// is kept next to the source (KERNELS.cu.emulate.so) and reused while it
-/// is newer than the source: compiling takes seconds, a test runs the same
-/// kernels many times.
-std::string compileKernels(const std::string &cudaPath, const std::string &dir) {
-  std::string cached = cudaPath + ".emulate.so";
-  struct stat source, compiled;
-  if (stat(cudaPath.c_str(), &source) != 0)
-    die("cannot read " + cudaPath);
-  if (stat(cached.c_str(), &compiled) == 0 &&
-      (compiled.st_mtim.tv_sec > source.st_mtim.tv_sec ||
-       (compiled.st_mtim.tv_sec == source.st_mtim.tv_sec &&
-        compiled.st_mtim.tv_nsec > source.st_mtim.tv_nsec)))
-    return cached;
-  mkdir((dir + "/sits").c_str(), 0700);
+/// is kept next to the source, named after a hash of the source, the
+/// kernel library, the emulation header and the compiler, and reused:
+/// compiling takes seconds, a test runs the same kernels many times.
+std::string compileKernels(const std::string &cudaPath,
+                           const std::string &dir) {
+  const char *cxx = std::getenv("SITS_EMULATE_CXX");
+  if (!cxx || !*cxx)
+    cxx = "c++";
   size_t count = 0;
   const codegen::KernelHeader *headers = codegen::getKernelHeaders(&count);
+  uint64_t hash = hashText(0xcbf29ce484222325ull, readFile(cudaPath));
+  for (size_t i = 0; i < count; ++i)
+    hash = hashText(hashText(hash, headers[i].name), headers[i].source);
+  hash = hashText(hashText(hash, codegen::kEmulationHeader), cxx);
+  char suffix[32];
+  std::snprintf(suffix, sizeof(suffix), ".%016llx.emulate.so",
+                static_cast<unsigned long long>(hash));
+  // dlopen searches the library path for a name without a '/'.
+  std::string cached =
+      (cudaPath.find('/') == std::string::npos ? "./" : "") + cudaPath + suffix;
+  if (access(cached.c_str(), R_OK) == 0)
+    return cached;
+
+  mkdir((dir + "/sits").c_str(), 0700);
   for (size_t i = 0; i < count; ++i)
     writeFile(dir + "/" + headers[i].name, headers[i].source);
   writeFile(dir + "/sits/emulation.h", codegen::kEmulationHeader);
   std::string object = dir + "/kernels.so";
-  const char *cxx = std::getenv("SITS_EMULATE_CXX");
-  if (!cxx || !*cxx)
-    cxx = "c++";
-  std::vector<std::string> command = {
-      cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-w", "-DSITS_EMULATE",
-      "-include", dir + "/sits/emulation.h", "-I", dir, "-x", "c++", cudaPath,
-      "-o", object};
+  std::vector<std::string> command = {cxx,
+                                      "-std=c++17",
+                                      "-O2",
+                                      "-fPIC",
+                                      "-shared",
+                                      "-w",
+                                      "-DSITS_EMULATE",
+                                      "-include",
+                                      dir + "/sits/emulation.h",
+                                      "-I",
+                                      dir,
+                                      "-x",
+                                      "c++",
+                                      cudaPath,
+                                      "-o",
+                                      object};
   std::vector<char *> argv;
   for (std::string &part : command)
     argv.push_back(part.data());
@@ -202,8 +234,8 @@ public:
   const format::RuntimeConfig &config() const { return cfg; }
 
   /// Prefills `prompts`; returns each sequence's logits for its last token.
-  std::vector<std::vector<float>> prefill(
-      const std::vector<std::vector<int32_t>> &prompts);
+  std::vector<std::vector<float>>
+  prefill(const std::vector<std::vector<int32_t>> &prompts);
   /// One decode step: `tokens[b]` for active sequences (`active[b]`).
   std::vector<std::vector<float>> decode(const std::vector<int32_t> &tokens,
                                          const std::vector<bool> &active);
@@ -261,10 +293,10 @@ Emulator::Emulator(const Options &options, const std::string &object) {
     uintptr_t base = reinterpret_cast<uintptr_t>(bytes.data()) + kGuardBytes;
     base = (base + 255) & ~uintptr_t(255);
     char *data = reinterpret_cast<char *>(base);
-    bool poisoned = options.poison &&
-                    (buffer.role == format::BufferRole::Activation ||
-                     buffer.role == format::BufferRole::KeyCache ||
-                     buffer.role == format::BufferRole::ValueCache);
+    bool poisoned =
+        options.poison && (buffer.role == format::BufferRole::Activation ||
+                           buffer.role == format::BufferRole::KeyCache ||
+                           buffer.role == format::BufferRole::ValueCache);
     std::memset(data, poisoned ? 0xff : 0, buffer.bytes);
     addresses.push_back(data);
     switch (buffer.role) {
@@ -312,8 +344,9 @@ void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq) {
   for (size_t i = 0; i < program.launches.size(); ++i) {
     const format::Launch &launch = program.launches[i];
     std::string what = name + " launch " + std::to_string(i) + " (" +
-                       contents.kernels[launch.kernel].function + ") at B=" +
-                       std::to_string(batch) + " S=" + std::to_string(seq);
+                       contents.kernels[launch.kernel].function +
+                       ") at B=" + std::to_string(batch) +
+                       " S=" + std::to_string(seq);
     unsigned grid[3], block[3];
     int64_t value = 0;
     std::string error;
@@ -384,8 +417,7 @@ std::vector<std::vector<float>>
 Emulator::prefill(const std::vector<std::vector<int32_t>> &prompts) {
   uint32_t batch = static_cast<uint32_t>(prompts.size());
   if (batch == 0 || batch > cfg.maxBatch)
-    die("the engine takes 1 to " + std::to_string(cfg.maxBatch) +
-        " sequences");
+    die("the engine takes 1 to " + std::to_string(cfg.maxBatch) + " sequences");
   std::memset(pastLengths, 0, cfg.maxBatch * 4);
   std::vector<uint32_t> lengths;
   for (const auto &p : prompts) {
@@ -446,8 +478,8 @@ void writeNpy(const std::string &path, const std::vector<float> &data,
   std::string dims;
   for (size_t d : shape)
     dims += std::to_string(d) + ", ";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                       dims + "), }";
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
   while ((10 + header.size() + 1) % 64 != 0)
     header += ' ';
   header += '\n';

@@ -31,11 +31,11 @@ namespace sits {
 /// generator, which checks it against the device limit).
 template <int kRows, int kHeadDim, int kKeyTile>
 __host__ __device__ constexpr int attentionSharedFloats() {
-  return kRows * kHeadDim +            // queries
-         kKeyTile * (kHeadDim + 1) +   // keys (padded: no bank conflicts)
-         kKeyTile * kHeadDim +         // values
-         kRows * kKeyTile +            // scores, then probabilities
-         3 * kRows;                    // running max, sum, rescale factor
+  return kRows * kHeadDim +          // queries
+         kKeyTile * (kHeadDim + 1) + // keys (padded: no bank conflicts)
+         kKeyTile * kHeadDim +       // values
+         kRows * kKeyTile +          // scores, then probabilities
+         3 * kRows;                  // running max, sum, rescale factor
 }
 
 /// Config: Cache, kHeads, kKvHeads, kHeadDim, kQueryTokens, kKeyTile,
@@ -84,9 +84,10 @@ attention(const float *__restrict__ query,
   for (int idx = tid; idx < kRows * D; idx += Cfg::kThreads) {
     const int r = idx / D, d = idx % D;
     const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
-    qs[idx] = i < iEnd ? query[(static_cast<long>(b) * seqLen + i) * kWidth +
-                               head * D + d]
-                       : 0.0f;
+    qs[idx] =
+        i < iEnd
+            ? query[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d]
+            : 0.0f;
   }
   for (int r = tid; r < kRows; r += Cfg::kThreads) {
     rowMax[r] = kNegInf;
@@ -98,7 +99,8 @@ attention(const float *__restrict__ query,
 
   // Keys any row of the block may see: [keyBegin, keyEnd).
   const int keyEnd = min(past + iEnd, Cfg::kCapacity);
-  const int keyBegin = Cfg::kWindow > 0 ? max(0, past + i0 - Cfg::kWindow + 1) : 0;
+  const int keyBegin =
+      Cfg::kWindow > 0 ? max(0, past + i0 - Cfg::kWindow + 1) : 0;
   for (int j0 = keyBegin; j0 < keyEnd; j0 += kTile) {
     __syncthreads(); // the previous tile is consumed (and qs is stored)
     for (int idx = tid; idx < kTile * D; idx += Cfg::kThreads) {

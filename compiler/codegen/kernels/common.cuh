@@ -181,7 +181,13 @@ template <int kThreads> __device__ float blockSum(float value) {
 // Activations (the formulas of the reference executor, compiler/reference)
 //===----------------------------------------------------------------------===//
 
-enum Activation { kSilu = 0, kGelu = 1, kGeluTanh = 2, kRelu = 3, kSigmoid = 4 };
+enum Activation {
+  kSilu = 0,
+  kGelu = 1,
+  kGeluTanh = 2,
+  kRelu = 3,
+  kSigmoid = 4
+};
 
 template <int kKind> __device__ __forceinline__ float activate(float x) {
   if constexpr (kKind == kSilu) {

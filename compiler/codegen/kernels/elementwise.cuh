@@ -55,20 +55,20 @@ __device__ void add(const float *__restrict__ lhs,
 template <class Cfg>
 __device__ void activation(const float *__restrict__ input,
                            float *__restrict__ out, int tokens) {
-  forEachOfFour<false>(static_cast<long>(tokens) * Cfg::kWidth,
-                       [&](long e, bool) {
-                         out[e] = activate<Cfg::kActivation>(input[e]);
-                       });
+  forEachOfFour<false>(
+      static_cast<long>(tokens) * Cfg::kWidth,
+      [&](long e, bool) { out[e] = activate<Cfg::kActivation>(input[e]); });
 }
 
 /// `out = act(gate) * up`. Config: kWidth, kThreads, kVec4, kActivation.
 template <class Cfg>
-__device__ void glu(const float *__restrict__ gate, const float *__restrict__ up,
-                    float *__restrict__ out, int tokens) {
-  forEachOfFour<false>(
-      static_cast<long>(tokens) * Cfg::kWidth, [&](long e, bool) {
-        out[e] = activate<Cfg::kActivation>(gate[e]) * up[e];
-      });
+__device__ void glu(const float *__restrict__ gate,
+                    const float *__restrict__ up, float *__restrict__ out,
+                    int tokens) {
+  forEachOfFour<false>(static_cast<long>(tokens) * Cfg::kWidth,
+                       [&](long e, bool) {
+                         out[e] = activate<Cfg::kActivation>(gate[e]) * up[e];
+                       });
 }
 
 } // namespace sits

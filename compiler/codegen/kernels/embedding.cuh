@@ -17,9 +17,10 @@ namespace sits {
 /// Config: Weight (F32/F16/BF16), kVocab, kHidden, kScale, kThreads, kVec
 /// (elements per 16-byte load, or 1 when rows are not 16-byte aligned).
 template <class Cfg>
-__device__ void embedding(const int *__restrict__ tokenIds,
-                          const typename Cfg::Weight::Storage *__restrict__ table,
-                          float *__restrict__ out) {
+__device__ void
+embedding(const int *__restrict__ tokenIds,
+          const typename Cfg::Weight::Storage *__restrict__ table,
+          float *__restrict__ out) {
   typedef typename Cfg::Weight W;
   const int t = blockIdx.x;
   const int id = tokenIds[t];
@@ -31,7 +32,8 @@ __device__ void embedding(const int *__restrict__ tokenIds,
   }
   const typename W::Storage *src = table + static_cast<long>(id) * Cfg::kHidden;
   if constexpr (Cfg::kVec > 1) {
-    for (int c = threadIdx.x; c < Cfg::kHidden / Cfg::kVec; c += Cfg::kThreads) {
+    for (int c = threadIdx.x; c < Cfg::kHidden / Cfg::kVec;
+         c += Cfg::kThreads) {
       float values[Cfg::kVec];
       load16<W>(src + c * Cfg::kVec, values);
       for (int e = 0; e < Cfg::kVec; ++e)

@@ -23,16 +23,14 @@ namespace sits {
 /// kTableRows), kQueryRope and QueryRope. Pointers of an absent part are
 /// null and never read.
 template <class Cfg>
-__device__ void appendKV(const float *__restrict__ key,
-                         const float *__restrict__ value,
-                         const float *__restrict__ keyTable,
-                         typename Cfg::Cache::Storage *__restrict__ keyCache,
-                         typename Cfg::Cache::Storage *__restrict__ valueCache,
-                         const float *__restrict__ query,
-                         const float *__restrict__ queryTable,
-                         float *__restrict__ queryOut,
-                         const int *__restrict__ pastLengths,
-                         const int *__restrict__ stepLengths, int seqLen) {
+__device__ void
+appendKV(const float *__restrict__ key, const float *__restrict__ value,
+         const float *__restrict__ keyTable,
+         typename Cfg::Cache::Storage *__restrict__ keyCache,
+         typename Cfg::Cache::Storage *__restrict__ valueCache,
+         const float *__restrict__ query, const float *__restrict__ queryTable,
+         float *__restrict__ queryOut, const int *__restrict__ pastLengths,
+         const int *__restrict__ stepLengths, int seqLen) {
   typedef typename Cfg::Cache C;
   constexpr long kWidth = Cfg::kKvHeads * Cfg::kHeadDim;
   const int t = blockIdx.x, b = t / seqLen, i = t % seqLen;

@@ -35,10 +35,9 @@ __device__ void rmsNorm(const float *__restrict__ input,
 /// Config: kHidden, kEpsilon, kHasBias, kThreads. `bias` is unused without
 /// kHasBias.
 template <class Cfg>
-__device__ void layerNorm(const float *__restrict__ input,
-                          const float *__restrict__ weight,
-                          const float *__restrict__ bias,
-                          float *__restrict__ out) {
+__device__ void
+layerNorm(const float *__restrict__ input, const float *__restrict__ weight,
+          const float *__restrict__ bias, float *__restrict__ out) {
   const long base = static_cast<long>(blockIdx.x) * Cfg::kHidden;
   const float *x = input + base;
   float *y = out + base;

@@ -1,0 +1,174 @@
+//===- ProgramPlanner.h - Planning one program (internal) -------*- C++ -*-===//
+//
+// Shared by Planner.cpp (values, fusions, the walk, the engine) and
+// PlanOps.cpp (what each op becomes). Not part of the codegen API.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_COMPILER_CODEGEN_PROGRAMPLANNER_H
+#define SITS_COMPILER_CODEGEN_PROGRAMPLANNER_H
+
+#include "compiler/codegen/Launches.h"
+#include "compiler/codegen/Plan.h"
+
+#include "dialects/sits/SitsOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <functional>
+#include <map>
+
+namespace sits::codegen::detail {
+
+using namespace mlir;
+using format::DType;
+
+/// A short name for diagnostics and comments: the ONNX node names of a
+/// location, or file:line.
+std::string describeLocation(Location loc);
+/// The op's name and location.
+std::string describeOp(Operation *op);
+
+/// The weights of the engine, shared by both programs (deduplicated by name
+/// and storage type).
+class WeightTable {
+public:
+  explicit WeightTable(std::vector<WeightPlan> &weights) : weights(weights) {}
+
+  FailureOr<unsigned> bind(WeightOp op, DType type) {
+    std::string key = op.getName().str() + "@" + format::dtypeName(type);
+    auto it = byKey.find(key);
+    if (it != byKey.end()) {
+      if (weights[it->second].values != op.getValue())
+        return op.emitError() << "codegen: two weights are named '"
+                              << op.getName() << "' but hold different values";
+      return it->second;
+    }
+    auto shaped = cast<ShapedType>(op.getValue().getType());
+    if (!shaped.hasStaticShape() || !isa<FloatType>(shaped.getElementType()))
+      return op.emitError()
+             << "codegen: weight '" << op.getName()
+             << "' must be a float tensor of static shape, got " << shaped;
+    WeightPlan plan;
+    plan.name = op.getName().str();
+    plan.type = type;
+    plan.shape.assign(shaped.getShape().begin(), shaped.getShape().end());
+    plan.values = op.getValue();
+    plan.bytes = static_cast<uint64_t>(shaped.getNumElements()) *
+                 format::dtypeBytes(type);
+    weights.push_back(std::move(plan));
+    byKey[key] = static_cast<unsigned>(weights.size() - 1);
+    return byKey[key];
+  }
+
+private:
+  std::vector<WeightPlan> &weights;
+  std::map<std::string, unsigned> byKey;
+};
+
+/// Deduplicates kernel specs across both programs and names them.
+class KernelTable {
+public:
+  explicit KernelTable(std::vector<KernelSpec> &kernels) : kernels(kernels) {}
+
+  unsigned add(KernelSpec spec, const std::string &use) {
+    std::string key = spec.getKey();
+    auto it = byKey.find(key);
+    if (it == byKey.end()) {
+      spec.name = "sits_" + spec.family + "_" +
+                  std::to_string(countByFamily[spec.family]++);
+      kernels.push_back(std::move(spec));
+      it = byKey.emplace(key, static_cast<unsigned>(kernels.size() - 1)).first;
+    }
+    std::vector<std::string> &uses = kernels[it->second].uses;
+    if (uses.size() < 4)
+      uses.push_back(use);
+    else if (uses.size() == 4)
+      uses.push_back("...");
+    return it->second;
+  }
+
+private:
+  std::vector<KernelSpec> &kernels;
+  std::map<std::string, unsigned> byKey;
+  std::map<std::string, unsigned> countByFamily;
+};
+
+/// What the planner learns about the model while it plans (for metadata).
+struct Observed {
+  ModelConfig config;
+  bool sawAttention = false;
+};
+
+//===----------------------------------------------------------------------===//
+// One program
+//===----------------------------------------------------------------------===//
+
+class ProgramPlanner {
+public:
+  ProgramPlanner(func::FuncOp func, ProgramPlan &program, WeightTable &weights,
+                 KernelTable &kernels, const CodegenOptions &options,
+                 KVCacheType cacheType, Observed &observed)
+      : func(func), program(program), weights(weights), kernels(kernels),
+        options(options), cacheType(cacheType), observed(observed) {}
+
+  LogicalResult run();
+
+private:
+  // Values.
+  FailureOr<int64_t> tokenWidth(Value value, Operation *user);
+  FailureOr<ArgBinding> use(Value value, Operation *user);
+  FailureOr<ArgBinding> define(Value value, Operation *producer);
+  FailureOr<unsigned> weightOf(Value value, Operation *user, DType type,
+                               ArrayRef<int64_t> shape);
+  FailureOr<RopeConfig> ropeConfigOf(RopeOp rope);
+  LogicalResult checkPast(Value past, Operation *user);
+  unsigned currentLaunch() const {
+    return static_cast<unsigned>(program.launches.size());
+  }
+  void addLaunch(PlannedLaunch planned, ArrayRef<Operation *> ops);
+
+  // Fusions.
+  void findFusions();
+  void fuseGatedLinears(GLUOp glu);
+  void fuseResidual(AddOp add);
+  void groupLinears();
+  void fuseRopeIntoAppend(KVAppendOp append);
+
+  // Ops.
+  LogicalResult planOp(Operation *op);
+  LogicalResult planLinears(ArrayRef<LinearOp> linears);
+  LogicalResult planGatedLinear(GLUOp glu, LinearOp gate, LinearOp up);
+  LogicalResult planResidualLinear(AddOp add, LinearOp linear, Value residual);
+  LogicalResult planLMHead(LMHeadOp op);
+  LogicalResult planAppend(KVAppendOp op, RopeOp keyRope, RopeOp queryRope);
+  LogicalResult planAttention(AttentionOp op);
+  LogicalResult planReturn(func::ReturnOp op);
+  FailureOr<LinearSegment> linearSegment(Operation *op, Value weight,
+                                         Value bias, int64_t k);
+
+  func::FuncOp func;
+  ProgramPlan &program;
+  WeightTable &weights;
+  KernelTable &kernels;
+  const CodegenOptions &options;
+  KVCacheType cacheType;
+  Observed &observed;
+
+  Value tokenIds, pastLengths;
+  DenseSet<Value> positions;
+  DenseMap<Value, unsigned> activations; ///< roots and views -> value index
+  DenseMap<Value, std::pair<KVReadOp, bool>> cacheReads; ///< bool: is key
+  DenseSet<int64_t> appendedLayers;
+  Value logits;
+
+  DenseSet<Operation *> absorbed;
+  llvm::MapVector<Operation *, std::function<LogicalResult()>> anchors;
+};
+
+} // namespace sits::codegen::detail
+
+#endif // SITS_COMPILER_CODEGEN_PROGRAMPLANNER_H
