@@ -22,6 +22,7 @@
 #include "mlir/Support/LogicalResult.h"
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -164,6 +165,10 @@ mlir::FailureOr<EnginePlan> planEngine(mlir::ModuleOp module,
 /// Gives every workspace value of `program` an offset so that values live at
 /// the same time never overlap; sets the offsets and `peakBytes`.
 void planMemory(ProgramPlan &program);
+
+/// Checks that no two values live at the same time share bytes and that
+/// every value is aligned and inside the peak (the planner's own check).
+std::optional<std::string> checkMemoryPlan(const ProgramPlan &program);
 
 /// The CUDA C++ source of the plan's kernels (one translation unit that
 /// includes the kernel library headers).

@@ -401,6 +401,10 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
 
   for (ProgramPlan *program : {&plan.prefill, &plan.decode}) {
     planMemory(*program);
+    if (std::optional<std::string> error = checkMemoryPlan(*program))
+      return module.emitError()
+             << "codegen: internal error in the memory plan of @"
+             << program->name << ": " << *error;
     plan.workspaceBytes = std::max(plan.workspaceBytes, program->peakBytes);
     uint64_t unshared = 0;
     for (const WorkspaceValue &value : program->values)

@@ -141,6 +141,18 @@ __device__ __forceinline__ void loadFloats(const float *p, float *out) {
   }
 }
 
+/// `pointers[index]` for a small array of kernel arguments, selected with
+/// constant indices so that the array stays in registers (a dynamic index
+/// would put it in local memory).
+template <int kCount, class T>
+__device__ __forceinline__ T select(T const *pointers, int index) {
+  T chosen = pointers[0];
+  for (int i = 1; i < kCount; ++i)
+    if (index == i)
+      chosen = pointers[i];
+  return chosen;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

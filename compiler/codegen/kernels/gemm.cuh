@@ -91,6 +91,10 @@ __device__ void gemm(const float *__restrict__ x,
 
   const int m = m0 + loadRow, n = n0 + loadRow;
   const float *xRow = x + static_cast<long>(m < tokens ? m : 0) * Cfg::kK;
+  const typename Cfg::Weight::Storage *wRow[kMats];
+  for (int g = 0; g < kMats; ++g)
+    wRow[g] = select<Cfg::kSegments>(weights, kGated ? g : segment) +
+              static_cast<long>(n < width ? n : 0) * Cfg::kK;
   for (int k0 = 0; k0 < Cfg::kK; k0 += kGemmTileK) {
     float values[8];
     if (m < tokens) {
@@ -102,10 +106,8 @@ __device__ void gemm(const float *__restrict__ x,
     for (int e = 0; e < 8; ++e)
       xs[loadK + e][loadRow] = values[e];
     for (int g = 0; g < kMats; ++g) {
-      const int matrix = kGated ? g : segment;
       if (n < width) {
-        gemmLoadWeights<Cfg>(weights[matrix] + static_cast<long>(n) * Cfg::kK,
-                             k0 + loadK, values);
+        gemmLoadWeights<Cfg>(wRow[g], k0 + loadK, values);
       } else {
         for (int e = 0; e < 8; ++e)
           values[e] = 0.0f;
@@ -149,10 +151,10 @@ __device__ void gemm(const float *__restrict__ x,
       } else {
         float value = acc[0][i][j];
         if (Cfg::hasBias(segment))
-          value += biases[segment][column];
+          value += select<Cfg::kSegments>(biases, segment)[column];
         if constexpr (Cfg::kEpilogue == kResidual)
           value += residual[index];
-        outs[segment][index] = value;
+        select<Cfg::kSegments>(outs, segment)[index] = value;
       }
     }
   }

@@ -78,7 +78,8 @@ __device__ void gemv(const float *__restrict__ x,
   }
   const int width = Cfg::rows(segment);
   const typename Cfg::Weight::Storage *wRow =
-      weights[segment] + static_cast<long>(row) * Cfg::kK;
+      select<Cfg::kSegments>(weights, segment) +
+      static_cast<long>(row) * Cfg::kK;
 
   for (int t0 = 0; t0 < tokens; t0 += Cfg::kTokenTile) {
     const int count = min(Cfg::kTokenTile, tokens - t0);
@@ -127,11 +128,11 @@ __device__ void gemv(const float *__restrict__ x,
         float sum = warpSum(acc[tt]);
         if (lane == tt && live[tt]) {
           if (Cfg::hasBias(segment))
-            sum += biases[segment][row];
+            sum += select<Cfg::kSegments>(biases, segment)[row];
           long index = static_cast<long>(t0 + tt) * width + row;
           if constexpr (Cfg::kEpilogue == kResidual)
             sum += residual[index];
-          outs[segment][index] = sum;
+          select<Cfg::kSegments>(outs, segment)[index] = sum;
         }
       }
     }
