@@ -20,7 +20,8 @@ const StringRef sits::onnx::raising::kRaiseCounters[] = {
     "linears_raised",       "lm_heads_raised",    "activations_raised",
     "glus_raised",          "split_heads_raised", "merge_heads_raised",
     "rope_tables_raised",   "ropes_raised",       "attentions_raised",
-    "residual_adds_raised", "identities_removed", "onnx_ops_left"};
+    "residual_adds_raised", "identities_removed", "weight_casts_folded",
+    "onnx_ops_left"};
 const size_t sits::onnx::raising::kNumRaiseCounters =
     std::size(sits::onnx::raising::kRaiseCounters);
 

@@ -160,6 +160,9 @@ llvm::SmallVector<OpTy> collectOps(mlir::func::FuncOp function) {
 
 /// Identity, and Dropout at inference, replaced by their input.
 void removeIdentities(RaiseContext &context);
+/// Casts of float weights (half-precision checkpoints) become the weights,
+/// converted at compile time.
+void foldWeightCasts(RaiseContext &context);
 /// RMSNormalization, LayerNormalization, decomposed RMSNorm.
 void raiseNorms(RaiseContext &context);
 /// Embedding Gathers; MatMul/Gemm with constant weights (and biases) into
