@@ -91,6 +91,10 @@ struct Launch {
 };
 
 inline Launch *activeLaunch = nullptr;
+/// Run the threads of a block from the last to the first between barriers,
+/// so that a read of shared memory that is missing a barrier before it sees
+/// stale data whichever thread writes (one order hides what the other shows).
+inline bool reverseSchedule = false;
 constexpr size_t kStackBytes = 256 * 1024;
 
 inline Launch &launch() { return *activeLaunch; }
@@ -211,11 +215,13 @@ inline bool runBlock(Launch &l) {
   }
   while (true) {
     bool ran = false;
-    for (Fiber &fiber : l.fibers)
+    for (unsigned i = 0; i < threads; ++i) {
+      Fiber &fiber = l.fibers[reverseSchedule ? threads - 1 - i : i];
       if (fiber.state == FiberState::Runnable) {
         resume(fiber);
         ran = true;
       }
+    }
     if (!l.error.empty())
       return false;
     unsigned done = 0, atBlock = 0;
@@ -414,6 +420,12 @@ inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline long min(long a, long b) { return a < b ? a : b; }
 inline long max(long a, long b) { return a > b ? a : b; }
+
+/// Sets the order threads run in between barriers (0: first to last).
+extern "C" __attribute__((visibility("default"))) void
+sits_emu_set_reverse_schedule(int reverse) {
+  sits_emu::reverseSchedule = reverse != 0;
+}
 
 /// Runs `kernel` (a generated __emulate wrapper) over the grid. Returns 0,
 /// or 1 with the reason in `error` (NUL-terminated, `errorBytes` long).

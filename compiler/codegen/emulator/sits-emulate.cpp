@@ -16,7 +16,9 @@
 // Beyond the GPU's behaviour it checks: writes past a buffer's end (guard
 // bytes around every buffer), writes to the weights (mapped read-only), and
 // with --poison, reads of activations or cache rows nothing wrote (they
-// start as NaN instead of zeros).
+// start as NaN instead of zeros). --reverse-schedule runs the threads of a
+// block last to first between barriers: a missing barrier before a read of
+// shared memory shows in one order or the other.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,7 +58,8 @@ using namespace sits;
 }
 
 const char *kUsage =
-    "usage: sits-emulate ENGINE --cuda KERNELS.cu [--poison] score --tokens "
+    "usage: sits-emulate ENGINE --cuda KERNELS.cu [--poison] "
+    "[--reverse-schedule] score --tokens "
     "1,2,3[;4,5,6] [--prefill N] --out LOGITS.npy\n"
     "       sits-emulate ENGINE --cuda KERNELS.cu [--poison] generate "
     "--tokens 1,2,3[;...] --max-new-tokens N\n";
@@ -66,6 +69,7 @@ struct Options {
   std::vector<std::vector<int32_t>> tokens;
   int64_t prefill = 1, maxNewTokens = 16;
   bool poison = false;
+  bool reverse = false;
 };
 
 std::vector<std::vector<int32_t>> parseTokens(const std::string &text) {
@@ -109,6 +113,8 @@ Options parseArgs(int argc, char **argv) {
       o.cuda = value(i);
     else if (a == "--poison")
       o.poison = true;
+    else if (a == "--reverse-schedule")
+      o.reverse = true;
     else if (a == "--tokens")
       o.tokens = parseTokens(value(i));
     else if (a == "--prefill")
@@ -269,8 +275,11 @@ Emulator::Emulator(const Options &options, const std::string &object) {
   if (!library)
     die(std::string("cannot load the compiled kernels: ") + dlerror());
   launchFn = reinterpret_cast<LaunchFn>(dlsym(library, "sits_emu_launch"));
-  if (!launchFn)
-    die("the compiled kernels lack sits_emu_launch");
+  auto setReverse = reinterpret_cast<void (*)(int)>(
+      dlsym(library, "sits_emu_set_reverse_schedule"));
+  if (!launchFn || !setReverse)
+    die("the compiled kernels lack the emulation entry points");
+  setReverse(options.reverse ? 1 : 0);
   for (const format::KernelRef &kernel : contents.kernels) {
     auto fn = reinterpret_cast<void (*)(void **)>(
         dlsym(library, (kernel.function + "__emulate").c_str()));

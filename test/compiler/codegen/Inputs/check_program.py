@@ -38,6 +38,8 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--seq", type=int, default=10)
     parser.add_argument("--max-prefill-tokens", type=int, default=4)
+    parser.add_argument("--reverse-schedule", action="store_true",
+                        help="run the threads of a block last to first")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     program = os.path.join(args.work, args.preset + ".mlir")
@@ -69,8 +71,10 @@ def main():
         worst = 0.0
         for prefill in sorted({1, args.seq // 2, args.seq}):
             out = engine[:-len(".sits")] + "-p%d.npy" % prefill
-            run("sits-emulate", engine, "--cuda", cuda, "--poison", "score",
-                "--tokens", tokens, "--prefill", str(prefill), "--out", out)
+            extra = ["--reverse-schedule"] if args.reverse_schedule else []
+            run("sits-emulate", engine, "--cuda", cuda, "--poison", *extra,
+                "score", "--tokens", tokens, "--prefill", str(prefill),
+                "--out", out)
             got = np.load(out)
             error = np.abs(got - reference[:, prefill - 1:, :])
             worst = max(worst, float(np.max(error)))
