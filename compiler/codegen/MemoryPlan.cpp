@@ -65,14 +65,15 @@ std::optional<std::string> checkMemoryPlan(const ProgramPlan &program) {
   const std::vector<WorkspaceValue> &values = program.values;
   for (size_t a = 0; a < values.size(); ++a) {
     const WorkspaceValue &x = values[a];
-    if (x.offset % kWorkspaceAlignment || x.offset + x.bytes > program.peakBytes)
+    if (x.offset % kWorkspaceAlignment ||
+        x.offset + x.bytes > program.peakBytes)
       return "value '" + x.name + "' is misplaced in the workspace";
     for (size_t b = a + 1; b < values.size(); ++b) {
       const WorkspaceValue &y = values[b];
-      bool together = x.firstLaunch <= y.lastLaunch &&
-                      y.firstLaunch <= x.lastLaunch;
-      bool overlap = x.offset < y.offset + y.bytes &&
-                     y.offset < x.offset + x.bytes;
+      bool together =
+          x.firstLaunch <= y.lastLaunch && y.firstLaunch <= x.lastLaunch;
+      bool overlap =
+          x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
       if (together && overlap)
         return "values '" + x.name + "' and '" + y.name +
                "' are live together but share workspace bytes";

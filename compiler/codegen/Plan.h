@@ -22,8 +22,8 @@
 #include "mlir/Support/LogicalResult.h"
 
 #include <array>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 

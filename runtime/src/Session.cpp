@@ -375,8 +375,9 @@ void Session::Impl::resetSequences(uint32_t batch,
 /// arranged so that every sequence's last prompt token is in the final
 /// chunk (whose logits are sampled when `sampleLast`); a sequence with
 /// nothing in a chunk has length 0. Returns the number of chunks.
-uint32_t Session::Impl::prefill(const std::vector<std::vector<int32_t>> &prompts,
-                                bool sampleLast) {
+uint32_t
+Session::Impl::prefill(const std::vector<std::vector<int32_t>> &prompts,
+                       bool sampleLast) {
   const uint32_t batch = static_cast<uint32_t>(prompts.size());
   const uint32_t maxBatch = config.maxBatch;
   std::vector<uint32_t> promptLengths;
@@ -399,8 +400,8 @@ uint32_t Session::Impl::prefill(const std::vector<std::vector<int32_t>> &prompts
     checkCuda(cudaMemcpyAsync(tokenIds, ids.data(), ids.size() * 4,
                               cudaMemcpyHostToDevice, stream),
               "uploading prompt tokens");
-    checkCuda(cudaMemcpyAsync(stepLengths, stepLengthsHost.data(),
-                              maxBatch * 4, cudaMemcpyHostToDevice, stream),
+    checkCuda(cudaMemcpyAsync(stepLengths, stepLengthsHost.data(), maxBatch * 4,
+                              cudaMemcpyHostToDevice, stream),
               "uploading step lengths");
     run(prepare(prefillProgram, batch, seq));
     stepTail(batch, sampleLast && c + 1 == chunks);
