@@ -11,16 +11,64 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <cstring>
+#include <vector>
+
 using namespace mlir;
 using namespace sits;
 using namespace sits::onnx;
 using namespace sits::onnx::raising;
 
+/// A float16 bit pattern as a float (exact: every half is a float).
+static float halfToFloat(uint16_t half) {
+  uint32_t sign = uint32_t(half & 0x8000) << 16;
+  uint32_t exponent = (half >> 10) & 0x1f;
+  uint32_t mantissa = half & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000 | (mantissa << 13); // inf, nan
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign; // +-0
+  } else {
+    // Subnormal half: normalize into a float.
+    int shift = 0;
+    while (!(mantissa & 0x400)) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    bits = sign | ((113 - shift) << 23) | ((mantissa & 0x3ff) << 13);
+  }
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
 /// `weight`'s values converted to `type`'s float element type (rounded to
-/// nearest even when narrowing).
+/// nearest even when narrowing). Half and bfloat16 to float, the common
+/// case for big checkpoints, converts the raw bits directly.
 static DenseElementsAttr convertWeight(ElementsAttr weight,
                                        RankedTensorType type) {
   auto elementType = cast<FloatType>(type.getElementType());
+  auto dense = dyn_cast<DenseElementsAttr>(weight);
+  Type from = weight.getElementType();
+  if (dense && !dense.isSplat() && elementType.isF32() &&
+      (from.isF16() || from.isBF16())) {
+    ArrayRef<char> raw = dense.getRawData();
+    std::vector<float> values(raw.size() / 2);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, raw.data() + 2 * i, sizeof(bits));
+      if (from.isF16()) {
+        values[i] = halfToFloat(bits);
+      } else {
+        uint32_t wide = uint32_t(bits) << 16;
+        std::memcpy(&values[i], &wide, sizeof(float));
+      }
+    }
+    return DenseElementsAttr::get(type, llvm::ArrayRef(values));
+  }
   SmallVector<APFloat> values;
   values.reserve(weight.getNumElements());
   for (APFloat value : weight.getValues<APFloat>()) {
