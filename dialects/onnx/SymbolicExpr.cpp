@@ -307,14 +307,3 @@ std::optional<int64_t> sits::onnx::getConstantValue(AffineExpr expr) {
     return constant.getValue();
   return std::nullopt;
 }
-
-bool sits::onnx::usesDim(AffineExpr expr, unsigned position) {
-  if (!expr)
-    return false;
-  bool found = false;
-  expr.walk([&](AffineExpr e) {
-    if (auto dim = dyn_cast<AffineDimExpr>(e))
-      found |= dim.getPosition() == position;
-  });
-  return found;
-}

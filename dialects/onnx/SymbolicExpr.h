@@ -44,9 +44,6 @@ mlir::AffineExpr ceilDivExpr(mlir::AffineExpr numerator, int64_t divisor);
 /// The value of `expr` when it is a constant.
 std::optional<int64_t> getConstantValue(mlir::AffineExpr expr);
 
-/// Whether `expr` mentions dim `position` (an element index).
-bool usesDim(mlir::AffineExpr expr, unsigned position);
-
 } // namespace sits::onnx
 
 #endif // SITS_DIALECT_ONNX_SYMBOLICEXPR_H
