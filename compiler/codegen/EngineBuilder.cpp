@@ -18,7 +18,7 @@ namespace {
 /// Indices of the non-weight buffers in the engine's buffer table.
 struct BufferIndices {
   uint32_t workspace = 0, keyCache = 0, valueCache = 0, tokenIds = 0,
-           pastLengths = 0, stepLengths = 0, logits = 0;
+           pastLengths = 0, stepLengths = 0, logits = 0, counters = 0;
 };
 
 /// The stored bytes of a weight in its storage type.
@@ -94,6 +94,9 @@ format::Program buildProgram(const ProgramPlan &plan,
         break;
       case BufferKind::Logits:
         buffer = buffers.logits;
+        break;
+      case BufferKind::Counters:
+        buffer = buffers.counters;
         break;
       }
       out.args.push_back(format::LaunchArg::bufferAddress(buffer, offset));
@@ -327,6 +330,11 @@ llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
   buffers.logits = addBuffer("logits", BufferRole::Logits, DType::F32,
                              batch * static_cast<uint64_t>(m.vocab) * 4,
                              {batch, static_cast<uint64_t>(m.vocab)});
+  // Zero at allocation, and every kernel that counts leaves them at zero.
+  if (plan.counterInts)
+    buffers.counters = addBuffer("sync_counters", BufferRole::Activation,
+                                 DType::I32, plan.counterInts * 4,
+                                 {plan.counterInts});
 
   contents.programs.push_back(
       buildProgram(plan.prefill, weightBuffers, buffers));

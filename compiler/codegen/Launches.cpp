@@ -66,6 +66,7 @@ public:
   void setShared(int64_t bytes) {
     planned.launch.sharedBytes = Expr::constant(bytes);
   }
+  void setMinBlocks(int blocks) { planned.spec.minBlocks = blocks; }
   PlannedLaunch take() { return std::move(planned); }
 
 private:
@@ -197,9 +198,28 @@ PlannedLaunch planNorm(const NormLaunch &desc) {
   return b.take();
 }
 
+/// gemv.cuh's gemvTensorCoreSharedBytes.
+static int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
+                                         int64_t unroll, int64_t stages) {
+  constexpr int64_t kThreads = 256, kWarps = 8;
+  return 16 * (stages * unroll * mats * tilesPerBlock * 2 * kThreads +
+               kWarps * mats * tilesPerBlock * 32);
+}
+
 PlannedLaunch planLinear(const LinearLaunch &desc) {
   constexpr int64_t kGemvWarps = 4, kTokenTile = 8;
   constexpr int64_t kTile = 64; // gemm.cuh's kGemmTileM and kGemmTileN
+  // Decode on tensor cores (gemv.cuh's gemvTensorCore): f16/bf16 rows that
+  // are 16-byte aligned, sm_80 and newer.
+  const bool tensorGemv = desc.decode && desc.tensorCores &&
+                          desc.weightType != DType::F32 && desc.k % 8 == 0;
+  constexpr int64_t kTcRows = 16, kTcThreads = 256, kTcStages = 3;
+  // Prefill on tensor cores (gemm.cuh's gemmTensorCore): the same
+  // conditions; 128 x 128 tiles (64 gate and 64 up rows with a GLU).
+  const bool tensorGemm = !desc.decode && desc.tensorCores &&
+                          desc.weightType != DType::F32 && desc.k % 8 == 0;
+  constexpr int64_t kTcTileM = 128;
+  const int64_t tcGemmRows = desc.epilogue == LinearEpilogue::Glu ? 64 : 128;
   bool gated = desc.epilogue == LinearEpilogue::Glu;
   std::string family = desc.gatherLast ? "lm_head"
                        : desc.decode   ? "gemv"
@@ -208,22 +228,30 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     family += "_glu";
   else if (desc.epilogue == LinearEpilogue::Residual)
     family += "_residual";
-  Builder b(family, desc.decode ? "sits/gemv.cuh" : "sits/gemm.cuh",
-            desc.decode ? static_cast<int>(kGemvWarps * 32) : 256);
+  int threads = tensorGemv    ? static_cast<int>(kTcThreads)
+                : desc.decode ? static_cast<int>(kGemvWarps * 32)
+                              : 256;
+  Builder b(family, desc.decode ? "sits/gemv.cuh" : "sits/gemm.cuh", threads);
 
   int64_t segments = static_cast<int64_t>(desc.segments.size());
-  int64_t totalRows = 0, totalTiles = 0;
-  std::vector<std::string> rows, biases, tiles;
+  int64_t totalRows = 0, totalTiles = 0, totalTcTiles = 0;
+  std::vector<std::string> rows, biases, tiles, tcTiles;
+  // Column tiles of the prefill GEMM in use (64 rows, or 128 on tensor
+  // cores).
+  const int64_t gemmTile = tensorGemm ? tcGemmRows : kTile;
   for (const LinearSegment &segment : desc.segments) {
     rows.push_back(std::to_string(segment.rows));
     biases.push_back(segment.bias ? "true" : "false");
-    tiles.push_back(std::to_string((segment.rows + kTile - 1) / kTile));
+    tiles.push_back(std::to_string((segment.rows + gemmTile - 1) / gemmTile));
+    tcTiles.push_back(std::to_string((segment.rows + kTcRows - 1) / kTcRows));
     totalRows += segment.rows;
-    totalTiles += (segment.rows + kTile - 1) / kTile;
+    totalTiles += (segment.rows + gemmTile - 1) / gemmTile;
+    totalTcTiles += (segment.rows + kTcRows - 1) / kTcRows;
   }
   if (gated) {
     totalRows = desc.segments.front().rows;
-    totalTiles = (totalRows + kTile - 1) / kTile;
+    totalTiles = (totalRows + gemmTile - 1) / gemmTile;
+    totalTcTiles = (totalRows + kTcRows - 1) / kTcRows;
   }
   b.typeConstant("Weight", storageStruct(desc.weightType));
   b.intConstant("kK", desc.k);
@@ -234,11 +262,32 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   b.constant("static constexpr int kEpilogue = " +
              std::to_string(static_cast<int>(desc.epilogue)) + ";");
   b.intConstant("kActivation", desc.activation);
-  if (desc.decode) {
+  int64_t tilesPerBlock = 1, mats = gated ? 2 : 1;
+  if (tensorGemv) {
+    // Two tiles per block only when there are plenty of blocks either way
+    // (the LM head): each block reads x once, so fewer, larger blocks read
+    // less of it. Every lane copies 8 pieces of 16 bytes per step.
+    constexpr int64_t kManyBlocks = 4 * 2 * 132;
+    if (!gated && totalTcTiles >= 2 * kManyBlocks)
+      tilesPerBlock = 2;
+    int64_t unroll = 4 / (mats * tilesPerBlock);
+    b.constant(segmentFunction("int", "tiles", tcTiles));
+    b.intConstant("kTotalTiles", totalTcTiles);
+    b.intConstant("kTilesPerBlock", tilesPerBlock);
+    b.intConstant("kUnroll", unroll);
+    b.intConstant("kStages", kTcStages);
+    b.boolConstant("kGatherLast", desc.gatherLast);
+    b.setShared(
+        gemvTensorCoreSharedBytes(mats, tilesPerBlock, unroll, kTcStages));
+    b.setMinBlocks(2); // two blocks per SM: at most 128 registers
+  } else if (desc.decode) {
     b.intConstant("kWarps", kGemvWarps);
     b.intConstant("kTokenTile", kTokenTile);
     b.intConstant("kVec", vectorWidth(desc.k, desc.weightType));
     b.boolConstant("kGatherLast", desc.gatherLast);
+  } else if (tensorGemm) {
+    b.constant(segmentFunction("int", "tiles", tiles));
+    b.intConstant("kTotalTiles", totalTiles);
   } else {
     b.constant(segmentFunction("int", "tiles", tiles));
     b.boolConstant("kVecW", vectorWidth(desc.k, desc.weightType) > 1);
@@ -277,11 +326,22 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   b.body("const float *biases[] = {" + biasList + "};");
   b.body("float *outs[] = {" + outList + "};");
   std::string residualName = residual ? "residual" : "nullptr";
-  if (desc.decode) {
+  std::string gatherArgs =
+      desc.gatherLast ? "seq_len, step_lengths" : "1, nullptr";
+  if (tensorGemv) {
+    b.call("sits::gemvTensorCore<Cfg>(x, weights, biases, outs, " +
+           residualName + ", tokens, " + gatherArgs + ")");
+    b.setGrid(Expr::constant((totalTcTiles + tilesPerBlock - 1) /
+                             tilesPerBlock));
+  } else if (desc.decode) {
     b.call("sits::gemv<Cfg>(x, weights, biases, outs, " + residualName +
-           ", tokens, " +
-           (desc.gatherLast ? "seq_len, step_lengths" : "1, nullptr") + ")");
+           ", tokens, " + gatherArgs + ")");
     b.setGrid(Expr::constant((totalRows + kGemvWarps - 1) / kGemvWarps));
+  } else if (tensorGemm) {
+    b.call("sits::gemmTensorCore<Cfg>(x, weights, biases, outs, " +
+           residualName + ", tokens)");
+    b.setGrid(format::ceilDiv(Expr::tokens(), Expr::constant(kTcTileM)),
+              Expr::constant(totalTiles));
   } else {
     b.call("sits::gemm<Cfg>(x, weights, biases, outs, " + residualName +
            ", tokens)");
@@ -365,8 +425,117 @@ static int64_t attentionSharedFloats(int64_t rows, int64_t headDim,
          rows * keyTile + 3 * rows;
 }
 
+std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc) {
+  const int64_t group = desc.heads / desc.kvHeads, d = desc.headDim;
+  const bool powerOfTwo = d >= 8 && d <= 256 && (d & (d - 1)) == 0;
+  if (!desc.decode || !desc.tensorCores || desc.cacheType == DType::F32 ||
+      !powerOfTwo || group > 8)
+    return std::nullopt;
+  DecodeSplit split;
+  // 256 keys per block (64 KB of K and V at head_dim 64), fewer for small
+  // caches so that even they cross split boundaries.
+  split.splitKeys = std::min<int64_t>(
+      256,
+      std::max<int64_t>(16, roundUp((desc.capacity + 3) / 4, 16)));
+  split.splits = (desc.capacity + split.splitKeys - 1) / split.splitKeys;
+  split.partialWidth = desc.heads * split.splits * (d + 2);
+  return split;
+}
+
+/// attention_decode.cuh's attentionDecodeSharedBytes.
+static int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
+                                          int64_t unroll, int64_t stages) {
+  constexpr int64_t kThreads = 128;
+  const int64_t ring = stages * unroll * 2 * 16 * kThreads;
+  const int64_t merge = 4 * (kThreads / (headDim / 8)) * group * (headDim + 2);
+  return std::max(ring, merge);
+}
+
+static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
+                                     const DecodeSplit &split) {
+  constexpr int64_t kThreads = 128, kUnroll = 4, kStages = 3;
+  const int64_t group = desc.heads / desc.kvHeads;
+  Builder b("attention_decode", "sits/attention_decode.cuh",
+            static_cast<int>(kThreads));
+  b.typeConstant("Cache", storageStruct(desc.cacheType));
+  b.intConstant("kHeads", desc.heads);
+  b.intConstant("kKvHeads", desc.kvHeads);
+  b.intConstant("kHeadDim", desc.headDim);
+  b.intConstant("kCapacity", desc.capacity);
+  b.intConstant("kWindow", desc.window);
+  b.intConstant("kSplitKeys", split.splitKeys);
+  b.intConstant("kSplits", split.splits);
+  b.intConstant("kUnroll", kUnroll);
+  b.intConstant("kStages", kStages);
+  b.floatConstant("kScale", desc.scale);
+  b.floatConstant("kSoftcap", desc.softcap);
+  std::string cache = pointerType(desc.cacheType, true);
+  b.param("const float *", "query", desc.query);
+  b.param(cache, "key_cache",
+          ArgBinding::bufferArg(BufferKind::KeyCache, 0, desc.layerByteOffset));
+  b.param(
+      cache, "value_cache",
+      ArgBinding::bufferArg(BufferKind::ValueCache, 0, desc.layerByteOffset));
+  b.param("float *", "out", desc.out);
+  b.param("float *", "partial", *desc.partial);
+  b.param("int *", "counters", desc.counters);
+  b.param("const int *", "past_lengths", pastArg());
+  b.param("const int *", "step_lengths", stepArg());
+  b.call("sits::attentionDecode<Cfg>(query, key_cache, value_cache, out, "
+         "partial, counters, past_lengths, step_lengths)");
+  b.setGrid(Expr::constant(split.splits), Expr::constant(desc.kvHeads),
+            Expr::batch());
+  b.setShared(
+      attentionDecodeSharedBytes(desc.headDim, group, kUnroll, kStages));
+  return b.take();
+}
+
+/// Causal prefill on tensor cores (attention_prefill.cuh).
+static std::optional<PlannedLaunch> planFlashPrefill(const AttentionLaunch &desc) {
+  const int64_t d = desc.headDim;
+  if (desc.decode || !desc.tensorCores || desc.cacheType == DType::F32 ||
+      d % 16 != 0 || d > 128)
+    return std::nullopt;
+  constexpr int64_t kThreads = 128, kRows = 64;
+  Builder b("attention_prefill", "sits/attention_prefill.cuh",
+            static_cast<int>(kThreads));
+  b.typeConstant("Cache", storageStruct(desc.cacheType));
+  b.intConstant("kHeads", desc.heads);
+  b.intConstant("kKvHeads", desc.kvHeads);
+  b.intConstant("kHeadDim", d);
+  b.intConstant("kCapacity", desc.capacity);
+  b.intConstant("kWindow", desc.window);
+  b.floatConstant("kScale", desc.scale);
+  b.floatConstant("kSoftcap", desc.softcap);
+  std::string cache = pointerType(desc.cacheType, true);
+  b.param("const float *", "query", desc.query);
+  b.param(cache, "key_cache",
+          ArgBinding::bufferArg(BufferKind::KeyCache, 0, desc.layerByteOffset));
+  b.param(
+      cache, "value_cache",
+      ArgBinding::bufferArg(BufferKind::ValueCache, 0, desc.layerByteOffset));
+  b.param("float *", "out", desc.out);
+  b.param("const int *", "past_lengths", pastArg());
+  b.param("const int *", "step_lengths", stepArg());
+  b.param("int", "seq_len", seqArg());
+  b.call("sits::attentionPrefill<Cfg>(query, key_cache, value_cache, out, "
+         "past_lengths, step_lengths, seq_len)");
+  b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(kRows)),
+            Expr::constant(desc.heads), Expr::batch());
+  // attention_prefill.cuh's attentionPrefillSharedBytes: Q and two buffers
+  // each of K and V, rows padded by 8 halves.
+  b.setShared(2 * (d + 8) * (kRows + 4 * 64));
+  return b.take();
+}
+
 std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
                                            std::string *error) {
+  if (desc.partial) {
+    if (std::optional<DecodeSplit> split = decodeSplitOf(desc))
+      return planSplitDecode(desc, *split);
+  }
+  if (std::optional<PlannedLaunch> flash = planFlashPrefill(desc))
+    return flash;
   constexpr int64_t kThreads = 128;
   // Rows per block (query tokens x the GQA group): one token in decode; in
   // prefill up to 64 rows, bounded so that the per-thread accumulators

@@ -64,6 +64,7 @@ struct LinearSegment {
 struct LinearLaunch {
   bool decode = false;     ///< GEMV (decode, LM head) or tiled GEMM
   bool gatherLast = false; ///< LM head: each sequence's last new token
+  bool tensorCores = false; ///< the target has mma.sync for f16/bf16 (sm_80+)
   int64_t k = 0;
   format::DType weightType = format::DType::F32;
   std::vector<LinearSegment> segments; ///< 1..4; exactly 2 for Glu
@@ -107,8 +108,24 @@ struct AttentionLaunch {
   float scale = 1.0f;
   float softcap = 0.0f;
   int64_t window = 0;
+  bool tensorCores = false; ///< sm_80+: cp.async for the split decode kernel
   ArgBinding query, out;
+  /// Split decode (attention_decode.cuh): partial results and counters.
+  std::optional<ArgBinding> partial;
+  ArgBinding counters;
 };
+
+/// How split-K decode attention divides a sequence's keys.
+struct DecodeSplit {
+  int64_t splitKeys = 0; ///< keys per block
+  int64_t splits = 0;    ///< blocks per (sequence, KV head)
+  int64_t partialWidth = 0; ///< floats of partial results per sequence
+};
+/// The split of `desc` when the split decode kernel handles it (2-byte
+/// cache, head_dim a power of two from 8 to 256, at most 8 query heads per
+/// KV head, sm_80+); otherwise the one-block-per-head kernel runs.
+std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc);
+
 /// Fails (with the reason in `error`) when no tile fits in shared memory.
 std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
                                            std::string *error);

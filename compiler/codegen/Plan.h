@@ -40,6 +40,7 @@ enum class BufferKind {
   PastLengths,
   StepLengths,
   Logits,
+  Counters, ///< int32 counters that kernels leave at zero (split attention)
 };
 
 /// How one kernel parameter is bound at launch.
@@ -71,6 +72,7 @@ struct KernelSpec {
   std::vector<std::string> body; ///< statements before the call
   std::string call;              ///< the call, config struct as `Cfg`
   int threads = 128;             ///< __launch_bounds__
+  int minBlocks = 0; ///< __launch_bounds__'s blocks per SM (0: not given)
   std::string name;              ///< set when the kernel is deduplicated
   std::vector<std::string> uses; ///< what runs it, for the comments
 
@@ -155,6 +157,8 @@ struct EnginePlan {
   uint64_t unsharedBytes = 0;
   /// Bytes of one of the two KV-cache buffers.
   uint64_t cacheBufferBytes = 0;
+  /// Int32 counters the kernels need (0: no counters buffer).
+  uint64_t counterInts = 0;
 };
 
 /// Plans the engine for the optimized program in `module`. Errors are

@@ -232,6 +232,7 @@ LogicalResult ProgramPlanner::planLinears(ArrayRef<LinearOp> linears) {
   LinearLaunch desc;
   desc.decode = program.isDecode;
   desc.weightType = options.weightType;
+  desc.tensorCores = hasTensorCores();
   LinearOp first = linears.front();
   auto inputType = dyn_cast<RankedTensorType>(first.getInput().getType());
   if (!inputType || inputType.getRank() != 3)
@@ -266,6 +267,7 @@ LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
   LinearLaunch desc;
   desc.decode = program.isDecode;
   desc.weightType = options.weightType;
+  desc.tensorCores = hasTensorCores();
   desc.epilogue = LinearEpilogue::Glu;
   desc.activation = static_cast<int>(glu.getKind());
   FailureOr<int64_t> k = tokenWidth(gate.getInput(), gate);
@@ -296,6 +298,7 @@ LogicalResult ProgramPlanner::planResidualLinear(AddOp add, LinearOp linear,
   LinearLaunch desc;
   desc.decode = program.isDecode;
   desc.weightType = options.weightType;
+  desc.tensorCores = hasTensorCores();
   desc.epilogue = LinearEpilogue::Residual;
   FailureOr<int64_t> k = tokenWidth(linear.getInput(), linear);
   FailureOr<ArgBinding> input = use(linear.getInput(), linear);
@@ -331,6 +334,7 @@ LogicalResult ProgramPlanner::planLMHead(LMHeadOp head) {
   desc.decode = true;
   desc.gatherLast = true;
   desc.weightType = options.weightType;
+  desc.tensorCores = hasTensorCores();
   auto inputType = dyn_cast<RankedTensorType>(head.getInput().getType());
   if (!inputType || inputType.getRank() != 3)
     return head.emitError() << "codegen: the LM head's input must be "
@@ -519,12 +523,22 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
              << "codegen: the sliding window must be between 1 and 2^30";
     desc.window = static_cast<int64_t>(*window);
   }
+  desc.tensorCores = hasTensorCores();
   FailureOr<ArgBinding> queryArg = use(attention.getQuery(), attention);
   FailureOr<ArgBinding> out = define(attention.getResult(), attention);
   if (failed(queryArg) || failed(out))
     return failure();
   desc.query = *queryArg;
   desc.out = *out;
+  if (std::optional<DecodeSplit> split = decodeSplitOf(desc)) {
+    desc.partial = scratch("partial results of " + describeOp(attention),
+                           split->partialWidth);
+    desc.counters = ArgBinding::bufferArg(BufferKind::Counters);
+    observed.counterInts =
+        std::max<uint64_t>(observed.counterInts,
+                           static_cast<uint64_t>(cacheType.getMaxBatch()) *
+                               desc.kvHeads);
+  }
   std::string error;
   std::optional<PlannedLaunch> planned = codegen::planAttention(desc, &error);
   if (!planned)

@@ -55,7 +55,8 @@ ArgBinding ArgBinding::int32(Expr expr) {
 
 std::string KernelSpec::getKey() const {
   std::string key =
-      family + "|" + header + "|" + call + "|" + std::to_string(threads);
+      family + "|" + header + "|" + call + "|" + std::to_string(threads) +
+      "|" + std::to_string(minBlocks);
   for (const std::string &line : config)
     key += "|" + line;
   for (const KernelParam &param : params)
@@ -143,6 +144,17 @@ FailureOr<ArgBinding> ProgramPlanner::define(Value value, Operation *producer) {
   unsigned index = static_cast<unsigned>(program.values.size() - 1);
   activations[value] = index;
   return ArgBinding::bufferArg(BufferKind::Workspace, index);
+}
+
+ArgBinding ProgramPlanner::scratch(const std::string &name, int64_t width) {
+  WorkspaceValue stored;
+  stored.name = name;
+  stored.width = static_cast<uint64_t>(width);
+  stored.bytes = static_cast<uint64_t>(program.maxTokens) * stored.width * 4;
+  stored.firstLaunch = stored.lastLaunch = currentLaunch();
+  program.values.push_back(std::move(stored));
+  return ArgBinding::bufferArg(BufferKind::Workspace,
+                               static_cast<unsigned>(program.values.size() - 1));
 }
 
 FailureOr<unsigned> ProgramPlanner::weightOf(Value value, Operation *user,
@@ -398,6 +410,7 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   if (!observed.sawAttention)
     return module.emitError() << "codegen: the program has no attention";
   plan.model = observed.config;
+  plan.counterInts = observed.counterInts;
 
   for (ProgramPlan *program : {&plan.prefill, &plan.decode}) {
     planMemory(*program);

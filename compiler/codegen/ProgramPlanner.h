@@ -101,6 +101,7 @@ private:
 struct Observed {
   ModelConfig config;
   bool sawAttention = false;
+  uint64_t counterInts = 0;
 };
 
 //===----------------------------------------------------------------------===//
@@ -122,10 +123,14 @@ private:
   FailureOr<int64_t> tokenWidth(Value value, Operation *user);
   FailureOr<ArgBinding> use(Value value, Operation *user);
   FailureOr<ArgBinding> define(Value value, Operation *producer);
+  /// Scratch of `width` floats per token that only the next launch uses.
+  ArgBinding scratch(const std::string &name, int64_t width);
   FailureOr<unsigned> weightOf(Value value, Operation *user, DType type,
                                ArrayRef<int64_t> shape);
   FailureOr<RopeConfig> ropeConfigOf(RopeOp rope);
   LogicalResult checkPast(Value past, Operation *user);
+  /// mma.sync for f16/bf16 (tensor-core GEMV and GEMM): sm_80 and newer.
+  bool hasTensorCores() const { return options.target.getSm() >= 80; }
   unsigned currentLaunch() const {
     return static_cast<unsigned>(program.launches.size());
   }

@@ -43,6 +43,7 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -53,6 +54,12 @@ struct alignas(16) uint4 {
 struct alignas(16) float4 {
   float x, y, z, w;
 };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return {x, y, z, w};
+}
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
 
 namespace sits_emu {
 
@@ -80,6 +87,7 @@ struct Launch {
   dim3 gridSize, blockSize, blockIndex;
   std::vector<Fiber> fibers;
   std::vector<uint64_t> warpSlots; ///< one per thread, for shuffles
+  std::vector<uint32_t> mmaSlots;  ///< six per thread, for mma operands
   std::vector<char> dynamicShared;
   Fiber *current = nullptr;
 #if defined(__x86_64__)
@@ -292,6 +300,97 @@ template <class T> T shuffle(unsigned mask, T value, int sourceLane) {
   return result;
 }
 
+inline float halfToFloat(uint16_t bits);
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: every lane publishes its
+/// operand registers, then computes its four accumulators from the whole
+/// warp's, with the fragment layout of the PTX ISA (see mma16816 in
+/// kernels/common.cuh). Products of two halves are exact in f32; the sum
+/// runs over k in order.
+inline void mma16816(bool bf16, float *c, uint32_t a0, uint32_t a1,
+                     uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  Launch &l = launch();
+  Fiber &self = current();
+  const unsigned lane = self.linear % 32, base = self.linear - lane;
+  uint32_t *mine = &l.mmaSlots[6 * self.linear];
+  mine[0] = a0;
+  mine[1] = a1;
+  mine[2] = a2;
+  mine[3] = a3;
+  mine[4] = b0;
+  mine[5] = b1;
+  syncwarp();
+  for (unsigned other = base; other < base + 32; ++other)
+    if (other >= l.fibers.size() || l.fibers[other].state == FiberState::Done)
+      fail("mma.sync with lane " + std::to_string(other - base) +
+           " of warp " + std::to_string(base / 32) +
+           " exited or missing: every lane must take part");
+  auto element = [&](unsigned owner, unsigned reg, unsigned k) {
+    uint32_t word = l.mmaSlots[6 * (base + owner) + reg];
+    uint16_t bits = static_cast<uint16_t>(k % 2 ? word >> 16 : word & 0xffffu);
+    if (!bf16)
+      return halfToFloat(bits);
+    uint32_t wide = static_cast<uint32_t>(bits) << 16;
+    float value;
+    std::memcpy(&value, &wide, 4);
+    return value;
+  };
+  // A[row][k] sits in lane (row % 8) * 4 + (k % 8) / 2, register
+  // (row >= 8) + 2 * (k >= 8); B[k][n] in lane n * 4 + (k % 8) / 2,
+  // register 4 + (k >= 8); the even k in the low half.
+  const unsigned g = lane / 4, t = lane % 4;
+  float out[4];
+  for (unsigned i = 0; i < 4; ++i) {
+    const unsigned row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+    float sum = c[i];
+    for (unsigned k = 0; k < 16; ++k) {
+      float a = element((row % 8) * 4 + (k % 8) / 2,
+                        (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0), k);
+      float b = element(col * 4 + (k % 8) / 2, 4 + (k >= 8 ? 1 : 0), k);
+      sum += a * b;
+    }
+    out[i] = sum;
+  }
+  syncwarp(); // nobody overwrites its operands before every lane has read
+  for (unsigned i = 0; i < 4; ++i)
+    c[i] = out[i];
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4.shared.b16 (see loadMatrix4 in
+/// kernels/common.cuh): lanes publish their row addresses, then each reads
+/// its words of the four matrices.
+inline void ldmatrix4(const void *row, uint32_t *r, bool transposed = false) {
+  Launch &l = launch();
+  Fiber &self = current();
+  const unsigned lane = self.linear % 32, base = self.linear - lane;
+  uint64_t address = reinterpret_cast<uintptr_t>(row);
+  if (address % 16 != 0)
+    fail("ldmatrix row address not 16-byte aligned");
+  l.warpSlots[self.linear] = address;
+  syncwarp();
+  uint32_t out[4];
+  auto rowOf = [&](unsigned matrix, unsigned rowIndex) {
+    const unsigned owner = base + matrix * 8 + rowIndex;
+    if (owner >= l.fibers.size() || l.fibers[owner].state == FiberState::Done)
+      fail("ldmatrix with an exited lane");
+    return reinterpret_cast<const char *>(
+        static_cast<uintptr_t>(l.warpSlots[owner]));
+  };
+  for (unsigned j = 0; j < 4; ++j) {
+    if (!transposed) {
+      std::memcpy(&out[j], rowOf(j, lane / 4) + (lane % 4) * 4, 4);
+    } else {
+      uint16_t lo, hi;
+      std::memcpy(&lo, rowOf(j, 2 * (lane % 4)) + (lane / 4) * 2, 2);
+      std::memcpy(&hi, rowOf(j, 2 * (lane % 4) + 1) + (lane / 4) * 2, 2);
+      out[j] = lo | (static_cast<uint32_t>(hi) << 16);
+    }
+  }
+  syncwarp();
+  for (unsigned j = 0; j < 4; ++j)
+    r[j] = out[j];
+}
+
 template <class T> T arg(void *slot) {
   T value;
   std::memcpy(&value, slot, sizeof(T));
@@ -416,6 +515,15 @@ inline unsigned __float_as_uint(float value) {
   return bits;
 }
 inline float __fmul_rn(float a, float b) { return a * b; }
+// Blocks run one after another and threads as fibers: a fence orders
+// nothing that is not ordered already, and an atomic is a plain update.
+inline void __threadfence() {}
+template <class T> T atomicAdd(T *address, T value) {
+  T old = *address;
+  *address = old + value;
+  return old;
+}
+template <class T> T __ldcg(const T *pointer) { return *pointer; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline long min(long a, long b) { return a < b ? a : b; }
@@ -441,6 +549,7 @@ sits_emu_launch(void (*kernel)(void **), const unsigned grid[3],
   unsigned threads = block[0] * block[1] * block[2];
   l.fibers.resize(threads);
   l.warpSlots.assign(threads, 0);
+  l.mmaSlots.assign(static_cast<size_t>(threads) * 6, 0);
   // Fiber stacks, kept between launches (never touched until used).
   static std::unique_ptr<char[]> stacks;
   static unsigned stackCount = 0;

@@ -302,10 +302,17 @@ Emulator::Emulator(const Options &options, const std::string &object) {
     uintptr_t base = reinterpret_cast<uintptr_t>(bytes.data()) + kGuardBytes;
     base = (base + 255) & ~uintptr_t(255);
     char *data = reinterpret_cast<char *>(base);
+    // Float buffers only: NaN marks a read of what nothing wrote. Integer
+    // activations (the split attention's counters) start at zero, as the
+    // runtime's allocation leaves them.
+    bool isFloat = buffer.dtype == format::DType::F32 ||
+                   buffer.dtype == format::DType::F16 ||
+                   buffer.dtype == format::DType::BF16;
     bool poisoned =
-        options.poison && (buffer.role == format::BufferRole::Activation ||
-                           buffer.role == format::BufferRole::KeyCache ||
-                           buffer.role == format::BufferRole::ValueCache);
+        options.poison && isFloat &&
+        (buffer.role == format::BufferRole::Activation ||
+         buffer.role == format::BufferRole::KeyCache ||
+         buffer.role == format::BufferRole::ValueCache);
     std::memset(data, poisoned ? 0xff : 0, buffer.bytes);
     addresses.push_back(data);
     switch (buffer.role) {

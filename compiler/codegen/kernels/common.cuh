@@ -20,9 +20,11 @@
 
 /// Declares the block's dynamic shared memory as `type *name`.
 #ifndef SITS_EMULATE
+// One declaration type for every kernel (extern shared arrays of one name
+// must agree), 16-byte aligned for vector and cp.async accesses.
 #define SITS_DYNAMIC_SHARED(type, name)                                        \
-  extern __shared__ type sitsDynamicShared[];                                  \
-  type *name = sitsDynamicShared
+  extern __shared__ __align__(16) unsigned char sitsDynamicShared[];           \
+  type *name = reinterpret_cast<type *>(sitsDynamicShared)
 #endif
 /// Checks (in the CPU emulator) that a vector access is aligned; free on the
 /// GPU, where a misaligned access faults anyway.
@@ -80,12 +82,14 @@ __device__ __forceinline__ u16 floatToBf16(float value) {
 struct F32 {
   typedef float Storage;
   static constexpr int kBytes = 4;
+  static constexpr bool kIsBf16 = false;
   __device__ static __forceinline__ float load(Storage v) { return v; }
   __device__ static __forceinline__ Storage store(float v) { return v; }
 };
 struct F16 {
   typedef u16 Storage;
   static constexpr int kBytes = 2;
+  static constexpr bool kIsBf16 = false;
   __device__ static __forceinline__ float load(Storage v) {
     return halfToFloat(v);
   }
@@ -96,6 +100,7 @@ struct F16 {
 struct BF16 {
   typedef u16 Storage;
   static constexpr int kBytes = 2;
+  static constexpr bool kIsBf16 = true;
   __device__ static __forceinline__ float load(Storage v) {
     return bf16ToFloat(v);
   }
@@ -109,13 +114,9 @@ template <class T> struct Vec16 {
   static constexpr int kElems = 16 / T::kBytes;
 };
 
-/// Loads 16 bytes (Vec16<T>::kElems elements) at `p`, which must be 16-byte
-/// aligned, and widens them to f32. The read goes through the read-only
-/// cache: weights and the KV cache are never written by the same kernel.
+/// Widens the 16 bytes in `raw` (Vec16<T>::kElems elements) to f32.
 template <class T>
-__device__ __forceinline__ void load16(const typename T::Storage *p,
-                                       float *out) {
-  uint4 raw = __ldg(reinterpret_cast<const uint4 *>(p));
+__device__ __forceinline__ void unpack16(const uint4 &raw, float *out) {
   u32 words[4] = {raw.x, raw.y, raw.z, raw.w};
   if constexpr (T::kBytes == 4) {
     for (int e = 0; e < 4; ++e)
@@ -126,6 +127,15 @@ __device__ __forceinline__ void load16(const typename T::Storage *p,
       out[2 * e + 1] = T::load(static_cast<u16>(words[e] >> 16));
     }
   }
+}
+
+/// Loads 16 bytes (Vec16<T>::kElems elements) at `p`, which must be 16-byte
+/// aligned, and widens them to f32. The read goes through the read-only
+/// cache: weights and the KV cache are never written by the same kernel.
+template <class T>
+__device__ __forceinline__ void load16(const typename T::Storage *p,
+                                       float *out) {
+  unpack16<T>(__ldg(reinterpret_cast<const uint4 *>(p)), out);
 }
 
 /// Loads `N` consecutive f32 (N a multiple of 4, `p` 16-byte aligned).
@@ -141,6 +151,126 @@ __device__ __forceinline__ void loadFloats(const float *p, float *out) {
   }
 }
 
+/// Loads 16 bytes at `p` when `predicate` holds, zeros otherwise. The load is
+/// predicated inside the asm rather than branched around: with branches,
+/// ptxas schedules each load in its own block next to its first use, and a
+/// lane has only one or two loads in flight instead of all of a step's.
+/// `volatile` keeps these loads in program order with the mma below, so a
+/// step's loads are all issued before its first mma waits for them.
+/// Streaming (weights, the KV cache: read once per step) bypasses L1 so that
+/// what is reused there (activations) stays.
+template <bool kStreaming>
+__device__ __forceinline__ uint4 load16If(bool predicate, const void *p) {
+#ifdef SITS_EMULATE
+  if (!predicate)
+    return make_uint4(0u, 0u, 0u, 0u);
+  SITS_ASSERT_ALIGNED(p, 16);
+  return *reinterpret_cast<const uint4 *>(p);
+#else
+  uint4 v;
+  if constexpr (kStreaming)
+    asm volatile("{\n  .reg .pred p;\n  setp.ne.b32 p, %5, 0;\n"
+                 "  mov.b32 %0, 0;\n  mov.b32 %1, 0;\n"
+                 "  mov.b32 %2, 0;\n  mov.b32 %3, 0;\n"
+                 "  @p ld.global.nc.L1::no_allocate.v4.u32 "
+                 "{%0, %1, %2, %3}, [%4];\n}"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "r"(static_cast<int>(predicate)));
+  else
+    asm volatile("{\n  .reg .pred p;\n  setp.ne.b32 p, %5, 0;\n"
+                 "  mov.b32 %0, 0;\n  mov.b32 %1, 0;\n"
+                 "  mov.b32 %2, 0;\n  mov.b32 %3, 0;\n"
+                 "  @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "r"(static_cast<int>(predicate)));
+  return v;
+#endif
+}
+
+/// Starts an asynchronous 16-byte copy from global to shared memory
+/// (cp.async, sm_80+), or writes 16 zero bytes when `predicate` is false.
+/// `kKeepInL1`: cache the source in L1 (activations read by many blocks);
+/// otherwise it is read through L2 only (weights, the KV cache). Nothing
+/// waits for the copy until copyAsyncWait, so a lane can have many in flight
+/// whatever order ptxas gives the instructions.
+template <bool kKeepInL1>
+__device__ __forceinline__ void copyAsync16(void *sharedDst, const void *src,
+                                            bool predicate) {
+#ifdef SITS_EMULATE
+  if (predicate) {
+    SITS_ASSERT_ALIGNED(src, 16);
+    std::memcpy(sharedDst, src, 16);
+  } else {
+    std::memset(sharedDst, 0, 16);
+  }
+#else
+  unsigned dst;
+  asm("{\n  .reg .u64 a;\n  cvta.to.shared.u64 a, %1;\n  cvt.u32.u64 %0, a;\n}"
+      : "=r"(dst)
+      : "l"(sharedDst));
+  if constexpr (kKeepInL1)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(dst),
+                 "l"(src), "r"(predicate ? 16 : 0)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst),
+                 "l"(src), "r"(predicate ? 16 : 0)
+                 : "memory");
+#endif
+}
+
+/// Closes the group of this thread's copies started since the last commit.
+__device__ __forceinline__ void copyAsyncCommit() {
+#ifndef SITS_EMULATE
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+/// Waits until at most `kPending` of this thread's committed groups are
+/// still in flight. A thread sees its own copies after this; other threads'
+/// copies need a barrier besides.
+template <int kPending> __device__ __forceinline__ void copyAsyncWait() {
+#ifndef SITS_EMULATE
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+#endif
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor cores (sm_80 and newer)
+//===----------------------------------------------------------------------===//
+
+/// Two floats rounded to `T` (F16 or BF16) in one register, `lo` in the low
+/// half: the layout of an mma operand pair (the lower k in the low bits).
+template <class T> __device__ __forceinline__ u32 packPair(float lo, float hi) {
+  return static_cast<u32>(T::store(lo)) | (static_cast<u32>(T::store(hi)) << 16);
+}
+
+/// D = A * B + D for one warp: mma.m16n8k16, A 16x16 row-major, B 16x8
+/// column-major, f32 accumulators. With g = lane / 4, t = lane % 4:
+///   a0 = A[g][2t..2t+1]   a1 = A[g+8][2t..2t+1]
+///   a2 = A[g][2t+8..+9]   a3 = A[g+8][2t+8..+9]
+///   b0 = B[2t..2t+1][g]   b1 = B[2t+8..+9][g]
+///   c  = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]
+/// Every lane of the warp must call it (it is warp-synchronous).
+template <class T>
+__device__ __forceinline__ void mma16816(float *c, u32 a0, u32 a1, u32 a2,
+                                         u32 a3, u32 b0, u32 b1) {
+#ifdef SITS_EMULATE
+  sits_emu::mma16816(T::kIsBf16, c, a0, a1, a2, a3, b0, b1);
+#else
+  if constexpr (T::kIsBf16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
 /// `pointers[index]` for a small array of kernel arguments, selected with
 /// constant indices so that the array stays in registers (a dynamic index
 /// would put it in local memory).
@@ -151,6 +281,44 @@ __device__ __forceinline__ T select(T const *pointers, int index) {
     if (index == i)
       chosen = pointers[i];
   return chosen;
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane i gives the address of
+/// row i % 8 of 8x8 matrix i / 8 (16 bytes in shared memory); every lane
+/// gets, from each matrix j, row lane / 4, elements 2 (lane % 4) and
+/// 2 (lane % 4) + 1 in r[j] (the lower element in the low half).
+__device__ __forceinline__ void loadMatrix4(const void *row, u32 *r) {
+#ifdef SITS_EMULATE
+  sits_emu::ldmatrix4(row, r);
+#else
+  unsigned address;
+  asm("{\n  .reg .u64 a;\n  cvta.to.shared.u64 a, %1;\n  cvt.u32.u64 %0, a;\n}"
+      : "=r"(address)
+      : "l"(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+               "{%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+#endif
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: as loadMatrix4, but each
+/// matrix is transposed: lane gets, from matrix j, the elements of rows
+/// 2 (lane % 4) and 2 (lane % 4) + 1 in column lane / 4.
+__device__ __forceinline__ void loadMatrix4Transposed(const void *row,
+                                                      u32 *r) {
+#ifdef SITS_EMULATE
+  sits_emu::ldmatrix4(row, r, true);
+#else
+  unsigned address;
+  asm("{\n  .reg .u64 a;\n  cvta.to.shared.u64 a, %1;\n  cvt.u32.u64 %0, a;\n}"
+      : "=r"(address)
+      : "l"(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+               "{%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+#endif
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,10 @@
 //
 // Launch: grid.x = ceil(rows / kWarps), block = kWarps * 32.
 //
+// With f16/bf16 weights on sm_80 and newer, gemvTensorCore does the same on
+// tensor cores (below); `gemv` stays for f32 weights, rows that are not
+// 16-byte aligned and older GPUs.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SITS_KERNELS_GEMV_CUH
@@ -136,6 +140,261 @@ __device__ void gemv(const float *__restrict__ x,
         }
       }
     }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor-core GEMV
+//===----------------------------------------------------------------------===//
+//
+// out[t, n] = W[n, :] . x[t, :] for up to 8 tokens at once as mma.m16n8k16:
+// A = 16 weight rows x 16 k, B = 16 k x the 8 tokens (x rounded to the
+// weights' type, as PyTorch's half-precision linears do), f32 accumulators.
+// Since the sum runs over k, A and B may number k in any order they agree
+// on: lane (g, t) takes 16 bytes of rows g and g + 8 at k = 8t (one vector
+// load each, straight into its A registers: no shuffles) and 16 bytes of
+// token g's x at the same k (its B registers). One 32-wide chunk of k is
+// then two mmas per 16-row tile.
+//
+// A block owns kTilesPerBlock tiles of 16 rows over the whole of K; its 8
+// warps take the chunks of K in turn (warp w: chunks w, w + 8, ...), kUnroll
+// chunks per step. The weights of a step travel by cp.async into the lane's
+// own slots of a ring of kStages steps in shared memory, so that kStages - 1
+// steps (8 x 16 bytes each) per lane are in flight while the lane computes;
+// no lane reads another's slots, so no barrier is needed. x comes from L1.
+// The warps' partial sums meet in shared memory and are added in warp order
+// (deterministic; a token's result does not depend on the other tokens of
+// the batch), and the epilogue adds the bias, the residual, or computes
+// act(gate) * up.
+//
+// Launch: grid.x = ceil(kTotalTiles / kTilesPerBlock), block 256, dynamic
+// shared memory gemvTensorCoreSharedBytes<...>().
+
+constexpr int kTcWarps = 8;
+constexpr int kTcThreads = kTcWarps * kWarpSize;
+constexpr int kTcChunk = 32; ///< k per warp step: 4 lanes x 8 elements
+
+/// 16-byte pieces a lane copies per step: rows g and g + 8 of every tile of
+/// every matrix, for kUnroll chunks.
+__host__ __device__ constexpr int tcPieces(int mats, int tilesPerBlock,
+                                           int unroll) {
+  return unroll * mats * tilesPerBlock * 2;
+}
+
+/// Dynamic shared memory of gemvTensorCore (also computed by Launches.cpp).
+__host__ __device__ constexpr int
+gemvTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll,
+                          int stages) {
+  return 16 * (stages * tcPieces(mats, tilesPerBlock, unroll) * kTcThreads +
+               kTcWarps * mats * tilesPerBlock * kWarpSize);
+}
+
+/// Segment and first row of tile `tile` of the tile space (segments padded
+/// to whole tiles); segment 0 with kGlu, where the tiles are the gate's.
+template <class Cfg>
+__device__ __forceinline__ void tcTileRows(int tile, int *segment,
+                                           int *firstRow) {
+  int s = 0;
+  if constexpr (Cfg::kEpilogue != kGlu) {
+    for (int i = 0; i + 1 < Cfg::kSegments; ++i) {
+      if (tile < Cfg::tiles(s))
+        break;
+      tile -= Cfg::tiles(s);
+      ++s;
+    }
+  }
+  *segment = s;
+  *firstRow = tile * 16;
+}
+
+/// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
+/// hasBias(s), tiles(s) (ceil(rows(s) / 16)), kTotalTiles (all segments',
+/// or the gate's with kGlu), kEpilogue, kActivation, kTilesPerBlock,
+/// kUnroll, kStages, kGatherLast. Arguments as for gemv.
+template <class Cfg>
+__device__ void
+gemvTensorCore(const float *__restrict__ x,
+               const typename Cfg::Weight::Storage *const *weights,
+               const float *const *biases, float *const *outs,
+               const float *__restrict__ residual, int tokens, int seqLen,
+               const int *__restrict__ stepLengths) {
+  typedef typename Cfg::Weight W;
+  typedef typename W::Storage Storage;
+  constexpr bool kGated = Cfg::kEpilogue == kGlu;
+  constexpr int kMats = kGated ? 2 : 1;
+  constexpr int M = Cfg::kTilesPerBlock;
+  constexpr int U = Cfg::kUnroll;
+  constexpr int kStages = Cfg::kStages;
+  constexpr int kPieces = tcPieces(kMats, M, U);
+  constexpr int kChunks = (Cfg::kK + kTcChunk - 1) / kTcChunk;
+  static_assert(Cfg::kK % 8 == 0, "rows must be 16-byte aligned");
+  static_assert(W::kBytes == 2, "tensor cores take f16 or bf16 weights");
+  static_assert(kStages >= 2, "a ring of at least two steps");
+
+  SITS_DYNAMIC_SHARED(uint4, shared);
+  uint4 *ring = shared; // [kStages][kPieces][kTcThreads]
+  // Per warp, per matrix and tile: the 32 lanes' four accumulators.
+  float4 *partial =
+      reinterpret_cast<float4 *>(shared + kStages * kPieces * kTcThreads);
+
+  const int tid = threadIdx.x;
+  const int lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int g = lane / 4, t = lane % 4;
+  // Steps of this warp: its chunks, kUnroll at a time.
+  const int steps =
+      warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U)
+                     : 0;
+
+  // This lane's rows g and g + 8 of every tile, at its k offset 8t (null
+  // past the end of a segment or of the tile space).
+  const Storage *rowPtr[kMats][M][2];
+  for (int m = 0; m < M; ++m) {
+    const int tile = blockIdx.x * M + m;
+    int segment = 0, firstRow = 0;
+    tcTileRows<Cfg>(tile, &segment, &firstRow);
+    for (int mat = 0; mat < kMats; ++mat) {
+      const int s = kGated ? mat : segment;
+      for (int h = 0; h < 2; ++h) {
+        const int row = firstRow + g + 8 * h;
+        rowPtr[mat][m][h] =
+            tile < Cfg::kTotalTiles && row < Cfg::rows(s)
+                ? select<Cfg::kSegments>(weights, s) +
+                      static_cast<long>(row) * Cfg::kK + 8 * t
+                : nullptr;
+      }
+    }
+  }
+  // Starts the copies of step `step` into its ring slot (an empty group
+  // past the last step, so that every wait counts the same groups).
+  auto issue = [&](int step) {
+    if (step < steps) {
+      uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
+      const int c0 = warp + step * kTcWarps * U;
+      for (int u = 0; u < U; ++u) {
+        const int c = c0 + u * kTcWarps;
+        const bool inside = c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
+        const long offset = static_cast<long>(c) * kTcChunk;
+        for (int mat = 0; mat < kMats; ++mat)
+          for (int m = 0; m < M; ++m)
+            for (int h = 0; h < 2; ++h) {
+              const Storage *row = rowPtr[mat][m][h];
+              const bool valid = inside && row;
+              const int piece = ((u * kMats + mat) * M + m) * 2 + h;
+              copyAsync16<false>(slot + piece * kTcThreads,
+                                 valid ? row + offset : weights[0], valid);
+            }
+      }
+    }
+    copyAsyncCommit();
+  };
+
+  for (int t0 = 0; t0 < tokens; t0 += 8) {
+    // Token g's input row at this lane's k offset (null: a zero column).
+    const float *xRow = nullptr;
+    if (t0 + g < tokens) {
+      long source = t0 + g;
+      bool live = true;
+      if constexpr (Cfg::kGatherLast) {
+        const int length = stepLengths[t0 + g];
+        live = length > 0;
+        source = source * seqLen + (live ? length - 1 : 0);
+      }
+      if (live)
+        xRow = x + source * Cfg::kK + 8 * t;
+    }
+
+    float acc[kMats][M][4];
+    for (int mat = 0; mat < kMats; ++mat)
+      for (int m = 0; m < M; ++m)
+        for (int i = 0; i < 4; ++i)
+          acc[mat][m][i] = 0.0f;
+
+    for (int s = 0; s + 1 < kStages; ++s)
+      issue(s);
+    for (int step = 0; step < steps; ++step) {
+      issue(step + kStages - 1);
+      uint4 xv[U][2];
+      const int c0 = warp + step * kTcWarps * U;
+      for (int u = 0; u < U; ++u) {
+        const int c = c0 + u * kTcWarps;
+        const bool hasX = xRow && c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
+        const float *p = xRow + static_cast<long>(c) * kTcChunk;
+        xv[u][0] = load16If<false>(hasX, p);
+        xv[u][1] = load16If<false>(hasX, p + 4);
+      }
+      copyAsyncWait<kStages - 1>(); // this step's copies have landed
+      const uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
+      for (int u = 0; u < U; ++u) {
+        const u32 b0 = packPair<W>(__uint_as_float(xv[u][0].x),
+                                   __uint_as_float(xv[u][0].y));
+        const u32 b1 = packPair<W>(__uint_as_float(xv[u][0].z),
+                                   __uint_as_float(xv[u][0].w));
+        const u32 b2 = packPair<W>(__uint_as_float(xv[u][1].x),
+                                   __uint_as_float(xv[u][1].y));
+        const u32 b3 = packPair<W>(__uint_as_float(xv[u][1].z),
+                                   __uint_as_float(xv[u][1].w));
+        for (int mat = 0; mat < kMats; ++mat)
+          for (int m = 0; m < M; ++m) {
+            const int piece = ((u * kMats + mat) * M + m) * 2;
+            const uint4 lo = slot[piece * kTcThreads];
+            const uint4 hi = slot[(piece + 1) * kTcThreads];
+            // Elements 0-3 of the 16 bytes are one mma's k, 4-7 the next's.
+            mma16816<W>(acc[mat][m], lo.x, hi.x, lo.y, hi.y, b0, b1);
+            mma16816<W>(acc[mat][m], lo.z, hi.z, lo.w, hi.w, b2, b3);
+          }
+      }
+    }
+    copyAsyncWait<0>();
+
+    for (int mat = 0; mat < kMats; ++mat)
+      for (int m = 0; m < M; ++m)
+        partial[(warp * kMats + mat) * M * kWarpSize + m * kWarpSize + lane] =
+            make_float4(acc[mat][m][0], acc[mat][m][1], acc[mat][m][2],
+                        acc[mat][m][3]);
+    __syncthreads();
+
+    const float *sums = reinterpret_cast<const float *>(partial);
+    constexpr int kPerWarp = kMats * M * kWarpSize * 4;
+    for (int e = tid; e < M * kWarpSize * 4; e += kTcThreads) {
+      const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
+      const int owner = r / 4, i = r % 4;
+      const int token = t0 + 2 * (owner % 4) + (i & 1);
+      const int tile = blockIdx.x * M + m;
+      int segment = 0, firstRow = 0;
+      tcTileRows<Cfg>(tile, &segment, &firstRow);
+      const int row = firstRow + owner / 4 + (i >= 2 ? 8 : 0);
+      if (tile >= Cfg::kTotalTiles || token >= tokens ||
+          row >= Cfg::rows(segment))
+        continue;
+      float value[kMats];
+      for (int mat = 0; mat < kMats; ++mat) {
+        float sum = 0.0f;
+        for (int v = 0; v < kTcWarps; ++v)
+          sum += sums[v * kPerWarp + (mat * M + m) * kWarpSize * 4 + r];
+        value[mat] = sum;
+      }
+      if constexpr (kGated) {
+        if (Cfg::hasBias(0))
+          value[0] += biases[0][row];
+        if (Cfg::hasBias(1))
+          value[kMats - 1] += biases[1][row];
+        outs[0][static_cast<long>(token) * Cfg::rows(0) + row] =
+            activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
+      } else {
+        if constexpr (Cfg::kGatherLast) {
+          if (stepLengths[token] <= 0)
+            continue;
+        }
+        float sum = value[0];
+        if (Cfg::hasBias(segment))
+          sum += select<Cfg::kSegments>(biases, segment)[row];
+        const long index = static_cast<long>(token) * Cfg::rows(segment) + row;
+        if constexpr (Cfg::kEpilogue == kResidual)
+          sum += residual[index];
+        select<Cfg::kSegments>(outs, segment)[index] = sum;
+      }
+    }
+    __syncthreads(); // `partial` is read before the next tokens reuse it
   }
 }
 

@@ -1,0 +1,290 @@
+//===- attention_decode.cuh - Split-K decode attention (flash decoding) ----===//
+//
+// One query token per sequence reads its whole cache, so decode attention
+// is bound by reading the cache once. The keys of a sequence are split in
+// blocks of kSplitKeys (a constant of the engine, so that the result does
+// not depend on the batch or the length): grid = (kSplits, kv_heads, B).
+// Each block reads its keys' K and V rows once for all kGroup query heads
+// of its KV head (GQA), and keeps per head a running maximum, denominator
+// and weighted sum of values (online softmax).
+//
+// Inside a block, kLanesPerKey = head_dim / 8 lanes share a key (16 bytes,
+// 8 dimensions, each; the dot products finish with shuffles), and the
+// block's key groups take the keys in turn, kUnroll at a time, one maximum
+// rescale per step. Keys and values come by cp.async into each lane's own
+// slots of a ring of kStages steps (no barrier: a lane reads only what it
+// copied), so several steps are in flight while the lane computes.
+//
+// The key groups merge in shared memory; the block writes its partial
+// result (max, sum, values) to `partial`, and the last block of a (sequence,
+// KV head) to arrive — counted in `counters`, which it resets — combines
+// the partials in split order (deterministic) into `out`.
+//
+// Visibility: the query of sequence b sits at p = past_lengths[b] and sees
+// keys j <= p (and j > p - window with a sliding window). A padding row
+// (step_lengths[b] == 0) is written as zeros.
+//
+// Launch: grid (kSplits, kv_heads, B), block kThreads (128), dynamic shared
+// memory attentionDecodeSharedBytes<Cfg>().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_ATTENTION_DECODE_CUH
+#define SITS_KERNELS_ATTENTION_DECODE_CUH
+
+#include "sits/common.cuh"
+
+namespace sits {
+
+constexpr int kDecodeThreads = 128;
+
+/// Floats of one split's partial result per query head: max, sum, values.
+__host__ __device__ constexpr int decodePartialFloats(int headDim) {
+  return headDim + 2;
+}
+
+/// Dynamic shared memory: the copy ring, reused for the merge of the key
+/// groups (also computed by Launches.cpp).
+__host__ __device__ constexpr int attentionDecodeSharedBytes(int headDim,
+                                                             int group,
+                                                             int unroll,
+                                                             int stages) {
+  const int ring = stages * unroll * 2 * 16 * kDecodeThreads;
+  const int keyGroups = kDecodeThreads / (headDim / 8);
+  const int merge = 4 * keyGroups * group * (headDim + 2);
+  return ring > merge ? ring : merge;
+}
+
+/// Config: Cache (F16/BF16), kHeads, kKvHeads, kHeadDim (8..256, a power of
+/// two), kCapacity, kScale, kSoftcap (0: none), kWindow (0: none),
+/// kSplitKeys, kSplits (ceil(kCapacity / kSplitKeys)), kUnroll, kStages.
+/// `partial` holds [B, kHeads, kSplits, head_dim + 2] floats; `counters`
+/// B * kKvHeads ints that are zero between launches.
+template <class Cfg>
+__device__ void attentionDecode(
+    const float *__restrict__ query,
+    const typename Cfg::Cache::Storage *__restrict__ keyCache,
+    const typename Cfg::Cache::Storage *__restrict__ valueCache,
+    float *__restrict__ out, float *__restrict__ partial,
+    int *__restrict__ counters, const int *__restrict__ pastLengths,
+    const int *__restrict__ stepLengths) {
+  typedef typename Cfg::Cache C;
+  typedef typename C::Storage Storage;
+  constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
+  constexpr int D = Cfg::kHeadDim;
+  constexpr int P = D / 8; // lanes per key
+  constexpr int kKeyGroups = kDecodeThreads / P;
+  constexpr int U = Cfg::kUnroll;
+  constexpr int kStages = Cfg::kStages;
+  constexpr int kPartial = decodePartialFloats(D);
+  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
+  static_assert(C::kBytes == 2, "16 bytes hold 8 elements of the cache");
+  static_assert(D % 8 == 0 && P <= kWarpSize && kWarpSize % P == 0,
+                "head_dim / 8 lanes per key, whole within a warp");
+  static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
+
+  SITS_DYNAMIC_SHARED(uint4, shared);
+  const float kNegInf = __int_as_float(0xff800000u);
+  const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x;
+  const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
+  const int past = pastLengths[b];
+  const bool padding = stepLengths[b] <= 0;
+
+  // Keys the query sees, [keyBegin, keyEnd), and this block's share.
+  const int keyEnd = min(past + 1, Cfg::kCapacity);
+  const int keyBegin = Cfg::kWindow > 0 ? max(0, past - Cfg::kWindow + 1) : 0;
+  const int splitBegin = keyBegin / Cfg::kSplitKeys;
+  const int splitEnd = (keyEnd + Cfg::kSplitKeys - 1) / Cfg::kSplitKeys;
+  const int k0 = max(keyBegin, split * Cfg::kSplitKeys);
+  const int k1 = min(keyEnd, (split + 1) * Cfg::kSplitKeys);
+  const bool active = !padding && split >= splitBegin && split < splitEnd;
+  const long kvBase =
+      (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * Cfg::kCapacity * D;
+  float *myPartial = partial + ((static_cast<long>(b) * Cfg::kHeads +
+                                 kvHead * G) * Cfg::kSplits) * kPartial;
+
+  if (active) {
+    // This lane's 8 dimensions of the group's queries.
+    float q[G][8];
+    #pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const float *row =
+          query + static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d0;
+      loadFloats<8>(row, q[h]);
+    }
+    float rowMax[G], rowSum[G], acc[G][8];
+    #pragma unroll
+    for (int h = 0; h < G; ++h) {
+      rowMax[h] = kNegInf;
+      rowSum[h] = 0.0f;
+      #pragma unroll
+      for (int e = 0; e < 8; ++e)
+        acc[h][e] = 0.0f;
+    }
+
+    // Step s covers keys k0 + (s * U + u) * kKeyGroups + keyGroup.
+    constexpr int kKeysPerStep = U * kKeyGroups;
+    const int steps = (k1 - k0 + kKeysPerStep - 1) / kKeysPerStep;
+    auto keyOf = [&](int step, int u) {
+      return k0 + (step * U + u) * kKeyGroups + keyGroup;
+    };
+    auto issue = [&](int step) {
+      if (step < steps) {
+        uint4 *slot = shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
+        #pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int key = keyOf(step, u);
+          const bool valid = key < k1;
+          const long at = kvBase + static_cast<long>(valid ? key : 0) * D + d0;
+          copyAsync16<false>(slot + (2 * u) * kDecodeThreads, keyCache + at,
+                             valid);
+          copyAsync16<false>(slot + (2 * u + 1) * kDecodeThreads,
+                             valueCache + at, valid);
+        }
+      }
+      copyAsyncCommit();
+    };
+
+    for (int s = 0; s + 1 < kStages; ++s)
+      issue(s);
+    for (int step = 0; step < steps; ++step) {
+      issue(step + kStages - 1);
+      copyAsyncWait<kStages - 1>();
+      const uint4 *slot =
+          shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
+      float score[U][G];
+      #pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float k[8];
+        const uint4 raw = slot[(2 * u) * kDecodeThreads];
+        unpack16<C>(raw, k);
+        #pragma unroll
+        for (int h = 0; h < G; ++h) {
+          float dot = 0.0f;
+          #pragma unroll
+          for (int e = 0; e < 8; ++e)
+            dot += q[h][e] * k[e];
+          // The key group's lanes are consecutive: finish the dot product.
+          #pragma unroll
+          for (int offset = P / 2; offset > 0; offset >>= 1)
+            dot += __shfl_xor_sync(kFullMask, dot, offset);
+          float value = Cfg::kScale * dot;
+          if constexpr (Cfg::kSoftcap > 0.0f)
+            value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
+          score[u][h] = keyOf(step, u) < k1 ? value : kNegInf;
+        }
+      }
+      #pragma unroll
+      for (int h = 0; h < G; ++h) {
+        float stepMax = score[0][h];
+        #pragma unroll
+        for (int u = 1; u < U; ++u)
+          stepMax = fmaxf(stepMax, score[u][h]);
+        const float newMax = fmaxf(rowMax[h], stepMax);
+        if (newMax == kNegInf)
+          continue; // no visible key yet
+        const float rescale =
+            rowMax[h] == kNegInf ? 0.0f : expf(rowMax[h] - newMax);
+        rowMax[h] = newMax;
+        rowSum[h] *= rescale;
+        #pragma unroll
+        for (int e = 0; e < 8; ++e)
+          acc[h][e] *= rescale;
+        #pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const float p =
+              score[u][h] == kNegInf ? 0.0f : expf(score[u][h] - newMax);
+          rowSum[h] += p;
+          float v[8];
+          unpack16<C>(slot[(2 * u + 1) * kDecodeThreads], v);
+          #pragma unroll
+          for (int e = 0; e < 8; ++e)
+            acc[h][e] += p * v[e];
+        }
+      }
+    }
+    copyAsyncWait<0>();
+    __syncthreads(); // every lane has read its ring slots
+
+    // Merge the key groups: [keyGroup][head][max, sum, values].
+    float *merge = reinterpret_cast<float *>(shared);
+    #pragma unroll
+    for (int h = 0; h < G; ++h) {
+      float *slot = merge + (keyGroup * G + h) * kPartial;
+      if (part == 0) {
+        slot[0] = rowMax[h];
+        slot[1] = rowSum[h];
+      }
+      #pragma unroll
+      for (int e = 0; e < 8; ++e)
+        slot[2 + d0 + e] = acc[h][e];
+    }
+    __syncthreads();
+    for (int idx = tid; idx < G * (D + 1); idx += kDecodeThreads) {
+      const int h = idx / (D + 1), d = idx % (D + 1); // d == D: max and sum
+      float best = kNegInf;
+      for (int g = 0; g < kKeyGroups; ++g)
+        best = fmaxf(best, merge[(g * G + h) * kPartial]);
+      float total = 0.0f;
+      for (int g = 0; g < kKeyGroups; ++g) {
+        const float *slot = merge + (g * G + h) * kPartial;
+        if (slot[0] == kNegInf)
+          continue;
+        total += expf(slot[0] - best) * (d < D ? slot[2 + d] : slot[1]);
+      }
+      float *target = myPartial + (h * Cfg::kSplits + split) * kPartial;
+      if (d < D) {
+        target[2 + d] = total;
+      } else {
+        target[0] = best;
+        target[1] = total;
+      }
+    }
+  }
+
+  // The last block of (b, kvHead) combines the splits.
+  __shared__ int isLast;
+  if (padding) {
+    // Every block of the sequence takes this branch: no counting.
+    if (split == 0)
+      for (int idx = tid; idx < G * D; idx += kDecodeThreads)
+        out[static_cast<long>(b) * kWidth + kvHead * G * D + idx] = 0.0f;
+    return;
+  }
+  __threadfence(); // the partial is visible before the count says so
+  __syncthreads();
+  if (tid == 0) {
+    int *counter = counters + b * Cfg::kKvHeads + kvHead;
+    isLast = atomicAdd(counter, 1) == Cfg::kSplits - 1;
+    if (isLast)
+      *counter = 0; // ready for the next launch
+  }
+  __syncthreads();
+  if (!isLast)
+    return;
+  __threadfence();
+  for (int idx = tid; idx < G * D; idx += kDecodeThreads) {
+    const int h = idx / D, d = idx % D;
+    const float *slots = myPartial + h * Cfg::kSplits * kPartial;
+    float best = kNegInf;
+    for (int s = splitBegin; s < splitEnd; ++s)
+      best = fmaxf(best, __ldcg(slots + s * kPartial));
+    float sum = 0.0f, value = 0.0f;
+    for (int s = splitBegin; s < splitEnd; ++s) {
+      const float *slot = slots + s * kPartial;
+      const float splitMax = __ldcg(slot);
+      if (splitMax == kNegInf)
+        continue;
+      const float weight = expf(splitMax - best);
+      sum += weight * __ldcg(slot + 1);
+      value += weight * __ldcg(slot + 2 + d);
+    }
+    out[static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d] =
+        sum > 0.0f ? value / sum : 0.0f;
+  }
+}
+
+} // namespace sits
+
+#endif // SITS_KERNELS_ATTENTION_DECODE_CUH

@@ -1,0 +1,581 @@
+//===- kernel_tests.cpp - The kernel library on the CPU, kernel by kernel -===//
+//
+// Compiled as host C++ with the emulator (emulation.h: every GPU thread a
+// fiber, warp shuffles and mma.sync emulated) and the kernel library, by
+// kernel-tests.test. Each case draws fresh random inputs, runs one kernel
+// over buffers poisoned with NaN, and compares with a float64 reference:
+// sizes that are not multiples of the tiles, batches of 1 to 8 (and more),
+// contexts that cross split boundaries, GQA ratios. Prints one line per
+// case and "N passed, N failed".
+//
+//===----------------------------------------------------------------------===//
+
+#include "sits/attention.cuh"
+#include "sits/attention_decode.cuh"
+#include "sits/attention_prefill.cuh"
+#include "sits/gemm.cuh"
+#include "sits/gemv.cuh"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::mt19937_64 rng(20261202);
+int passed = 0, failed = 0;
+
+float uniform(float lo, float hi) {
+  return std::uniform_real_distribution<float>(lo, hi)(rng);
+}
+
+template <class T> std::vector<typename T::Storage> randomStorage(size_t n) {
+  std::vector<typename T::Storage> out(n);
+  for (auto &v : out)
+    v = T::store(uniform(-1.0f, 1.0f));
+  return out;
+}
+
+std::vector<float> randomFloats(size_t n, float scale = 1.0f) {
+  std::vector<float> out(n);
+  for (float &v : out)
+    v = uniform(-scale, scale);
+  return out;
+}
+
+/// Rounds through the storage type `T` (what an mma operand holds).
+template <class T> double rounded(float v) { return T::load(T::store(v)); }
+
+void report(const std::string &name, double error, double tolerance,
+            bool written) {
+  bool ok = written && error <= tolerance; // NaN fails
+  (ok ? passed : failed)++;
+  std::printf("%-60s error %.3g (tolerance %.1g)%s %s\n", name.c_str(), error,
+              tolerance, written ? "" : " UNWRITTEN", ok ? "ok" : "FAIL");
+}
+
+bool launch(void (*entry)(void **), unsigned gx, unsigned gy, unsigned gz,
+            unsigned threads, unsigned shared, void **args) {
+  unsigned grid[3] = {gx, gy, gz}, block[3] = {threads, 1, 1};
+  char error[512];
+  if (sits_emu_launch(entry, grid, block, shared, args, error,
+                      sizeof(error)) != 0) {
+    std::printf("launch failed: %s\n", error);
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor-core GEMV
+//===----------------------------------------------------------------------===//
+
+template <class WeightT, int K, int Rows0, int Rows1, int Rows2, int Segments,
+          int Epi, bool Gather, int TilesPerBlock, int Unroll>
+struct GemvConfig {
+  typedef WeightT Weight;
+  static constexpr int kK = K;
+  static constexpr int kSegments = Segments;
+  __host__ __device__ static constexpr int rows(int s) {
+    return s == 0 ? Rows0 : s == 1 ? Rows1 : Rows2;
+  }
+  __host__ __device__ static constexpr bool hasBias(int s) { return s != 1; }
+  __host__ __device__ static constexpr int tiles(int s) {
+    return (rows(s) + 15) / 16;
+  }
+  static constexpr int kTotalTiles =
+      Epi == sits::kGlu
+          ? tiles(0)
+          : tiles(0) + (Segments > 1 ? tiles(1) : 0) +
+                (Segments > 2 ? tiles(2) : 0);
+  static constexpr int kEpilogue = Epi;
+  static constexpr int kActivation = sits::kSilu;
+  static constexpr int kTilesPerBlock = TilesPerBlock;
+  static constexpr int kUnroll = Unroll;
+  static constexpr int kStages = 3;
+  static constexpr bool kGatherLast = Gather;
+};
+
+template <class Cfg> void gemvEntry(void **args) {
+  typedef typename Cfg::Weight::Storage S;
+  const S *weights[3] = {sits_emu::arg<const S *>(args[1]),
+                         sits_emu::arg<const S *>(args[2]),
+                         sits_emu::arg<const S *>(args[3])};
+  const float *biases[3] = {sits_emu::arg<const float *>(args[4]),
+                            sits_emu::arg<const float *>(args[5]),
+                            sits_emu::arg<const float *>(args[6])};
+  float *outs[3] = {sits_emu::arg<float *>(args[7]),
+                    sits_emu::arg<float *>(args[8]),
+                    sits_emu::arg<float *>(args[9])};
+  sits::gemvTensorCore<Cfg>(
+      sits_emu::arg<const float *>(args[0]), weights, biases, outs,
+      sits_emu::arg<const float *>(args[10]), sits_emu::arg<int>(args[11]),
+      sits_emu::arg<int>(args[12]), sits_emu::arg<const int *>(args[13]));
+}
+
+template <class Cfg> void checkGemv(const std::string &name, int tokens) {
+  typedef typename Cfg::Weight W;
+  constexpr int K = Cfg::kK;
+  constexpr bool kGated = Cfg::kEpilogue == sits::kGlu;
+  const int segments = Cfg::kSegments;
+  const int seqLen = Cfg::kGatherLast ? 3 : 1;
+  std::vector<int> stepLengths(tokens);
+  for (int b = 0; b < tokens; ++b)
+    stepLengths[b] = Cfg::kGatherLast ? b % 4 : 1; // 0: a finished sequence
+  std::vector<float> x = randomFloats(size_t(tokens) * seqLen * K);
+  std::vector<std::vector<typename W::Storage>> w(3);
+  std::vector<std::vector<float>> bias(3), out(3);
+  std::vector<float> residual;
+  for (int s = 0; s < segments; ++s) {
+    w[s] = randomStorage<W>(size_t(Cfg::rows(s)) * K);
+    bias[s] = randomFloats(Cfg::rows(s));
+    out[s].assign(size_t(tokens) * Cfg::rows(s), NAN);
+  }
+  if (Cfg::kEpilogue == sits::kResidual)
+    residual = randomFloats(size_t(tokens) * Cfg::rows(0));
+  void *pointers[14];
+  const float *xp = x.data();
+  const void *wp[3], *bp[3];
+  float *op[3];
+  for (int s = 0; s < 3; ++s) {
+    wp[s] = s < segments ? w[s].data() : nullptr;
+    bp[s] = s < segments && Cfg::hasBias(s) ? bias[s].data() : nullptr;
+    op[s] = s < segments ? out[s].data() : nullptr;
+  }
+  const float *rp = residual.empty() ? nullptr : residual.data();
+  const int *lp = stepLengths.data();
+  pointers[0] = &xp;
+  for (int s = 0; s < 3; ++s) {
+    pointers[1 + s] = &wp[s];
+    pointers[4 + s] = &bp[s];
+    pointers[7 + s] = &op[s];
+  }
+  pointers[10] = &rp;
+  pointers[11] = &tokens;
+  int seq = seqLen;
+  pointers[12] = &seq;
+  pointers[13] = &lp;
+  const unsigned blocks =
+      (Cfg::kTotalTiles + Cfg::kTilesPerBlock - 1) / Cfg::kTilesPerBlock;
+  const unsigned shared = sits::gemvTensorCoreSharedBytes(
+      kGated ? 2 : 1, Cfg::kTilesPerBlock, Cfg::kUnroll, Cfg::kStages);
+  if (!launch(gemvEntry<Cfg>, blocks, 1, 1, sits::kTcThreads, shared,
+              pointers)) {
+    report(name, INFINITY, 0, false);
+    return;
+  }
+  double worst = 0.0, scale = 0.0;
+  bool written = true;
+  const int outputs = kGated ? 1 : segments;
+  for (int s = 0; s < outputs; ++s)
+    for (int b = 0; b < tokens; ++b) {
+      bool live = !Cfg::kGatherLast || stepLengths[b] > 0;
+      long source = Cfg::kGatherLast
+                        ? long(b) * seqLen + std::max(stepLengths[b] - 1, 0)
+                        : b;
+      for (int r = 0; r < Cfg::rows(s); ++r) {
+        float got = out[s][size_t(b) * Cfg::rows(s) + r];
+        if (!live) {
+          written &= std::isnan(got); // a finished sequence's row is left
+          continue;
+        }
+        auto dot = [&](int matrix) {
+          double sum = 0.0;
+          for (int k = 0; k < K; ++k)
+            sum += double(W::load(w[matrix][size_t(r) * K + k])) *
+                   rounded<W>(x[source * K + k]);
+          return sum + (Cfg::hasBias(matrix) ? bias[matrix][r] : 0.0);
+        };
+        double want;
+        if (kGated) {
+          double gate = dot(0), up = dot(1);
+          want = gate / (1.0 + std::exp(-gate)) * up;
+        } else {
+          want = dot(s);
+          if (Cfg::kEpilogue == sits::kResidual)
+            want += residual[size_t(b) * Cfg::rows(0) + r];
+        }
+        written &= !std::isnan(got);
+        worst = std::max(worst, std::fabs(got - want));
+        scale = std::max(scale, std::fabs(want));
+      }
+    }
+  report(name + " B=" + std::to_string(tokens), worst / std::max(scale, 1.0),
+         2e-6, written);
+}
+
+void gemvCases() {
+  using sits::BF16;
+  using sits::F16;
+  // Q, K, V segments with rows that are not whole tiles; K a multiple of 8
+  // but not of the 32-wide chunk.
+  typedef GemvConfig<F16, 88, 40, 24, 24, 3, sits::kPlain, false, 1, 4> Qkv;
+  for (int b : {1, 3, 8, 11})
+    checkGemv<Qkv>("gemv f16 qkv K=88 rows 40/24/24", b);
+  typedef GemvConfig<BF16, 344, 40, 24, 24, 3, sits::kPlain, false, 2, 2>
+      QkvBf16;
+  checkGemv<QkvBf16>("gemv bf16 qkv K=344 2 tiles/block", 5);
+  typedef GemvConfig<F16, 1048, 344, 344, 0, 2, sits::kGlu, false, 2, 2> Glu;
+  for (int b : {1, 8})
+    checkGemv<Glu>("gemv f16 gate/up K=1048 rows 344", b);
+  typedef GemvConfig<F16, 344, 136, 0, 0, 1, sits::kResidual, false, 4, 1>
+      Down;
+  for (int b : {2, 7})
+    checkGemv<Down>("gemv f16 residual K=344 rows 136 4 tiles/block", b);
+  typedef GemvConfig<BF16, 264, 300, 0, 0, 1, sits::kPlain, true, 3, 1> Head;
+  checkGemv<Head>("gemv bf16 lm_head gather K=264 rows 300", 8);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor-core GEMM (prefill)
+//===----------------------------------------------------------------------===//
+
+template <class WeightT, int K, int Rows0, int Rows1, int Segments, int Epi>
+struct GemmConfig {
+  typedef WeightT Weight;
+  static constexpr int kK = K;
+  static constexpr int kSegments = Segments;
+  __host__ __device__ static constexpr int rows(int s) {
+    return s == 0 ? Rows0 : Rows1;
+  }
+  __host__ __device__ static constexpr bool hasBias(int s) { return s == 0; }
+  __host__ __device__ static constexpr int tiles(int s) {
+    return (rows(s) + (Epi == sits::kGlu ? 63 : 127)) /
+           (Epi == sits::kGlu ? 64 : 128);
+  }
+  static constexpr int kTotalTiles =
+      Epi == sits::kGlu ? tiles(0) : tiles(0) + (Segments > 1 ? tiles(1) : 0);
+  static constexpr int kEpilogue = Epi;
+  static constexpr int kActivation = sits::kSilu;
+};
+
+template <class Cfg> void gemmEntry(void **args) {
+  typedef typename Cfg::Weight::Storage S;
+  const S *weights[2] = {sits_emu::arg<const S *>(args[1]),
+                         sits_emu::arg<const S *>(args[2])};
+  const float *biases[2] = {sits_emu::arg<const float *>(args[3]), nullptr};
+  float *outs[2] = {sits_emu::arg<float *>(args[4]),
+                    sits_emu::arg<float *>(args[5])};
+  sits::gemmTensorCore<Cfg>(sits_emu::arg<const float *>(args[0]), weights,
+                            biases, outs,
+                            sits_emu::arg<const float *>(args[6]),
+                            sits_emu::arg<int>(args[7]));
+}
+
+template <class Cfg> void checkGemm(const std::string &name, int tokens) {
+  typedef typename Cfg::Weight W;
+  constexpr int K = Cfg::kK;
+  constexpr bool kGated = Cfg::kEpilogue == sits::kGlu;
+  const int segments = Cfg::kSegments;
+  std::vector<float> x = randomFloats(size_t(tokens) * K);
+  std::vector<std::vector<typename W::Storage>> w(2);
+  std::vector<std::vector<float>> out(2);
+  for (int s = 0; s < segments; ++s) {
+    w[s] = randomStorage<W>(size_t(Cfg::rows(s)) * K);
+    out[s].assign(size_t(tokens) * Cfg::rows(s), NAN);
+  }
+  std::vector<float> bias = randomFloats(Cfg::rows(0));
+  std::vector<float> residual = randomFloats(size_t(tokens) * Cfg::rows(0));
+  const float *xp = x.data(), *bp = bias.data(), *rp = residual.data();
+  const void *w0 = w[0].data(), *w1 = segments > 1 ? w[1].data() : nullptr;
+  float *o0 = out[0].data(), *o1 = segments > 1 ? out[1].data() : nullptr;
+  void *args[8] = {&xp, &w0, &w1, &bp, &o0, &o1, &rp, &tokens};
+  if (!launch(gemmEntry<Cfg>, (tokens + 127) / 128, Cfg::kTotalTiles, 1, 256,
+              0, args)) {
+    report(name, INFINITY, 0, false);
+    return;
+  }
+  double worst = 0.0, scale = 0.0;
+  bool written = true;
+  for (int s = 0; s < (kGated ? 1 : segments); ++s)
+    for (int m = 0; m < tokens; ++m)
+      for (int r = 0; r < Cfg::rows(s); ++r) {
+        auto dot = [&](int matrix) {
+          double sum = 0.0;
+          for (int k = 0; k < K; ++k)
+            sum += double(W::load(w[matrix][size_t(r) * K + k])) *
+                   rounded<W>(x[size_t(m) * K + k]);
+          return sum + (Cfg::hasBias(matrix) ? bias[r] : 0.0);
+        };
+        double want;
+        if (kGated) {
+          double gate = dot(0), up = dot(1);
+          want = gate / (1.0 + std::exp(-gate)) * up;
+        } else {
+          want = dot(s);
+          if (Cfg::kEpilogue == sits::kResidual)
+            want += residual[size_t(m) * Cfg::rows(0) + r];
+        }
+        const float got = out[s][size_t(m) * Cfg::rows(s) + r];
+        written &= !std::isnan(got);
+        worst = std::max(worst, std::fabs(got - want));
+        scale = std::max(scale, std::fabs(want));
+      }
+  report(name + " T=" + std::to_string(tokens), worst / std::max(scale, 1.0),
+         2e-6, written);
+}
+
+void gemmCases() {
+  using sits::BF16;
+  using sits::F16;
+  typedef GemmConfig<F16, 72, 136, 40, 2, sits::kPlain> TwoSegments;
+  checkGemm<TwoSegments>("gemm f16 2 segments K=72 rows 136/40", 130);
+  typedef GemmConfig<BF16, 104, 88, 88, 2, sits::kGlu> Glu;
+  checkGemm<Glu>("gemm bf16 gate/up K=104 rows 88", 37);
+  typedef GemmConfig<F16, 88, 64, 0, 1, sits::kResidual> Residual;
+  checkGemm<Residual>("gemm f16 residual K=88 rows 64", 5);
+}
+
+//===----------------------------------------------------------------------===//
+// Split-K decode attention
+//===----------------------------------------------------------------------===//
+
+template <class CacheT, int Heads, int KvHeads, int HeadDim, int Capacity,
+          int SplitKeys, int Window, bool Softcap>
+struct DecodeConfig {
+  typedef CacheT Cache;
+  static constexpr int kHeads = Heads;
+  static constexpr int kKvHeads = KvHeads;
+  static constexpr int kHeadDim = HeadDim;
+  static constexpr int kCapacity = Capacity;
+  static constexpr float kScale = 0.25f;
+  static constexpr float kSoftcap = Softcap ? 3.0f : 0.0f;
+  static constexpr int kWindow = Window;
+  static constexpr int kSplitKeys = SplitKeys;
+  static constexpr int kSplits = (Capacity + SplitKeys - 1) / SplitKeys;
+  static constexpr int kUnroll = 4;
+  static constexpr int kStages = 3;
+};
+
+template <class Cfg> void decodeEntry(void **args) {
+  typedef typename Cfg::Cache::Storage S;
+  sits::attentionDecode<Cfg>(
+      sits_emu::arg<const float *>(args[0]), sits_emu::arg<const S *>(args[1]),
+      sits_emu::arg<const S *>(args[2]), sits_emu::arg<float *>(args[3]),
+      sits_emu::arg<float *>(args[4]), sits_emu::arg<int *>(args[5]),
+      sits_emu::arg<const int *>(args[6]),
+      sits_emu::arg<const int *>(args[7]));
+}
+
+/// `past[b]` keys are cached before sequence b's query (step length 0:
+/// a padding row, which must come out as zeros). Runs twice: the counters
+/// must be back at zero after a launch.
+template <class Cfg>
+void checkDecode(const std::string &name, std::vector<int> past,
+                 std::vector<int> step) {
+  typedef typename Cfg::Cache C;
+  constexpr int H = Cfg::kHeads, KV = Cfg::kKvHeads, D = Cfg::kHeadDim;
+  constexpr int G = H / KV;
+  const int batch = static_cast<int>(past.size());
+  std::vector<float> q = randomFloats(size_t(batch) * H * D, 2.0f);
+  auto keys = randomStorage<C>(size_t(batch) * KV * Cfg::kCapacity * D);
+  auto values = randomStorage<C>(keys.size());
+  std::vector<float> partial(size_t(batch) * H * Cfg::kSplits * (D + 2), NAN);
+  std::vector<int> counters(size_t(batch) * KV, 0);
+  double worst = 0.0;
+  bool written = true;
+  for (int run = 0; run < 2; ++run) {
+    std::vector<float> out(size_t(batch) * H * D, NAN);
+    const float *qp = q.data();
+    const void *kp = keys.data(), *vp = values.data();
+    float *op = out.data(), *pp = partial.data();
+    int *cp = counters.data();
+    const int *pastp = past.data(), *stepp = step.data();
+    void *args[8] = {&qp, &kp, &vp, &op, &pp, &cp, &pastp, &stepp};
+    const unsigned shared =
+        sits::attentionDecodeSharedBytes(D, G, Cfg::kUnroll, Cfg::kStages);
+    if (!launch(decodeEntry<Cfg>, Cfg::kSplits, KV, batch,
+                sits::kDecodeThreads, shared, args)) {
+      report(name, INFINITY, 0, false);
+      return;
+    }
+    for (int c : counters)
+      written &= c == 0;
+    for (int b = 0; b < batch; ++b)
+      for (int h = 0; h < H; ++h) {
+        const int kv = h / G, p = past[b];
+        std::vector<double> scores;
+        double best = -INFINITY;
+        for (int j = 0; j <= p; ++j) {
+          if (Cfg::kWindow > 0 && j <= p - Cfg::kWindow) {
+            scores.push_back(-INFINITY);
+            continue;
+          }
+          double dot = 0.0;
+          for (int d = 0; d < D; ++d)
+            dot += double(q[(size_t(b) * H + h) * D + d]) *
+                   C::load(keys[((size_t(b) * KV + kv) * Cfg::kCapacity + j) *
+                                    D + d]);
+          double score = Cfg::kScale * dot;
+          if (Cfg::kSoftcap > 0)
+            score = Cfg::kSoftcap * std::tanh(score / Cfg::kSoftcap);
+          scores.push_back(score);
+          best = std::max(best, score);
+        }
+        for (int d = 0; d < D; ++d) {
+          double sum = 0.0, value = 0.0;
+          for (int j = 0; j <= p; ++j) {
+            double weight = std::exp(scores[j] - best);
+            sum += weight;
+            value +=
+                weight *
+                C::load(values[((size_t(b) * KV + kv) * Cfg::kCapacity + j) *
+                                   D + d]);
+          }
+          const double want = step[b] > 0 ? value / sum : 0.0;
+          const float got = out[(size_t(b) * H + h) * D + d];
+          written &= !std::isnan(got);
+          worst = std::max(worst, std::fabs(got - want));
+        }
+      }
+  }
+  report(name, worst, 2e-5, written);
+}
+
+void decodeCases() {
+  using sits::BF16;
+  using sits::F16;
+  // TinyLlama's ratio (8 query heads per KV head) at head_dim 64, lengths
+  // across and exactly at split boundaries; a padding row.
+  typedef DecodeConfig<F16, 16, 2, 64, 300, 64, 0, false> Tiny;
+  checkDecode<Tiny>("decode f16 G=8 D=64 splits of 64",
+                    {0, 63, 64, 65, 199, 299}, {1, 1, 1, 1, 0, 1});
+  // Llama-3-8B's ratio (4) at head_dim 128, keys per split not a multiple
+  // of the block's keys per step.
+  typedef DecodeConfig<BF16, 8, 2, 128, 260, 48, 0, false> Big;
+  checkDecode<Big>("decode bf16 G=4 D=128 splits of 48", {5, 47, 48, 259},
+                   {1, 1, 1, 1});
+  // MHA, small head_dim (many key groups), a sliding window and softcap.
+  typedef DecodeConfig<F16, 4, 4, 16, 100, 16, 7, true> Window;
+  checkDecode<Window>("decode f16 G=1 D=16 window 7 softcap",
+                      {0, 6, 7, 40, 99}, {1, 1, 1, 1, 1});
+  typedef DecodeConfig<F16, 4, 1, 32, 40, 40, 0, false> OneSplit;
+  checkDecode<OneSplit>("decode f16 MQA G=4 D=32 one split", {0, 39},
+                        {1, 1});
+}
+
+//===----------------------------------------------------------------------===//
+// Flash prefill attention
+//===----------------------------------------------------------------------===//
+
+template <class CacheT, int Heads, int KvHeads, int HeadDim, int Capacity,
+          int Window, bool Softcap>
+struct PrefillConfig {
+  typedef CacheT Cache;
+  static constexpr int kHeads = Heads;
+  static constexpr int kKvHeads = KvHeads;
+  static constexpr int kHeadDim = HeadDim;
+  static constexpr int kCapacity = Capacity;
+  static constexpr float kScale = 0.3f;
+  static constexpr float kSoftcap = Softcap ? 2.5f : 0.0f;
+  static constexpr int kWindow = Window;
+};
+
+template <class Cfg> void prefillEntry(void **args) {
+  typedef typename Cfg::Cache::Storage S;
+  sits::attentionPrefill<Cfg>(
+      sits_emu::arg<const float *>(args[0]), sits_emu::arg<const S *>(args[1]),
+      sits_emu::arg<const S *>(args[2]), sits_emu::arg<float *>(args[3]),
+      sits_emu::arg<const int *>(args[4]), sits_emu::arg<const int *>(args[5]),
+      sits_emu::arg<int>(args[6]));
+}
+
+/// A chunk of `seqLen` tokens per sequence after `past[b]` cached ones, of
+/// which `step[b]` are real (the rest padding: zero rows).
+template <class Cfg>
+void checkPrefill(const std::string &name, int seqLen, std::vector<int> past,
+                  std::vector<int> step) {
+  typedef typename Cfg::Cache C;
+  constexpr int H = Cfg::kHeads, KV = Cfg::kKvHeads, D = Cfg::kHeadDim;
+  constexpr int G = H / KV;
+  const int batch = static_cast<int>(past.size());
+  std::vector<float> q = randomFloats(size_t(batch) * seqLen * H * D, 2.0f);
+  auto keys = randomStorage<C>(size_t(batch) * KV * Cfg::kCapacity * D);
+  auto values = randomStorage<C>(keys.size());
+  std::vector<float> out(q.size(), NAN);
+  const float *qp = q.data();
+  const void *kp = keys.data(), *vp = values.data();
+  float *op = out.data();
+  const int *pastp = past.data(), *stepp = step.data();
+  void *args[7] = {&qp, &kp, &vp, &op, &pastp, &stepp, &seqLen};
+  if (!launch(prefillEntry<Cfg>, (seqLen + 63) / 64, H, batch, 128,
+              sits::attentionPrefillSharedBytes(D), args)) {
+    report(name, INFINITY, 0, false);
+    return;
+  }
+  double worst = 0.0;
+  bool written = true;
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < seqLen; ++i)
+      for (int h = 0; h < H; ++h) {
+        const int kv = h / G, p = past[b] + i;
+        std::vector<double> scores(p + 1, -INFINITY);
+        double best = -INFINITY;
+        for (int j = 0; j <= p && i < step[b]; ++j) {
+          if (Cfg::kWindow > 0 && j <= p - Cfg::kWindow)
+            continue;
+          double dot = 0.0;
+          for (int d = 0; d < D; ++d)
+            dot += rounded<C>(q[((size_t(b) * seqLen + i) * H + h) * D + d]) *
+                   C::load(keys[((size_t(b) * KV + kv) * Cfg::kCapacity + j) *
+                                    D + d]);
+          double score = Cfg::kScale * dot;
+          if (Cfg::kSoftcap > 0)
+            score = Cfg::kSoftcap * std::tanh(score / Cfg::kSoftcap);
+          scores[j] = score;
+          best = std::max(best, score);
+        }
+        for (int d = 0; d < D; ++d) {
+          double sum = 0.0, value = 0.0;
+          for (int j = 0; j <= p && i < step[b]; ++j) {
+            double weight = std::exp(scores[j] - best);
+            sum += weight;
+            value +=
+                weight *
+                C::load(values[((size_t(b) * KV + kv) * Cfg::kCapacity + j) *
+                                   D + d]);
+          }
+          const double want = i < step[b] ? value / sum : 0.0;
+          const float got = out[((size_t(b) * seqLen + i) * H + h) * D + d];
+          written &= !std::isnan(got);
+          worst = std::max(worst, std::fabs(got - want));
+        }
+      }
+  // The probabilities are rounded to the cache's type for P V.
+  report(name, worst, sizeof(typename C::Storage) == 2 && C::kIsBf16 ? 2e-2
+                                                                     : 3e-3,
+         written);
+}
+
+void prefillCases() {
+  using sits::BF16;
+  using sits::F16;
+  typedef PrefillConfig<F16, 4, 2, 64, 256, 0, false> Gqa;
+  checkPrefill<Gqa>("prefill f16 G=2 D=64 S=70 (two row blocks)", 70,
+                    {0, 100}, {70, 33});
+  typedef PrefillConfig<BF16, 2, 1, 128, 200, 0, false> Wide;
+  checkPrefill<Wide>("prefill bf16 MQA D=128 S=9 past 130", 9, {130}, {9});
+  typedef PrefillConfig<F16, 2, 2, 16, 160, 20, true> Window;
+  checkPrefill<Window>("prefill f16 D=16 window 20 softcap", 40, {0, 90},
+                       {40, 17});
+}
+
+} // namespace
+
+int main() {
+  gemvCases();
+  gemmCases();
+  decodeCases();
+  prefillCases();
+  // Threads last to first between barriers: a missing barrier shows.
+  sits_emu_set_reverse_schedule(1);
+  std::printf("reverse schedule:\n");
+  gemvCases();
+  gemmCases();
+  decodeCases();
+  prefillCases();
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
