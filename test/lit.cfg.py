@@ -37,6 +37,7 @@ config.substitutions.append(("%testtools", tools_dir))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%shared_models", config.sits_shared_models))
 config.substitutions.append(("%sits_obj", config.sits_obj_root))
+config.substitutions.append(("%sits_tools", config.sits_tools_dir))
 config.substitutions.append(("%sits_src", config.sits_src_root))
 
 
@@ -72,6 +73,9 @@ if config.sits_shared_models and os.path.isdir(config.sits_shared_models):
     config.available_features.add("shared-models")
 if config.sits_asan:
     config.available_features.add("asan")
+    # Debian's static LLVM libraries are not instrumented; ASan's container
+    # checks then misfire inside MLIRContext's constructor.
+    config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0"
 
 
 def has_nvrtc():
