@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/sits/SitsOps.h"
+#include "dialects/sits/QuantMath.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -434,6 +435,135 @@ LogicalResult AttentionOp::verify() {
         failed(check.dim("past_len", past, 0, ShapeChecker::dimOf(q, 0),
                          "the query's batch size")))
       return failure();
+  return verifyColdPart();
+}
+
+LogicalResult AttentionOp::verifyColdPart() {
+  Value coldKey = getColdKey(), coldValue = getColdValue();
+  std::optional<uint64_t> hotWindow = getHotWindow();
+  if (!coldKey) {
+    if (hotWindow)
+      return emitOpError() << "hot_window needs cold(key, value) operands";
+    if (getColdKeyBlock() != 1)
+      return emitOpError() << "cold_key_block needs cold(key, value) operands";
+    return success();
+  }
+  if (!hotWindow || *hotWindow == 0)
+    return emitOpError() << "cold(key, value) operands need hot_window >= 1";
+  if (getColdKeyBlock() < 1)
+    return emitOpError() << "cold_key_block must be >= 1, got "
+                         << getColdKeyBlock();
+  if (coldKey.getType() != getKey().getType())
+    return emitOpError() << "cold key type " << coldKey.getType()
+                         << " must match the key type " << getKey().getType();
+  if (coldValue.getType() != getValue().getType())
+    return emitOpError() << "cold value type " << coldValue.getType()
+                         << " must match the value type "
+                         << getValue().getType();
+  if (getMask())
+    return emitOpError() << "cold(key, value) operands cannot be combined "
+                            "with a mask";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+/// `values` (the float side) and `data`/`scales` (the quantized side) agree
+/// with `bits`, `axis` and `group_size` as sits.quantize states.
+static LogicalResult verifyGrouped(Operation *op, Value values, Value data,
+                                   Value scales, int64_t bits, int64_t axis,
+                                   int64_t groupSize) {
+  ShapeChecker check(op);
+  auto valuesType = cast<RankedTensorType>(values.getType());
+  int64_t rank = valuesType.getRank();
+  if (bits != 4 && bits != 8)
+    return op->emitOpError() << "bits must be 4 or 8, got " << bits;
+  if (rank < 1)
+    return op->emitOpError() << "needs a tensor of rank >= 1";
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError() << "axis " << axis << " is outside rank "
+                             << rank;
+  if (groupSize < 1)
+    return op->emitOpError() << "group_size must be >= 1, got " << groupSize;
+  if (failed(check.rank("data", data, rank)) ||
+      failed(check.rank("scales", scales, rank)))
+    return failure();
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    if (failed(check.dim("data", data, i, valuesType.getDimSize(i),
+                         "the values' dimension " + llvm::Twine(i))))
+      return failure();
+  int64_t last = valuesType.getDimSize(rank - 1);
+  int64_t rowBytes = ShapeChecker::dimOf(data, rank - 1);
+  if (!ShapedType::isDynamic(last) && !ShapedType::isDynamic(rowBytes)) {
+    int64_t packed = quant::GroupLayout::packedRowBytes(last, bits);
+    if (rowBytes < packed || rowBytes > packed + 15)
+      return op->emitOpError()
+             << "data rows take " << rowBytes << " bytes, but " << last << " "
+             << bits << "-bit values need " << packed
+             << " (plus at most 15 bytes of padding)";
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t dim = valuesType.getDimSize(i);
+    int64_t expected = i != axis || ShapedType::isDynamic(dim)
+                           ? dim
+                           : (dim + groupSize - 1) / groupSize;
+    if (failed(check.dim("scales", scales, i, expected,
+                         i == axis ? llvm::Twine("the number of groups")
+                                   : "the values' dimension " +
+                                         llvm::Twine(i))))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult QuantizeOp::verify() {
+  return verifyGrouped(*this, getInput(), getData(), getScales(), getBits(),
+                       getAxis(), getGroupSize());
+}
+
+LogicalResult DequantizeOp::verify() {
+  return verifyGrouped(*this, getResult(), getData(), getScales(), getBits(),
+                       getAxis(), getGroupSize());
+}
+
+//===----------------------------------------------------------------------===//
+// TVCLMHeadOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TVCLMHeadOp::verify() {
+  ShapeChecker check(*this);
+  Value weight = getWeight();
+  if (failed(verifyProjection(*this, getInput(), weight, Value(),
+                              getResult())) ||
+      failed(check.rank("preview_left", getPreviewLeft(), 2)) ||
+      failed(check.rank("preview_right", getPreviewRight(), 2)) ||
+      failed(check.rank("row_bounds", getRowBounds(), 2)))
+    return failure();
+  int64_t vocab = ShapeChecker::dimOf(weight, 0);
+  int64_t hidden = ShapeChecker::dimOf(weight, 1);
+  int64_t rank = ShapeChecker::dimOf(getPreviewLeft(), 1);
+  if (failed(check.dim("preview_left", getPreviewLeft(), 0, vocab,
+                       "the vocabulary size")) ||
+      failed(check.dim("preview_right", getPreviewRight(), 0, rank,
+                       "the preview rank (preview_left dimension 1)")) ||
+      failed(check.dim("preview_right", getPreviewRight(), 1, hidden,
+                       "the hidden size")) ||
+      failed(check.dim("row_bounds", getRowBounds(), 0, vocab,
+                       "the vocabulary size")) ||
+      failed(check.dim("row_bounds", getRowBounds(), 1, 4,
+                       "4 (rho, sigma, pi, omega)")))
+    return failure();
+  int64_t candidates = getCandidates(), exactTop = getExactTop();
+  if (candidates < 1 ||
+      (!ShapedType::isDynamic(vocab) && candidates > vocab))
+    return emitOpError() << "candidates must be between 1 and the vocabulary "
+                            "size ("
+                         << vocab << "), got " << candidates;
+  if (exactTop < 1 || exactTop > candidates)
+    return emitOpError() << "exact_top must be between 1 and candidates ("
+                         << candidates << "), got " << exactTop;
   return success();
 }
 

@@ -298,22 +298,60 @@ def Sits_AttentionOp : Sits_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     `softcap` is set, then a float mask is added (after the softcap, so a
     `-inf` stays `-inf`), then softmax over the visible keys (in f32), then
     the weighted sum of `value`. A row with no visible key yields zeros.
+
+    **Hot and cold keys** (a quantized KV cache, `--sits-insert-qdq`): with
+    `cold(cold_key, cold_value)` (same shapes as `key`, `value`) and
+    `hot_window = N`, query row `i` at position `p = offset + i` reads
+    * value `j` from `cold_value` when `p - j >= N`, else from `value`;
+    * key `j` from `cold_key` when `p - last(j) >= N`, else from `key`,
+      where `last(j) = (j / B) * B + B - 1` is the last token of `j`'s block
+      of `B = cold_key_block` tokens (1: `last(j) = j`, per-token keys).
+    Everything else (visibility, scores, softmax) is as above. So the newest
+    `N` tokens before a query are read as stored at full precision, older
+    ones through their quantized copies; a prefill step reads exactly what
+    the same tokens decoded one at a time would read, whatever the chunking.
   }];
   let arguments = (ins Sits_FloatTensor:$query, Sits_FloatTensor:$key,
                        Sits_FloatTensor:$value,
                        Optional<AnyRankedTensor>:$mask,
                        Optional<Sits_IndexTensor>:$past_len,
+                       Optional<Sits_FloatTensor>:$cold_key,
+                       Optional<Sits_FloatTensor>:$cold_value,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads, F32Attr:$scale,
                        DefaultValuedAttr<Sits_CausalModeAttr,
                          "::sits::CausalMode::none">:$causal,
                        OptionalAttr<I64Attr>:$window,
-                       OptionalAttr<F32Attr>:$softcap);
+                       OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<I64Attr>:$hot_window,
+                       DefaultValuedAttr<I64Attr, "1">:$cold_key_block);
   let results = (outs Sits_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`past_len` `(` $past_len^ `:` type($past_len) `)`)?
+    (`cold` `(` $cold_key^ `,` $cold_value `:` type($cold_key) `,`
+      type($cold_value) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+  let builders = [
+    // Without a cold part (every attention before --sits-insert-qdq).
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$query,
+                   "::mlir::Value":$key, "::mlir::Value":$value,
+                   "::mlir::Value":$mask, "::mlir::Value":$past_len,
+                   "::mlir::IntegerAttr":$num_heads,
+                   "::mlir::IntegerAttr":$num_kv_heads,
+                   "::mlir::FloatAttr":$scale,
+                   "::sits::CausalModeAttr":$causal,
+                   "::mlir::IntegerAttr":$window,
+                   "::mlir::FloatAttr":$softcap), [{
+      build($_builder, $_state, result, query, key, value, mask, past_len,
+            ::mlir::Value(), ::mlir::Value(), num_heads, num_kv_heads, scale,
+            causal, window, softcap, ::mlir::IntegerAttr(),
+            $_builder.getI64IntegerAttr(1));
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    ::mlir::LogicalResult verifyColdPart();
   }];
   let hasVerifier = 1;
 }
@@ -373,6 +411,16 @@ def Sits_KVReadOp : Sits_Op<"kv_cache.read", [Pure]> {
     of layer `layer` (a view, no copy). Rows at or past a sequence's length
     hold no token: consumers bound their reads (`sits.attention` with
     `past_len`).
+
+    For a quantized cache (`quant = #sits.kv_quant<...>`) the result is the
+    hot part: every held token as stored at full precision (`element_type`).
+    Its quantized copies are `sits.quantize` of this result with the cache's
+    grouping, and `sits.attention` reads them through its `cold` operands
+    once a token has left the hot window. Rows never change after their
+    append, and `sits.quantize` of a group depends only on that group's rows,
+    so an engine stores each group's quantized copy once, when its last row
+    leaves the window, and keeps only the newest rows at full precision: the
+    program's values are the same.
   }];
   let arguments = (ins Sits_KVCacheType:$cache, I64Attr:$layer);
   let results = (outs Sits_FloatTensor:$key, Sits_FloatTensor:$value);
@@ -395,6 +443,144 @@ def Sits_KVAdvanceOp : Sits_Op<"kv_cache.advance",
   let assemblyFormat = [{
     $cache `by` $ids attr-dict `:` qualified(type($cache)) `,` type($ids)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+def Sits_QuantizeOp : Sits_Op<"quantize", [Pure]> {
+  let summary = "symmetric absmax quantization in groups, scales computed "
+                "from the values";
+  let description = [{
+    Quantizes `input` to `bits`-bit integers in groups: a group is
+    `group_size` consecutive indices along dimension `axis` (the last group
+    of a line may be shorter), with everything else fixed. With
+    `L = 2^(bits-1) - 1` (127 or 7), for every group:
+    1. `a = max |x|` over the group (exact, in f32). If any element is NaN
+       or infinite the scale is NaN and every level is 0 (a NaN group stays
+       NaN through `sits.dequantize`).
+    2. `s = a / L`, one f32 division rounded to nearest even. For `f16`
+       scales, `s` is then rounded to f16 (nearest, ties to even, subnormals
+       kept) and a result above 65504 becomes 65504. `scales` holds `s`.
+    3. Each element: `q = rint(x / s)` (f32 division, then round half to
+       even), clamped to `[-L, L]` (the clamp changes a value only when
+       step 2 rounded `s` down: a clipped value). When `s = 0` (an all-zero
+       group, or one whose f16 scale underflows) every `q` is 0.
+
+    `data` stores the levels: `i8` per value for 8 bits; for 4 bits two per
+    byte along the last dimension, element `2k` in the low nibble and
+    `2k + 1` in the high nibble of byte `k` (two's complement nibbles). Each
+    last-dimension row takes `data`'s last dimension in bytes: at least the
+    packed size (`D` or `ceil(D/2)`), at most 15 bytes more, the padding
+    zero (so rows can start on 16-byte boundaries). `scales` has `input`'s
+    shape with dimension `axis` divided by `group_size`, rounded up.
+
+    ```mlir
+    %q, %s = sits.quantize %x {axis = 3 : i64, bits = 4 : i64, group_size = 32 : i64}
+        : tensor<?x2x?x32xf32> -> tensor<?x2x?x16xi8>, tensor<?x2x?x1xf16>
+    ```
+  }];
+  let arguments = (ins Sits_FloatTensor:$input, I64Attr:$bits, I64Attr:$axis,
+                       I64Attr:$group_size);
+  let results = (outs TensorOf<[I8]>:$data, TensorOf<[F16, F32]>:$scales);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($data) `,` type($scales)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_DequantizeOp : Sits_Op<"dequantize", [Pure]> {
+  let summary = "grouped int8/int4 values times their group's scale";
+  let description = [{
+    The inverse map of `sits.quantize` with the same `bits`, `axis` and
+    `group_size` (same layout of `data` and `scales`):
+    `result[i] = f32(scale of i's group) * f32(q_i)`, one f32 product (exact
+    for f16 scales: at most 11 + 7 significant bits), then rounded to the
+    result's element type. `q_i` is the `i8` value, or the sign-extended
+    nibble for 4 bits (a nibble of -8, which quantize never writes, reads as
+    -8). A NaN scale gives NaN.
+
+    Weights (`--sits-insert-qdq weights=int8|int4`) are `[out, in]` data
+    quantized along `in` (axis 1) with f16 scales `[out, ceil(in / G)]`; rows
+    are padded to 16 bytes, so a GEMV warp streams a row with 128-bit loads
+    (a group of 128 int4 values is four of them) and multiplies by one scale
+    per group: the dequantization fuses into the GEMV.
+
+    ```mlir
+    %w = sits.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 128 : i64}
+        : tensor<512x64xi8>, tensor<512x1xf16> -> tensor<512x128xf32>
+    ```
+  }];
+  let arguments = (ins TensorOf<[I8]>:$data, TensorOf<[F16, F32]>:$scales,
+                       I64Attr:$bits, I64Attr:$axis, I64Attr:$group_size);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $scales attr-dict `:` type($data) `,` type($scales) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Token viability classifier (TVC)
+//===----------------------------------------------------------------------===//
+
+def Sits_TVCLMHeadOp : Sits_Op<"tvc_lm_head", [Pure]> {
+  let summary = "LM head that scores a low-rank preview first and proves "
+                "which tokens can win (exact)";
+  let description = [{
+    Gives, for greedy decoding and for top-k sampling with `k <=
+    exact_top`, exactly what `sits.lm_head %input, %weight` gives, usually
+    without computing most of the vocabulary. `weight` is the LM head
+    `W [V, H]` (the same value the plain head reads); `preview_left`
+    `P [V, R]` and `preview_right` `T [R, H]` factor it, `W ~= P T`
+    (`--sits-fuse-tvc`: rank-R SVD at compile time); `row_bounds [V, 4]`
+    holds, per vocabulary row `v`, upper bounds of
+    `rho_v = |r_v|`, `sigma_v = |T r_v|`, `pi_v = |P_v|`, `omega_v = |w_v|`
+    (Euclidean norms), where `r_v = w_v - T^T P_v` is the row's residual in
+    exact arithmetic of the stored f32 values.
+
+    For each row `h` of `input` (`H` f32 values), with `u = 2^-24` and
+    `g(n) = n u / (1 - n u)`:
+    1. `z = T h` and `p_v = P_v . z` in f32, summed as `sits.linear` sums.
+    2. In f64: `n_h = |h|`, `n_z = |z|`, `e = h - T^T z`, `n_e = |e|`,
+       `a_r = g(H) sum_k |T_rk| |h_k|`, `n_a = |a|`, `tau = max |T_rk|`;
+       each norm is multiplied by `1 + 2^-32`, and `n_e` gets
+       `2^-32 (n_h + sqrt(H) tau sum_r |z_r|)` added (f64 rounding of `e`).
+    3. `U_v = p_v + (rho_v n_e + sigma_v n_z + pi_v (g(R) n_z + n_a) +
+       g(H) omega_v n_h)(1 + 2^-32) + 2^-50 |p_v|`, in f64: an upper bound
+       of the value `sits.lm_head` computes for row `v` (its f32 rounding
+       included).
+    4. Candidates: the `candidates` rows with the largest `U_v` (ties: the
+       lower index first). Their logits `y_c = w_c . h` are computed exactly
+       as `sits.lm_head` computes them.
+    5. Let `t` be the `exact_top`-th largest `y_c`. The row is proved when
+       no value involved is NaN and `U_v < t` for every non-candidate `v`:
+       then no other token can beat the greedy choice or enter the top
+       `exact_top`. Result: `y_c` at the candidates, `-inf` elsewhere.
+    6. Otherwise (fallback) the result is the full LM head, every logit as
+       `sits.lm_head` computes it.
+
+    So the argmax (lowest index among equal maxima) and the `exact_top`
+    largest logits with their values are always those of `sits.lm_head`.
+    Consumers that need the whole distribution (perplexity, sampling
+    without top-k) must use `sits.lm_head`. An implementation whose f32 sums
+    run in another order may prove different rows (its `p_v` differ), never
+    give another token. The reference executor counts proved rows and
+    fallbacks.
+  }];
+  let arguments = (ins F32Tensor:$input, F32Tensor:$weight,
+                       F32Tensor:$preview_left, F32Tensor:$preview_right,
+                       F32Tensor:$row_bounds, I64Attr:$candidates,
+                       DefaultValuedAttr<I64Attr, "1">:$exact_top);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `preview` `(` $preview_left `,` $preview_right `)`
+    `bounds` `(` $row_bounds `)` attr-dict `:` type($input) `,` type($weight)
+    `,` type($preview_left) `,` type($preview_right) `,` type($row_bounds)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // SITS_DIALECT_SITS_SITSOPS_TD

@@ -564,3 +564,176 @@ func.func @length_rank(%c: !cache) {
   %l = sits.kv_cache.length %c : !cache -> tensor<?x1xi64>
   return
 }
+
+// -----
+
+func.func @quantize_bits(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{'sits.quantize' op bits must be 4 or 8, got 3}}
+  %q, %s = sits.quantize %x {bits = 3, axis = 1, group_size = 32} : tensor<4x32xf32> -> tensor<4x32xi8>, tensor<4x1xf16>
+  return
+}
+
+// -----
+
+func.func @quantize_axis(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{'sits.quantize' op axis 2 is outside rank 2}}
+  %q, %s = sits.quantize %x {bits = 8, axis = 2, group_size = 32} : tensor<4x32xf32> -> tensor<4x32xi8>, tensor<4x1xf16>
+  return
+}
+
+// -----
+
+func.func @quantize_group(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{'sits.quantize' op group_size must be >= 1, got 0}}
+  %q, %s = sits.quantize %x {bits = 8, axis = 1, group_size = 0} : tensor<4x32xf32> -> tensor<4x32xi8>, tensor<4x1xf16>
+  return
+}
+
+// -----
+
+func.func @quantize_packed_rows(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{'sits.quantize' op data rows take 32 bytes, but 32 4-bit values need 16 (plus at most 15 bytes of padding)}}
+  %q, %s = sits.quantize %x {bits = 4, axis = 1, group_size = 32} : tensor<4x32xf32> -> tensor<4x32xi8>, tensor<4x1xf16>
+  return
+}
+
+// -----
+
+func.func @quantize_scale_groups(%x: tensor<4x100xf32>) {
+  // expected-error @+1 {{'sits.quantize' op scales dimension 1 is 3, but must equal the number of groups (4)}}
+  %q, %s = sits.quantize %x {bits = 8, axis = 1, group_size = 32} : tensor<4x100xf32> -> tensor<4x100xi8>, tensor<4x3xf16>
+  return
+}
+
+// -----
+
+func.func @quantize_data_dims(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{'sits.quantize' op data dimension 0 is 5, but must equal the values' dimension 0 (4)}}
+  %q, %s = sits.quantize %x {bits = 8, axis = 1, group_size = 32} : tensor<4x32xf32> -> tensor<5x32xi8>, tensor<4x1xf16>
+  return
+}
+
+// -----
+
+func.func @quantize_scale_type(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{'sits.quantize' op result #1 must be tensor of 16-bit float or 32-bit float values, but got 'tensor<4x1xbf16>'}}
+  %q, %s = sits.quantize %x {bits = 8, axis = 1, group_size = 32} : tensor<4x32xf32> -> tensor<4x32xi8>, tensor<4x1xbf16>
+  return
+}
+
+// -----
+
+func.func @dequantize_rank(%q: tensor<4x16xi8>, %s: tensor<4x1xf16>) {
+  // expected-error @+1 {{'sits.dequantize' op data must have rank 3, got 'tensor<4x16xi8>'}}
+  %x = sits.dequantize %q, %s {bits = 4, axis = 1, group_size = 32} : tensor<4x16xi8>, tensor<4x1xf16> -> tensor<2x4x32xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_scale_dims(%q: tensor<4x16xi8>, %s: tensor<3x1xf16>) {
+  // expected-error @+1 {{'sits.dequantize' op scales dimension 0 is 3, but must equal the values' dimension 0 (4)}}
+  %x = sits.dequantize %q, %s {bits = 4, axis = 1, group_size = 32} : tensor<4x16xi8>, tensor<3x1xf16> -> tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_hot_window_alone(%q: tensor<1x2x1x8xf32>, %k: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{'sits.attention' op hot_window needs cold(key, value) operands}}
+  %a = sits.attention %q, %k, %k {num_heads = 2, num_kv_heads = 2, scale = 1.0 : f32, hot_window = 2} : tensor<1x2x1x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_cold_without_window(%q: tensor<1x2x1x8xf32>, %k: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{'sits.attention' op cold(key, value) operands need hot_window >= 1}}
+  %a = sits.attention %q, %k, %k cold(%k, %k : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {num_heads = 2, num_kv_heads = 2, scale = 1.0 : f32} : tensor<1x2x1x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_cold_type(%q: tensor<1x2x1x8xf32>, %k: tensor<1x2x4x8xf32>, %ck: tensor<1x2x5x8xf32>) {
+  // expected-error @+1 {{'sits.attention' op cold key type 'tensor<1x2x5x8xf32>' must match the key type 'tensor<1x2x4x8xf32>'}}
+  %a = sits.attention %q, %k, %k cold(%ck, %k : tensor<1x2x5x8xf32>, tensor<1x2x4x8xf32>) {num_heads = 2, num_kv_heads = 2, scale = 1.0 : f32, hot_window = 2} : tensor<1x2x1x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_cold_block(%q: tensor<1x2x1x8xf32>, %k: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{'sits.attention' op cold_key_block must be >= 1, got 0}}
+  %a = sits.attention %q, %k, %k cold(%k, %k : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {num_heads = 2, num_kv_heads = 2, scale = 1.0 : f32, hot_window = 2, cold_key_block = 0} : tensor<1x2x1x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x1x8xf32>
+  return
+}
+
+// -----
+
+// expected-error @+2 {{kv_quant cold_type must be i8 or i4, got 'i16'}}
+// expected-error @+1 {{failed to parse Sits_KVCacheType parameter 'quant'}}
+func.func private @kv_quant_cold_type(!sits.kv_cache<layers = 1, max_batch = 1, kv_heads = 1, capacity = 8, head_dim = 8, element_type = f16, layout = #sits.kv_layout<contiguous>, quant = #sits.kv_quant<cold_type = i16, hot_window = 2, group_size = 8, keys = #sits.kv_key_groups<per_token>, channel_block = 1, scale_type = f16>>)
+
+// -----
+
+// expected-error @+2 {{kv_quant hot_window must be >= 1}}
+// expected-error @+1 {{failed to parse Sits_KVCacheType parameter 'quant'}}
+func.func private @kv_quant_window(!sits.kv_cache<layers = 1, max_batch = 1, kv_heads = 1, capacity = 8, head_dim = 8, element_type = f16, layout = #sits.kv_layout<contiguous>, quant = #sits.kv_quant<cold_type = i4, hot_window = 0, group_size = 8, keys = #sits.kv_key_groups<per_token>, channel_block = 1, scale_type = f16>>)
+
+// -----
+
+// expected-error @+2 {{kv_quant channel_block must be >= 1 for per_channel keys and 1 for per_token keys, got 4}}
+// expected-error @+1 {{failed to parse Sits_KVCacheType parameter 'quant'}}
+func.func private @kv_quant_block(!sits.kv_cache<layers = 1, max_batch = 1, kv_heads = 1, capacity = 8, head_dim = 8, element_type = f16, layout = #sits.kv_layout<contiguous>, quant = #sits.kv_quant<cold_type = i4, hot_window = 2, group_size = 8, keys = #sits.kv_key_groups<per_token>, channel_block = 4, scale_type = f16>>)
+
+// -----
+
+// expected-error @+2 {{kv_quant scale_type must be f16 or f32, got 'bf16'}}
+// expected-error @+1 {{failed to parse Sits_KVCacheType parameter 'quant'}}
+func.func private @kv_quant_scale(!sits.kv_cache<layers = 1, max_batch = 1, kv_heads = 1, capacity = 8, head_dim = 8, element_type = f16, layout = #sits.kv_layout<contiguous>, quant = #sits.kv_quant<cold_type = i4, hot_window = 2, group_size = 8, keys = #sits.kv_key_groups<per_token>, channel_block = 1, scale_type = bf16>>)
+
+// -----
+
+// expected-error @+1 {{kv_cache quant group_size 16 exceeds head_dim 8}}
+func.func private @kv_quant_group(!sits.kv_cache<layers = 1, max_batch = 1, kv_heads = 1, capacity = 8, head_dim = 8, element_type = f16, layout = #sits.kv_layout<contiguous>, quant = #sits.kv_quant<cold_type = i4, hot_window = 2, group_size = 16, keys = #sits.kv_key_groups<per_token>, channel_block = 1, scale_type = f16>>)
+
+// -----
+
+func.func @tvc_shapes(%h: tensor<2x16xf32>, %w: tensor<64x16xf32>, %p: tensor<64x4xf32>, %t: tensor<5x16xf32>, %b: tensor<64x4xf32>) {
+  // expected-error @+1 {{'sits.tvc_lm_head' op preview_right dimension 0 is 5, but must equal the preview rank (preview_left dimension 1) (4)}}
+  %l = sits.tvc_lm_head %h, %w preview(%p, %t) bounds(%b) {candidates = 8} : tensor<2x16xf32>, tensor<64x16xf32>, tensor<64x4xf32>, tensor<5x16xf32>, tensor<64x4xf32> -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @tvc_bounds(%h: tensor<2x16xf32>, %w: tensor<64x16xf32>, %p: tensor<64x4xf32>, %t: tensor<4x16xf32>, %b: tensor<64x2xf32>) {
+  // expected-error @+1 {{'sits.tvc_lm_head' op row_bounds dimension 1 is 2, but must equal 4 (rho, sigma, pi, omega) (4)}}
+  %l = sits.tvc_lm_head %h, %w preview(%p, %t) bounds(%b) {candidates = 8} : tensor<2x16xf32>, tensor<64x16xf32>, tensor<64x4xf32>, tensor<4x16xf32>, tensor<64x2xf32> -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @tvc_candidates(%h: tensor<2x16xf32>, %w: tensor<64x16xf32>, %p: tensor<64x4xf32>, %t: tensor<4x16xf32>, %b: tensor<64x4xf32>) {
+  // expected-error @+1 {{'sits.tvc_lm_head' op candidates must be between 1 and the vocabulary size (64), got 65}}
+  %l = sits.tvc_lm_head %h, %w preview(%p, %t) bounds(%b) {candidates = 65} : tensor<2x16xf32>, tensor<64x16xf32>, tensor<64x4xf32>, tensor<4x16xf32>, tensor<64x4xf32> -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @tvc_exact_top(%h: tensor<2x16xf32>, %w: tensor<64x16xf32>, %p: tensor<64x4xf32>, %t: tensor<4x16xf32>, %b: tensor<64x4xf32>) {
+  // expected-error @+1 {{'sits.tvc_lm_head' op exact_top must be between 1 and candidates (8), got 9}}
+  %l = sits.tvc_lm_head %h, %w preview(%p, %t) bounds(%b) {candidates = 8, exact_top = 9} : tensor<2x16xf32>, tensor<64x16xf32>, tensor<64x4xf32>, tensor<4x16xf32>, tensor<64x4xf32> -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @tvc_element_type(%h: tensor<2x16xf16>, %w: tensor<64x16xf16>, %p: tensor<64x4xf32>, %t: tensor<4x16xf32>, %b: tensor<64x4xf32>) {
+  // expected-error @+1 {{'sits.tvc_lm_head' op operand #0 must be tensor of 32-bit float values, but got 'tensor<2x16xf16>'}}
+  %l = sits.tvc_lm_head %h, %w preview(%p, %t) bounds(%b) {candidates = 8} : tensor<2x16xf16>, tensor<64x16xf16>, tensor<64x4xf32>, tensor<4x16xf32>, tensor<64x4xf32> -> tensor<2x64xf16>
+  return
+}

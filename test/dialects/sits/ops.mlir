@@ -5,6 +5,8 @@
 
 // Types are printed once, as an alias.
 // CHECK: !kv_cache = !sits.kv_cache<layers = 2, max_batch = 4, kv_heads = 2, capacity = 64, head_dim = 16, element_type = f16, layout = <contiguous>>
+// A quantized cache (--sits-insert-qdq kv-cache=int4).
+// CHECK: !kv_cache1 = !sits.kv_cache<layers = 2, max_batch = 4, kv_heads = 2, capacity = 64, head_dim = 32, element_type = f16, layout = <contiguous>, quant = <cold_type = i4, hot_window = 16, group_size = 32, keys = <per_channel>, channel_block = 8, scale_type = f16>>
 
 // CHECK-LABEL: func.func @weights_and_embedding
 func.func @weights_and_embedding(%ids: tensor<?x?xi64>) -> tensor<?x?x4xf32> {
@@ -100,4 +102,44 @@ func.func @kv_cache(%cache: !cache, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x1
   // CHECK: sits.kv_cache.advance %{{.*}} by %{{.*}} : !kv_cache, tensor<?x?xi64>
   %c2 = sits.kv_cache.advance %c1 by %ids : !cache, tensor<?x?xi64>
   return %c2, %kc : !cache, tensor<?x2x64x16xf32>
+}
+
+// CHECK-LABEL: func.func @quantization
+func.func @quantization(%x: tensor<?x2x?x32xf32>, %w: tensor<6x100xf32>) -> (tensor<?x2x?x32xf32>, tensor<6x100xf32>) {
+  // CHECK: sits.quantize %{{.*}} {axis = 3 : i64, bits = 4 : i64, group_size = 32 : i64} : tensor<?x2x?x32xf32> -> tensor<?x2x?x16xi8>, tensor<?x2x?x1xf16>
+  %q, %s = sits.quantize %x {bits = 4, axis = 3, group_size = 32} : tensor<?x2x?x32xf32> -> tensor<?x2x?x16xi8>, tensor<?x2x?x1xf16>
+  // CHECK: sits.dequantize %{{.*}}, %{{.*}} {axis = 3 : i64, bits = 4 : i64, group_size = 32 : i64} : tensor<?x2x?x16xi8>, tensor<?x2x?x1xf16> -> tensor<?x2x?x32xf32>
+  %d = sits.dequantize %q, %s {bits = 4, axis = 3, group_size = 32} : tensor<?x2x?x16xi8>, tensor<?x2x?x1xf16> -> tensor<?x2x?x32xf32>
+  // Per-channel groups along the tokens, f32 scales.
+  // CHECK: sits.quantize %{{.*}} {axis = 2 : i64, bits = 8 : i64, group_size = 64 : i64} : tensor<?x2x?x32xf32> -> tensor<?x2x?x32xi8>, tensor<?x2x?x32xf32>
+  %q8, %s8 = sits.quantize %x {bits = 8, axis = 2, group_size = 64} : tensor<?x2x?x32xf32> -> tensor<?x2x?x32xi8>, tensor<?x2x?x32xf32>
+  // A weight [6, 100] in groups of 32 (the last one of 4 values), int4 rows
+  // padded from 50 to 64 bytes.
+  // CHECK: sits.quantize %{{.*}} {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : tensor<6x100xf32> -> tensor<6x64xi8>, tensor<6x4xf16>
+  %wq, %ws = sits.quantize %w {bits = 4, axis = 1, group_size = 32} : tensor<6x100xf32> -> tensor<6x64xi8>, tensor<6x4xf16>
+  %wd = sits.dequantize %wq, %ws {bits = 4, axis = 1, group_size = 32} : tensor<6x64xi8>, tensor<6x4xf16> -> tensor<6x100xf32>
+  return %d, %wd : tensor<?x2x?x32xf32>, tensor<6x100xf32>
+}
+
+// CHECK-LABEL: func.func @attention_hot_cold
+func.func @attention_hot_cold(%q: tensor<1x8x5x16xf32>, %k: tensor<1x2x64x16xf32>, %v: tensor<1x2x64x16xf32>, %ck: tensor<1x2x64x16xf32>, %cv: tensor<1x2x64x16xf32>, %past: tensor<1xi64>) -> tensor<1x8x5x16xf32> {
+  // CHECK: sits.attention %{{.*}}, %{{.*}}, %{{.*}} past_len(%{{.*}} : tensor<1xi64>) cold(%{{.*}}, %{{.*}} : tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>) {causal = #sits.causal<bottom_right>, cold_key_block = 8 : i64, hot_window = 16 : i64, num_heads = 8 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32}
+  %a = sits.attention %q, %k, %v past_len(%past : tensor<1xi64>) cold(%ck, %cv : tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>) {num_heads = 8, num_kv_heads = 2, scale = 0.25 : f32, causal = #sits.causal<bottom_right>, hot_window = 16, cold_key_block = 8} : tensor<1x8x5x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32> -> tensor<1x8x5x16xf32>
+  return %a : tensor<1x8x5x16xf32>
+}
+
+!qcache = !sits.kv_cache<layers = 2, max_batch = 4, kv_heads = 2, capacity = 64, head_dim = 32, element_type = f16, layout = #sits.kv_layout<contiguous>, quant = #sits.kv_quant<cold_type = i4, hot_window = 16, group_size = 32, keys = #sits.kv_key_groups<per_channel>, channel_block = 8, scale_type = f16>>
+
+// CHECK-LABEL: func.func @quantized_cache
+// CHECK-SAME: (%{{.*}}: !kv_cache1)
+func.func @quantized_cache(%cache: !qcache) -> tensor<?xi64> {
+  %past = sits.kv_cache.length %cache : !qcache -> tensor<?xi64>
+  return %past : tensor<?xi64>
+}
+
+// CHECK-LABEL: func.func @tvc
+func.func @tvc(%h: tensor<?x?x16xf32>, %w: tensor<64x16xf32>, %p: tensor<64x4xf32>, %t: tensor<4x16xf32>, %b: tensor<64x4xf32>) -> tensor<?x?x64xf32> {
+  // CHECK: sits.tvc_lm_head %{{.*}}, %{{.*}} preview(%{{.*}}, %{{.*}}) bounds(%{{.*}}) {candidates = 8 : i64, exact_top = 2 : i64} : tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<64x4xf32>, tensor<4x16xf32>, tensor<64x4xf32> -> tensor<?x?x64xf32>
+  %l = sits.tvc_lm_head %h, %w preview(%p, %t) bounds(%b) {candidates = 8, exact_top = 2} : tensor<?x?x16xf32>, tensor<64x16xf32>, tensor<64x4xf32>, tensor<4x16xf32>, tensor<64x4xf32> -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
 }
