@@ -25,8 +25,8 @@ static void emitKernel(const KernelSpec &spec, std::string &out) {
 
   out += "extern \"C\" __global__ void __launch_bounds__(" +
          std::to_string(spec.threads) +
-         (spec.minBlocks ? ", " + std::to_string(spec.minBlocks) : "") +
-         ")\n" + spec.name + "(";
+         (spec.minBlocks ? ", " + std::to_string(spec.minBlocks) : "") + ")\n" +
+         spec.name + "(";
   for (size_t i = 0; i < spec.params.size(); ++i)
     out += (i ? ", " : "") + spec.params[i].type +
            (spec.params[i].type.back() == '*' ? "" : " ") + spec.params[i].name;

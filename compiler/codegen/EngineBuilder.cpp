@@ -332,9 +332,9 @@ llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
                              {batch, static_cast<uint64_t>(m.vocab)});
   // Zero at allocation, and every kernel that counts leaves them at zero.
   if (plan.counterInts)
-    buffers.counters = addBuffer("sync_counters", BufferRole::Activation,
-                                 DType::I32, plan.counterInts * 4,
-                                 {plan.counterInts});
+    buffers.counters =
+        addBuffer("sync_counters", BufferRole::Activation, DType::I32,
+                  plan.counterInts * 4, {plan.counterInts});
 
   contents.programs.push_back(
       buildProgram(plan.prefill, weightBuffers, buffers));

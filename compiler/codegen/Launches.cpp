@@ -331,8 +331,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   if (tensorGemv) {
     b.call("sits::gemvTensorCore<Cfg>(x, weights, biases, outs, " +
            residualName + ", tokens, " + gatherArgs + ")");
-    b.setGrid(Expr::constant((totalTcTiles + tilesPerBlock - 1) /
-                             tilesPerBlock));
+    b.setGrid(
+        Expr::constant((totalTcTiles + tilesPerBlock - 1) / tilesPerBlock));
   } else if (desc.decode) {
     b.call("sits::gemv<Cfg>(x, weights, biases, outs, " + residualName +
            ", tokens, " + gatherArgs + ")");
@@ -435,8 +435,7 @@ std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc) {
   // 256 keys per block (64 KB of K and V at head_dim 64), fewer for small
   // caches so that even they cross split boundaries.
   split.splitKeys = std::min<int64_t>(
-      256,
-      std::max<int64_t>(16, roundUp((desc.capacity + 3) / 4, 16)));
+      256, std::max<int64_t>(16, roundUp((desc.capacity + 3) / 4, 16)));
   split.splits = (desc.capacity + split.splitKeys - 1) / split.splitKeys;
   split.partialWidth = desc.heads * split.splits * (d + 2);
   return split;
@@ -491,7 +490,8 @@ static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
 }
 
 /// Causal prefill on tensor cores (attention_prefill.cuh).
-static std::optional<PlannedLaunch> planFlashPrefill(const AttentionLaunch &desc) {
+static std::optional<PlannedLaunch>
+planFlashPrefill(const AttentionLaunch &desc) {
   const int64_t d = desc.headDim;
   if (desc.decode || !desc.tensorCores || desc.cacheType == DType::F32 ||
       d % 16 != 0 || d > 128)

@@ -62,8 +62,8 @@ struct LinearSegment {
 };
 
 struct LinearLaunch {
-  bool decode = false;     ///< GEMV (decode, LM head) or tiled GEMM
-  bool gatherLast = false; ///< LM head: each sequence's last new token
+  bool decode = false;      ///< GEMV (decode, LM head) or tiled GEMM
+  bool gatherLast = false;  ///< LM head: each sequence's last new token
   bool tensorCores = false; ///< the target has mma.sync for f16/bf16 (sm_80+)
   int64_t k = 0;
   format::DType weightType = format::DType::F32;
@@ -117,8 +117,8 @@ struct AttentionLaunch {
 
 /// How split-K decode attention divides a sequence's keys.
 struct DecodeSplit {
-  int64_t splitKeys = 0; ///< keys per block
-  int64_t splits = 0;    ///< blocks per (sequence, KV head)
+  int64_t splitKeys = 0;    ///< keys per block
+  int64_t splits = 0;       ///< blocks per (sequence, KV head)
   int64_t partialWidth = 0; ///< floats of partial results per sequence
 };
 /// The split of `desc` when the split decode kernel handles it (2-byte

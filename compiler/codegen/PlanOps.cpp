@@ -534,10 +534,9 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
     desc.partial = scratch("partial results of " + describeOp(attention),
                            split->partialWidth);
     desc.counters = ArgBinding::bufferArg(BufferKind::Counters);
-    observed.counterInts =
-        std::max<uint64_t>(observed.counterInts,
-                           static_cast<uint64_t>(cacheType.getMaxBatch()) *
-                               desc.kvHeads);
+    observed.counterInts = std::max<uint64_t>(
+        observed.counterInts,
+        static_cast<uint64_t>(cacheType.getMaxBatch()) * desc.kvHeads);
   }
   std::string error;
   std::optional<PlannedLaunch> planned = codegen::planAttention(desc, &error);

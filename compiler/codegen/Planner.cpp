@@ -54,9 +54,8 @@ ArgBinding ArgBinding::int32(Expr expr) {
 }
 
 std::string KernelSpec::getKey() const {
-  std::string key =
-      family + "|" + header + "|" + call + "|" + std::to_string(threads) +
-      "|" + std::to_string(minBlocks);
+  std::string key = family + "|" + header + "|" + call + "|" +
+                    std::to_string(threads) + "|" + std::to_string(minBlocks);
   for (const std::string &line : config)
     key += "|" + line;
   for (const KernelParam &param : params)
@@ -153,8 +152,8 @@ ArgBinding ProgramPlanner::scratch(const std::string &name, int64_t width) {
   stored.bytes = static_cast<uint64_t>(program.maxTokens) * stored.width * 4;
   stored.firstLaunch = stored.lastLaunch = currentLaunch();
   program.values.push_back(std::move(stored));
-  return ArgBinding::bufferArg(BufferKind::Workspace,
-                               static_cast<unsigned>(program.values.size() - 1));
+  return ArgBinding::bufferArg(
+      BufferKind::Workspace, static_cast<unsigned>(program.values.size() - 1));
 }
 
 FailureOr<unsigned> ProgramPlanner::weightOf(Value value, Operation *user,

@@ -307,8 +307,8 @@ inline float halfToFloat(uint16_t bits);
 /// warp's, with the fragment layout of the PTX ISA (see mma16816 in
 /// kernels/common.cuh). Products of two halves are exact in f32; the sum
 /// runs over k in order.
-inline void mma16816(bool bf16, float *c, uint32_t a0, uint32_t a1,
-                     uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+inline void mma16816(bool bf16, float *c, uint32_t a0, uint32_t a1, uint32_t a2,
+                     uint32_t a3, uint32_t b0, uint32_t b1) {
   Launch &l = launch();
   Fiber &self = current();
   const unsigned lane = self.linear % 32, base = self.linear - lane;
@@ -322,8 +322,8 @@ inline void mma16816(bool bf16, float *c, uint32_t a0, uint32_t a1,
   syncwarp();
   for (unsigned other = base; other < base + 32; ++other)
     if (other >= l.fibers.size() || l.fibers[other].state == FiberState::Done)
-      fail("mma.sync with lane " + std::to_string(other - base) +
-           " of warp " + std::to_string(base / 32) +
+      fail("mma.sync with lane " + std::to_string(other - base) + " of warp " +
+           std::to_string(base / 32) +
            " exited or missing: every lane must take part");
   auto element = [&](unsigned owner, unsigned reg, unsigned k) {
     uint32_t word = l.mmaSlots[6 * (base + owner) + reg];

@@ -308,11 +308,10 @@ Emulator::Emulator(const Options &options, const std::string &object) {
     bool isFloat = buffer.dtype == format::DType::F32 ||
                    buffer.dtype == format::DType::F16 ||
                    buffer.dtype == format::DType::BF16;
-    bool poisoned =
-        options.poison && isFloat &&
-        (buffer.role == format::BufferRole::Activation ||
-         buffer.role == format::BufferRole::KeyCache ||
-         buffer.role == format::BufferRole::ValueCache);
+    bool poisoned = options.poison && isFloat &&
+                    (buffer.role == format::BufferRole::Activation ||
+                     buffer.role == format::BufferRole::KeyCache ||
+                     buffer.role == format::BufferRole::ValueCache);
     std::memset(data, poisoned ? 0xff : 0, buffer.bytes);
     addresses.push_back(data);
     switch (buffer.role) {

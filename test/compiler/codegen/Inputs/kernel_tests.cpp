@@ -60,8 +60,8 @@ bool launch(void (*entry)(void **), unsigned gx, unsigned gy, unsigned gz,
             unsigned threads, unsigned shared, void **args) {
   unsigned grid[3] = {gx, gy, gz}, block[3] = {threads, 1, 1};
   char error[512];
-  if (sits_emu_launch(entry, grid, block, shared, args, error,
-                      sizeof(error)) != 0) {
+  if (sits_emu_launch(entry, grid, block, shared, args, error, sizeof(error)) !=
+      0) {
     std::printf("launch failed: %s\n", error);
     return false;
   }
@@ -86,10 +86,9 @@ struct GemvConfig {
     return (rows(s) + 15) / 16;
   }
   static constexpr int kTotalTiles =
-      Epi == sits::kGlu
-          ? tiles(0)
-          : tiles(0) + (Segments > 1 ? tiles(1) : 0) +
-                (Segments > 2 ? tiles(2) : 0);
+      Epi == sits::kGlu ? tiles(0)
+                        : tiles(0) + (Segments > 1 ? tiles(1) : 0) +
+                              (Segments > 2 ? tiles(2) : 0);
   static constexpr int kEpilogue = Epi;
   static constexpr int kActivation = sits::kSilu;
   static constexpr int kTilesPerBlock = TilesPerBlock;
@@ -220,8 +219,7 @@ void gemvCases() {
   typedef GemvConfig<F16, 1048, 344, 344, 0, 2, sits::kGlu, false, 2, 2> Glu;
   for (int b : {1, 8})
     checkGemv<Glu>("gemv f16 gate/up K=1048 rows 344", b);
-  typedef GemvConfig<F16, 344, 136, 0, 0, 1, sits::kResidual, false, 4, 1>
-      Down;
+  typedef GemvConfig<F16, 344, 136, 0, 0, 1, sits::kResidual, false, 4, 1> Down;
   for (int b : {2, 7})
     checkGemv<Down>("gemv f16 residual K=344 rows 136 4 tiles/block", b);
   typedef GemvConfig<BF16, 264, 300, 0, 0, 1, sits::kPlain, true, 3, 1> Head;
@@ -259,8 +257,7 @@ template <class Cfg> void gemmEntry(void **args) {
   float *outs[2] = {sits_emu::arg<float *>(args[4]),
                     sits_emu::arg<float *>(args[5])};
   sits::gemmTensorCore<Cfg>(sits_emu::arg<const float *>(args[0]), weights,
-                            biases, outs,
-                            sits_emu::arg<const float *>(args[6]),
+                            biases, outs, sits_emu::arg<const float *>(args[6]),
                             sits_emu::arg<int>(args[7]));
 }
 
@@ -282,8 +279,8 @@ template <class Cfg> void checkGemm(const std::string &name, int tokens) {
   const void *w0 = w[0].data(), *w1 = segments > 1 ? w[1].data() : nullptr;
   float *o0 = out[0].data(), *o1 = segments > 1 ? out[1].data() : nullptr;
   void *args[8] = {&xp, &w0, &w1, &bp, &o0, &o1, &rp, &tokens};
-  if (!launch(gemmEntry<Cfg>, (tokens + 127) / 128, Cfg::kTotalTiles, 1, 256,
-              0, args)) {
+  if (!launch(gemmEntry<Cfg>, (tokens + 127) / 128, Cfg::kTotalTiles, 1, 256, 0,
+              args)) {
     report(name, INFINITY, 0, false);
     return;
   }
@@ -355,8 +352,7 @@ template <class Cfg> void decodeEntry(void **args) {
       sits_emu::arg<const float *>(args[0]), sits_emu::arg<const S *>(args[1]),
       sits_emu::arg<const S *>(args[2]), sits_emu::arg<float *>(args[3]),
       sits_emu::arg<float *>(args[4]), sits_emu::arg<int *>(args[5]),
-      sits_emu::arg<const int *>(args[6]),
-      sits_emu::arg<const int *>(args[7]));
+      sits_emu::arg<const int *>(args[6]), sits_emu::arg<const int *>(args[7]));
 }
 
 /// `past[b]` keys are cached before sequence b's query (step length 0:
@@ -386,8 +382,8 @@ void checkDecode(const std::string &name, std::vector<int> past,
     void *args[8] = {&qp, &kp, &vp, &op, &pp, &cp, &pastp, &stepp};
     const unsigned shared =
         sits::attentionDecodeSharedBytes(D, G, Cfg::kUnroll, Cfg::kStages);
-    if (!launch(decodeEntry<Cfg>, Cfg::kSplits, KV, batch,
-                sits::kDecodeThreads, shared, args)) {
+    if (!launch(decodeEntry<Cfg>, Cfg::kSplits, KV, batch, sits::kDecodeThreads,
+                shared, args)) {
       report(name, INFINITY, 0, false);
       return;
     }
@@ -405,9 +401,10 @@ void checkDecode(const std::string &name, std::vector<int> past,
           }
           double dot = 0.0;
           for (int d = 0; d < D; ++d)
-            dot += double(q[(size_t(b) * H + h) * D + d]) *
-                   C::load(keys[((size_t(b) * KV + kv) * Cfg::kCapacity + j) *
-                                    D + d]);
+            dot +=
+                double(q[(size_t(b) * H + h) * D + d]) *
+                C::load(
+                    keys[((size_t(b) * KV + kv) * Cfg::kCapacity + j) * D + d]);
           double score = Cfg::kScale * dot;
           if (Cfg::kSoftcap > 0)
             score = Cfg::kSoftcap * std::tanh(score / Cfg::kSoftcap);
@@ -421,8 +418,9 @@ void checkDecode(const std::string &name, std::vector<int> past,
             sum += weight;
             value +=
                 weight *
-                C::load(values[((size_t(b) * KV + kv) * Cfg::kCapacity + j) *
-                                   D + d]);
+                C::load(
+                    values[((size_t(b) * KV + kv) * Cfg::kCapacity + j) * D +
+                           d]);
           }
           const double want = step[b] > 0 ? value / sum : 0.0;
           const float got = out[(size_t(b) * H + h) * D + d];
@@ -449,11 +447,10 @@ void decodeCases() {
                    {1, 1, 1, 1});
   // MHA, small head_dim (many key groups), a sliding window and softcap.
   typedef DecodeConfig<F16, 4, 4, 16, 100, 16, 7, true> Window;
-  checkDecode<Window>("decode f16 G=1 D=16 window 7 softcap",
-                      {0, 6, 7, 40, 99}, {1, 1, 1, 1, 1});
+  checkDecode<Window>("decode f16 G=1 D=16 window 7 softcap", {0, 6, 7, 40, 99},
+                      {1, 1, 1, 1, 1});
   typedef DecodeConfig<F16, 4, 1, 32, 40, 40, 0, false> OneSplit;
-  checkDecode<OneSplit>("decode f16 MQA G=4 D=32 one split", {0, 39},
-                        {1, 1});
+  checkDecode<OneSplit>("decode f16 MQA G=4 D=32 one split", {0, 39}, {1, 1});
 }
 
 //===----------------------------------------------------------------------===//
@@ -518,9 +515,10 @@ void checkPrefill(const std::string &name, int seqLen, std::vector<int> past,
             continue;
           double dot = 0.0;
           for (int d = 0; d < D; ++d)
-            dot += rounded<C>(q[((size_t(b) * seqLen + i) * H + h) * D + d]) *
-                   C::load(keys[((size_t(b) * KV + kv) * Cfg::kCapacity + j) *
-                                    D + d]);
+            dot +=
+                rounded<C>(q[((size_t(b) * seqLen + i) * H + h) * D + d]) *
+                C::load(
+                    keys[((size_t(b) * KV + kv) * Cfg::kCapacity + j) * D + d]);
           double score = Cfg::kScale * dot;
           if (Cfg::kSoftcap > 0)
             score = Cfg::kSoftcap * std::tanh(score / Cfg::kSoftcap);
@@ -534,8 +532,9 @@ void checkPrefill(const std::string &name, int seqLen, std::vector<int> past,
             sum += weight;
             value +=
                 weight *
-                C::load(values[((size_t(b) * KV + kv) * Cfg::kCapacity + j) *
-                                   D + d]);
+                C::load(
+                    values[((size_t(b) * KV + kv) * Cfg::kCapacity + j) * D +
+                           d]);
           }
           const double want = i < step[b] ? value / sum : 0.0;
           const float got = out[((size_t(b) * seqLen + i) * H + h) * D + d];
@@ -544,17 +543,16 @@ void checkPrefill(const std::string &name, int seqLen, std::vector<int> past,
         }
       }
   // The probabilities are rounded to the cache's type for P V.
-  report(name, worst, sizeof(typename C::Storage) == 2 && C::kIsBf16 ? 2e-2
-                                                                     : 3e-3,
-         written);
+  report(name, worst,
+         sizeof(typename C::Storage) == 2 && C::kIsBf16 ? 2e-2 : 3e-3, written);
 }
 
 void prefillCases() {
   using sits::BF16;
   using sits::F16;
   typedef PrefillConfig<F16, 4, 2, 64, 256, 0, false> Gqa;
-  checkPrefill<Gqa>("prefill f16 G=2 D=64 S=70 (two row blocks)", 70,
-                    {0, 100}, {70, 33});
+  checkPrefill<Gqa>("prefill f16 G=2 D=64 S=70 (two row blocks)", 70, {0, 100},
+                    {70, 33});
   typedef PrefillConfig<BF16, 2, 1, 128, 200, 0, false> Wide;
   checkPrefill<Wide>("prefill bf16 MQA D=128 S=9 past 130", 9, {130}, {9});
   typedef PrefillConfig<F16, 2, 2, 16, 160, 20, true> Window;
