@@ -20,6 +20,9 @@ namespace {
 /// The attention's parameters and operands, checked against each other.
 struct AttentionProblem {
   const Tensor *query, *key, *value, *mask = nullptr, *pastLen = nullptr;
+  /// The cold part of a quantized cache (null without one).
+  const Tensor *coldKey = nullptr, *coldValue = nullptr;
+  int64_t hotWindow = 0, coldKeyBlock = 1;
   int64_t batch, heads, kvHeads, seqQ, seqK, headDim, valueDim;
   llvm::SmallVector<int64_t, 6> maskStrides;
   float scale;
@@ -81,6 +84,20 @@ static llvm::Expected<AttentionProblem> checkAttention(KernelContext &context,
                            formatShape(p.pastLen->getShape()) + ", expected [" +
                            std::to_string(p.batch) + "]");
   }
+  if (Value coldKey = op.getColdKey()) {
+    p.coldKey = &context.tensor(coldKey);
+    p.coldValue = &context.tensor(op.getColdValue());
+    if (p.coldKey->getShape() != p.key->getShape() ||
+        p.coldValue->getShape() != p.value->getShape())
+      return context.error("cold key " + formatShape(p.coldKey->getShape()) +
+                           " and cold value " +
+                           formatShape(p.coldValue->getShape()) +
+                           " must have the key's and value's shapes");
+    p.hotWindow = static_cast<int64_t>(op.getHotWindow().value_or(0));
+    p.coldKeyBlock = op.getColdKeyBlock();
+    if (p.hotWindow < 1 || p.coldKeyBlock < 1)
+      return context.error("hot_window and cold_key_block must be >= 1");
+  }
   p.scale = op.getScale().convertToFloat();
   p.causal = op.getCausal();
   if (std::optional<uint64_t> window = op.getWindow())
@@ -117,6 +134,14 @@ static llvm::Error runAttention(KernelContext &context) {
                           (b * p.kvHeads + kvHead) * p.seqK * p.headDim;
       const float *values = p.value->floats().data() +
                             (b * p.kvHeads + kvHead) * p.seqK * p.valueDim;
+      const float *coldKeys =
+          p.coldKey ? p.coldKey->floats().data() +
+                          (b * p.kvHeads + kvHead) * p.seqK * p.headDim
+                    : nullptr;
+      const float *coldValues =
+          p.coldValue ? p.coldValue->floats().data() +
+                            (b * p.kvHeads + kvHead) * p.seqK * p.valueDim
+                      : nullptr;
       for (int64_t i = 0; i < p.seqQ; ++i) {
         const float *q = p.query->floats().data() +
                          ((b * p.heads + h) * p.seqQ + i) * p.headDim;
@@ -147,7 +172,16 @@ static llvm::Error runAttention(KernelContext &context) {
               maskValue = p.mask->floats()[index];
             }
           }
-          float score = p.scale * dotF32(q, keys + j * p.headDim, p.headDim);
+          // Query position offset + i reads key j cold once j's block has
+          // left the hot window.
+          int64_t position = offset + i;
+          bool coldKey = coldKeys &&
+                         position - ((j / p.coldKeyBlock) * p.coldKeyBlock +
+                                     p.coldKeyBlock - 1) >=
+                             p.hotWindow;
+          const float *keyRow =
+              (coldKey ? coldKeys : keys) + j * p.headDim;
+          float score = p.scale * dotF32(q, keyRow, p.headDim);
           if (p.softcap)
             score = *p.softcap * std::tanh(score / *p.softcap);
           score += maskValue;
@@ -176,7 +210,8 @@ static llvm::Error runAttention(KernelContext &context) {
           if (!visible[j])
             continue;
           float weight = scores[j] / sum;
-          const float *v = values + j * p.valueDim;
+          bool coldValue = coldValues && offset + i - j >= p.hotWindow;
+          const float *v = (coldValue ? coldValues : values) + j * p.valueDim;
           for (int64_t d = 0; d < p.valueDim; ++d)
             accumulator[d] += weight * v[d];
         }

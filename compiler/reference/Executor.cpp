@@ -126,6 +126,7 @@ public:
     registerSitsKernels(kernels);
     registerAttentionKernels(kernels);
     registerOnnxKernels(kernels);
+    registerQuantKernels(kernels);
   }
 
   llvm::Expected<std::vector<RuntimeValue>>
@@ -136,6 +137,7 @@ public:
   unsigned numThreads;
   KernelTable kernels;
   OpObserver observer;
+  ExecutorStatistics statistics;
   /// Boxed: a call can add plans while the caller holds its own.
   llvm::DenseMap<Operation *, std::unique_ptr<FunctionPlan>> plans;
   /// Constants and weights, converted once. Keyed by the (uniqued) value
@@ -347,7 +349,7 @@ llvm::Error Executor::Impl::runOp(Operation *op,
                                   llvm::DenseMap<Value, RuntimeValue> &values,
                                   std::optional<int64_t> stepBatch,
                                   unsigned depth) {
-  KernelContext context(op, values, stepBatch, numThreads);
+  KernelContext context(op, values, stepBatch, numThreads, &statistics);
   for (Type type : op->getResultTypes()) {
     if (isa<sits::KVCacheType>(type))
       continue;
@@ -451,6 +453,7 @@ bool Executor::supports(llvm::StringRef opName) {
     registerSitsKernels(kernels);
     registerAttentionKernels(kernels);
     registerOnnxKernels(kernels);
+    registerQuantKernels(kernels);
     return kernels;
   }();
   // Ops runBuiltinOp handles.
@@ -463,6 +466,12 @@ bool Executor::supports(llvm::StringRef opName) {
 void Executor::setObserver(OpObserver observer) {
   impl->observer = std::move(observer);
 }
+
+const ExecutorStatistics &Executor::getStatistics() const {
+  return impl->statistics;
+}
+
+void Executor::resetStatistics() { impl->statistics = ExecutorStatistics(); }
 
 llvm::Expected<std::vector<RuntimeValue>>
 Executor::run(llvm::StringRef function, std::vector<RuntimeValue> args) {

@@ -56,6 +56,14 @@ private:
   std::shared_ptr<KVCacheState> cache;
 };
 
+/// What the executor counted while running programs.
+struct ExecutorStatistics {
+  /// Rows (positions) that a sits.tvc_lm_head scored, and how many of them
+  /// it proved (the others fell back to the full LM head).
+  int64_t tvcRows = 0;
+  int64_t tvcProved = 0;
+};
+
 struct ExecutorOptions {
   /// Threads for large matrix products; 0 picks min(2, hardware threads).
   unsigned numThreads = 0;
@@ -81,6 +89,10 @@ public:
                                                 std::vector<RuntimeValue> args);
 
   void setObserver(OpObserver observer);
+
+  /// Counts since the executor was made (or since the last reset).
+  const ExecutorStatistics &getStatistics() const;
+  void resetStatistics();
 
   /// Whether the executor runs ops named `opName` ("sits.linear").
   static bool supports(llvm::StringRef opName);

@@ -21,13 +21,26 @@ llvm::Expected<KVCacheConfig> KVCacheConfig::fromType(KVCacheType type) {
   if (!isFloat(*element))
     return llvm::createStringError("a KV cache must hold floats");
   config.elementType = *element;
+  if (KVQuantAttr quant = type.getQuant()) {
+    config.coldBits = quant.getBits();
+    config.hotWindow = quant.getHotWindow();
+    config.groupSize = quant.getGroupSize();
+    config.perChannelKeys = quant.hasPerChannelKeys();
+    config.channelBlock = quant.getChannelBlock();
+    config.halfScales = quant.getScaleType().isF16();
+  }
   return config;
 }
 
 bool KVCacheConfig::operator==(const KVCacheConfig &other) const {
   return layers == other.layers && maxBatch == other.maxBatch &&
          kvHeads == other.kvHeads && capacity == other.capacity &&
-         headDim == other.headDim && elementType == other.elementType;
+         headDim == other.headDim && elementType == other.elementType &&
+         coldBits == other.coldBits && hotWindow == other.hotWindow &&
+         groupSize == other.groupSize &&
+         perChannelKeys == other.perChannelKeys &&
+         channelBlock == other.channelBlock &&
+         halfScales == other.halfScales;
 }
 
 KVCacheState::KVCacheState(const KVCacheConfig &config) : config(config) {}

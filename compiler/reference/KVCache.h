@@ -32,6 +32,15 @@ struct KVCacheConfig {
   int64_t headDim = 0;
   /// What the buffers store (values are rounded to it when written).
   ElementType elementType = ElementType::F32;
+  /// A quantized cache (`#sits.kv_quant`): the buffers hold the hot part
+  /// (every token at `elementType`); the program quantizes what it reads
+  /// (see sits.kv_cache.read). 0 bits: not quantized.
+  int64_t coldBits = 0;
+  int64_t hotWindow = 0;
+  int64_t groupSize = 0;
+  bool perChannelKeys = false;
+  int64_t channelBlock = 0;
+  bool halfScales = false;
 
   static llvm::Expected<KVCacheConfig> fromType(KVCacheType type);
   bool operator==(const KVCacheConfig &other) const;

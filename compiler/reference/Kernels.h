@@ -25,9 +25,10 @@ class KernelContext {
 public:
   KernelContext(mlir::Operation *op,
                 const llvm::DenseMap<mlir::Value, RuntimeValue> &values,
-                std::optional<int64_t> stepBatch, unsigned numThreads)
+                std::optional<int64_t> stepBatch, unsigned numThreads,
+                ExecutorStatistics *statistics = nullptr)
       : op(op), values(values), stepBatch(stepBatch), numThreads(numThreads),
-        results(op->getNumResults()) {}
+        statistics(statistics), results(op->getNumResults()) {}
 
   mlir::Operation *getOp() const { return op; }
 
@@ -70,11 +71,20 @@ public:
   std::optional<int64_t> getStepBatch() const { return stepBatch; }
   unsigned getNumThreads() const { return numThreads; }
 
+  /// Counts one row of a sits.tvc_lm_head: proved, or a fallback.
+  void noteTvcRow(bool proved) {
+    if (!statistics)
+      return;
+    ++statistics->tvcRows;
+    statistics->tvcProved += proved;
+  }
+
 private:
   mlir::Operation *op;
   const llvm::DenseMap<mlir::Value, RuntimeValue> &values;
   std::optional<int64_t> stepBatch;
   unsigned numThreads;
+  ExecutorStatistics *statistics;
   std::vector<RuntimeValue> results;
 };
 
@@ -86,6 +96,7 @@ using KernelTable = llvm::StringMap<Kernel>;
 void registerSitsKernels(KernelTable &table);
 void registerAttentionKernels(KernelTable &table);
 void registerOnnxKernels(KernelTable &table);
+void registerQuantKernels(KernelTable &table);
 
 /// Broadcasting: the strides that read a tensor of shape `source` as a tensor
 /// of shape `target`, aligned from the right (stride 0 on broadcast
