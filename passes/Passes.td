@@ -101,4 +101,88 @@ def KVCache : Pass<"sits-kv-cache", "mlir::ModuleOp"> {
   ];
 }
 
+def InsertQDQ : Pass<"sits-insert-qdq", "mlir::ModuleOp"> {
+  let summary = "Quantize weights and the KV cache: explicit quantize and "
+                "dequantize ops";
+  let description = [{
+    Makes the quantization of the optimized program explicit, so that IR
+    dumps, the audit and the CPU reference executor see exactly what an
+    engine computes (docs/quantization.md).
+
+    **Weights** (`weights=int8|int4`): the weight of every `sits.linear` and
+    `sits.lm_head` is quantized at compile time, round to nearest, in groups
+    of `weight-group` values along `in_features` (the last group of a row
+    may be shorter): int8 or packed int4 data whose rows are padded to 16
+    bytes, and f16 scales, as two new weights (`NAME.q8`/`NAME.q4`,
+    `NAME.scales`). A `sits.dequantize` turns them back into the layer's
+    weight; an engine fuses it into the GEMV. The embedding table is not
+    quantized (a tied LM head gets its own quantized copy).
+
+    **KV cache** (`kv-cache=int8|int4`, after `--sits-kv-cache`): the cache
+    type gets `#sits.kv_quant` (FP16 hot part of `kv-hot-window` tokens,
+    int8/int4 cold part, f16 scales). For every layer the keys and values
+    that `sits.kv_cache.read` returns are quantized (`sits.quantize`: values
+    per token and kv head in groups of `min(64, head_dim)` channels; keys the
+    same, or per channel in blocks of `kv-channel-block` tokens) and
+    dequantized into the attention's `cold` operands with `hot_window`:
+    a query reads a token from the cold part once it is `kv-hot-window`
+    positions old (for per-channel keys, once its whole block is).
+    `kv-key-groups=auto` picks per-channel keys for int4 and per-token keys
+    for int8 (measured, docs/quantization.md).
+
+    `fp16` (the default for both) changes nothing. Counters:
+    `quantize_inserted`, `dequantize_inserted`, `weights_quantized`,
+    `kv_layers_quantized`; every change names the dtype, group size and
+    window.
+  }];
+  let options = [
+    Option<"weights", "weights", "std::string", /*default=*/"\"fp16\"",
+           "Weight storage: fp16 (unchanged), int8 or int4">,
+    Option<"weightGroup", "weight-group", "int64_t", /*default=*/"128",
+           "Values per weight scale (a multiple of 32 for int4, of 16 for "
+           "int8)">,
+    Option<"kvCache", "kv-cache", "std::string", /*default=*/"\"fp16\"",
+           "KV-cache storage of tokens outside the hot window: fp16 "
+           "(unchanged), int8 or int4">,
+    Option<"kvHotWindow", "kv-hot-window", "int64_t", /*default=*/"512",
+           "Newest tokens per sequence kept in FP16">,
+    Option<"kvKeyGroups", "kv-key-groups", "std::string",
+           /*default=*/"\"auto\"",
+           "Key grouping: auto, token or channel">,
+    Option<"kvChannelBlock", "kv-channel-block", "int64_t", /*default=*/"64",
+           "Tokens per per-channel key block">
+  ];
+}
+
+def FuseTVC : Pass<"sits-fuse-tvc", "mlir::ModuleOp"> {
+  let summary = "Turn the LM head into the token viability classifier "
+                "(sits.tvc_lm_head)";
+  let description = [{
+    Factors every LM head weight `W [V, H]` at compile time with a rank-R
+    SVD (a randomized range finder with power iterations, then a Jacobi
+    eigen-solve of the small projected problem), `W ~= P T` with orthonormal
+    rows `T [R, H]` and `P = W T^T`, and stores per vocabulary row upper
+    bounds of the residual norms the proof needs. The `sits.lm_head` becomes
+    `sits.tvc_lm_head` with the factors and bounds as weights (`NAME.tvc_left`,
+    `NAME.tvc_right`, `NAME.tvc_bounds`): it previews, scores `candidates`
+    rows exactly, proves that no other row can win, and falls back to the
+    full head when the proof fails. Greedy tokens and top-`exact-top`
+    logits are exactly those of the plain head; the distribution over the
+    rest of the vocabulary is not kept (perplexity needs the plain head).
+
+    A weight that `--sits-insert-qdq` quantized is factored as dequantized,
+    so the bounds hold for the values the head really multiplies. Heads with
+    a bias or with non-f32 activations are kept, with the reason in the
+    audit. Counters: `lm_heads_fused`, `lm_heads_kept`.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "Rank R of the preview (0: half the hidden size)">,
+    Option<"candidates", "candidates", "int64_t", /*default=*/"256",
+           "Rows scored exactly per position">,
+    Option<"exactTop", "exact-top", "int64_t", /*default=*/"1",
+           "Largest top-k served exactly (1: greedy)">
+  ];
+}
+
 #endif // SITS_PASSES_PASSES_TD
