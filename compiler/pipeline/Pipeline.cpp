@@ -47,6 +47,36 @@ validatePipelineOptions(const PipelineOptions &options) {
   if (options.maxBatch < 1 || options.maxBatch > 1024)
     return "--max-batch must be between 1 and 1024, got " +
            std::to_string(options.maxBatch);
+  for (auto [name, value] : {std::pair{"--weights", &options.weights},
+                             std::pair{"--kv-cache", &options.kvCache}})
+    if (*value != "fp16" && *value != "int8" && *value != "int4")
+      return std::string(name) + " must be fp16, int8 or int4, got '" +
+             value->getValue() + "'";
+  int64_t unit = options.weights == "int4" ? 32 : 16;
+  if (options.weightGroup < unit || options.weightGroup > 65536 ||
+      options.weightGroup % unit != 0)
+    return "--weight-group must be a multiple of " + std::to_string(unit) +
+           " between " + std::to_string(unit) + " and 65536" +
+           (options.weights == "int4" ? " for int4 weights" : "") +
+           " (a group is whole 16-byte loads), got " +
+           std::to_string(options.weightGroup);
+  if (options.kvHotWindow < 1 ||
+      (options.kvCache != "fp16" && options.kvHotWindow > options.maxSeqLen))
+    return "--kv-hot-window must be between 1 and --max-seq-len (" +
+           std::to_string(options.maxSeqLen) + "), got " +
+           std::to_string(options.kvHotWindow);
+  if (options.tvc != "off" && options.tvc != "exact")
+    return "--tvc must be off or exact, got '" + options.tvc.getValue() + "'";
+  if (options.tvcRank < 0)
+    return "--tvc-rank must be >= 0 (0: half the hidden size), got " +
+           std::to_string(options.tvcRank);
+  if (options.tvcCandidates < 1)
+    return "--tvc-candidates must be >= 1, got " +
+           std::to_string(options.tvcCandidates);
+  if (options.tvcTopK < 1 || options.tvcTopK > options.tvcCandidates)
+    return "--tvc-top-k must be between 1 and --tvc-candidates (" +
+           std::to_string(options.tvcCandidates) + "), got " +
+           std::to_string(options.tvcTopK);
   return std::nullopt;
 }
 
@@ -68,6 +98,23 @@ void buildPipeline(OpPassManager &pm, Stage last,
   kvCache.maxSeqLen = options.maxSeqLen;
   kvCache.maxBatch = options.maxBatch;
   pm.addPass(createKVCache(kvCache));
+  // Quantization and the TVC head: only when asked, so that the default
+  // program is unchanged.
+  if (options.weights != "fp16" || options.kvCache != "fp16") {
+    InsertQDQOptions qdq;
+    qdq.weights = options.weights;
+    qdq.weightGroup = options.weightGroup;
+    qdq.kvCache = options.kvCache;
+    qdq.kvHotWindow = options.kvHotWindow;
+    pm.addPass(createInsertQDQ(qdq));
+  }
+  if (options.tvc == "exact") {
+    FuseTVCOptions fuse;
+    fuse.rank = options.tvcRank;
+    fuse.candidates = options.tvcCandidates;
+    fuse.exactTop = options.tvcTopK;
+    pm.addPass(createFuseTVC(fuse));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

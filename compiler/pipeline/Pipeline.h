@@ -45,6 +45,40 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       *this, "max-batch",
       llvm::cl::desc("Sequences decoded together at most"),
       llvm::cl::init(8)};
+  Option<std::string> weights{
+      *this, "weights",
+      llvm::cl::desc("Weight storage: fp16 (as --dtype), int8 or int4 "
+                     "(group quantization, --sits-insert-qdq)"),
+      llvm::cl::init("fp16")};
+  Option<int64_t> weightGroup{
+      *this, "weight-group",
+      llvm::cl::desc("Weights per quantization scale"), llvm::cl::init(128)};
+  Option<std::string> kvCache{
+      *this, "kv-cache",
+      llvm::cl::desc("KV-cache storage of tokens outside the hot window: "
+                     "fp16, int8 or int4"),
+      llvm::cl::init("fp16")};
+  Option<int64_t> kvHotWindow{
+      *this, "kv-hot-window",
+      llvm::cl::desc("Newest tokens per sequence kept in FP16"),
+      llvm::cl::init(512)};
+  Option<std::string> tvc{
+      *this, "tvc",
+      llvm::cl::desc("LM head: off, or exact (the token viability "
+                     "classifier, --sits-fuse-tvc)"),
+      llvm::cl::init("off")};
+  Option<int64_t> tvcRank{
+      *this, "tvc-rank",
+      llvm::cl::desc("Rank of the TVC preview (0: half the hidden size)"),
+      llvm::cl::init(0)};
+  Option<int64_t> tvcCandidates{
+      *this, "tvc-candidates",
+      llvm::cl::desc("Vocabulary rows TVC scores exactly per position"),
+      llvm::cl::init(256)};
+  Option<int64_t> tvcTopK{
+      *this, "tvc-top-k",
+      llvm::cl::desc("Largest top-k TVC serves exactly (1: greedy)"),
+      llvm::cl::init(1)};
   Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Last stage to run: sits or optimized"),

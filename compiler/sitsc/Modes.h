@@ -42,6 +42,15 @@ int emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
 int writeEngine(mlir::ModuleOp module, llvm::StringRef inputPath,
                 llvm::StringRef outputPath, const PipelineOptions &options);
 
+//===- Quantization (sitsc.cpp) -------------------------------------------===//
+
+/// Prints the KV-cache bytes per token and in total that the options imply
+/// (nothing for a program without a KV cache).
+void printKVCacheSummary(mlir::ModuleOp module, llvm::raw_ostream &os);
+/// Refuses, with an error at the op, a program with ops that no GPU kernel
+/// implements yet (quantize/dequantize, a quantized KV cache, TVC).
+mlir::LogicalResult checkGpuKernelsExist(mlir::ModuleOp module);
+
 //===- CPU checks (VerifyModes.cpp) ---------------------------------------===//
 
 /// Whether --verify, --verify-greedy or --reference-perplexity was given.

@@ -8,6 +8,7 @@
 
 #include "compiler/reference/Verification.h"
 #include "compiler/sitsc/Modes.h"
+#include "dialects/sits/SitsOps.h"
 #include "frontends/onnx/OnnxLoader.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,6 +44,12 @@ cl::opt<std::string> referencePerplexity(
     cl::desc("Teacher-forced perplexity of a text on the CPU (bytes for a "
              "256-token vocabulary, else a file of token ids)"),
     cl::value_desc("file"), cl::cat(sitsc::getCategory()));
+cl::opt<std::string> tvcFallbackRate(
+    "tvc-fallback-rate",
+    cl::desc("Run the TVC program (--tvc=exact) over the positions of a text "
+             "(as --reference-perplexity reads it) and report how often the "
+             "proof held and how often it fell back to the full LM head"),
+    cl::value_desc("file"), cl::cat(sitsc::getCategory()));
 cl::opt<std::string> verifyStage(
     "verify-stage",
     cl::desc("Program the checks run: sits or optimized (default)"),
@@ -60,6 +67,28 @@ cl::opt<int64_t> perplexityWindow(
     cl::desc("--reference-perplexity: tokens per teacher-forced window "
              "(default 256)"),
     cl::init(256), cl::cat(sitsc::getCategory()));
+
+/// The program's TVC LM head, if it has one.
+Operation *findTvcHead(ModuleOp module) {
+  Operation *found = nullptr;
+  module.walk([&](sits::TVCLMHeadOp op) {
+    found = op;
+    return WalkResult::interrupt();
+  });
+  return found;
+}
+
+/// "tvc: 57 rows scored, 50 proved, 7 fell back to the full LM head
+/// (12.28%)".
+void printTvcStatistics(const ref::ExecutorStatistics &statistics,
+                        llvm::StringRef what) {
+  int64_t fallbacks = statistics.tvcRows - statistics.tvcProved;
+  llvm::outs() << llvm::formatv(
+      "tvc: {0} {1} scored, {2} proved, {3} fell back to the full LM head "
+      "({4:f2}% fallback)\n",
+      statistics.tvcRows, what, statistics.tvcProved, fallbacks,
+      statistics.tvcRows ? 100.0 * fallbacks / statistics.tvcRows : 0.0);
+}
 
 /// The files `DIR/<prefix>_<n>.pb`, in order of n; an error when there are
 /// none or the numbering has a gap.
@@ -112,6 +141,11 @@ int runVerify(ModuleOp module, const ref::Program &program) {
   if (!expected)
     return sitsc::fail(llvm::toString(expected.takeError()));
 
+  if (findTvcHead(module))
+    return sitsc::fail("--verify compares every logit, but the TVC head "
+                       "(--tvc=exact) computes only its candidates' logits "
+                       "when its proof holds: check the tokens with "
+                       "--verify-greedy, or compare logits with --tvc=off");
   ref::Executor executor(module);
   llvm::StringRef function =
       program.hasCache() ? program.prefill : program.forward;
@@ -192,12 +226,18 @@ int runVerifyGreedy(ModuleOp module, const ref::Program &program) {
   llvm::outs() << "\n";
   if (std::optional<ref::GreedyMismatch> mismatch =
           ref::findGreedyMismatch(*steps, expected)) {
+    if (findTvcHead(module))
+      printTvcStatistics(executor.getStatistics(),
+                         "rows (prompt positions and decode steps)");
     llvm::outs() << "verify-greedy: FAILED at step " << mismatch->step
                  << ": got token " << mismatch->actualToken << ", expected "
                  << mismatch->expectedToken << " (logit margin "
                  << mismatch->margin << ")\n";
     return 1;
   }
+  if (findTvcHead(module))
+    printTvcStatistics(executor.getStatistics(),
+                       "rows (prompt positions and decode steps)");
   float smallest = INFINITY;
   for (const ref::GreedyStep &step : *steps)
     smallest = std::min(smallest, step.margin);
@@ -251,24 +291,74 @@ llvm::Expected<std::vector<int64_t>> readPerplexityTokens(llvm::StringRef path,
   return ids;
 }
 
-int runPerplexity(ModuleOp module, const ref::Program &program) {
+/// The tokens of `path` for a perplexity-style run, checked.
+llvm::Expected<std::vector<int64_t>>
+readTextTokens(ModuleOp module, const ref::Program &program,
+               llvm::StringRef option, llvm::StringRef path) {
   if (perplexityWindow < 2)
-    return sitsc::fail("--perplexity-window must be at least 2, got " +
-                       llvm::Twine(perplexityWindow.getValue()));
+    return llvm::createStringError(
+        "--perplexity-window must be at least 2, got " +
+        llvm::Twine(perplexityWindow.getValue()));
   if (maxTokens < 0)
-    return sitsc::fail("--max-tokens must be >= 0, got " +
-                       llvm::Twine(maxTokens.getValue()));
+    return llvm::createStringError("--max-tokens must be >= 0, got " +
+                                   llvm::Twine(maxTokens.getValue()));
   std::optional<int64_t> vocab = getVocabSize(module, program);
   if (!vocab)
-    return sitsc::fail("--reference-perplexity: the program's logits have no "
-                       "static vocabulary size");
-  llvm::Expected<std::vector<int64_t>> ids =
-      readPerplexityTokens(referencePerplexity, *vocab);
+    return llvm::createStringError(option +
+                                   ": the program's logits have no static "
+                                   "vocabulary size");
+  llvm::Expected<std::vector<int64_t>> ids = readPerplexityTokens(path, *vocab);
+  if (!ids)
+    return ids.takeError();
+  if (ids->size() < 2)
+    return llvm::createStringError(option + ": '" + path +
+                                   "' holds fewer than 2 tokens");
+  return ids;
+}
+
+int runTvcFallbackRate(ModuleOp module, const ref::Program &program) {
+  if (!findTvcHead(module))
+    return sitsc::fail("--tvc-fallback-rate needs the TVC head: compile "
+                       "with --tvc=exact");
+  llvm::Expected<std::vector<int64_t>> ids = readTextTokens(
+      module, program, "--tvc-fallback-rate", tvcFallbackRate);
   if (!ids)
     return sitsc::fail(llvm::toString(ids.takeError()));
-  if (ids->size() < 2)
-    return sitsc::fail("--reference-perplexity: '" + referencePerplexity +
-                       "' holds fewer than 2 tokens");
+  std::vector<int64_t> tokens = *ids;
+  if (maxTokens > 0 && static_cast<int64_t>(tokens.size()) > maxTokens)
+    tokens.resize(maxTokens);
+  ref::Executor executor(module);
+  llvm::StringRef function =
+      program.hasCache() ? program.prefill : program.forward;
+  for (size_t start = 0; start < tokens.size(); start += perplexityWindow) {
+    size_t length =
+        std::min<size_t>(perplexityWindow, tokens.size() - start);
+    ref::Tensor window = ref::Tensor::fromInts(
+        ref::ElementType::I64, {1, static_cast<int64_t>(length)},
+        {tokens.begin() + start, tokens.begin() + start + length});
+    llvm::Expected<ref::Tensor> logits =
+        ref::runLogits(executor, module, function, window);
+    if (!logits)
+      return sitsc::fail("--tvc-fallback-rate: " +
+                         llvm::toString(logits.takeError()));
+  }
+  llvm::outs() << "tvc-fallback-rate: " << tokens.size()
+               << " positions in windows of " << perplexityWindow.getValue()
+               << "\n";
+  printTvcStatistics(executor.getStatistics(), "positions");
+  return 0;
+}
+
+int runPerplexity(ModuleOp module, const ref::Program &program) {
+  if (findTvcHead(module))
+    return sitsc::fail("--reference-perplexity needs every logit, but the "
+                       "TVC head (--tvc=exact) computes only its candidates' "
+                       "logits when its proof holds: measure perplexity with "
+                       "--tvc=off");
+  llvm::Expected<std::vector<int64_t>> ids = readTextTokens(
+      module, program, "--reference-perplexity", referencePerplexity);
+  if (!ids)
+    return sitsc::fail(llvm::toString(ids.takeError()));
   ref::Executor executor(module);
   llvm::Expected<ref::PerplexityResult> result = ref::teacherForcedPerplexity(
       executor, module, program, *ids, perplexityWindow, maxTokens);
@@ -276,7 +366,7 @@ int runPerplexity(ModuleOp module, const ref::Program &program) {
     return sitsc::fail("--reference-perplexity: " +
                        llvm::toString(result.takeError()));
   llvm::outs() << llvm::formatv(
-      "perplexity: {0} tokens predicted in windows of {1}, mean NLL {2:f4} "
+      "perplexity: {0} tokens predicted in windows of {1}, mean NLL {2:f6} "
       "nats/token, perplexity {3:f4} (stage {4})\n",
       result->predictedTokens, perplexityWindow.getValue(), result->meanNll,
       result->perplexity(), verifyStage.getValue());
@@ -287,7 +377,7 @@ int runPerplexity(ModuleOp module, const ref::Program &program) {
 
 bool sits::sitsc::isVerifyRequested() {
   return !verifyDir.empty() || !verifyGreedy.empty() ||
-         !referencePerplexity.empty();
+         !referencePerplexity.empty() || !tvcFallbackRate.empty();
 }
 
 std::optional<std::string> sits::sitsc::validateVerifyOptions(Stage &stage) {
@@ -314,5 +404,7 @@ int sits::sitsc::runVerifyModes(ModuleOp module) {
     status |= runVerifyGreedy(module, *program);
   if (!referencePerplexity.empty())
     status |= runPerplexity(module, *program);
+  if (!tvcFallbackRate.empty())
+    status |= runTvcFallbackRate(module, *program);
   return status;
 }

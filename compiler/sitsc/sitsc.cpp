@@ -12,6 +12,7 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/Registration.h"
 #include "compiler/sitsc/Modes.h"
+#include "dialects/sits/SitsOps.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Audit.h"
 
@@ -82,6 +83,41 @@ cl::opt<int64_t> maxBatch("max-batch",
                           cl::desc("Sequences decoded together at most "
                                    "(default 8)"),
                           cl::init(8), cl::cat(sitscCategory));
+cl::opt<std::string> weights(
+    "weights",
+    cl::desc("Weight storage: fp16 (default, as --dtype), int8 or int4 "
+             "(round-to-nearest group quantization)"),
+    cl::init("fp16"), cl::value_desc("type"), cl::cat(sitscCategory));
+cl::opt<int64_t> weightGroup(
+    "weight-group", cl::desc("Weights per quantization scale (default 128)"),
+    cl::init(128), cl::cat(sitscCategory));
+cl::opt<std::string> kvCache(
+    "kv-cache",
+    cl::desc("KV-cache storage of tokens outside the hot window: fp16 "
+             "(default), int8 or int4"),
+    cl::init("fp16"), cl::value_desc("type"), cl::cat(sitscCategory));
+cl::opt<int64_t> kvHotWindow(
+    "kv-hot-window",
+    cl::desc("Newest tokens per sequence kept in FP16 (default 512)"),
+    cl::init(512), cl::cat(sitscCategory));
+cl::opt<std::string> tvc(
+    "tvc",
+    cl::desc("LM head: off (default) or exact (token viability classifier: "
+             "low-rank preview, exact candidates, proof, full-head "
+             "fallback)"),
+    cl::init("off"), cl::value_desc("mode"), cl::cat(sitscCategory));
+cl::opt<int64_t> tvcRank(
+    "tvc-rank",
+    cl::desc("Rank of the TVC preview (default 0: half the hidden size)"),
+    cl::init(0), cl::cat(sitscCategory));
+cl::opt<int64_t> tvcCandidates(
+    "tvc-candidates",
+    cl::desc("Vocabulary rows TVC scores exactly per position (default 256)"),
+    cl::init(256), cl::cat(sitscCategory));
+cl::opt<int64_t> tvcTopK(
+    "tvc-top-k",
+    cl::desc("Largest top-k sampling TVC serves exactly (default 1: greedy)"),
+    cl::init(1), cl::cat(sitscCategory));
 
 /// Imports an ONNX model, or parses MLIR (any stage's output) for `.mlir`.
 OwningOpRef<ModuleOp> loadInput(llvm::StringRef path, MLIRContext &context,
@@ -123,7 +159,89 @@ int writeAudit(MLIRContext &context) {
   return 0;
 }
 
+std::string humanBytes(double bytes) {
+  if (bytes >= double(1ull << 30))
+    return llvm::formatv("{0:f2} GiB", bytes / double(1ull << 30)).str();
+  if (bytes >= double(1ull << 20))
+    return llvm::formatv("{0:f2} MiB", bytes / double(1ull << 20)).str();
+  if (bytes >= 1024)
+    return llvm::formatv("{0:f1} KiB", bytes / 1024).str();
+  return llvm::formatv("{0} B", static_cast<uint64_t>(bytes)).str();
+}
+
 } // namespace
+
+void sits::sitsc::printKVCacheSummary(ModuleOp module, llvm::raw_ostream &os) {
+  KVCacheType cache;
+  for (auto func : module.getOps<func::FuncOp>())
+    for (Type input : func.getArgumentTypes())
+      if (auto type = dyn_cast<KVCacheType>(input))
+        cache = type;
+  if (!cache)
+    return;
+  KVQuantAttr quant = cache.getQuant();
+  // Unquantized, the engine stores the cache in --dtype (fp16 by default):
+  // the reference point for what quantization saves.
+  uint64_t layers = cache.getLayers();
+  uint64_t fp16PerToken = 2ull * cache.getKvHeads() * cache.getHeadDim() * 2;
+  uint64_t tokens = uint64_t(cache.getMaxBatch()) * cache.getCapacity();
+  if (!quant) {
+    os << "sitsc: kv cache: " << humanBytes(double(fp16PerToken * layers))
+       << " per token in fp16 (" << layers << " layers), "
+       << humanBytes(double(fp16PerToken * layers * tokens)) << " for "
+       << cache.getMaxBatch() << " x " << cache.getCapacity() << " tokens\n";
+    return;
+  }
+  double perToken = double(cache.getBytesPerTokenPerLayer()) * layers;
+  std::string keys =
+      quant.hasPerChannelKeys()
+          ? llvm::formatv("keys per channel in blocks of {0} tokens",
+                          quant.getChannelBlock())
+                .str()
+          : llvm::formatv("keys per token in groups of {0}",
+                          quant.getGroupSize())
+                .str();
+  os << "sitsc: kv cache: int" << quant.getBits() << " cold part (" << keys
+     << ", values per token in groups of " << quant.getGroupSize() << ", "
+     << quant.getScaleType() << " scales) + " << cache.getElementType()
+     << " hot window of " << quant.getHotWindow() << " tokens\n"
+     << "sitsc: kv cache: " << humanBytes(perToken) << " per token ("
+     << layers << " layers; fp16: " << humanBytes(double(fp16PerToken * layers))
+     << ", " << llvm::formatv("{0:f2}", double(fp16PerToken * layers) / perToken)
+     << "x more), hot windows " << humanBytes(double(cache.getHotWindowBytes()))
+     << ", " << humanBytes(double(cache.getTotalBytes())) << " in all for "
+     << cache.getMaxBatch() << " x " << cache.getCapacity()
+     << " tokens (fp16: " << humanBytes(double(fp16PerToken * layers * tokens))
+     << ")\n";
+}
+
+LogicalResult sits::sitsc::checkGpuKernelsExist(ModuleOp module) {
+  const char *why = " has no GPU kernel yet (quantized weights and KV caches "
+                    "and the TVC LM head run on the CPU reference executor "
+                    "only: --verify, --verify-greedy, "
+                    "--reference-perplexity); compile the engine with "
+                    "--weights=fp16 --kv-cache=fp16 --tvc=off";
+  WalkResult result = module.walk([&](Operation *op) {
+    if (auto func = dyn_cast<func::FuncOp>(op)) {
+      for (Type input : func.getArgumentTypes())
+        if (auto cache = dyn_cast<KVCacheType>(input); cache && cache.getQuant()) {
+          func.emitError() << "sitsc: cannot compile @" << func.getSymName()
+                           << ": its quantized KV cache" << why;
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    }
+    auto attention = dyn_cast<AttentionOp>(op);
+    if (isa<QuantizeOp, DequantizeOp, TVCLMHeadOp>(op) ||
+        (attention && attention.getColdKey())) {
+      op->emitError() << "sitsc: cannot compile '" << op->getName() << "'"
+                      << (attention ? " with a cold part" : "") << why;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -150,7 +268,13 @@ int main(int argc, char **argv) {
       "      compare the greedy stream (step, tokens and margin on a mismatch)\n"
       "  sitsc MODEL.onnx --reference-perplexity=TEXT_OR_IDS [--max-tokens N]\n"
       "      teacher-forced NLL and perplexity (bytes for a 256-token\n"
-      "      vocabulary, else a file of token ids)\n\n"
+      "      vocabulary, else a file of token ids)\n"
+      "  sitsc MODEL.onnx --tvc=exact --tvc-fallback-rate=TEXT_OR_IDS\n"
+      "      how often the TVC head's proof holds over a text's positions\n\n"
+      "Quantization (docs/quantization.md): --weights=int8|int4 "
+      "[--weight-group=128],\n--kv-cache=int8|int4 [--kv-hot-window=512], "
+      "--tvc=exact [--tvc-rank=R]\n[--tvc-candidates=K] [--tvc-top-k=k]; "
+      "checked on the CPU for now.\n\n"
       "Stages: imported (one op per ONNX node), sits (idioms raised), "
       "optimized\n(RoPE tables hoisted, causal masks folded, prefill/decode "
       "with a KV cache).\n\n"
@@ -188,8 +312,22 @@ int main(int argc, char **argv) {
   PipelineOptions options;
   options.maxSeqLen = maxSeqLen;
   options.maxBatch = maxBatch;
+  options.weights = weights;
+  options.weightGroup = weightGroup;
+  options.kvCache = kvCache;
+  options.kvHotWindow = kvHotWindow;
+  options.tvc = tvc;
+  options.tvcRank = tvcRank;
+  options.tvcCandidates = tvcCandidates;
+  options.tvcTopK = tvcTopK;
   if (std::optional<std::string> error = validatePipelineOptions(options))
     return fail(*error);
+  bool quantizing = options.weights != "fp16" || options.kvCache != "fp16" ||
+                    options.tvc != "off";
+  if (quantizing && (last == Stage::Imported || last == Stage::Sits))
+    return fail("--weights, --kv-cache and --tvc change the optimized "
+                "program; stage '" +
+                getStageName(last) + "' comes before them");
 
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -230,10 +368,18 @@ int main(int argc, char **argv) {
     if (int code = writeAudit(context))
       return code;
 
+  // The KV-cache sizes the options imply, where stdout is not the IR.
+  bool irOnStdout = last != Stage::Engine && !verifying &&
+                    (outputPath.empty() || outputPath == "-");
+  if (!irOnStdout)
+    sitsc::printKVCacheSummary(*module, llvm::outs());
   if (verifying)
     return sitsc::runVerifyModes(*module);
-  if (last == Stage::Engine)
+  if (last == Stage::Engine) {
+    if (failed(sitsc::checkGpuKernelsExist(*module)))
+      return 1;
     return sitsc::writeEngine(*module, inputPath, outputPath, options);
+  }
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output =
@@ -241,6 +387,8 @@ int main(int argc, char **argv) {
   if (!output)
     return fail("cannot write '" + outputPath + "': " + error);
   if (last == Stage::Cuda) {
+    if (failed(sitsc::checkGpuKernelsExist(*module)))
+      return 1;
     if (int code = sitsc::emitCuda(*module, output->os()))
       return code;
   } else {
