@@ -28,7 +28,7 @@ float sits::quant::roundToHalf(float value) {
   if (halfExponent <= 0) {
     // A half subnormal: a multiple of 2^-24. value / 2^-24 =
     // (1.mantissa) * 2^(exponent - 126), rounded half to even.
-    int32_t shift = 126 - exponent + 23;
+    int32_t shift = 126 - exponent;
     uint32_t full = mantissa | 0x800000u;
     if (shift > 24)
       return withSign(0.0f);
