@@ -35,6 +35,8 @@ constexpr uint64_t kDefaultSharedLimit = 48 * 1024;
 
 struct PreparedLaunch {
   CUfunction function = nullptr;
+  /// The kernel's name, for error messages.
+  const std::string *name = nullptr;
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned sharedBytes = 0;
@@ -209,6 +211,7 @@ PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
     const format::Launch &launch = program.launches[i];
     PreparedLaunch out;
     out.function = e.functions[launch.kernel];
+    out.name = &e.contents.kernels[launch.kernel].function;
     std::string why;
     int64_t value;
     for (int d = 0; d < 3; ++d) {
@@ -234,11 +237,14 @@ PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
                         std::to_string(e.maxSharedOptin));
     out.sharedBytes = static_cast<unsigned>(value);
     if (out.sharedBytes > e.sharedOptedIn[launch.kernel]) {
-      checkDriver(runtime::driver().funcSetAttribute(
-                      out.function,
-                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                      static_cast<int>(out.sharedBytes)),
-                  "opting a kernel into large shared memory");
+      CUresult result = runtime::driver().funcSetAttribute(
+          out.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+          static_cast<int>(out.sharedBytes));
+      if (result != CUDA_SUCCESS)
+        throw fail(i, "kernel '" + *out.name + "' cannot have " +
+                          std::to_string(out.sharedBytes) +
+                          " bytes of dynamic shared memory on this GPU "
+                          "(with its static shared memory, over the limit)");
       e.sharedOptedIn[launch.kernel] = out.sharedBytes;
     }
     out.values.resize(launch.args.size());
@@ -282,11 +288,19 @@ PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
 void Session::Impl::run(const PreparedProgram &program) {
   const runtime::DriverApi &api = runtime::driver();
   for (const PreparedLaunch &l : program) {
-    checkDriver(api.launchKernel(l.function, l.grid[0], l.grid[1], l.grid[2],
-                                 l.block[0], l.block[1], l.block[2],
-                                 l.sharedBytes, stream,
-                                 const_cast<void **>(l.params.data()), nullptr),
-                "launching an engine kernel");
+    CUresult result =
+        api.launchKernel(l.function, l.grid[0], l.grid[1], l.grid[2],
+                         l.block[0], l.block[1], l.block[2], l.sharedBytes,
+                         stream, const_cast<void **>(l.params.data()), nullptr);
+    if (result != CUDA_SUCCESS)
+      checkDriver(
+          result,
+          ("launching kernel '" + *l.name + "' (grid " +
+           std::to_string(l.grid[0]) + "x" + std::to_string(l.grid[1]) + "x" +
+           std::to_string(l.grid[2]) + ", block " + std::to_string(l.block[0]) +
+           "x" + std::to_string(l.block[1]) + "x" + std::to_string(l.block[2]) +
+           ", " + std::to_string(l.sharedBytes) + " bytes of shared memory)")
+              .c_str());
   }
 }
 
