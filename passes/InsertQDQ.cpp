@@ -89,6 +89,9 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
                                 "group is whole 16-byte loads), got {2}",
                                 unit, weights, weightGroup.getValue())
                       .str());
+    if (weightScale != "absmax" && weightScale != "mse")
+      return fail("weight-scale must be absmax or mse, got '" + weightScale +
+                  "'");
     if (kvHotWindow < 1)
       return fail("kv-hot-window must be >= 1, got " +
                   Twine(kvHotWindow.getValue()));
@@ -136,8 +139,13 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     layout.rowBytes = (packed + 15) / 16 * 16;
     std::vector<int8_t> data(layout.numDataBytes());
     std::vector<float> scales(layout.numScales());
+    // Clipping ratios 1, 0.98, ..., 0.6 for the MSE scale search.
+    SmallVector<float> ratios;
+    if (weightScale == "mse")
+      for (int step = 0; step <= 20; ++step)
+        ratios.push_back(1.0f - 0.02f * step);
     quant::quantize(values->data(), layout, /*halfScales=*/true, data.data(),
-                    scales.data(), &result.stats);
+                    scales.data(), &result.stats, ratios);
     result.data = makeI8Attr(&getContext(), layout.dataShape(), data);
     result.scales = makeFloatAttr(&getContext(), layout.scaleShape(), scales,
                                   /*half=*/true);
@@ -159,12 +167,17 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
                       bits, result.dataName, type.getDimSize(0),
                       layout.rowBytes, result.scalesName,
                       layout.scaleShape()[1], weightGroup.getValue()),
-        llvm::formatv("round to nearest even of x / s, s = f16(absmax / {0}) "
-                      "per group of {1} along in_features (the last group of "
-                      "a row holds {2}); |x - q s| <= s / 2 unless clipped; "
-                      "measured: max |error| {3:e}, RMS error {4:e}, {5} of "
-                      "{6} values clipped, scales {7:e} .. {8:e}",
+        llvm::formatv("round to nearest even of x / s, clamped to [-{0}, {0}], "
+                      "s = f16(c absmax / {0}) per group of {1} along "
+                      "in_features (the last group of a row holds {2}), {3}; "
+                      "|x - q s| <= s / 2 unless clipped; measured: max "
+                      "|error| {4:e}, RMS error {5:e}, {6} of {7} values "
+                      "clipped, scales {8:e} .. {9:e}",
                       quant::maxLevel(bits), weightGroup.getValue(), lastGroup,
+                      weightScale == "mse"
+                          ? "c in 1, 0.98, ..., 0.6 chosen per group for the "
+                            "smallest squared error"
+                          : "c = 1",
                       stats.maxAbsError, rms, stats.clipped, stats.values,
                       stats.scaleMin, stats.scaleMax));
     return &quantized.emplace(key, std::move(result)).first->second;

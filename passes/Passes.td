@@ -114,7 +114,10 @@ def InsertQDQ : Pass<"sits-insert-qdq", "mlir::ModuleOp"> {
     of `weight-group` values along `in_features` (the last group of a row
     may be shorter): int8 or packed int4 data whose rows are padded to 16
     bytes, and f16 scales, as two new weights (`NAME.q8`/`NAME.q4`,
-    `NAME.scales`). A `sits.dequantize` turns them back into the layer's
+    `NAME.scales`). `weight-scale=mse` (the default) picks each group's
+    scale `f16(c absmax / L)` among the clipping ratios `c = 1, 0.98, ...,
+    0.6` for the smallest squared error of the group (values beyond the
+    range clip); `absmax` takes `c = 1`. A `sits.dequantize` turns them back into the layer's
     weight; an engine fuses it into the GEMV. The embedding table is not
     quantized (a tied LM head gets its own quantized copy).
 
@@ -141,6 +144,10 @@ def InsertQDQ : Pass<"sits-insert-qdq", "mlir::ModuleOp"> {
     Option<"weightGroup", "weight-group", "int64_t", /*default=*/"128",
            "Values per weight scale (a multiple of 32 for int4, of 16 for "
            "int8)">,
+    Option<"weightScale", "weight-scale", "std::string",
+           /*default=*/"\"mse\"",
+           "Weight scales: mse (clipping ratio searched per group) or "
+           "absmax">,
     Option<"kvCache", "kv-cache", "std::string", /*default=*/"\"fp16\"",
            "KV-cache storage of tokens outside the hot window: fp16 "
            "(unchanged), int8 or int4">,

@@ -52,6 +52,9 @@ validatePipelineOptions(const PipelineOptions &options) {
     if (*value != "fp16" && *value != "int8" && *value != "int4")
       return std::string(name) + " must be fp16, int8 or int4, got '" +
              value->getValue() + "'";
+  if (options.weightScale != "mse" && options.weightScale != "absmax")
+    return "--weight-scale must be mse or absmax, got '" +
+           options.weightScale.getValue() + "'";
   int64_t unit = options.weights == "int4" ? 32 : 16;
   if (options.weightGroup < unit || options.weightGroup > 65536 ||
       options.weightGroup % unit != 0)
@@ -104,6 +107,7 @@ void buildPipeline(OpPassManager &pm, Stage last,
     InsertQDQOptions qdq;
     qdq.weights = options.weights;
     qdq.weightGroup = options.weightGroup;
+    qdq.weightScale = options.weightScale;
     qdq.kvCache = options.kvCache;
     qdq.kvHotWindow = options.kvHotWindow;
     pm.addPass(createInsertQDQ(qdq));

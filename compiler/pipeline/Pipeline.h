@@ -53,6 +53,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<int64_t> weightGroup{
       *this, "weight-group",
       llvm::cl::desc("Weights per quantization scale"), llvm::cl::init(128)};
+  Option<std::string> weightScale{
+      *this, "weight-scale",
+      llvm::cl::desc("Weight scales: mse (clipping searched per group) or "
+                     "absmax"),
+      llvm::cl::init("mse")};
   Option<std::string> kvCache{
       *this, "kv-cache",
       llvm::cl::desc("KV-cache storage of tokens outside the hot window: "

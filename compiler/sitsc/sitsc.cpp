@@ -91,6 +91,11 @@ cl::opt<std::string> weights(
 cl::opt<int64_t> weightGroup(
     "weight-group", cl::desc("Weights per quantization scale (default 128)"),
     cl::init(128), cl::cat(sitscCategory));
+cl::opt<std::string> weightScale(
+    "weight-scale",
+    cl::desc("Weight scales: mse (default: each group's clipping ratio "
+             "chosen for the smallest squared error) or absmax"),
+    cl::init("mse"), cl::value_desc("rule"), cl::cat(sitscCategory));
 cl::opt<std::string> kvCache(
     "kv-cache",
     cl::desc("KV-cache storage of tokens outside the hot window: fp16 "
@@ -216,26 +221,23 @@ void sits::sitsc::printKVCacheSummary(ModuleOp module, llvm::raw_ostream &os) {
 }
 
 LogicalResult sits::sitsc::checkGpuKernelsExist(ModuleOp module) {
-  const char *why = " has no GPU kernel yet (quantized weights and KV caches "
-                    "and the TVC LM head run on the CPU reference executor "
-                    "only: --verify, --verify-greedy, "
-                    "--reference-perplexity); compile the engine with "
-                    "--weights=fp16 --kv-cache=fp16 --tvc=off";
+  const char *why = " no GPU kernel yet (quantized weights and KV caches and "
+                    "the TVC LM head run on the CPU reference executor only: "
+                    "--verify, --verify-greedy, --reference-perplexity); "
+                    "compile the engine with --weights=fp16 --kv-cache=fp16 "
+                    "--tvc=off";
+  for (auto func : module.getOps<func::FuncOp>())
+    for (Type input : func.getArgumentTypes())
+      if (auto cache = dyn_cast<KVCacheType>(input); cache && cache.getQuant())
+        return func.emitError() << "sitsc: the quantized KV cache of @"
+                                << func.getSymName() << " has" << why;
   WalkResult result = module.walk([&](Operation *op) {
-    if (auto func = dyn_cast<func::FuncOp>(op)) {
-      for (Type input : func.getArgumentTypes())
-        if (auto cache = dyn_cast<KVCacheType>(input); cache && cache.getQuant()) {
-          func.emitError() << "sitsc: cannot compile @" << func.getSymName()
-                           << ": its quantized KV cache" << why;
-          return WalkResult::interrupt();
-        }
-      return WalkResult::advance();
-    }
     auto attention = dyn_cast<AttentionOp>(op);
     if (isa<QuantizeOp, DequantizeOp, TVCLMHeadOp>(op) ||
         (attention && attention.getColdKey())) {
-      op->emitError() << "sitsc: cannot compile '" << op->getName() << "'"
-                      << (attention ? " with a cold part" : "") << why;
+      op->emitError() << "sitsc: '" << op->getName() << "'"
+                      << (attention ? " with a cold part" : "") << " has"
+                      << why;
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -314,6 +316,7 @@ int main(int argc, char **argv) {
   options.maxBatch = maxBatch;
   options.weights = weights;
   options.weightGroup = weightGroup;
+  options.weightScale = weightScale;
   options.kvCache = kvCache;
   options.kvHotWindow = kvHotWindow;
   options.tvc = tvc;

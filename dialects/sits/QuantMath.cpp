@@ -187,9 +187,24 @@ struct GroupWalk {
 };
 } // namespace
 
+/// Sum of squared errors of quantizing `x[flat(a)]`, a in [begin, end),
+/// with `scale`.
+template <typename Flat>
+static double groupError(const float *x, Flat flat, int64_t begin,
+                         int64_t end, float scale, unsigned bits) {
+  double sum = 0;
+  for (int64_t a = begin; a < end; ++a) {
+    float value = x[flat(a)];
+    int level = quantizeElement(value, scale, bits, nullptr);
+    double error = double(value) - double(scale * float(level));
+    sum += error * error;
+  }
+  return sum;
+}
+
 void sits::quant::quantize(const float *x, const GroupLayout &layout,
                            bool halfScales, int8_t *data, float *scales,
-                           QuantStats *stats) {
+                           QuantStats *stats, llvm::ArrayRef<float> clipRatios) {
   GroupWalk walk(layout);
   std::fill(data, data + layout.numDataBytes(), int8_t(0));
   for (int64_t o = 0; o < walk.outer; ++o)
@@ -208,6 +223,18 @@ void sits::quant::quantize(const float *x, const GroupLayout &layout,
             groupScale(nonFinite ? std::numeric_limits<float>::infinity()
                                  : absMax,
                        layout.bits, halfScales);
+        if (!nonFinite && !clipRatios.empty()) {
+          auto flat = [&](int64_t a) { return walk.element(o, a, i); };
+          double best = std::numeric_limits<double>::infinity();
+          for (float ratio : clipRatios) {
+            float candidate = groupScale(absMax * ratio, layout.bits, halfScales);
+            double error = groupError(x, flat, begin, end, candidate, layout.bits);
+            if (error < best) {
+              best = error;
+              scale = candidate;
+            }
+          }
+        }
         scales[walk.scale(o, g, i)] = scale;
         for (int64_t a = begin; a < end; ++a) {
           int64_t flat = walk.element(o, a, i);

@@ -79,8 +79,14 @@ struct QuantStats {
 /// sits.quantize: `x` (layout.numElements() values, row-major) into `data`
 /// (layout.numDataBytes() bytes: int8 values or packed int4 nibbles, padding
 /// zero) and `scales` (layout.numScales() values, exact in the scale type).
+///
+/// With `clipRatios` (compile-time weight quantization), each group's scale
+/// is instead `groupScale(f32(absmax * c))` for the ratio `c` whose levels
+/// (the same rounding and clamp) give the smallest sum of squared errors;
+/// ties keep the earlier ratio.
 void quantize(const float *x, const GroupLayout &layout, bool halfScales,
-              int8_t *data, float *scales, QuantStats *stats = nullptr);
+              int8_t *data, float *scales, QuantStats *stats = nullptr,
+              llvm::ArrayRef<float> clipRatios = {});
 
 /// sits.dequantize: `out[i] = scale(i) * q(i)`, one f32 product.
 void dequantize(const int8_t *data, const float *scales,
