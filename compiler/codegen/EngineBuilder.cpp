@@ -28,6 +28,16 @@ llvm::Expected<std::vector<uint8_t>> encodeWeight(const WeightPlan &weight) {
   if (!tensor)
     return llvm::createStringError("cannot read weight '" + weight.name +
                                    "': " + llvm::toString(tensor.takeError()));
+  if (weight.type == DType::I8 || weight.type == DType::I4X2) {
+    // Quantized levels: the i8 bytes as they are (int4 already packed).
+    if (tensor->isFloat())
+      return llvm::createStringError("quantized weight '" + weight.name +
+                                     "' is not an i8 tensor");
+    std::vector<uint8_t> bytes;
+    for (int64_t value : tensor->ints())
+      bytes.push_back(static_cast<uint8_t>(static_cast<int8_t>(value)));
+    return bytes;
+  }
   if (!tensor->isFloat())
     return llvm::createStringError("weight '" + weight.name +
                                    "' is not a float tensor");
