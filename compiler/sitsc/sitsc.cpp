@@ -292,6 +292,7 @@ int main(int argc, char **argv) {
       "Quantization (docs/quantization.md): --weights=int8|int4 "
       "[--weight-group=128],\n--kv-cache=int8|int4 [--kv-hot-window=512], "
       "--tvc=exact [--tvc-rank=R]\n[--tvc-candidates=K] [--tvc-top-k=k]; "
+      "int8/int4 weights compile into engines, the\nKV cache and TVC are "
       "checked on the CPU for now.\n\n"
       "Stages: imported (one op per ONNX node), sits (idioms raised), "
       "optimized\n(RoPE tables hoisted, causal masks folded, prefill/decode "
