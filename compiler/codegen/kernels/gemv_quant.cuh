@@ -68,6 +68,41 @@ __device__ __forceinline__ u32 subHalf2(u32 a, u32 b) {
 #endif
 }
 
+/// a * b + c on two f16 pairs, one rounding (exact for the values used here).
+__device__ __forceinline__ u32 fmaHalf2(u32 a, u32 b, u32 c) {
+#ifdef SITS_EMULATE
+  u32 out = 0;
+  for (int h = 0; h < 2; ++h) {
+    auto half = [&](u32 v) {
+      return halfToFloat(static_cast<u16>(v >> (16 * h)));
+    };
+    out |= static_cast<u32>(floatToHalf(half(a) * half(b) + half(c)))
+           << (16 * h);
+  }
+  return out;
+#else
+  u32 out;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out) : "r"(a), "r"(b), "r"(c));
+  return out;
+#endif
+}
+
+/// Two floats as an mma operand pair of type T, `lo` in the low half: one
+/// cvt on the GPU (sm_80+), the same rounding as packPair.
+template <class T>
+__device__ __forceinline__ u32 packOperands(float lo, float hi) {
+#ifdef SITS_EMULATE
+  return packPair<T>(lo, hi);
+#else
+  u32 out;
+  if constexpr (T::kIsBf16)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  return out;
+#endif
+}
+
 /// The exact f32 of a biased level `u` (0..255): u - bias.
 __device__ __forceinline__ float biasedToFloat(u32 u, float bias) {
   // 2^23 + u is exact; so is the difference.
@@ -95,18 +130,22 @@ __device__ __forceinline__ void levelPairs(u32 word, u32 *pairs) {
             biasedToFloat((biased >> (16 * j)) & 0xffu, 128.0f),
             biasedToFloat((biased >> (16 * j + 8)) & 0xffu, 128.0f));
     }
+  } else if constexpr (!T::kIsBf16) {
+    // Nibbles at bits 0-3 (and 16-19) under the exponent of 1024, flipped
+    // to level + 8: 1024 + u, minus 1032. Nibbles at bits 4-7: 1024 + 16 u,
+    // times 1/16 minus 72. One and/xor (a lop3) and one f16x2 op per pair.
+    for (int j = 0; j < 4; j += 2) {
+      const u32 w = word >> (4 * j);
+      pairs[j] = subHalf2((w & 0x000f000fu) ^ 0x64086408u, 0x64086408u);
+      pairs[j + 1] =
+          fmaHalf2((w & 0x00f000f0u) ^ 0x64806480u, 0x2c002c00u, 0xd480d480u);
+    }
   } else {
     const u32 biased = word ^ 0x88888888u; // level + 8, unsigned nibbles
-    for (int j = 0; j < 4; ++j) {
-      if constexpr (!T::kIsBf16) {
-        pairs[j] = subHalf2(((biased >> (4 * j)) & 0x000f000fu) | 0x64006400u,
-                            0x64086408u);
-      } else {
-        pairs[j] =
-            packPair<T>(biasedToFloat((biased >> (4 * j)) & 0xfu, 8.0f),
-                        biasedToFloat((biased >> (4 * j + 16)) & 0xfu, 8.0f));
-      }
-    }
+    for (int j = 0; j < 4; ++j)
+      pairs[j] =
+          packPair<T>(biasedToFloat((biased >> (4 * j)) & 0xfu, 8.0f),
+                      biasedToFloat((biased >> (4 * j + 16)) & 0xfu, 8.0f));
   }
 }
 
@@ -433,13 +472,13 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
             xs[q + 3] = __uint_as_float(v.w);
           }
           if constexpr (Cfg::kBits == 8) {
-            b[w][0] = packPair<W>(xs[0], xs[1]);
-            b[w][1] = packPair<W>(xs[2], xs[3]);
+            b[w][0] = packOperands<W>(xs[0], xs[1]);
+            b[w][1] = packOperands<W>(xs[2], xs[3]);
           } else {
-            b[2 * w][0] = packPair<W>(xs[0], xs[4]);
-            b[2 * w][1] = packPair<W>(xs[1], xs[5]);
-            b[2 * w + 1][0] = packPair<W>(xs[2], xs[6]);
-            b[2 * w + 1][1] = packPair<W>(xs[3], xs[7]);
+            b[2 * w][0] = packOperands<W>(xs[0], xs[4]);
+            b[2 * w][1] = packOperands<W>(xs[1], xs[5]);
+            b[2 * w + 1][0] = packOperands<W>(xs[2], xs[6]);
+            b[2 * w + 1][1] = packOperands<W>(xs[3], xs[7]);
           }
         }
         const int group = c * kChunk / Cfg::kGroup;
