@@ -6,6 +6,7 @@
 #include "sits/Json.h"
 
 #include <cstring>
+#include <set>
 
 namespace sits::codegen {
 
@@ -259,6 +260,25 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   workspace.set("prefill", workspaceJson(plan.prefill));
   workspace.set("decode", workspaceJson(plan.decode));
   root.set("workspace", std::move(workspace));
+
+  // Weights only the embedding gathers from (a decode step reads B rows):
+  // sits-bench leaves them out of the bytes a step reads. With quantized
+  // weights the LM head reads its own copy, so a tied table is one of them.
+  std::set<unsigned> gathered, read;
+  for (const ProgramPlan *program : {&plan.prefill, &plan.decode})
+    for (const LaunchPlan &launch : program->launches)
+      for (const ArgBinding &arg : launch.args)
+        if (arg.kind == ArgBinding::Kind::Buffer &&
+            arg.buffer == BufferKind::Weight)
+          (plan.kernels[launch.kernel].family == "embedding" ? gathered : read)
+              .insert(arg.index);
+  uint64_t gatherOnly = 0;
+  for (unsigned index : gathered)
+    if (!read.count(index))
+      gatherOnly += plan.weights[index].bytes;
+  json::Value weights = json::Value::object();
+  weights.set("gather_only_bytes", gatherOnly);
+  root.set("weights", std::move(weights));
 
   json::Value codegen = json::Value::object();
   codegen.set("kernels", static_cast<uint64_t>(plan.kernels.size()));
