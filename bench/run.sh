@@ -14,8 +14,11 @@
 # batches 1,4,8 at contexts 32,128,2048,8192 with 128 new tokens. With int4
 # in $SITS_BENCH_WEIGHTS (default fp16,int4) a second engine of each shape
 # with int4 weights (--weights=int4 --weight-scale=absmax, compiled
-# concurrently) is measured the same way (int4-<shape>.json), and the report
-# compares its decode ms/token with fp16's (the target: <= 0.45x).
+# concurrently) is measured at batches $SITS_BENCH_INT4_BATCHES (1,8) and
+# contexts $SITS_BENCH_INT4_CONTEXTS (32,2048) (int4-<shape>.json), and the
+# report compares its decode ms/token with fp16's (the target: <= 0.45x).
+# The int4 runs take time from the optional PyTorch phases: for every
+# PyTorch number too, run one shape per call.
 #
 # Writes to $OUT (or bench/out): bench.log, sits-<shape>.json (what
 # sits-bench wrote), torch-<shape>.json, times-<shape>.json and summary.md;
@@ -39,6 +42,8 @@ case ",$WEIGHTS," in *,int4,*) INT4=1 ;; esac
 # int4: absmax scales (the MSE search only changes accuracy, and takes long
 # on an 8B model).
 INT4_OPTIONS="--weights=int4 --weight-scale=absmax"
+INT4_BATCHES=${SITS_BENCH_INT4_BATCHES:-1,8}
+INT4_CONTEXTS=${SITS_BENCH_INT4_CONTEXTS:-32,2048}
 SHAPES=("$@")
 [ ${#SHAPES[@]} -eq 0 ] && SHAPES=(tinyllama llama3-8b)
 START=$(date +%s)
@@ -89,11 +94,10 @@ for shape in "${SHAPES[@]}"; do
   # shape needs about three times the small one's.
   reserve=$([ "$shape" = llama3-8b ] && echo 170 || echo 70)
   later=$([ $index -lt $count ] && echo 330 || echo 0)
-  # The int4 engine's sits-bench takes about as long again (less: it reads
-  # a quarter of the bytes).
+  # The int4 engine's sits-bench (fewer batches and contexts).
   if [ $INT4 = 1 ]; then
-    reserve=$((reserve * 7 / 4))
-    [ $index -lt $count ] && later=$((later + 120))
+    reserve=$((reserve + $([ "$shape" = llama3-8b ] && echo 70 || echo 30)))
+    [ $index -lt $count ] && later=$((later + 70))
   fi
   int4_engine="$dir/model-int4.sits"
   int4_args=()
@@ -130,8 +134,8 @@ for shape in "${SHAPES[@]}"; do
   if [ $INT4 = 1 ]; then
     if [ -f "$int4_engine" ]; then
       stamp "$shape: sits-bench, int4 weights"
-      "$BENCH" "$int4_engine" --batch "$BATCHES" --context "$CONTEXTS" \
-        --new-tokens 128 --repeats "$REPEATS" --json "$OUT/int4-$shape.json"
+      "$BENCH" "$int4_engine" --batch "$INT4_BATCHES" \
+        --context "$INT4_CONTEXTS" --new-tokens 128 --repeats "$REPEATS" --json "$OUT/int4-$shape.json"
       stamp "$shape: sits-bench (int4) exit $?"
       rm -f "$int4_engine"
     else
