@@ -421,7 +421,7 @@ PlannedLaunch planDequantize(const DequantizeLaunch &desc) {
   b.param("const unsigned char *", "data", weightArg(desc.data));
   b.param("const unsigned short *", "scales", weightArg(desc.scales));
   b.param(pointerType(desc.weightType, false), "out", desc.out);
-  b.call("sits::dequantize<Cfg>(data, scales, out)");
+  b.call("sits::dequantizeWeights<Cfg>(data, scales, out)");
   int64_t pieces = desc.rows * (desc.quant.rowBytes / 16);
   b.setGrid(Expr::constant((pieces + kThreads - 1) / kThreads));
   return b.take();

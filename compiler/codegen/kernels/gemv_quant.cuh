@@ -16,7 +16,8 @@
 //   are exact in f16 and bf16, so the mma multiplies q exactly by x rounded
 //   to the engine's type; each chunk's f32 sums are scaled in registers.
 // * gemvQuant (everything else): a warp per row, as gemv.cuh's gemv.
-// * dequantize (prefill): the weight in the engine's type into a workspace
+// * dequantizeWeights (prefill): the weight in the engine's type into a
+// workspace
 //   value that the tiled GEMM (gemm.cuh) then reads like any weight.
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +35,10 @@ typedef unsigned char u8;
 //===----------------------------------------------------------------------===//
 // Unpacking levels
 //===----------------------------------------------------------------------===//
+
+/// Helpers of the quantized-weight kernels (a namespace of their own: other
+/// kernel families may define similar ones).
+namespace qweights {
 
 /// PTX prmt.b32 (default mode): byte i of the result is byte (s >> 4i) & 7
 /// of the pair {b, a} (a: bytes 0-3, b: bytes 4-7).
@@ -172,6 +177,8 @@ template <int kBits> __host__ __device__ constexpr int quantPieceValues() {
   return kBits == 8 ? 16 : 32;
 }
 
+} // namespace qweights
+
 //===----------------------------------------------------------------------===//
 // CUDA-core GEMV
 //===----------------------------------------------------------------------===//
@@ -182,13 +189,13 @@ template <class Cfg>
 __device__ __forceinline__ void
 gemvQuantAccumulate(const u8 *__restrict__ row, const u16 *__restrict__ scales,
                     const float *const *xRows, int count, float *acc) {
-  constexpr int V = quantPieceValues<Cfg::kBits>();
+  constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
   constexpr int kPieces = Cfg::kRowBytes / 16;
   const int lane = threadIdx.x % kWarpSize;
   for (int p = lane; p < kPieces; p += kWarpSize) {
     const int k0 = p * V;
     float w[V];
-    levelsToFloat<Cfg::kBits>(load16If<true>(true, row + 16 * p), w);
+    qweights::levelsToFloat<Cfg::kBits>(load16If<true>(true, row + 16 * p), w);
     const float scale = halfToFloat(__ldg(scales + k0 / Cfg::kGroup));
     for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
       if (tt >= count)
@@ -342,7 +349,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   constexpr int U = Cfg::kUnroll;
   constexpr int kStages = Cfg::kStages;
   constexpr int kPieces = tcPieces(kMats, M, U);
-  constexpr int V = quantPieceValues<Cfg::kBits>();
+  constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
   constexpr int kChunk = 4 * V; ///< inputs per chunk (4 lanes' pieces)
   constexpr int kChunks = (Cfg::kK + kChunk - 1) / kChunk;
   constexpr int kMmas = V / 4; ///< per piece
@@ -472,13 +479,13 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
             xs[q + 3] = __uint_as_float(v.w);
           }
           if constexpr (Cfg::kBits == 8) {
-            b[w][0] = packOperands<W>(xs[0], xs[1]);
-            b[w][1] = packOperands<W>(xs[2], xs[3]);
+            b[w][0] = qweights::packOperands<W>(xs[0], xs[1]);
+            b[w][1] = qweights::packOperands<W>(xs[2], xs[3]);
           } else {
-            b[2 * w][0] = packOperands<W>(xs[0], xs[4]);
-            b[2 * w][1] = packOperands<W>(xs[1], xs[5]);
-            b[2 * w + 1][0] = packOperands<W>(xs[2], xs[6]);
-            b[2 * w + 1][1] = packOperands<W>(xs[3], xs[7]);
+            b[2 * w][0] = qweights::packOperands<W>(xs[0], xs[4]);
+            b[2 * w][1] = qweights::packOperands<W>(xs[1], xs[5]);
+            b[2 * w + 1][0] = qweights::packOperands<W>(xs[2], xs[6]);
+            b[2 * w + 1][1] = qweights::packOperands<W>(xs[3], xs[7]);
           }
         }
         const int group = c * kChunk / Cfg::kGroup;
@@ -492,8 +499,8 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
             float tile[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             for (int w = 0; w < 4; ++w) {
               u32 a[4], a8[4]; // rows g and g + 8
-              levelPairs<W, Cfg::kBits>(loWords[w], a);
-              levelPairs<W, Cfg::kBits>(hiWords[w], a8);
+              qweights::levelPairs<W, Cfg::kBits>(loWords[w], a);
+              qweights::levelPairs<W, Cfg::kBits>(hiWords[w], a8);
               if constexpr (Cfg::kBits == 8) {
                 mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[w][0], b[w][1]);
               } else {
@@ -576,11 +583,11 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
 /// ([kRows, kK], the layout of a stored weight), one 16-byte piece per
 /// thread. Launch: grid ceil(kRows * kRowBytes / 16 / 256), block 256.
 template <class Cfg>
-__device__ void dequantize(const u8 *__restrict__ data,
-                           const u16 *__restrict__ scales,
-                           typename Cfg::Weight::Storage *__restrict__ out) {
+__device__ void
+dequantizeWeights(const u8 *__restrict__ data, const u16 *__restrict__ scales,
+                  typename Cfg::Weight::Storage *__restrict__ out) {
   typedef typename Cfg::Weight W;
-  constexpr int V = quantPieceValues<Cfg::kBits>();
+  constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
   constexpr int kPieces = Cfg::kRowBytes / 16;
   const long index = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= static_cast<long>(Cfg::kRows) * kPieces)
@@ -588,7 +595,8 @@ __device__ void dequantize(const u8 *__restrict__ data,
   const long row = index / kPieces;
   const int k0 = static_cast<int>(index % kPieces) * V;
   float levels[V];
-  levelsToFloat<Cfg::kBits>(load16If<true>(true, data + 16 * index), levels);
+  qweights::levelsToFloat<Cfg::kBits>(load16If<true>(true, data + 16 * index),
+                                      levels);
   const float scale =
       halfToFloat(scales[row * Cfg::kGroups + k0 / Cfg::kGroup]);
   typename W::Storage *target = out + row * Cfg::kK + k0;

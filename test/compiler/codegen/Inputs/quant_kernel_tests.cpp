@@ -317,7 +317,7 @@ struct DequantConfig {
 };
 
 template <class Cfg> void dequantEntry(void **args) {
-  sits::dequantize<Cfg>(
+  sits::dequantizeWeights<Cfg>(
       sits_emu::arg<const unsigned char *>(args[0]),
       sits_emu::arg<const unsigned short *>(args[1]),
       sits_emu::arg<typename Cfg::Weight::Storage *>(args[2]));
