@@ -69,8 +69,8 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(512)};
   Option<std::string> kvKeys{
       *this, "kv-keys",
-      llvm::cl::desc("Grouping of the quantized keys: auto (per-channel for "
-                     "int4, per-token for int8), per-token or per-channel"),
+      llvm::cl::desc("Grouping of the quantized keys: auto (per-channel), "
+                     "per-token or per-channel"),
       llvm::cl::init("auto")};
   Option<int64_t> kvChannelBlock{
       *this, "kv-channel-block",

@@ -107,8 +107,8 @@ cl::opt<int64_t> kvHotWindow(
     cl::init(512), cl::cat(sitscCategory));
 cl::opt<std::string> kvKeys(
     "kv-keys",
-    cl::desc("Grouping of quantized keys: auto (default: per-channel for "
-             "int4, per-token for int8), per-token or per-channel"),
+    cl::desc("Grouping of quantized keys: auto (default: per-channel, "
+             "measured best for int8 and int4), per-token or per-channel"),
     cl::init("auto"), cl::value_desc("groups"), cl::cat(sitscCategory));
 cl::opt<int64_t> kvChannelBlock(
     "kv-channel-block",

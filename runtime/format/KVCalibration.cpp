@@ -152,6 +152,33 @@ std::string kvCalibrationSummary(const KVCacheConfig &kv,
   return out;
 }
 
+bool checkWritablePath(const std::string &path, std::string *error) {
+  struct stat st;
+  if (path.empty()) {
+    *error = "an empty file name";
+    return false;
+  }
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    *error = "'" + path + "' is a folder";
+    return false;
+  }
+  size_t slash = path.find_last_of('/');
+  std::string folder = slash == std::string::npos ? "."
+                       : slash == 0               ? "/"
+                                                  : path.substr(0, slash);
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *error = "cannot write '" + path + "': the folder '" + folder +
+             "' does not exist";
+    return false;
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    *error = "cannot write '" + path + "': the folder '" + folder +
+             "' is not writable";
+    return false;
+  }
+  return true;
+}
+
 bool writeTextFileAtomic(const std::string &path, const std::string &text,
                          std::string *error) {
   std::string tmp = path + ".tmp.XXXXXX";

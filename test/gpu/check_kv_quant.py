@@ -105,6 +105,22 @@ def check(args, model, bits, keys, dtype):
         problems.append("greedy token %d is %d, reference %d" % (
             matched, got[matched], want[matched]))
 
+    # A batch of two prompts of different lengths gives each its own tokens
+    # (padding rows in prefill and in the decode bucket quantize nothing).
+    short = list(prompt[:3])
+    alone = parse_tokens(run(runner + [
+        "generate", "--tokens", ",".join(map(str, short)),
+        "--max-new-tokens", str(count)]).stdout)
+    batched = run(runner + [
+        "generate", "--tokens", ",".join(map(str, prompt)) + ";" +
+        ",".join(map(str, short)), "--max-new-tokens", str(count)]).stdout
+    second = [int(t) for line in batched.splitlines()
+              if line.startswith("tokens[1]:")
+              for t in line.split(":", 1)[1].split()]
+    if parse_tokens(batched) != got or second != alone:
+        problems.append("a batch of two prompts gives other tokens than each "
+                        "prompt alone")
+
     # Teacher-forced logits at the generated positions.
     sequence = list(prompt) + want[:-1]
     start = len(prompt) - 1

@@ -139,6 +139,10 @@ Options parseArgs(int argc, char **argv) {
     die(std::string("missing arguments\n") + kUsage);
   if (o.mode == "score" && o.out.empty())
     die("score needs --out FILE.npy");
+  std::string pathError;
+  if (!o.calibrationLog.empty() &&
+      !format::checkWritablePath(o.calibrationLog, &pathError))
+    die("--calibration-log: " + pathError);
   return o;
 }
 

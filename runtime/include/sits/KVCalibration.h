@@ -46,6 +46,11 @@ std::string kvCalibrationJson(const KVCacheConfig &kv,
 std::string kvCalibrationSummary(const KVCacheConfig &kv,
                                  const std::vector<uint64_t> &words);
 
+/// Whether `path` can be written (its folder exists and is writable, and it
+/// is not a folder); false with `*error` naming the cause. Tools check this
+/// before a run so that a bad path costs no GPU time.
+bool checkWritablePath(const std::string &path, std::string *error);
+
 /// Writes `text` to `path` atomically (a temporary file renamed over it);
 /// false with `*error` naming the cause.
 bool writeTextFileAtomic(const std::string &path, const std::string &text,
