@@ -17,6 +17,11 @@
 # the table is printed last. Large files stay under $SITS_BENCH_WORK
 # (/tmp/sits-bench). $SITS_BENCH_BUDGET (seconds, default 560) bounds the
 # whole run: optional PyTorch phases are skipped when it runs short.
+# $SITS_BENCH_KV (default fp16) lists KV caches to measure: with
+# "fp16,int4" (or int8) an engine with that quantized cache is compiled
+# from the same export and measured at $SITS_BENCH_KV_CONTEXTS (default
+# 8192), into kv-<shape>-<kv>.json; bench/kv_compare.py prints decode time
+# and the bytes read against the fp16 cache.
 
 set -u
 ROOT=$(pwd)
@@ -27,6 +32,8 @@ BUDGET=${SITS_BENCH_BUDGET:-560}
 REPEATS=${SITS_BENCH_REPEATS:-2}
 CONTEXTS=${SITS_BENCH_CONTEXTS:-32,128,2048,8192}
 BATCHES=${SITS_BENCH_BATCHES:-1,4,8}
+KV_TYPES=${SITS_BENCH_KV:-fp16}
+KV_CONTEXTS=${SITS_BENCH_KV_CONTEXTS:-8192}
 ENGINE_OPTIONS="--max-seq-len=8448 --max-batch=8"
 SHAPES=("$@")
 [ ${#SHAPES[@]} -eq 0 ] && SHAPES=(tinyllama llama3-8b)
@@ -86,6 +93,14 @@ for shape in "${SHAPES[@]}"; do
     --sitsc "$SITSC" --engine "$engine" --sitsc-args "$ENGINE_OPTIONS"
   stamp "$shape: sitsc log:"
   tail -12 "$dir/sitsc.log" 2>/dev/null
+  # Engines with a quantized KV cache, from the same export.
+  onnx=$(find "$dir/onnx" -name '*.onnx' 2>/dev/null | head -1)
+  for kv in ${KV_TYPES//,/ }; do
+    [ "$kv" = fp16 ] || [ -z "$onnx" ] && continue
+    stamp "$shape: sitsc --kv-cache=$kv"
+    "$SITSC" "$onnx" -o "$dir/model-kv$kv.sits" --force $ENGINE_OPTIONS \
+      --kv-cache="$kv" 2>&1 | tail -8
+  done
   rm -rf "$dir/onnx" # the engine has what it needs; free the disk
   if [ ! -f "$engine" ]; then
     stamp "ERROR: $shape: no engine"
@@ -104,6 +119,17 @@ for shape in "${SHAPES[@]}"; do
     --new-tokens 128 --repeats "$REPEATS" --json "$OUT/sits-$shape.json"
   stamp "$shape: sits-bench exit $?"
   rm -f "$engine"
+  for kv in ${KV_TYPES//,/ }; do
+    kvengine="$dir/model-kv$kv.sits"
+    [ -f "$kvengine" ] || continue
+    stamp "$shape: sits-bench, $kv KV cache"
+    "$BENCH" "$kvengine" --batch "$BATCHES" --context "$KV_CONTEXTS" \
+      --new-tokens 128 --repeats "$REPEATS" --json "$OUT/kv-$shape-$kv.json"
+    stamp "$shape: sits-bench ($kv KV) exit $?"
+    python3 "$ROOT/bench/kv_compare.py" "$OUT/sits-$shape.json" \
+      "$OUT/kv-$shape-$kv.json"
+    rm -f "$kvengine"
+  done
 done
 
 stamp "report"

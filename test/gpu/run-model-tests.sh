@@ -8,7 +8,13 @@
 #   - the 48 greedy tokens of greedy.json (every fp32 engine; fp16 for
 #     llama_bytes), alone and batched with a shorter prompt;
 #   - CUDA graph and direct launches give identical tokens (greedy, sampled);
-#   - sampling with a seed is reproducible.
+#   - sampling with a seed is reproducible;
+#   - engines with an int8 and an int4 KV cache (hot window 4, per-token and
+#     per-channel keys) of llama_gqa (and llama_bytes) against the CPU
+#     reference executor running the same quantized program
+#     (test/gpu/check_kv_quant.py: greedy tokens, logits, a batch, and the
+#     calibration log each run writes). Needs sits-exec ($SITS_EXEC, default
+#     .device/sits-exec, else build/bin/sits-exec); skipped without it.
 # Prints a summary table; exits non-zero if anything failed or no GPU.
 #
 #   test/gpu/run-model-tests.sh [WORK_DIR]
@@ -91,6 +97,26 @@ python3 "$src/test/gpu/check_models.py" --sitsc "$sitsc" \
   --runner "$build/bin/sits-score" --target "$target" \
   --dtypes "${DTYPES:-fp32,fp16}" --work "$work/engines" "${models[@]}"
 status=$?
+
+sitsexec=${SITS_EXEC:-}
+if [ -z "$sitsexec" ]; then
+  for candidate in "$src/.device/sits-exec" "$src/build/bin/sits-exec"; do
+    [ -x "$candidate" ] && sitsexec=$candidate && break
+  done
+fi
+if [ -n "$sitsexec" ]; then
+  kvmodels=("$src/test/models/llama_gqa")
+  [ -n "${bytes:-}" ] && kvmodels+=("$bytes")
+  for model in "${kvmodels[@]}"; do
+    python3 "$src/test/gpu/check_kv_quant.py" --sitsc "$sitsc" \
+      --exec "$sitsexec" --runner "$build/bin/sits-score" --target "$target" \
+      --configs int8:per-token,int8:per-channel,int4:per-token,int4:per-channel \
+      --dtypes "${DTYPES:-fp32,fp16}" --work "$work/kv-engines" "$model" ||
+      status=1
+  done
+else
+  say "WARNING: no sits-exec (SITS_EXEC, .device/sits-exec): quantized KV checks skipped"
+fi
 say "total $(( $(date +%s) - start )) s"
 [ $status -eq 0 ] && say "PASSED" || say "FAILED"
 exit $status
