@@ -84,8 +84,8 @@ void addQuantConstants(Builder &b, const format::KVCacheConfig &kv) {
 }
 
 /// The hot ring, cold rows and scales of `layer` in both buffers.
-void addCacheParams(Builder &b, const format::KVCacheConfig &kv,
-                    int64_t layer, bool isConst) {
+void addCacheParams(Builder &b, const format::KVCacheConfig &kv, int64_t layer,
+                    bool isConst) {
   format::KVCacheConfig::QuantLayout q = kv.quantLayout(true);
   uint64_t base = static_cast<uint64_t>(layer) * q.layerBytes;
   std::string c = isConst ? "const " : "";
@@ -97,12 +97,12 @@ void addCacheParams(Builder &b, const format::KVCacheConfig &kv,
           ArgBinding::bufferArg(BufferKind::KeyCache, 0, base + q.coldOffset));
   b.param(c + "unsigned short *", "key_scales",
           ArgBinding::bufferArg(BufferKind::KeyCache, 0, base + q.scaleOffset));
-  b.param(c + "signed char *", "value_cold",
-          ArgBinding::bufferArg(BufferKind::ValueCache, 0,
-                                base + q.coldOffset));
-  b.param(c + "unsigned short *", "value_scales",
-          ArgBinding::bufferArg(BufferKind::ValueCache, 0,
-                                base + q.scaleOffset));
+  b.param(
+      c + "signed char *", "value_cold",
+      ArgBinding::bufferArg(BufferKind::ValueCache, 0, base + q.coldOffset));
+  b.param(
+      c + "unsigned short *", "value_scales",
+      ArgBinding::bufferArg(BufferKind::ValueCache, 0, base + q.scaleOffset));
 }
 
 } // namespace

@@ -100,25 +100,25 @@ KVCalibrationStats kvCalibrationAt(const KVCacheConfig &kv,
 
 std::string kvCalibrationJson(const KVCacheConfig &kv,
                               const std::vector<uint64_t> &words) {
-  std::string out = "{\n  \"kv_cache\": {\"bits\": " +
-                    std::to_string(kv.coldBits) +
-                    ", \"hot_window\": " + std::to_string(kv.hotWindow) +
-                    ", \"group_size\": " + std::to_string(kv.groupSize) +
-                    ", \"keys\": \"" +
-                    (kv.perChannelKeys ? "per_channel" : "per_token") +
-                    "\", \"channel_block\": " +
-                    std::to_string(kv.channelBlock) + "},\n  \"layers\": [";
+  std::string out =
+      "{\n  \"kv_cache\": {\"bits\": " + std::to_string(kv.coldBits) +
+      ", \"hot_window\": " + std::to_string(kv.hotWindow) +
+      ", \"group_size\": " + std::to_string(kv.groupSize) + ", \"keys\": \"" +
+      (kv.perChannelKeys ? "per_channel" : "per_token") +
+      "\", \"channel_block\": " + std::to_string(kv.channelBlock) +
+      "},\n  \"layers\": [";
   Totals keyTotal, valueTotal;
   for (uint32_t layer = 0; layer < kv.layers; ++layer) {
-    out += std::string(layer ? "," : "") + "\n    {\"layer\": " +
-           std::to_string(layer) + ", \"heads\": [";
+    out += std::string(layer ? "," : "") +
+           "\n    {\"layer\": " + std::to_string(layer) + ", \"heads\": [";
     for (uint32_t head = 0; head < kv.kvHeads; ++head) {
       KVCalibrationStats k = kvCalibrationAt(kv, words, layer, head, true);
       KVCalibrationStats v = kvCalibrationAt(kv, words, layer, head, false);
       keyTotal.add(k);
       valueTotal.add(v);
-      out += std::string(head ? "," : "") + "\n      {\"head\": " +
-             std::to_string(head) + ",\n       \"keys\": " + statsJson(k) +
+      out += std::string(head ? "," : "") +
+             "\n      {\"head\": " + std::to_string(head) +
+             ",\n       \"keys\": " + statsJson(k) +
              ",\n       \"values\": " + statsJson(v) + "}";
     }
     out += "]}";
@@ -145,8 +145,8 @@ std::string kvCalibrationSummary(const KVCacheConfig &kv,
                     "mse %.4g\n",
                     layer, keys ? "K" : "V", (unsigned long long)s.tokens,
                     s.scaleMin, s.scaleMean, s.scaleMax,
-                    (unsigned long long)s.clipped,
-                    (unsigned long long)s.values, s.meanSquaredError);
+                    (unsigned long long)s.clipped, (unsigned long long)s.values,
+                    s.meanSquaredError);
       out += buf;
     }
   return out;

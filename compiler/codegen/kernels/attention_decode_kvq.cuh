@@ -72,10 +72,14 @@ __device__ void attentionDecodeKVQ(
   const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + kvHead;
   const long hotBase = seqHead * Cfg::kHotRows * D;
   // Key j is read cold when past - last(j) >= N, value j when past - j >= N.
-  auto keyIsCold = [&](int key) { return past - ((key / CB) * CB + CB - 1) >= N; };
+  auto keyIsCold = [&](int key) {
+    return past - ((key / CB) * CB + CB - 1) >= N;
+  };
   auto valueIsCold = [&](int key) { return past - key >= N; };
-  float *myPartial = partial + ((static_cast<long>(b) * Cfg::kHeads +
-                                 kvHead * G) * Cfg::kSplits) * kPartial;
+  float *myPartial =
+      partial +
+      ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
+          kPartial;
 
   if (active) {
     // This lane's 8 dimensions of the group's queries.
@@ -110,7 +114,8 @@ __device__ void attentionDecodeKVQ(
           const int key = keyOf(step, u);
           const bool valid = key < k1;
           const int row = valid ? key : 0;
-          const long hot = hotBase + static_cast<long>(row % Cfg::kHotRows) * D + d0;
+          const long hot =
+              hotBase + static_cast<long>(row % Cfg::kHotRows) * D + d0;
           const long cold = (seqHead * Cfg::kCapacity + row) * Cfg::kRowBytes +
                             d0 * Cfg::kBits / 8;
           if (valid && keyIsCold(key))
@@ -146,11 +151,11 @@ __device__ void attentionDecodeKVQ(
         if (key < k1 && keyIsCold(key)) {
           if constexpr (Cfg::kPerChannelKeys) {
             float scales[8];
-            unpack16<F16>(__ldg(reinterpret_cast<const uint4 *>(
-                              keyScales +
-                              (seqHead * Cfg::kScaleBlocks + key / CB) * D +
-                              d0)),
-                          scales);
+            unpack16<F16>(
+                __ldg(reinterpret_cast<const uint4 *>(
+                    keyScales + (seqHead * Cfg::kScaleBlocks + key / CB) * D +
+                    d0)),
+                scales);
             unpackCold<Cfg::kBits>(raw, scales, k);
           } else {
             const float s = halfToFloat(

@@ -36,15 +36,16 @@ __host__ __device__ constexpr int attentionKVQSharedFloats() {
 /// kGroup, kGroups, kRowBytes, kHotWindow, kHotRows, kPerChannelKeys,
 /// kChannelBlock, kScaleBlocks (kv_quant.cuh).
 template <class Cfg>
-__device__ void attentionKVQ(
-    const float *__restrict__ query,
-    const typename Cfg::Cache::Storage *__restrict__ keyHot,
-    const typename Cfg::Cache::Storage *__restrict__ valueHot,
-    const signed char *__restrict__ keyCold, const u16 *__restrict__ keyScales,
-    const signed char *__restrict__ valueCold,
-    const u16 *__restrict__ valueScales, float *__restrict__ out,
-    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths,
-    int seqLen) {
+__device__ void
+attentionKVQ(const float *__restrict__ query,
+             const typename Cfg::Cache::Storage *__restrict__ keyHot,
+             const typename Cfg::Cache::Storage *__restrict__ valueHot,
+             const signed char *__restrict__ keyCold,
+             const u16 *__restrict__ keyScales,
+             const signed char *__restrict__ valueCold,
+             const u16 *__restrict__ valueScales, float *__restrict__ out,
+             const int *__restrict__ pastLengths,
+             const int *__restrict__ stepLengths, int seqLen) {
   typedef typename Cfg::Cache C;
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int kRows = Cfg::kQueryTokens * kGroup;
@@ -112,7 +113,8 @@ __device__ void attentionKVQ(
       float kh = 0.0f, kq = 0.0f, vh = 0.0f, vq = 0.0f;
       if (key < keyEnd) {
         const int last = (key / CB) * CB + CB - 1;
-        const long hot = hotBase + static_cast<long>(key % Cfg::kHotRows) * D + d;
+        const long hot =
+            hotBase + static_cast<long>(key % Cfg::kHotRows) * D + d;
         const long coldRow = (seqHead * Cfg::kCapacity + key) * Cfg::kRowBytes;
         const long tokenScale =
             (seqHead * Cfg::kCapacity + key) * Cfg::kGroups + d / Cfg::kGroup;
@@ -123,15 +125,15 @@ __device__ void attentionKVQ(
               Cfg::kPerChannelKeys
                   ? keyScales[(seqHead * Cfg::kScaleBlocks + key / CB) * D + d]
                   : keyScales[tokenScale]);
-          kq = s * static_cast<float>(
-                       coldLevel<Cfg::kBits>(keyCold + coldRow, d));
+          kq = s *
+               static_cast<float>(coldLevel<Cfg::kBits>(keyCold + coldRow, d));
         }
         if (pLo - key < N)
           vh = C::load(valueHot[hot]);
         if (pHi - key >= N)
-          vq = halfToFloat(valueScales[tokenScale]) *
-               static_cast<float>(
-                   coldLevel<Cfg::kBits>(valueCold + coldRow, d));
+          vq =
+              halfToFloat(valueScales[tokenScale]) *
+              static_cast<float>(coldLevel<Cfg::kBits>(valueCold + coldRow, d));
       }
       ks[j * kKeyStride + d] = kh;
       kc[j * kKeyStride + d] = kq;

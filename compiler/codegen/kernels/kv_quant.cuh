@@ -99,8 +99,8 @@ __device__ __forceinline__ void copyAsyncSmall(void *sharedDst,
   asm("{\n  .reg .u64 a;\n  cvta.to.shared.u64 a, %1;\n  cvt.u32.u64 %0, a;\n}"
       : "=r"(dst)
       : "l"(sharedDst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst),
-               "l"(src), "n"(kBytes)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src),
+               "n"(kBytes)
                : "memory");
 #endif
 }
@@ -151,14 +151,13 @@ __device__ __forceinline__ void addStats(u64 *slot, u64 tokens, u64 groups,
 /// kGroups, kRowBytes, kHotWindow, kHotRows, kPerChannelKeys, kChannelBlock,
 /// kScaleBlocks, kThreads. grid (S, kv_heads, B).
 template <class Cfg>
-__device__ void quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
-                           const typename Cfg::Hot::Storage *__restrict__ valueHot,
-                           signed char *__restrict__ keyCold,
-                           u16 *__restrict__ keyScales,
-                           signed char *__restrict__ valueCold,
-                           u16 *__restrict__ valueScales, u64 *__restrict__ stats,
-                           const int *__restrict__ pastLengths,
-                           const int *__restrict__ stepLengths, int seqLen) {
+__device__ void
+quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
+           const typename Cfg::Hot::Storage *__restrict__ valueHot,
+           signed char *__restrict__ keyCold, u16 *__restrict__ keyScales,
+           signed char *__restrict__ valueCold, u16 *__restrict__ valueScales,
+           u64 *__restrict__ stats, const int *__restrict__ pastLengths,
+           const int *__restrict__ stepLengths, int seqLen) {
   typedef typename Cfg::Hot H;
   constexpr int D = Cfg::kHeadDim, G = Cfg::kGroup, kBits = Cfg::kBits;
   constexpr int kWarps = Cfg::kThreads / kWarpSize;
@@ -185,7 +184,8 @@ __device__ void quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot
     const typename H::Storage *hot =
         (isValue ? valueHot : keyHot) + (hotSeq + t % Cfg::kHotRows) * D;
     const int e0 = g * G + 2 * lane, groupEnd = min(D, (g + 1) * G);
-    const bool has0 = 2 * lane < G && e0 < groupEnd, has1 = has0 && e0 + 1 < groupEnd;
+    const bool has0 = 2 * lane < G && e0 < groupEnd,
+               has1 = has0 && e0 + 1 < groupEnd;
     const float x0 = has0 ? H::load(hot[e0]) : 0.0f;
     const float x1 = has1 ? H::load(hot[e0 + 1]) : 0.0f;
     const float bad =
@@ -204,7 +204,8 @@ __device__ void quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot
         if (has1)
           cold[e0 + 1] = static_cast<signed char>(q1);
       } else {
-        cold[e0 >> 1] = static_cast<signed char>((q0 & 0xf) | ((q1 & 0xf) << 4));
+        cold[e0 >> 1] =
+            static_cast<signed char>((q0 & 0xf) | ((q1 & 0xf) << 4));
       }
     }
     const float e0r = has0 ? x0 - s * static_cast<float>(q0) : 0.0f;
@@ -213,13 +214,13 @@ __device__ void quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot
     const float clipped =
         warpSum(static_cast<float>((has0 && c0) + (has1 && c1)));
     if (lane == 0) {
-      (isValue ? valueScales : keyScales)[(seqHead * Cfg::kCapacity + t) *
-                                              Cfg::kGroups +
-                                          g] = scaleBits;
+      (isValue ? valueScales
+               : keyScales)[(seqHead * Cfg::kCapacity + t) * Cfg::kGroups + g] =
+          scaleBits;
       const bool finite = s == s;
       addStats(isValue ? valueStats : keyStats, g == 0 ? 1 : 0, finite ? 1 : 0,
-               groupEnd - g * G, static_cast<u64>(clipped),
-               finite ? s : 0.0f, finite ? errors : 0.0f, s, s);
+               groupEnd - g * G, static_cast<u64>(clipped), finite ? s : 0.0f,
+               finite ? errors : 0.0f, s, s);
     }
   }
 
@@ -273,7 +274,8 @@ __device__ void quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot
           cold[d] = static_cast<signed char>(q0);
           cold[d + 1] = static_cast<signed char>(q1);
         } else {
-          cold[d >> 1] = static_cast<signed char>((q0 & 0xf) | ((q1 & 0xf) << 4));
+          cold[d >> 1] =
+              static_cast<signed char>((q0 & 0xf) | ((q1 & 0xf) << 4));
         }
         const float e0 = x0 - s0 * static_cast<float>(q0);
         const float e1 = x1 - s1 * static_cast<float>(q1);
@@ -289,21 +291,21 @@ __device__ void quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot
     }
     // Per-warp sums, then one lane's atomics.
     const int groups = active ? (s0 == s0) + (s1 == s1) : 0;
-    const float scaleSum = (active && s0 == s0 ? s0 : 0.0f) +
-                           (active && s1 == s1 ? s1 : 0.0f);
+    const float scaleSum =
+        (active && s0 == s0 ? s0 : 0.0f) + (active && s1 == s1 ? s1 : 0.0f);
     const float big = __int_as_float(0x7f800000);
-    const float lo = fminf(active && s0 == s0 ? s0 : big,
-                           active && s1 == s1 ? s1 : big);
-    const float hi = fmaxf(active && s0 == s0 ? s0 : 0.0f,
-                           active && s1 == s1 ? s1 : 0.0f);
+    const float lo =
+        fminf(active && s0 == s0 ? s0 : big, active && s1 == s1 ? s1 : big);
+    const float hi =
+        fmaxf(active && s0 == s0 ? s0 : 0.0f, active && s1 == s1 ? s1 : 0.0f);
     const float warpGroups = warpSum(static_cast<float>(groups));
     const float warpScales = warpSum(scaleSum);
     const float warpErrors = warpSum(errors);
     const float warpClipped = warpSum(clipped);
     const float warpLo = -warpMax(-lo);
     const float warpHi = warpMax(hi);
-    const int warpValues = min(D, (warp + 1) * 2 * kWarpSize) -
-                           min(D, warp * 2 * kWarpSize);
+    const int warpValues =
+        min(D, (warp + 1) * 2 * kWarpSize) - min(D, warp * 2 * kWarpSize);
     if (lane == 0 && warpValues > 0)
       addStats(keyStats, warp == 0 ? B : 0, static_cast<u64>(warpGroups),
                static_cast<u64>(warpValues) * B, static_cast<u64>(warpClipped),

@@ -185,8 +185,8 @@ TEST(KVQuantFormat, LogPaths) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), "{}\n");
-  EXPECT_FALSE(writeTextFileAtomic(std::string(dir) + "/no/log.json", "{}",
-                                   &error));
+  EXPECT_FALSE(
+      writeTextFileAtomic(std::string(dir) + "/no/log.json", "{}", &error));
   std::remove(path.c_str());
   rmdir(dir);
 }
