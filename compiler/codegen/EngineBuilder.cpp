@@ -363,8 +363,8 @@ llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
                                 {static_cast<uint64_t>(m.layers),
                                  static_cast<uint64_t>(m.kvHeads), 2, 8});
   } else {
-    buffers.keyCache = addBuffer("key_cache", BufferRole::KeyCache,
-                                 m.cacheType, plan.cacheBufferBytes, cacheShape);
+    buffers.keyCache = addBuffer("key_cache", BufferRole::KeyCache, m.cacheType,
+                                 plan.cacheBufferBytes, cacheShape);
     buffers.valueCache =
         addBuffer("value_cache", BufferRole::ValueCache, m.cacheType,
                   plan.cacheBufferBytes, cacheShape);

@@ -442,8 +442,8 @@ LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
                            desc.kvHeads * desc.capacity * desc.headDim;
   desc.layerByteOffset =
       layer * layerElements * format::dtypeBytes(options.weightType);
-  format::KVCacheConfig kv = kvCacheConfigOf(
-      cacheType, options.weightType, observed.config.maxPrefillTokens);
+  format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
+                                             observed.config.maxPrefillTokens);
   if (kv.coldBits) {
     if (std::optional<std::string> error = checkKVQuant(kv))
       return append.emitError() << "codegen: " << *error;
@@ -551,8 +551,8 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
                            desc.kvHeads * desc.capacity * desc.headDim;
   desc.layerByteOffset =
       layer * layerElements * format::dtypeBytes(options.weightType);
-  format::KVCacheConfig kv = kvCacheConfigOf(
-      cacheType, options.weightType, observed.config.maxPrefillTokens);
+  format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
+                                             observed.config.maxPrefillTokens);
   if (kv.coldBits) {
     // The cold operands must be the cache's own quantization of this read.
     std::optional<uint64_t> hot = attention.getHotWindow();

@@ -119,8 +119,7 @@ void buildPipeline(OpPassManager &pm, Stage last,
     qdq.kvHotWindow = options.kvHotWindow;
     qdq.kvChannelBlock = options.kvChannelBlock;
     if (options.kvKeys != "auto")
-      qdq.kvKeyGroups =
-          options.kvKeys == "per-channel" ? "channel" : "token";
+      qdq.kvKeyGroups = options.kvKeys == "per-channel" ? "channel" : "token";
     pm.addPass(createInsertQDQ(qdq));
   }
   if (options.tvc == "exact") {

@@ -89,9 +89,9 @@ static llvm::cl::opt<std::string>
 static llvm::cl::opt<int64_t>
     kvHotWindow("kv-hot-window", llvm::cl::desc("As sitsc --kv-hot-window"),
                 llvm::cl::init(512));
-static llvm::cl::opt<std::string>
-    kvKeys("kv-keys", llvm::cl::desc("As sitsc --kv-keys"),
-           llvm::cl::init("auto"));
+static llvm::cl::opt<std::string> kvKeys("kv-keys",
+                                         llvm::cl::desc("As sitsc --kv-keys"),
+                                         llvm::cl::init("auto"));
 static llvm::cl::opt<int64_t>
     kvChannelBlock("kv-channel-block",
                    llvm::cl::desc("As sitsc --kv-channel-block"),
@@ -239,8 +239,8 @@ static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
     llvm::raw_fd_ostream out(greedyDump, ec);
     if (ec)
       return fail("cannot write '" + greedyDump + "': " + ec.message());
-    out << llvm::json::Value(llvm::json::Object{
-        {"tokens", std::move(tokens)}, {"logits", std::move(logits)}});
+    out << llvm::json::Value(llvm::json::Object{{"tokens", std::move(tokens)},
+                                                {"logits", std::move(logits)}});
   }
   std::optional<GreedyMismatch> mismatch = findGreedyMismatch(*steps, expected);
   if (!mismatch) {

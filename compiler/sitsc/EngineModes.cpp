@@ -244,8 +244,8 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   const codegen::ModelConfig &m = p.model;
   uint64_t fileBytes = 0;
   llvm::sys::fs::file_size(outputPath, fileBytes);
-  double perToken = 2.0 * m.layers * m.kvHeads * m.headDim *
-                    format::dtypeBytes(m.cacheType);
+  double perToken =
+      2.0 * m.layers * m.kvHeads * m.headDim * format::dtypeBytes(m.cacheType);
   uint64_t cacheBytes = 2 * p.cacheBufferBytes;
   std::string cacheKind = format::dtypeName(m.cacheType);
   if (const format::KVCacheConfig &kv = p.kvCache; kv.coldBits) {
@@ -270,9 +270,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << "  weights     " << humanBytes(contents->weightSize())
                << " in " << p.weights.size() << " tensors\n"
                << "  kv cache    " << humanBytes(uint64_t(perToken + 0.5))
-               << " per token, "
-               << humanBytes(cacheBytes) << " for " << m.maxBatch << " x "
-               << m.maxSeqLen << " tokens (" << cacheKind << ")\n"
+               << " per token, " << humanBytes(cacheBytes) << " for "
+               << m.maxBatch << " x " << m.maxSeqLen << " tokens (" << cacheKind
+               << ")\n"
                << "  workspace   " << humanBytes(p.workspaceBytes) << " ("
                << humanBytes(p.unsharedBytes) << " without reuse)\n";
   return 0;

@@ -48,14 +48,16 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
        std::to_string(kv.maxBatch) + " seqs x " + std::to_string(kv.kvHeads) +
        " kv heads x " + std::to_string(kv.capacity) + " tokens x " +
        std::to_string(kv.headDim) + " dims, " + dtypeName(kv.dtype) + ", " +
-       kv.layout + ", " + humanBytes(kv.bufferBytes(true) + kv.bufferBytes(false)));
+       kv.layout + ", " +
+       humanBytes(kv.bufferBytes(true) + kv.bufferBytes(false)));
   {
     // Bytes one more token of context takes (every layer, K and V): the
     // cold part's values and scales for a quantized cache.
     double perToken = 2.0 * kv.headDim * dtypeBytes(kv.dtype);
     if (kv.coldBits) {
       double row = kv.headDim * kv.coldBits / 8.0;
-      double tokenScales = 2.0 * ((kv.headDim + kv.groupSize - 1) / kv.groupSize);
+      double tokenScales =
+          2.0 * ((kv.headDim + kv.groupSize - 1) / kv.groupSize);
       double keyScales =
           kv.perChannelKeys ? 2.0 * kv.headDim / kv.channelBlock : tokenScales;
       perToken = 2 * row + tokenScales + keyScales;

@@ -443,8 +443,8 @@ KVCacheConfig::QuantLayout KVCacheConfig::quantLayout(bool keys) const {
       !product({seqHeads, blocks, headDim, 2}, &channelScales) ||
       (q.hotBytes | q.coldBytes | tokenScales | channelScales) >> 60)
     return QuantLayout();
-  q.scaleBytes = perChannelKeys ? std::max(tokenScales, channelScales)
-                                : tokenScales;
+  q.scaleBytes =
+      perChannelKeys ? std::max(tokenScales, channelScales) : tokenScales;
   q.coldOffset = align(q.hotBytes);
   q.scaleOffset = q.coldOffset + align(q.coldBytes);
   q.layerBytes = q.scaleOffset + align(q.scaleBytes);

@@ -131,7 +131,8 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
     KVCacheConfig &k = c.kvCache;
     const json::Value *keys = quant->isObject() ? quant->find("keys") : nullptr;
     if (!keys || !keys->isString() ||
-        (keys->getString() != "per_token" && keys->getString() != "per_channel")) {
+        (keys->getString() != "per_token" &&
+         keys->getString() != "per_channel")) {
       *error = "metadata \"kv_cache.quant.keys\" must be \"per_token\" or "
                "\"per_channel\"";
       return false;

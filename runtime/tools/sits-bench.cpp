@@ -121,8 +121,8 @@ double kvBytesRead(const sits::format::KVCacheConfig &kv, double length) {
     coldKeys = std::floor(coldValues / kv.channelBlock) * kv.channelBlock;
     keyScaleBytes = coldKeys / kv.channelBlock * 2 * kv.headDim;
   }
-  double values = coldValues * (row + 2 * groups) +
-                  (length - coldValues) * hotRow;
+  double values =
+      coldValues * (row + 2 * groups) + (length - coldValues) * hotRow;
   double keys = coldKeys * row + keyScaleBytes + (length - coldKeys) * hotRow;
   return (values + keys) * kv.layers * kv.kvHeads;
 }
@@ -251,7 +251,8 @@ int main(int argc, char **argv) {
         if (config.kvCache.coldBits) {
           // Read after the timed request: no synchronization inside it.
           std::vector<uint64_t> words = session.kvCalibrationWords();
-          r.calibration = sits::format::kvCalibrationJson(config.kvCache, words);
+          r.calibration =
+              sits::format::kvCalibrationJson(config.kvCache, words);
           summary = sits::format::kvCalibrationSummary(config.kvCache, words);
         }
         r.prefillMs = median(prefillMs);

@@ -305,9 +305,9 @@ int runEngine(const Options &o) {
     if (!o.calibrationLog.empty()) {
       // Read once, after the request: no synchronization inside the steps.
       std::vector<uint64_t> words = session.kvCalibrationWords();
-      std::fputs(sits::format::kvCalibrationSummary(config.kvCache, words)
-                     .c_str(),
-                 stdout);
+      std::fputs(
+          sits::format::kvCalibrationSummary(config.kvCache, words).c_str(),
+          stdout);
       std::string error;
       if (!sits::format::writeTextFileAtomic(
               o.calibrationLog,

@@ -539,9 +539,8 @@ void writeCalibrationLog(const Options &options, const Emulator &emulator) {
   if (!kv.coldBits || words.empty())
     die("--calibration-log needs an engine with a quantized KV cache");
   std::string error;
-  if (!format::writeTextFileAtomic(options.calibrationLog,
-                                   format::kvCalibrationJson(kv, words),
-                                   &error))
+  if (!format::writeTextFileAtomic(
+          options.calibrationLog, format::kvCalibrationJson(kv, words), &error))
     die(error);
   std::fputs(format::kvCalibrationSummary(kv, words).c_str(), stderr);
 }

@@ -328,12 +328,12 @@ struct KVCacheConfig {
   uint32_t channelBlock = 1;
   /// Byte offsets inside one layer's slice of a quantized buffer.
   struct QuantLayout {
-    uint64_t hotBytes = 0;    ///< [max_batch, kv_heads, hot_rows, head_dim]
-    uint64_t coldOffset = 0;  ///< int8/int4 rows [.., capacity, rowBytes]
+    uint64_t hotBytes = 0;   ///< [max_batch, kv_heads, hot_rows, head_dim]
+    uint64_t coldOffset = 0; ///< int8/int4 rows [.., capacity, rowBytes]
     uint64_t coldBytes = 0;
     uint64_t scaleOffset = 0; ///< f16 scales
     uint64_t scaleBytes = 0;
-    uint64_t layerBytes = 0;  ///< one layer's slice, 256-byte aligned
+    uint64_t layerBytes = 0; ///< one layer's slice, 256-byte aligned
   };
   /// The layout of the key (`keys`) or value buffer; all zero when the
   /// sizes overflow.
