@@ -126,8 +126,10 @@ format::KVCacheConfig kvCacheConfigOf(KVCacheType type, DType weightType,
   kv.groupSize = quant.getGroupSize();
   kv.perChannelKeys = quant.hasPerChannelKeys();
   kv.channelBlock = kv.perChannelKeys ? quant.getChannelBlock() : 1;
-  kv.hotRows = static_cast<uint32_t>(kv.hotWindow + kv.channelBlock - 1 +
-                                     maxPrefillTokens);
+  // A ring of the capacity never wraps: every token keeps its row.
+  kv.hotRows = static_cast<uint32_t>(
+      std::min<int64_t>(kv.capacity, int64_t(kv.hotWindow) + kv.channelBlock -
+                                         1 + maxPrefillTokens));
   return kv;
 }
 

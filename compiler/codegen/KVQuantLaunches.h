@@ -19,7 +19,8 @@ namespace sits::codegen {
 
 /// The engine's KV-cache config for `type`: a plain cache in `weightType`,
 /// or a quantized one (hot ring in `weightType`, f16 for f32, of
-/// hot_window + channel_block - 1 + maxPrefillTokens rows).
+/// hot_window + channel_block - 1 + maxPrefillTokens rows, at most the
+/// capacity).
 format::KVCacheConfig kvCacheConfigOf(KVCacheType type,
                                       format::DType weightType,
                                       int64_t maxPrefillTokens);

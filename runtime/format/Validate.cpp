@@ -151,11 +151,13 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
     if ((k.coldBits != 4 && k.coldBits != 8) || k.dtype == DType::F32 ||
         k.headDim % 8 != 0 || k.groupSize % 2 != 0 ||
         (!k.perChannelKeys && k.channelBlock != 1) ||
-        k.hotRows < k.hotWindow + k.channelBlock - 1 + c.maxPrefillTokens) {
+        k.hotRows < std::min<uint64_t>(k.capacity, uint64_t(k.hotWindow) +
+                                                       k.channelBlock - 1 +
+                                                       c.maxPrefillTokens)) {
       *error = "metadata \"kv_cache.quant\" is inconsistent (bits 4 or 8, a "
                "16-bit hot part, head_dim a multiple of 8, even groups, "
                "hot_rows >= hot_window + channel_block - 1 + "
-               "max_prefill_tokens)";
+               "max_prefill_tokens, or the capacity)";
       return false;
     }
   }

@@ -231,32 +231,22 @@ quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
     // Block c of keys: tokens [c*B, c*B + B), a thread per channel pair.
     const int c = t / B, d = 2 * tid;
     const bool active = d < D;
+    // Absolute maxima, and whether a NaN or an infinity makes a channel's
+    // scale NaN (the two channels of a pair are separate groups).
     float a0 = 0.0f, a1 = 0.0f;
-    bool finite = true;
+    bool f0 = true, f1 = true;
     if (active)
       for (int r = 0; r < B; ++r) {
         const typename H::Storage *hot =
             keyHot + (hotSeq + (c * B + r) % Cfg::kHotRows) * D + d;
         const float x0 = H::load(hot[0]), x1 = H::load(hot[1]);
-        finite = finite && isFiniteBits(x0) && isFiniteBits(x1);
+        f0 = f0 && isFiniteBits(x0);
+        f1 = f1 && isFiniteBits(x1);
         a0 = fmaxf(a0, absBits(x0));
         a1 = fmaxf(a1, absBits(x1));
       }
-    // A NaN or infinity anywhere in a channel's block makes its scale NaN;
-    // the two channels of a pair are separate groups.
-    float f0 = 1.0f, f1 = 1.0f;
-    if (active)
-      for (int r = 0; r < B; ++r) {
-        const typename H::Storage *hot =
-            keyHot + (hotSeq + (c * B + r) % Cfg::kHotRows) * D + d;
-        if (!isFiniteBits(H::load(hot[0])))
-          f0 = 0.0f;
-        if (!isFiniteBits(H::load(hot[1])))
-          f1 = 0.0f;
-      }
-    (void)finite;
-    const u16 s0Bits = groupScaleBits<kBits>(a0, f0 != 0.0f);
-    const u16 s1Bits = groupScaleBits<kBits>(a1, f1 != 0.0f);
+    const u16 s0Bits = groupScaleBits<kBits>(a0, f0);
+    const u16 s1Bits = groupScaleBits<kBits>(a1, f1);
     const float s0 = halfToFloat(s0Bits), s1 = halfToFloat(s1Bits);
     float errors = 0.0f, clipped = 0.0f;
     if (active) {

@@ -99,6 +99,12 @@ TEST(KVQuantFormat, RejectsInconsistentConfigs) {
   EXPECT_TRUE(rejects(quant(8, "per_token", 1, 23)));
   EXPECT_TRUE(rejects(quant(8, "per_channel", 32, 24)));
   EXPECT_FALSE(rejects(quant(8, "per_token", 1, 24))) << error;
+  // A ring of the whole capacity (100 tokens) never wraps: enough.
+  json::Value wide = quant(8, "per_channel", 8, 100);
+  wide.set("hot_window", 90);
+  EXPECT_FALSE(rejects(wide)) << error;
+  wide.set("hot_rows", 99);
+  EXPECT_TRUE(rejects(wide));
   // Per-token keys have blocks of one; the hot part is 16-bit.
   EXPECT_TRUE(rejects(quant(8, "per_token", 4, 40)));
   EXPECT_TRUE(rejects(quant(8, "per_token", 1, 24), "f32"));
