@@ -85,6 +85,8 @@ def check(args, model, bits, keys, dtype):
         with open(cuda, "w") as out:
             out.write(run(compile_cmd + ["--emit=cuda"]).stdout)
         runner += ["--cuda", cuda, "--poison"]
+        if args.reverse_schedule:
+            runner.append("--reverse-schedule")
 
     problems = []
     log = os.path.join(work, name + ".calibration.json")
@@ -192,6 +194,9 @@ def main():
     parser.add_argument("--max-seq-len", type=int, default=128)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--target", default="sm_90a")
+    parser.add_argument("--reverse-schedule", action="store_true",
+                        help="sits-emulate runs a block's threads last to "
+                        "first (a missing barrier gives other numbers)")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     ok = True
