@@ -90,6 +90,11 @@ __device__ void attentionDecodeKVQ(
           query + static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d0;
       loadFloats<8>(row, q[h]);
     }
+    // The scales of this lane's 8 channels in the last per-channel key
+    // block it read: a lane's keys of a step lie in one block, so they are
+    // loaded once per block rather than once per key.
+    int scaleBlock = -1;
+    float blockScales[8];
     float rowMax[G], rowSum[G], acc[G][8];
     #pragma unroll
     for (int h = 0; h < G; ++h) {
@@ -150,13 +155,15 @@ __device__ void attentionDecodeKVQ(
         const int key = keyOf(step, u);
         if (key < k1 && keyIsCold(key)) {
           if constexpr (Cfg::kPerChannelKeys) {
-            float scales[8];
-            unpack16<F16>(
-                __ldg(reinterpret_cast<const uint4 *>(
-                    keyScales + (seqHead * Cfg::kScaleBlocks + key / CB) * D +
-                    d0)),
-                scales);
-            unpackCold<Cfg::kBits>(raw, scales, k);
+            if (key / CB != scaleBlock) {
+              scaleBlock = key / CB;
+              unpack16<F16>(__ldg(reinterpret_cast<const uint4 *>(
+                                keyScales +
+                                (seqHead * Cfg::kScaleBlocks + scaleBlock) * D +
+                                d0)),
+                            blockScales);
+            }
+            unpackCold<Cfg::kBits>(raw, blockScales, k);
           } else {
             const float s = halfToFloat(
                 keyScales[(seqHead * Cfg::kCapacity + key) * Cfg::kGroups +
