@@ -189,15 +189,7 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   const format::KVCacheConfig &cache = plan.kvCache;
   if (cache.coldBits) {
     kv.set("dtype", format::dtypeName(cache.dtype));
-    // The cold part per token (values and scales, every layer, K and V).
-    double row = cache.headDim * cache.coldBits / 8.0;
-    double tokenScales =
-        2.0 * ((cache.headDim + cache.groupSize - 1) / cache.groupSize);
-    double keyScales = cache.perChannelKeys
-                           ? 2.0 * cache.headDim / cache.channelBlock
-                           : tokenScales;
-    kv.set("bytes_per_token", (2 * row + tokenScales + keyScales) *
-                                  double(m.layers) * double(m.kvHeads));
+    kv.set("bytes_per_token", cache.bytesPerToken());
     kv.set("bytes", cache.bufferBytes(true) + cache.bufferBytes(false));
     json::Value quant = json::Value::object();
     quant.set("bits", static_cast<uint64_t>(cache.coldBits));

@@ -249,12 +249,7 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   uint64_t cacheBytes = 2 * p.cacheBufferBytes;
   std::string cacheKind = format::dtypeName(m.cacheType);
   if (const format::KVCacheConfig &kv = p.kvCache; kv.coldBits) {
-    // The cold part's values and scales (docs/engine-format.md).
-    double row = kv.headDim * kv.coldBits / 8.0;
-    double tokenScales = 2.0 * ((kv.headDim + kv.groupSize - 1) / kv.groupSize);
-    double keyScales =
-        kv.perChannelKeys ? 2.0 * kv.headDim / kv.channelBlock : tokenScales;
-    perToken = (2 * row + tokenScales + keyScales) * kv.layers * kv.kvHeads;
+    perToken = kv.bytesPerToken();
     cacheBytes = kv.bufferBytes(true) + kv.bufferBytes(false);
     cacheKind = "int" + std::to_string(kv.coldBits) + " + " +
                 format::dtypeName(kv.dtype) + " hot ring of " +

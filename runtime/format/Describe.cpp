@@ -51,18 +51,7 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
        kv.layout + ", " +
        humanBytes(kv.bufferBytes(true) + kv.bufferBytes(false)));
   {
-    // Bytes one more token of context takes (every layer, K and V): the
-    // cold part's values and scales for a quantized cache.
-    double perToken = 2.0 * kv.headDim * dtypeBytes(kv.dtype);
-    if (kv.coldBits) {
-      double row = kv.headDim * kv.coldBits / 8.0;
-      double tokenScales =
-          2.0 * ((kv.headDim + kv.groupSize - 1) / kv.groupSize);
-      double keyScales =
-          kv.perChannelKeys ? 2.0 * kv.headDim / kv.channelBlock : tokenScales;
-      perToken = 2 * row + tokenScales + keyScales;
-    }
-    perToken *= double(kv.layers) * kv.kvHeads;
+    double perToken = kv.bytesPerToken();
     char buf[256];
     std::snprintf(buf, sizeof(buf),
                   "kv cache: %.1f bytes per token, %u tokens x %u sequences",

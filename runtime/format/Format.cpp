@@ -451,6 +451,18 @@ KVCacheConfig::QuantLayout KVCacheConfig::quantLayout(bool keys) const {
   return q;
 }
 
+double KVCacheConfig::bytesPerToken() const {
+  double perHead = 2.0 * headDim * dtypeBytes(dtype);
+  if (coldBits) {
+    double row = headDim * coldBits / 8.0;
+    double tokenScales = 2.0 * ((headDim + groupSize - 1) / groupSize);
+    double keyScales =
+        perChannelKeys ? 2.0 * headDim / channelBlock : tokenScales;
+    perHead = 2 * row + tokenScales + keyScales;
+  }
+  return perHead * layers * kvHeads;
+}
+
 uint64_t KVCacheConfig::bufferBytes(bool keys) const {
   uint64_t bytes = dtypeBytes(dtype);
   if (coldBits) {

@@ -341,6 +341,10 @@ struct KVCacheConfig {
   /// Bytes of the key (`keys`) or value buffer, overflow-checked (0 when it
   /// overflows).
   uint64_t bufferBytes(bool keys = true) const;
+  /// Bytes one more token of context takes, every layer, K and V: the
+  /// element type's, or a quantized cache's cold values and scales
+  /// (per-channel key scales spread over their block).
+  double bytesPerToken() const;
 };
 
 enum class TokenizerKind { None, Bytes };
