@@ -27,6 +27,11 @@
 # whole run: optional PyTorch phases are skipped when it runs short.
 # $SITS_BENCH_EXPORT (fp32 or fp16) is the graph type of the ONNX export
 # (default: fp32 for tinyllama, fp16 for llama3-8b).
+# $SITS_BENCH_KV (default fp16) lists KV caches to measure: with
+# "fp16,int4" (or int8) an engine with that quantized cache is compiled
+# from the same export and measured at $SITS_BENCH_KV_CONTEXTS (default
+# 8192), into kv-<shape>-<kv>.json; bench/kv_compare.py prints decode time
+# and the bytes read against the fp16 cache.
 
 set -u
 ROOT=$(pwd)
@@ -37,6 +42,8 @@ BUDGET=${SITS_BENCH_BUDGET:-560}
 REPEATS=${SITS_BENCH_REPEATS:-2}
 CONTEXTS=${SITS_BENCH_CONTEXTS:-32,128,2048,8192}
 BATCHES=${SITS_BENCH_BATCHES:-1,4,8}
+KV_TYPES=${SITS_BENCH_KV:-fp16}
+KV_CONTEXTS=${SITS_BENCH_KV_CONTEXTS:-8192}
 ENGINE_OPTIONS="--max-seq-len=8448 --max-batch=8"
 WEIGHTS=${SITS_BENCH_WEIGHTS:-fp16,int4}
 INT4=0
@@ -119,6 +126,14 @@ for shape in "${SHAPES[@]}"; do
   tail -12 "$dir/sitsc.log" 2>/dev/null
   [ $INT4 = 1 ] && stamp "$shape: sitsc --weights=int4 log:" &&
     tail -12 "$dir/sitsc-int4.log" 2>/dev/null
+  # Engines with a quantized KV cache, from the same export.
+  onnx=$(find "$dir/onnx" -name '*.onnx' 2>/dev/null | head -1)
+  for kv in ${KV_TYPES//,/ }; do
+    [ "$kv" = fp16 ] || [ -z "$onnx" ] && continue
+    stamp "$shape: sitsc --kv-cache=$kv"
+    "$SITSC" "$onnx" -o "$dir/model-kv$kv.sits" --force $ENGINE_OPTIONS \
+      --kv-cache="$kv" 2>&1 | tail -8
+  done
   rm -rf "$dir/onnx" # the engine has what it needs; free the disk
   if [ ! -f "$engine" ]; then
     stamp "ERROR: $shape: no engine"
@@ -148,6 +163,17 @@ for shape in "${SHAPES[@]}"; do
       stamp "ERROR: $shape: no int4 engine"
     fi
   fi
+  for kv in ${KV_TYPES//,/ }; do
+    kvengine="$dir/model-kv$kv.sits"
+    [ -f "$kvengine" ] || continue
+    stamp "$shape: sits-bench, $kv KV cache"
+    "$BENCH" "$kvengine" --batch "$BATCHES" --context "$KV_CONTEXTS" \
+      --new-tokens 128 --repeats "$REPEATS" --json "$OUT/kv-$shape-$kv.json"
+    stamp "$shape: sits-bench ($kv KV) exit $?"
+    python3 "$ROOT/bench/kv_compare.py" "$OUT/sits-$shape.json" \
+      "$OUT/kv-$shape-$kv.json"
+    rm -f "$kvengine"
+  done
 done
 
 stamp "report"

@@ -19,7 +19,8 @@ namespace {
 /// Indices of the non-weight buffers in the engine's buffer table.
 struct BufferIndices {
   uint32_t workspace = 0, keyCache = 0, valueCache = 0, tokenIds = 0,
-           pastLengths = 0, stepLengths = 0, logits = 0, counters = 0;
+           pastLengths = 0, stepLengths = 0, logits = 0, counters = 0,
+           kvStats = 0;
 };
 
 /// The stored bytes of a weight in its storage type.
@@ -109,6 +110,9 @@ format::Program buildProgram(const ProgramPlan &plan,
       case BufferKind::Counters:
         buffer = buffers.counters;
         break;
+      case BufferKind::KVStats:
+        buffer = buffers.kvStats;
+        break;
       }
       out.args.push_back(format::LaunchArg::bufferAddress(buffer, offset));
     }
@@ -193,10 +197,27 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   kv.set("head_dim", m.headDim);
   kv.set("dtype", cacheType);
   kv.set("layout", "contiguous");
-  kv.set("bytes_per_token",
-         static_cast<uint64_t>(2 * m.layers * m.kvHeads * m.headDim) *
-             format::dtypeBytes(m.cacheType));
-  kv.set("bytes", 2 * plan.cacheBufferBytes);
+  const format::KVCacheConfig &cache = plan.kvCache;
+  if (cache.coldBits) {
+    kv.set("dtype", format::dtypeName(cache.dtype));
+    kv.set("bytes_per_token", cache.bytesPerToken());
+    kv.set("bytes", cache.bufferBytes(true) + cache.bufferBytes(false));
+    json::Value quant = json::Value::object();
+    quant.set("bits", static_cast<uint64_t>(cache.coldBits));
+    quant.set("hot_window", static_cast<uint64_t>(cache.hotWindow));
+    quant.set("hot_rows", static_cast<uint64_t>(cache.hotRows));
+    quant.set("group_size", static_cast<uint64_t>(cache.groupSize));
+    quant.set("keys", cache.perChannelKeys ? "per_channel" : "per_token");
+    quant.set("channel_block", static_cast<uint64_t>(cache.channelBlock));
+    quant.set("scale_type", "f16");
+    quant.set("calibration_buffer", "kv_calibration");
+    kv.set("quant", std::move(quant));
+  } else {
+    kv.set("bytes_per_token",
+           static_cast<uint64_t>(2 * m.layers * m.kvHeads * m.headDim) *
+               format::dtypeBytes(m.cacheType));
+    kv.set("bytes", 2 * plan.cacheBufferBytes);
+  }
   root.set("kv_cache", std::move(kv));
 
   json::Value tokenizer = json::Value::object();
@@ -346,11 +367,30 @@ llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
   std::vector<uint64_t> cacheShape = {
       static_cast<uint64_t>(m.layers), batch, static_cast<uint64_t>(m.kvHeads),
       static_cast<uint64_t>(m.maxSeqLen), static_cast<uint64_t>(m.headDim)};
-  buffers.keyCache = addBuffer("key_cache", BufferRole::KeyCache, m.cacheType,
-                               plan.cacheBufferBytes, cacheShape);
-  buffers.valueCache =
-      addBuffer("value_cache", BufferRole::ValueCache, m.cacheType,
-                plan.cacheBufferBytes, cacheShape);
+  if (plan.kvCache.coldBits) {
+    // Per layer: the hot ring, the cold rows, the scales (bytes).
+    uint64_t layer = plan.kvCache.quantLayout(true).layerBytes;
+    buffers.keyCache =
+        addBuffer("key_cache", BufferRole::KeyCache, plan.kvCache.dtype,
+                  plan.kvCache.bufferBytes(true),
+                  {static_cast<uint64_t>(m.layers), layer});
+    buffers.valueCache =
+        addBuffer("value_cache", BufferRole::ValueCache, plan.kvCache.dtype,
+                  plan.kvCache.bufferBytes(false),
+                  {static_cast<uint64_t>(m.layers), layer});
+    // Calibration counters: zeroed by the runtime at each request.
+    uint64_t words = static_cast<uint64_t>(m.layers) * m.kvHeads * 2 * 8;
+    buffers.kvStats = addBuffer("kv_calibration", BufferRole::Activation,
+                                DType::I64, words * 8,
+                                {static_cast<uint64_t>(m.layers),
+                                 static_cast<uint64_t>(m.kvHeads), 2, 8});
+  } else {
+    buffers.keyCache = addBuffer("key_cache", BufferRole::KeyCache, m.cacheType,
+                                 plan.cacheBufferBytes, cacheShape);
+    buffers.valueCache =
+        addBuffer("value_cache", BufferRole::ValueCache, m.cacheType,
+                  plan.cacheBufferBytes, cacheShape);
+  }
   buffers.tokenIds = addBuffer("token_ids", BufferRole::TokenIds, DType::I32,
                                batch * prefill * 4, {batch, prefill});
   buffers.pastLengths = addBuffer("past_lengths", BufferRole::PastLengths,

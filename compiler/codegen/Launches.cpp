@@ -458,6 +458,7 @@ PlannedLaunch planAppend(const AppendLaunch &desc) {
   b.intConstant("kKvHeads", desc.kvHeads);
   b.intConstant("kHeadDim", desc.headDim);
   b.intConstant("kCapacity", desc.capacity);
+  b.intConstant("kHotRows", desc.hotRows);
   b.intConstant("kThreads", threads);
   b.boolConstant("kKeyRope", desc.keyRope.has_value());
   if (desc.keyRope)

@@ -120,6 +120,7 @@ PlannedLaunch planRope(const RopeLaunch &desc);
 
 struct AppendLaunch {
   int64_t layer = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  int64_t hotRows = 0; ///< a quantized cache's hot ring rows (0: none)
   format::DType cacheType = format::DType::F16;
   uint64_t layerByteOffset = 0;
   ArgBinding key, value;

@@ -41,6 +41,7 @@ enum class BufferKind {
   StepLengths,
   Logits,
   Counters, ///< int32 counters that kernels leave at zero (split attention)
+  KVStats,  ///< u64 calibration counters of a quantized KV cache
 };
 
 /// How one kernel parameter is bound at launch.
@@ -159,6 +160,8 @@ struct EnginePlan {
   uint64_t cacheBufferBytes = 0;
   /// Int32 counters the kernels need (0: no counters buffer).
   uint64_t counterInts = 0;
+  /// The KV cache as the metadata describes it (quantization included).
+  format::KVCacheConfig kvCache;
 };
 
 /// Plans the engine for the optimized program in `module`. Errors are

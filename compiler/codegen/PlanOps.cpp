@@ -16,7 +16,34 @@ namespace sits::codegen::detail {
 using format::DType;
 using format::Expr;
 
+/// sits.quantize of a kv_cache.read result, or sits.dequantize of one,
+/// that only attention's cold operands read: the engine's cache holds the
+/// cold copy (planQuantizeKV writes it), so these are views.
+static bool isKVColdCopy(Operation *op) {
+  if (auto dequantize = dyn_cast<DequantizeOp>(op)) {
+    auto quantize = dequantize.getData().getDefiningOp<QuantizeOp>();
+    return quantize && quantize.getInput().getDefiningOp<KVReadOp>() &&
+           llvm::all_of(dequantize->getUsers(), [&](Operation *user) {
+             auto attention = dyn_cast<AttentionOp>(user);
+             return attention &&
+                    (attention.getColdKey() == dequantize.getResult() ||
+                     attention.getColdValue() == dequantize.getResult()) &&
+                    attention.getKey() != dequantize.getResult() &&
+                    attention.getValue() != dequantize.getResult() &&
+                    attention.getQuery() != dequantize.getResult();
+           });
+  }
+  auto quantize = dyn_cast<QuantizeOp>(op);
+  return quantize && quantize.getInput().getDefiningOp<KVReadOp>() &&
+         llvm::all_of(quantize->getUsers(), [](Operation *user) {
+           return isa<DequantizeOp>(user) && isKVColdCopy(user);
+         });
+}
+
 LogicalResult ProgramPlanner::planOp(Operation *op) {
+  if (cacheType.getQuant() && isa<QuantizeOp, DequantizeOp>(op) &&
+      isKVColdCopy(op))
+    return success();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<WeightOp, arith::ConstantOp>([](auto) { return success(); })
       .Case([&](DequantizeOp dequantize) {
@@ -432,6 +459,15 @@ LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
                            desc.kvHeads * desc.capacity * desc.headDim;
   desc.layerByteOffset =
       layer * layerElements * format::dtypeBytes(options.weightType);
+  format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
+                                             observed.config.maxPrefillTokens);
+  if (kv.coldBits) {
+    if (std::optional<std::string> error = checkKVQuant(kv))
+      return append.emitError() << "codegen: " << *error;
+    desc.hotRows = kv.hotRows;
+    desc.cacheType = kv.dtype;
+    desc.layerByteOffset = layer * kv.quantLayout(true).layerBytes;
+  }
   for (Value operand : {append.getKey(), append.getValue()}) {
     auto type = dyn_cast<RankedTensorType>(operand.getType());
     if (!type || type.getRank() != 4 || type.getDimSize(1) != desc.kvHeads ||
@@ -475,6 +511,10 @@ LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
   }
   ops.push_back(append);
   addLaunch(codegen::planAppend(desc), ops);
+  // Tokens leaving the hot window are quantized once this step's rows are
+  // in the ring.
+  if (kv.coldBits)
+    addLaunch(planQuantizeKV(kv, layer), {append});
   return success();
 }
 
@@ -528,6 +568,26 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
                            desc.kvHeads * desc.capacity * desc.headDim;
   desc.layerByteOffset =
       layer * layerElements * format::dtypeBytes(options.weightType);
+  format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
+                                             observed.config.maxPrefillTokens);
+  if (kv.coldBits) {
+    // The cold operands must be the cache's own quantization of this read.
+    std::optional<uint64_t> hot = attention.getHotWindow();
+    int64_t block = attention.getColdKeyBlock();
+    if (!attention.getColdKey() || !hot || *hot != kv.hotWindow ||
+        block != static_cast<int64_t>(kv.channelBlock) ||
+        !isKVColdCopy(attention.getColdKey().getDefiningOp()) ||
+        !isKVColdCopy(attention.getColdValue().getDefiningOp()))
+      return attention.emitError()
+             << "codegen: attention over a quantized KV cache must read the "
+                "cache's cold copy (sits.quantize of its kv_cache.read) with "
+                "hot_window "
+             << kv.hotWindow << " and cold_key_block " << kv.channelBlock;
+    desc.cacheType = kv.dtype;
+  } else if (attention.getColdKey()) {
+    return attention.emitError()
+           << "codegen: attention with a cold part needs a quantized KV cache";
+  }
   desc.scale = attention.getScale().convertToFloat();
   if (std::optional<APFloat> softcap = attention.getSoftcap()) {
     desc.softcap = softcap->convertToFloat();
@@ -556,7 +616,9 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
         static_cast<uint64_t>(cacheType.getMaxBatch()) * desc.kvHeads);
   }
   std::string error;
-  std::optional<PlannedLaunch> planned = codegen::planAttention(desc, &error);
+  std::optional<PlannedLaunch> planned =
+      kv.coldBits ? planAttentionKVQ(desc, kv, &error)
+                  : codegen::planAttention(desc, &error);
   if (!planned)
     return attention.emitError() << "codegen: " << error;
   ModelConfig &config = observed.config;

@@ -437,6 +437,8 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
       unshared += value.bytes;
     plan.unsharedBytes = std::max(plan.unsharedBytes, unshared);
   }
+  plan.kvCache =
+      kvCacheConfigOf(cacheType, options.weightType, config.maxPrefillTokens);
   plan.cacheBufferBytes = static_cast<uint64_t>(config.layers) *
                           config.maxBatch * config.kvHeads * config.maxSeqLen *
                           config.headDim *

@@ -8,6 +8,7 @@
 #ifndef SITS_COMPILER_CODEGEN_PROGRAMPLANNER_H
 #define SITS_COMPILER_CODEGEN_PROGRAMPLANNER_H
 
+#include "compiler/codegen/KVQuantLaunches.h"
 #include "compiler/codegen/Launches.h"
 #include "compiler/codegen/Plan.h"
 

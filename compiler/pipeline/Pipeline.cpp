@@ -68,6 +68,13 @@ validatePipelineOptions(const PipelineOptions &options) {
     return "--kv-hot-window must be between 1 and --max-seq-len (" +
            std::to_string(options.maxSeqLen) + "), got " +
            std::to_string(options.kvHotWindow);
+  if (options.kvKeys != "auto" && options.kvKeys != "per-token" &&
+      options.kvKeys != "per-channel")
+    return "--kv-keys must be auto, per-token or per-channel, got '" +
+           options.kvKeys.getValue() + "'";
+  if (options.kvChannelBlock < 1 || options.kvChannelBlock > 4096)
+    return "--kv-channel-block must be between 1 and 4096, got " +
+           std::to_string(options.kvChannelBlock);
   if (options.tvc != "off" && options.tvc != "exact")
     return "--tvc must be off or exact, got '" + options.tvc.getValue() + "'";
   if (options.tvcRank < 0)
@@ -110,6 +117,9 @@ void buildPipeline(OpPassManager &pm, Stage last,
     qdq.weightScale = options.weightScale;
     qdq.kvCache = options.kvCache;
     qdq.kvHotWindow = options.kvHotWindow;
+    qdq.kvChannelBlock = options.kvChannelBlock;
+    if (options.kvKeys != "auto")
+      qdq.kvKeyGroups = options.kvKeys == "per-channel" ? "channel" : "token";
     pm.addPass(createInsertQDQ(qdq));
   }
   if (options.tvc == "exact") {

@@ -67,6 +67,15 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       *this, "kv-hot-window",
       llvm::cl::desc("Newest tokens per sequence kept in FP16"),
       llvm::cl::init(512)};
+  Option<std::string> kvKeys{
+      *this, "kv-keys",
+      llvm::cl::desc("Grouping of the quantized keys: auto (per-channel), "
+                     "per-token or per-channel"),
+      llvm::cl::init("auto")};
+  Option<int64_t> kvChannelBlock{
+      *this, "kv-channel-block",
+      llvm::cl::desc("Tokens per block of per-channel key scales"),
+      llvm::cl::init(64)};
   Option<std::string> tvc{
       *this, "tvc",
       llvm::cl::desc("LM head: off, or exact (the token viability "

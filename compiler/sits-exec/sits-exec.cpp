@@ -81,6 +81,21 @@ static llvm::cl::opt<int64_t>
     maxBatch("max-batch",
              llvm::cl::desc("KV-cache batch for --stage=optimized"),
              llvm::cl::init(8));
+static llvm::cl::opt<std::string>
+    kvCache("kv-cache",
+            llvm::cl::desc("For --stage=optimized: KV-cache storage outside "
+                           "the hot window (fp16, int8, int4), as sitsc"),
+            llvm::cl::init("fp16"));
+static llvm::cl::opt<int64_t>
+    kvHotWindow("kv-hot-window", llvm::cl::desc("As sitsc --kv-hot-window"),
+                llvm::cl::init(512));
+static llvm::cl::opt<std::string> kvKeys("kv-keys",
+                                         llvm::cl::desc("As sitsc --kv-keys"),
+                                         llvm::cl::init("auto"));
+static llvm::cl::opt<int64_t>
+    kvChannelBlock("kv-channel-block",
+                   llvm::cl::desc("As sitsc --kv-channel-block"),
+                   llvm::cl::init(64));
 static llvm::cl::opt<std::string> perplexityIds(
     "perplexity",
     llvm::cl::desc("Print the teacher-forced NLL of these token ids (.npy)"),
@@ -97,6 +112,11 @@ static llvm::cl::opt<std::string> greedyFile(
     llvm::cl::desc("Greedy-decode the prompt of this JSON file ({\"prompt\": "
                    "[ids], \"greedy\": [ids]}) and compare"),
     llvm::cl::init(""));
+static llvm::cl::opt<std::string> greedyDump(
+    "greedy-dump",
+    llvm::cl::desc("With --greedy: also write the decoded tokens and each "
+                   "step's logits to this JSON file ({\"tokens\": [..], "
+                   "\"logits\": [[..], ..]})"));
 static llvm::cl::opt<bool> allowUnregistered(
     "allow-unregistered-dialect",
     llvm::cl::desc("Parse ops of unregistered dialects (generic form)"),
@@ -206,6 +226,22 @@ static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
                << (program->hasCache() ? "prefill + decode with the KV cache"
                                        : "full-sequence recomputation")
                << ")\n";
+  if (!greedyDump.empty()) {
+    llvm::json::Array tokens, logits;
+    for (const GreedyStep &step : *steps) {
+      tokens.push_back(step.token);
+      llvm::json::Array row;
+      for (float logit : step.logits)
+        row.push_back(static_cast<double>(logit));
+      logits.push_back(std::move(row));
+    }
+    std::error_code ec;
+    llvm::raw_fd_ostream out(greedyDump, ec);
+    if (ec)
+      return fail("cannot write '" + greedyDump + "': " + ec.message());
+    out << llvm::json::Value(llvm::json::Object{{"tokens", std::move(tokens)},
+                                                {"logits", std::move(logits)}});
+  }
   std::optional<GreedyMismatch> mismatch = findGreedyMismatch(*steps, expected);
   if (!mismatch) {
     llvm::outs() << "greedy stream matches all " << expected.size()
@@ -245,6 +281,10 @@ int main(int argc, char **argv) {
     sits::PipelineOptions options;
     options.maxSeqLen = maxSeqLen;
     options.maxBatch = maxBatch;
+    options.kvCache = kvCache;
+    options.kvHotWindow = kvHotWindow;
+    options.kvKeys = kvKeys;
+    options.kvChannelBlock = kvChannelBlock;
     if (std::optional<std::string> problem =
             sits::validatePipelineOptions(options))
       return fail(*problem);

@@ -278,8 +278,17 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   const codegen::ModelConfig &m = p.model;
   uint64_t fileBytes = 0;
   llvm::sys::fs::file_size(outputPath, fileBytes);
-  uint64_t perToken =
-      2ull * m.layers * m.kvHeads * m.headDim * format::dtypeBytes(m.cacheType);
+  double perToken =
+      2.0 * m.layers * m.kvHeads * m.headDim * format::dtypeBytes(m.cacheType);
+  uint64_t cacheBytes = 2 * p.cacheBufferBytes;
+  std::string cacheKind = format::dtypeName(m.cacheType);
+  if (const format::KVCacheConfig &kv = p.kvCache; kv.coldBits) {
+    perToken = kv.bytesPerToken();
+    cacheBytes = kv.bufferBytes(true) + kv.bufferBytes(false);
+    cacheKind = "int" + std::to_string(kv.coldBits) + " + " +
+                format::dtypeName(kv.dtype) + " hot ring of " +
+                std::to_string(kv.hotRows) + " rows";
+  }
   llvm::outs() << "sitsc: wrote " << outputPath << " (" << humanBytes(fileBytes)
                << ") for " << codegenOptions.target.getName() << ", "
                << codegen::weightTypeName(codegenOptions.weightType)
@@ -290,10 +299,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << "  weights     " << humanBytes(contents->weightSize())
                << " in " << p.weights.size() << " tensors\n"
                << describeQuantizedWeights(p) << "  kv cache    "
-               << humanBytes(perToken) << " per token, "
-               << humanBytes(2 * p.cacheBufferBytes) << " for " << m.maxBatch
-               << " x " << m.maxSeqLen << " tokens ("
-               << format::dtypeName(m.cacheType) << ")\n"
+               << humanBytes(uint64_t(perToken + 0.5)) << " per token, "
+               << humanBytes(cacheBytes) << " for " << m.maxBatch << " x "
+               << m.maxSeqLen << " tokens (" << cacheKind << ")\n"
                << "  workspace   " << humanBytes(p.workspaceBytes) << " ("
                << humanBytes(p.unsharedBytes) << " without reuse)\n";
   return 0;

@@ -105,6 +105,15 @@ cl::opt<int64_t> kvHotWindow(
     "kv-hot-window",
     cl::desc("Newest tokens per sequence kept in FP16 (default 512)"),
     cl::init(512), cl::cat(sitscCategory));
+cl::opt<std::string> kvKeys(
+    "kv-keys",
+    cl::desc("Grouping of quantized keys: auto (default: per-channel, "
+             "measured best for int8 and int4), per-token or per-channel"),
+    cl::init("auto"), cl::value_desc("groups"), cl::cat(sitscCategory));
+cl::opt<int64_t> kvChannelBlock(
+    "kv-channel-block",
+    cl::desc("Tokens per block of per-channel key scales (default 64)"),
+    cl::init(64), cl::cat(sitscCategory));
 cl::opt<std::string> tvc(
     "tvc",
     cl::desc("LM head: off (default) or exact (token viability classifier: "
@@ -236,27 +245,58 @@ static bool isQuantizedGemvWeight(Operation *op) {
   });
 }
 
+/// A quantized KV cache's cold copy: sits.dequantize(sits.quantize(a
+/// kv_cache.read result)) that only attention's cold operands read (the
+/// engine keeps it in the cache, docs/codegen.md).
+static bool isKVColdCopy(Operation *op) {
+  auto dequantize = dyn_cast<DequantizeOp>(op);
+  if (auto quantize = dyn_cast<QuantizeOp>(op)) {
+    if (!quantize.getInput().getDefiningOp<KVReadOp>())
+      return false;
+    return llvm::all_of(quantize->getUsers(), [](Operation *user) {
+      return isa<DequantizeOp>(user) && isKVColdCopy(user);
+    });
+  }
+  if (!dequantize)
+    return false;
+  auto quantize = dequantize.getData().getDefiningOp<QuantizeOp>();
+  if (!quantize || !quantize.getInput().getDefiningOp<KVReadOp>())
+    return false;
+  return llvm::all_of(dequantize->getUsers(), [&](Operation *user) {
+    auto attention = dyn_cast<AttentionOp>(user);
+    return attention && attention.getKey() != dequantize.getResult() &&
+           attention.getValue() != dequantize.getResult() &&
+           attention.getQuery() != dequantize.getResult();
+  });
+}
+
 LogicalResult sits::sitsc::checkGpuKernelsExist(ModuleOp module) {
-  const char *why = " no GPU kernel yet (quantized KV caches and the TVC LM "
-                    "head run on the CPU reference executor only: --verify, "
-                    "--verify-greedy, --reference-perplexity); compile the "
-                    "engine with --kv-cache=fp16 --tvc=off";
-  for (auto func : module.getOps<func::FuncOp>())
-    for (Type input : func.getArgumentTypes())
-      if (auto cache = dyn_cast<KVCacheType>(input); cache && cache.getQuant())
-        return func.emitError() << "sitsc: the quantized KV cache of @"
-                                << func.getSymName() << " has" << why;
+  // The TVC head has GPU kernels (codegen/TvcPlan.cpp) over unquantized
+  // weights only.
+  WalkResult tvc = module.walk([&](TVCLMHeadOp op) {
+    if (!op.getWeight().getDefiningOp<DequantizeOp>())
+      return WalkResult::advance();
+    op->emitError() << "sitsc: 'sits.tvc_lm_head' over quantized weights has "
+                       "no GPU kernel yet (the GPU TVC head reads fp32, fp16 "
+                       "or bf16 weights); compile the engine with --tvc=off "
+                       "or without --weights";
+    return WalkResult::interrupt();
+  });
+  if (tvc.wasInterrupted())
+    return failure();
+  // Quantized values have kernels where codegen reads them: as the weights
+  // of linear layers and LM heads, and as a KV cache's cold copies.
   WalkResult result = module.walk([&](Operation *op) {
-    auto attention = dyn_cast<AttentionOp>(op);
-    if (isa<QuantizeOp, TVCLMHeadOp>(op) ||
-        (isa<DequantizeOp>(op) && !isQuantizedGemvWeight(op)) ||
-        (attention && attention.getColdKey())) {
-      op->emitError() << "sitsc: '" << op->getName() << "'"
-                      << (attention ? " with a cold part" : "") << " has"
-                      << why;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
+    if (!isa<QuantizeOp, DequantizeOp>(op) || isQuantizedGemvWeight(op) ||
+        isKVColdCopy(op))
+      return WalkResult::advance();
+    op->emitError() << "sitsc: '" << op->getName()
+                    << "' has no GPU kernel here (engines read quantized "
+                       "values only as the weights of linear layers and LM "
+                       "heads and as a quantized KV cache's cold part; the "
+                       "CPU reference executor runs it: --verify, "
+                       "--verify-greedy, --reference-perplexity)";
+    return WalkResult::interrupt();
   });
   return failure(result.wasInterrupted());
 }
@@ -336,6 +376,8 @@ int main(int argc, char **argv) {
   options.weightScale = weightScale;
   options.kvCache = kvCache;
   options.kvHotWindow = kvHotWindow;
+  options.kvKeys = kvKeys;
+  options.kvChannelBlock = kvChannelBlock;
   options.tvc = tvc;
   options.tvcRank = tvcRank;
   options.tvcCandidates = tvcCandidates;

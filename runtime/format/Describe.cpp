@@ -48,7 +48,27 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
        std::to_string(kv.maxBatch) + " seqs x " + std::to_string(kv.kvHeads) +
        " kv heads x " + std::to_string(kv.capacity) + " tokens x " +
        std::to_string(kv.headDim) + " dims, " + dtypeName(kv.dtype) + ", " +
-       kv.layout + ", " + humanBytes(2 * kv.bufferBytes()));
+       kv.layout + ", " +
+       humanBytes(kv.bufferBytes(true) + kv.bufferBytes(false)));
+  {
+    double perToken = kv.bytesPerToken();
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "kv cache: %.1f bytes per token, %u tokens x %u sequences",
+                  perToken, kv.capacity, kv.maxBatch);
+    line(buf);
+    if (kv.coldBits)
+      line("kv cache: int" + std::to_string(kv.coldBits) + " cold part, " +
+           (kv.perChannelKeys ? "per-channel keys in blocks of " +
+                                    std::to_string(kv.channelBlock) + " tokens"
+                              : std::string("per-token keys")) +
+           ", groups of " + std::to_string(kv.groupSize) +
+           " channels, hot window " + std::to_string(kv.hotWindow) + " (" +
+           std::to_string(kv.hotRows) + " ring rows, " +
+           humanBytes(kv.layers * (kv.quantLayout(true).hotBytes +
+                                   kv.quantLayout(false).hotBytes)) +
+           ")");
+  }
 
   line("sections:");
   for (const SectionEntry &s : header.sections) {

@@ -3,6 +3,7 @@
 #include "format/Bytes.h"
 #include "sits/EngineFormat.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -424,8 +425,58 @@ int EngineContents::findProgram(const std::string &name) const {
   return -1;
 }
 
-uint64_t KVCacheConfig::bufferBytes() const {
+KVCacheConfig::QuantLayout KVCacheConfig::quantLayout(bool keys) const {
+  QuantLayout q;
+  auto product = [](std::initializer_list<uint64_t> dims, uint64_t *out) {
+    uint64_t bytes = 1;
+    for (uint64_t dim : dims)
+      if (!checkedMul(bytes, dim, &bytes))
+        return false;
+    *out = bytes;
+    return true;
+  };
+  auto align = [](uint64_t v) { return (v + 255) / 256 * 256; };
+  uint64_t rowBytes = (uint64_t(headDim) * coldBits + 7) / 8;
+  uint64_t seqHeads = uint64_t(maxBatch) * kvHeads;
+  // Both buffers get the same slice (room for per-token and, with
+  // per-channel keys, per-channel scales), so one offset addresses a layer.
+  (void)keys;
+  uint64_t groups = (headDim + groupSize - 1) / (groupSize ? groupSize : 1);
+  uint64_t blocks = (capacity + channelBlock - 1) / channelBlock;
+  uint64_t tokenScales = 0, channelScales = 0;
+  if (!product({seqHeads, hotRows, headDim, dtypeBytes(dtype)}, &q.hotBytes) ||
+      !product({seqHeads, capacity, rowBytes}, &q.coldBytes) ||
+      !product({seqHeads, capacity, groups, 2}, &tokenScales) ||
+      !product({seqHeads, blocks, headDim, 2}, &channelScales) ||
+      (q.hotBytes | q.coldBytes | tokenScales | channelScales) >> 60)
+    return QuantLayout();
+  q.scaleBytes =
+      perChannelKeys ? std::max(tokenScales, channelScales) : tokenScales;
+  q.coldOffset = align(q.hotBytes);
+  q.scaleOffset = q.coldOffset + align(q.coldBytes);
+  q.layerBytes = q.scaleOffset + align(q.scaleBytes);
+  return q;
+}
+
+double KVCacheConfig::bytesPerToken() const {
+  double perHead = 2.0 * headDim * dtypeBytes(dtype);
+  if (coldBits) {
+    double row = headDim * coldBits / 8.0;
+    double tokenScales = 2.0 * ((headDim + groupSize - 1) / groupSize);
+    double keyScales =
+        perChannelKeys ? 2.0 * headDim / channelBlock : tokenScales;
+    perHead = 2 * row + tokenScales + keyScales;
+  }
+  return perHead * layers * kvHeads;
+}
+
+uint64_t KVCacheConfig::bufferBytes(bool keys) const {
   uint64_t bytes = dtypeBytes(dtype);
+  if (coldBits) {
+    if (!checkedMul(quantLayout(keys).layerBytes, layers, &bytes))
+      return 0;
+    return bytes;
+  }
   for (uint64_t dim : {uint64_t(layers), uint64_t(maxBatch), uint64_t(kvHeads),
                        uint64_t(capacity), uint64_t(headDim)})
     if (!checkedMul(bytes, dim, &bytes))

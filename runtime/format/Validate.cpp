@@ -127,7 +127,41 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
              "\"limits.max_seq_len\"";
     return false;
   }
-  if (c.kvCache.bufferBytes() == 0) {
+  if (const json::Value *quant = kv->find("quant")) {
+    KVCacheConfig &k = c.kvCache;
+    const json::Value *keys = quant->isObject() ? quant->find("keys") : nullptr;
+    if (!keys || !keys->isString() ||
+        (keys->getString() != "per_token" &&
+         keys->getString() != "per_channel")) {
+      *error = "metadata \"kv_cache.quant.keys\" must be \"per_token\" or "
+               "\"per_channel\"";
+      return false;
+    }
+    k.perChannelKeys = keys->getString() == "per_channel";
+    if (!readUInt(*quant, "kv_cache.quant", "bits", 4, 8, &k.coldBits, error) ||
+        !readUInt(*quant, "kv_cache.quant", "hot_window", 1, kMaxDim,
+                  &k.hotWindow, error) ||
+        !readUInt(*quant, "kv_cache.quant", "hot_rows", 1, kMaxDim, &k.hotRows,
+                  error) ||
+        !readUInt(*quant, "kv_cache.quant", "group_size", 2, 64, &k.groupSize,
+                  error) ||
+        !readUInt(*quant, "kv_cache.quant", "channel_block", 1, 4096,
+                  &k.channelBlock, error))
+      return false;
+    if ((k.coldBits != 4 && k.coldBits != 8) || k.dtype == DType::F32 ||
+        k.headDim % 8 != 0 || k.groupSize % 2 != 0 ||
+        (!k.perChannelKeys && k.channelBlock != 1) ||
+        k.hotRows < std::min<uint64_t>(k.capacity, uint64_t(k.hotWindow) +
+                                                       k.channelBlock - 1 +
+                                                       c.maxPrefillTokens)) {
+      *error = "metadata \"kv_cache.quant\" is inconsistent (bits 4 or 8, a "
+               "16-bit hot part, head_dim a multiple of 8, even groups, "
+               "hot_rows >= hot_window + channel_block - 1 + "
+               "max_prefill_tokens, or the capacity)";
+      return false;
+    }
+  }
+  if (c.kvCache.bufferBytes(true) == 0 || c.kvCache.bufferBytes(false) == 0) {
     *error = "metadata \"kv_cache\" describes a cache too large to address";
     return false;
   }
@@ -357,7 +391,8 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
       return false;
     }
   }
-  uint64_t kvBytes = config.kvCache.bufferBytes();
+  uint64_t keyBytes = config.kvCache.bufferBytes(true);
+  uint64_t valueBytes = config.kvCache.bufferBytes(false);
   uint64_t tokenBytes = uint64_t(config.maxBatch) * config.maxPrefillTokens * 4;
   uint64_t logitBytes = uint64_t(config.maxBatch) * config.vocabSize * 4;
   for (const BufferDesc &buffer : contents.buffers) {
@@ -381,7 +416,10 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
     switch (buffer.role) {
     case BufferRole::KeyCache:
     case BufferRole::ValueCache:
-      if (!needType(config.kvCache.dtype) || !needBytes(kvBytes, true))
+      if (!needType(config.kvCache.dtype) ||
+          !needBytes(buffer.role == BufferRole::KeyCache ? keyBytes
+                                                         : valueBytes,
+                     true))
         return false;
       break;
     case BufferRole::TokenIds:

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sits/KVCalibration.h"
 #include "src/CudaCheck.h"
 #include "src/Driver.h"
 #include "src/EngineImpl.h"
@@ -74,6 +75,9 @@ struct Session::Impl {
   runtime::DeviceSamplingParams *samplingParams = nullptr;
   uint64_t *rngStep = nullptr;
   int32_t *hostTokens = nullptr; ///< pinned, max_batch entries
+  /// A quantized KV cache's calibration counters (null without one).
+  uint64_t *kvStats = nullptr;
+  uint64_t kvStatsBytes = 0;
 
   int prefillProgram = -1;
   int decodeProgram = -1;
@@ -183,6 +187,13 @@ void Session::Impl::allocate() {
       break;
     case BufferRole::Logits:
       logits = static_cast<float *>(p);
+      break;
+    case BufferRole::Activation:
+      if (config.kvCache.coldBits &&
+          buffer.name == format::kKVCalibrationBuffer) {
+        kvStats = static_cast<uint64_t *>(p);
+        kvStatsBytes = buffer.bytes;
+      }
       break;
     default:
       break;
@@ -379,6 +390,10 @@ void Session::Impl::resetSequences(uint32_t batch,
   checkCuda(cudaMemsetAsync(pastLengths, 0, maxBatch * 4, stream),
             "resetting lengths");
   checkCuda(cudaMemsetAsync(rngStep, 0, 8, stream), "resetting the RNG");
+  // Calibration counts the request's quantization (read once at its end).
+  if (kvStats)
+    checkCuda(cudaMemsetAsync(kvStats, 0, kvStatsBytes, stream),
+              "resetting the KV calibration counters");
   checkCuda(cudaMemcpyAsync(samplingParams, sp.data(),
                             sp.size() * sizeof(sp[0]), cudaMemcpyHostToDevice,
                             stream),
@@ -440,6 +455,19 @@ Session::Session(std::shared_ptr<Engine> engine,
 Session::~Session() = default;
 
 uint64_t Session::deviceBytes() const { return state->arenaBytes; }
+
+std::vector<uint64_t> Session::kvCalibrationWords() {
+  Impl &s = *state;
+  if (!s.kvStats)
+    return {};
+  std::vector<uint64_t> words(s.kvStatsBytes / 8);
+  checkCuda(cudaMemcpyAsync(words.data(), s.kvStats, words.size() * 8,
+                            cudaMemcpyDeviceToHost, s.stream),
+            "reading the KV calibration counters");
+  checkCuda(cudaStreamSynchronize(s.stream),
+            "reading the KV calibration counters");
+  return words;
+}
 uint32_t Session::capturedGraphs() const {
   return static_cast<uint32_t>(state->graphs.size());
 }

@@ -9,16 +9,21 @@
 // ignored). Reports the median over the repeats of prefill tokens/s, decode
 // ms per step and tokens/s, and the bandwidth decode achieves: the bytes one
 // step must read (the weights a step reads once, plus every sequence's KV
-// cache at the step's mean length) over the step time.
+// cache at the step's mean length) over the step time. With a quantized KV
+// cache, the bytes really stored: the cold rows and their scales for tokens
+// outside the hot window, FP16 rows inside it; and after each configuration
+// the quantization statistics of its last run (also in --json).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommandLine.h"
 #include "sits/Json.h"
+#include "sits/KVCalibration.h"
 #include "sits/Runtime.h"
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -99,10 +104,27 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-/// Bytes of the KV cache one token of one sequence holds, all layers.
-uint64_t kvBytesPerToken(const sits::format::KVCacheConfig &kv) {
-  return uint64_t(kv.layers) * 2 * kv.kvHeads * kv.headDim *
-         sits::format::dtypeBytes(kv.dtype);
+/// Bytes of the KV cache one step reads for one sequence of `length`
+/// tokens, all layers: a quantized cache's tokens outside the hot window at
+/// their stored size (values and scales), the newest ones in FP16.
+double kvBytesRead(const sits::format::KVCacheConfig &kv, double length) {
+  double hotRow = double(kv.headDim) * sits::format::dtypeBytes(kv.dtype);
+  if (!kv.coldBits)
+    return length * 2 * hotRow * kv.layers * kv.kvHeads;
+  double row = kv.headDim * kv.coldBits / 8.0;
+  double groups = (kv.headDim + kv.groupSize - 1) / kv.groupSize;
+  double coldValues = std::max(0.0, length - kv.hotWindow);
+  double coldKeys = coldValues;
+  double keyScaleBytes = coldKeys * 2 * groups;
+  if (kv.perChannelKeys) {
+    // Blocks go cold whole, once their last token leaves the window.
+    coldKeys = std::floor(coldValues / kv.channelBlock) * kv.channelBlock;
+    keyScaleBytes = coldKeys / kv.channelBlock * 2 * kv.headDim;
+  }
+  double values =
+      coldValues * (row + 2 * groups) + (length - coldValues) * hotRow;
+  double keys = coldKeys * row + keyScaleBytes + (length - coldKeys) * hotRow;
+  return (values + keys) * kv.layers * kv.kvHeads;
 }
 
 /// Weight bytes a decode step reads: all weights, minus the embedding table
@@ -129,6 +151,7 @@ struct Result {
   double decodeMsPerStep = 0, tokensPerSecond = 0;
   double bytesPerStep = 0, gigabytesPerSecond = 0;
   bool cudaGraph = false;
+  std::string calibration; ///< JSON of the last run (quantized KV cache)
 };
 
 std::string toJson(const Options &o, const sits::Engine &engine,
@@ -153,6 +176,11 @@ std::string toJson(const Options &o, const sits::Engine &engine,
     item.set("decode_tokens_per_s", r.tokensPerSecond);
     item.set("bytes_per_step", r.bytesPerStep);
     item.set("achieved_gb_per_s", r.gigabytesPerSecond);
+    sits::json::Value calibration;
+    std::string error;
+    if (!r.calibration.empty() &&
+        sits::json::parse(r.calibration, &calibration, &error))
+      item.set("kv_calibration", std::move(calibration));
     list.push(std::move(item));
   }
   return root.write(2) + "\n";
@@ -184,12 +212,12 @@ int main(int argc, char **argv) {
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
     sits::Session session(engine, sessionOptions);
     uint64_t weightBytes = weightBytesPerStep(*engine);
-    uint64_t kvPerToken = kvBytesPerToken(config.kvCache);
+    double kvPerToken = kvBytesRead(config.kvCache, 1e9) / 1e9;
     std::mt19937_64 random(o.seed);
     std::uniform_int_distribution<int32_t> token(0, config.vocabSize - 1);
 
     std::printf("engine %s on %s: %.1f MB of weights (%.1f MB read per "
-                "decode step), KV cache %" PRIu64 " bytes per token\n",
+                "decode step), KV cache %.1f bytes per token\n",
                 o.engine.c_str(), engine->deviceName().c_str(),
                 engine->weightBytes() / 1e6, weightBytes / 1e6, kvPerToken);
     std::printf("%6s %8s %7s %12s %12s %12s %12s\n", "batch", "context",
@@ -219,20 +247,31 @@ int main(int argc, char **argv) {
           r.bucket = result.stats.bucket;
           r.cudaGraph = result.stats.cudaGraph;
         }
+        std::string summary;
+        if (config.kvCache.coldBits) {
+          // Read after the timed request: no synchronization inside it.
+          std::vector<uint64_t> words = session.kvCalibrationWords();
+          r.calibration =
+              sits::format::kvCalibrationJson(config.kvCache, words);
+          summary = sits::format::kvCalibrationSummary(config.kvCache, words);
+        }
         r.prefillMs = median(prefillMs);
         r.prefillTokensPerSecond = batch * context / (r.prefillMs / 1e3);
         r.decodeMsPerStep = median(stepMs);
         r.tokensPerSecond = batch / (r.decodeMsPerStep / 1e3);
         // Each step reads the weights once and every sequence's cache at its
         // length then: on average context + (new tokens - 1) / 2.
-        double meanLength = context + (o.newTokens - 1) / 2.0;
-        r.bytesPerStep = weightBytes + batch * meanLength * kvPerToken;
+        double kvBytes = 0;
+        for (uint64_t step = 0; step < o.newTokens; ++step)
+          kvBytes += kvBytesRead(config.kvCache, double(context + step));
+        r.bytesPerStep = weightBytes + batch * kvBytes / double(o.newTokens);
         r.gigabytesPerSecond = r.bytesPerStep / (r.decodeMsPerStep / 1e3) / 1e9;
         std::printf("%6" PRIu64 " %8" PRIu64 " %7" PRIu64
                     " %12.0f %12.4f %12.1f %12.1f\n",
                     batch, context, r.bucket, r.prefillTokensPerSecond,
                     r.decodeMsPerStep, r.tokensPerSecond,
                     r.gigabytesPerSecond);
+        std::fputs(summary.c_str(), stdout);
         results.push_back(r);
       }
 

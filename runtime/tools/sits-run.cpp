@@ -3,7 +3,7 @@
 //   sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)
 //            [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
 //            [--seed S] [--batch B] [--no-cuda-graph] [--ignore-eos]
-//            [--device D]
+//            [--device D] [--calibration-log FILE.json]
 //   sits-run --check ENGINE [--target-sm SM]
 //   sits-run --inspect ENGINE [--verbose]
 //
@@ -17,6 +17,7 @@
 
 #include "CommandLine.h"
 #include "sits/EngineFormat.h"
+#include "sits/KVCalibration.h"
 #if SITS_RUNTIME_HAS_CUDA
 #include "sits/Runtime.h"
 #include <cuda_runtime_api.h>
@@ -45,6 +46,7 @@ const char *kUsage =
     "                [--max-new-tokens N] [--temperature T] [--top-k K]\n"
     "                [--top-p P] [--seed S] [--batch B] [--no-cuda-graph]\n"
     "                [--ignore-eos] [--device D]\n"
+    "                [--calibration-log FILE.json]\n"
     "       sits-run --check ENGINE [--target-sm SM]\n"
     "       sits-run --inspect ENGINE [--verbose]\n";
 
@@ -65,6 +67,7 @@ struct Options {
   bool noCudaGraph = false;
   bool ignoreEos = false;
   bool verbose = false;
+  std::string calibrationLog;
 };
 
 Options parseArgs(int argc, char **argv) {
@@ -106,6 +109,11 @@ Options parseArgs(int argc, char **argv) {
       o.device = cl.parseUnsigned(a, value(i), 1024);
     } else if (a == "--target-sm") {
       o.targetSm = cl.parseUnsigned(a, value(i), 1000);
+    } else if (a == "--calibration-log") {
+      o.calibrationLog = value(i);
+      std::string error;
+      if (!sits::format::checkWritablePath(o.calibrationLog, &error))
+        usageError("--calibration-log: " + error);
     } else if (a == "--no-cuda-graph") {
       o.noCudaGraph = true;
     } else if (a == "--ignore-eos") {
@@ -239,6 +247,9 @@ int runEngine(const Options &o) {
         prompt.push_back(static_cast<int32_t>(id));
       }
     }
+    if (!o.calibrationLog.empty() && !config.kvCache.coldBits)
+      fail(kExitBadInput, "--calibration-log needs an engine with a quantized "
+                          "KV cache (sitsc --kv-cache=int8|int4)");
     if (o.batch > config.maxBatch)
       fail(kExitBadInput, "--batch " + std::to_string(o.batch) +
                               " exceeds this engine's max batch of " +
@@ -291,6 +302,19 @@ int runEngine(const Options &o) {
                 mib(st.deviceUsedBytes), mib(st.deviceTotalBytes),
                 engine->deviceName().c_str(), engine->deviceSm(),
                 engine->usesPtx() ? ", PTX JIT" : "");
+    if (!o.calibrationLog.empty()) {
+      // Read once, after the request: no synchronization inside the steps.
+      std::vector<uint64_t> words = session.kvCalibrationWords();
+      std::fputs(
+          sits::format::kvCalibrationSummary(config.kvCache, words).c_str(),
+          stdout);
+      std::string error;
+      if (!sits::format::writeTextFileAtomic(
+              o.calibrationLog,
+              sits::format::kvCalibrationJson(config.kvCache, words), &error))
+        fail(kExitBadInput, error);
+      std::printf("calibration log: %s\n", o.calibrationLog.c_str());
+    }
     return 0;
   } catch (const sits::Error &error) {
     int code = kExitBadInput;

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sits/KVCalibration.h"
 #include "sits/Runtime.h"
 
 #include <cstdio>
@@ -30,7 +31,8 @@ const char *kUsage =
     "--out LOGITS.npy [--no-cuda-graph]\n"
     "       sits-score ENGINE generate --tokens 1,2,3[;...] --max-new-tokens "
     "N [--temperature T] [--top-k K] [--top-p P] [--seed S] "
-    "[--no-cuda-graph]\n";
+    "[--no-cuda-graph]\n"
+    "  either mode: --calibration-log FILE.json (quantized KV cache)\n";
 
 [[noreturn]] void fail(int code, const std::string &message) {
   std::fprintf(stderr, "sits-score: error: %s\n", message.c_str());
@@ -38,7 +40,7 @@ const char *kUsage =
 }
 
 struct Options {
-  std::string engine, mode, out;
+  std::string engine, mode, out, calibrationLog;
   std::vector<std::vector<int32_t>> tokens;
   uint32_t prefill = 1, maxNewTokens = 16;
   sits::SamplingParams sampling;
@@ -98,6 +100,8 @@ Options parseArgs(int argc, char **argv) {
       o.maxNewTokens = static_cast<uint32_t>(number(a, value()));
     else if (a == "--out")
       o.out = value();
+    else if (a == "--calibration-log")
+      o.calibrationLog = value();
     else if (a == "--temperature")
       o.sampling.temperature = static_cast<float>(number(a, value()));
     else if (a == "--top-k")
@@ -144,13 +148,33 @@ void writeNpy(const std::string &path, const std::vector<float> &data,
 
 } // namespace
 
+/// --calibration-log: the request's quantization statistics.
+void writeCalibrationLog(const Options &o, sits::Session &session,
+                         const sits::format::RuntimeConfig &config) {
+  if (o.calibrationLog.empty())
+    return;
+  std::string error;
+  if (!sits::format::writeTextFileAtomic(
+          o.calibrationLog,
+          sits::format::kvCalibrationJson(config.kvCache,
+                                          session.kvCalibrationWords()),
+          &error))
+    fail(1, error);
+}
+
 int main(int argc, char **argv) {
   Options o = parseArgs(argc, argv);
+  std::string pathError;
+  if (!o.calibrationLog.empty() &&
+      !sits::format::checkWritablePath(o.calibrationLog, &pathError))
+    fail(2, "--calibration-log: " + pathError);
   try {
     auto engine = sits::Engine::load(o.engine);
     sits::SessionOptions sessionOptions;
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
     sits::Session session(engine, sessionOptions);
+    if (!o.calibrationLog.empty() && !engine->config().kvCache.coldBits)
+      fail(1, "--calibration-log needs an engine with a quantized KV cache");
     if (o.mode == "score") {
       size_t length = o.tokens[0].size();
       for (const auto &row : o.tokens)
@@ -164,6 +188,7 @@ int main(int argc, char **argv) {
         for (const auto &row : sequence)
           flat.insert(flat.end(), row.begin(), row.end());
       writeNpy(o.out, flat, {o.tokens.size(), positions, vocab});
+      writeCalibrationLog(o, session, engine->config());
       return 0;
     }
     sits::GenerateParams params;
@@ -178,6 +203,7 @@ int main(int argc, char **argv) {
       std::printf("\n");
     }
     std::printf("graphs: %u\n", session.capturedGraphs());
+    writeCalibrationLog(o, session, engine->config());
     return 0;
   } catch (const sits::Error &error) {
     bool noGpu = error.code() == sits::ErrorCode::NoGpu ||

@@ -8,7 +8,13 @@
 #   - the 48 greedy tokens of greedy.json (every fp32 engine; fp16 for
 #     llama_bytes), alone and batched with a shorter prompt;
 #   - CUDA graph and direct launches give identical tokens (greedy, sampled);
-#   - sampling with a seed is reproducible.
+#   - sampling with a seed is reproducible;
+#   - engines with an int8 and an int4 KV cache (hot window 4, per-token and
+#     per-channel keys) of llama_gqa (and llama_bytes) against the CPU
+#     reference executor running the same quantized program
+#     (test/gpu/check_kv_quant.py: greedy tokens, logits, a batch, and the
+#     calibration log each run writes). Needs sits-exec ($SITS_EXEC, default
+#     .device/sits-exec, else build/bin/sits-exec); skipped without it.
 # With WEIGHTS=fp16,int8,int4 it also checks fp16 engines with int8 and int4
 # weights (sitsc --weights) against the CPU reference executor of the same
 # quantized program (sits-exec): logits at every position (< 2e-2) and the
@@ -110,6 +116,26 @@ python3 "$src/test/gpu/check_models.py" --sitsc "$sitsc" \
   --dtypes "${DTYPES:-fp32,fp16}" --weights "$weights" \
   --exec "${sits_exec:-sits-exec}" --work "$work/engines" "${models[@]}"
 status=$?
+
+sitsexec=${SITS_EXEC:-}
+if [ -z "$sitsexec" ]; then
+  for candidate in "$src/.device/sits-exec" "$src/build/bin/sits-exec"; do
+    [ -x "$candidate" ] && sitsexec=$candidate && break
+  done
+fi
+if [ -n "$sitsexec" ]; then
+  kvmodels=("$src/test/models/llama_gqa")
+  [ -n "${bytes:-}" ] && kvmodels+=("$bytes")
+  for model in "${kvmodels[@]}"; do
+    python3 "$src/test/gpu/check_kv_quant.py" --sitsc "$sitsc" \
+      --exec "$sitsexec" --runner "$build/bin/sits-score" --target "$target" \
+      --configs int8:per-token,int8:per-channel,int4:per-token,int4:per-channel \
+      --dtypes "${DTYPES:-fp32,fp16}" --work "$work/kv-engines" "$model" ||
+      status=1
+  done
+else
+  say "WARNING: no sits-exec (SITS_EXEC, .device/sits-exec): quantized KV checks skipped"
+fi
 say "total $(( $(date +%s) - start )) s"
 [ $status -eq 0 ] && say "PASSED" || say "FAILED"
 exit $status

@@ -523,6 +523,11 @@ template <class T> T atomicAdd(T *address, T value) {
   *address = old + value;
   return old;
 }
+template <class T> T atomicMax(T *address, T value) {
+  T old = *address;
+  *address = old > value ? old : value;
+  return old;
+}
 template <class T> T __ldcg(const T *pointer) { return *pointer; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }

@@ -24,6 +24,7 @@
 
 #include "compiler/codegen/KernelLibrary.h"
 #include "sits/EngineFormat.h"
+#include "sits/KVCalibration.h"
 #include "src/PrefillPlan.h"
 
 #include <algorithm>
@@ -62,10 +63,12 @@ const char *kUsage =
     "[--reverse-schedule] score --tokens "
     "1,2,3[;4,5,6] [--prefill N] --out LOGITS.npy\n"
     "       sits-emulate ENGINE --cuda KERNELS.cu [--poison] generate "
-    "--tokens 1,2,3[;...] --max-new-tokens N\n";
+    "--tokens 1,2,3[;...] --max-new-tokens N\n"
+    "  --calibration-log FILE.json  (quantized KV cache) write the "
+    "quantization statistics after the run\n";
 
 struct Options {
-  std::string engine, cuda, mode, out;
+  std::string engine, cuda, mode, out, calibrationLog;
   std::vector<std::vector<int32_t>> tokens;
   int64_t prefill = 1, maxNewTokens = 16;
   bool poison = false;
@@ -123,6 +126,8 @@ Options parseArgs(int argc, char **argv) {
       o.maxNewTokens = std::stol(value(i));
     else if (a == "--out")
       o.out = value(i);
+    else if (a == "--calibration-log")
+      o.calibrationLog = value(i);
     else if (a == "score" || a == "generate")
       o.mode = a;
     else if (!a.empty() && a[0] != '-' && o.engine.empty())
@@ -134,6 +139,10 @@ Options parseArgs(int argc, char **argv) {
     die(std::string("missing arguments\n") + kUsage);
   if (o.mode == "score" && o.out.empty())
     die("score needs --out FILE.npy");
+  std::string pathError;
+  if (!o.calibrationLog.empty() &&
+      !format::checkWritablePath(o.calibrationLog, &pathError))
+    die("--calibration-log: " + pathError);
   return o;
 }
 
@@ -238,6 +247,17 @@ class Emulator {
 public:
   Emulator(const Options &options, const std::string &object);
   const format::RuntimeConfig &config() const { return cfg; }
+  /// The u64 words of the buffer named `name` (empty when there is none).
+  std::vector<uint64_t> words(const std::string &name) const {
+    for (size_t i = 0; i < contents.buffers.size(); ++i)
+      if (contents.buffers[i].name == name &&
+          contents.buffers[i].role != format::BufferRole::Weight) {
+        std::vector<uint64_t> out(contents.buffers[i].bytes / 8);
+        std::memcpy(out.data(), addresses[i], out.size() * 8);
+        return out;
+      }
+    return {};
+  }
 
   /// Prefills `prompts`; returns each sequence's logits for its last token.
   std::vector<std::vector<float>>
@@ -510,6 +530,21 @@ void writeNpy(const std::string &path, const std::vector<float> &data,
 
 } // namespace
 
+/// --calibration-log: the quantized cache's statistics of the whole run.
+void writeCalibrationLog(const Options &options, const Emulator &emulator) {
+  if (options.calibrationLog.empty())
+    return;
+  const format::KVCacheConfig &kv = emulator.config().kvCache;
+  std::vector<uint64_t> words = emulator.words(format::kKVCalibrationBuffer);
+  if (!kv.coldBits || words.empty())
+    die("--calibration-log needs an engine with a quantized KV cache");
+  std::string error;
+  if (!format::writeTextFileAtomic(
+          options.calibrationLog, format::kvCalibrationJson(kv, words), &error))
+    die(error);
+  std::fputs(format::kvCalibrationSummary(kv, words).c_str(), stderr);
+}
+
 int main(int argc, char **argv) {
   Options options = parseArgs(argc, argv);
   char dirTemplate[] = "/tmp/sits-emulate-XXXXXX";
@@ -550,6 +585,7 @@ int main(int argc, char **argv) {
             emulator.decode(step, std::vector<bool>(batch, true)));
     }
     writeNpy(options.out, out, {batch, positions, vocab});
+    writeCalibrationLog(options, emulator);
     return 0;
   }
 
@@ -570,5 +606,6 @@ int main(int argc, char **argv) {
       std::printf(" %d", t);
     std::printf("\n");
   }
+  writeCalibrationLog(options, emulator);
   return 0;
 }

@@ -18,7 +18,8 @@
 
 namespace sits {
 
-/// Config: Cache (F32/F16/BF16), kKvHeads, kHeadDim, kCapacity, kThreads,
+/// Config: Cache (F32/F16/BF16), kKvHeads, kHeadDim, kCapacity, kHotRows
+/// (0, or the ring rows of a quantized cache's hot part), kThreads,
 /// kKeyRope and KeyRope (kHeads, kHeadDim, kRotary, kInterleaved,
 /// kTableRows), kQueryRope and QueryRope. Pointers of an absent part are
 /// null and never read.
@@ -57,9 +58,11 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
     if constexpr (Cfg::kKeyRope)
       k = ropeElement<typename Cfg::KeyRope>(keyRow + head * Cfg::kHeadDim, d,
                                              tableRow);
+    // A quantized cache (kHotRows > 0) keeps the newest rows in a ring.
+    constexpr int kRows = Cfg::kHotRows > 0 ? Cfg::kHotRows : Cfg::kCapacity;
+    const int row = Cfg::kHotRows > 0 ? position % Cfg::kHotRows : position;
     const long slot =
-        ((static_cast<long>(b) * Cfg::kKvHeads + head) * Cfg::kCapacity +
-         position) *
+        ((static_cast<long>(b) * Cfg::kKvHeads + head) * kRows + row) *
             Cfg::kHeadDim +
         d;
     keyCache[slot] = C::store(k);

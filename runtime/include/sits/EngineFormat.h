@@ -322,8 +322,35 @@ struct KVCacheConfig {
   uint32_t headDim = 0;
   DType dtype = DType::F16;
   std::string layout = "contiguous";
-  /// Bytes of one of the two buffers (K or V), overflow-checked.
-  uint64_t bufferBytes() const;
+  /// A quantized cache (metadata "kv_cache.quant"; coldBits 0: none). Each
+  /// buffer then holds, per layer, a hot ring of `hotRows` FP16/BF16 rows
+  /// per (sequence, kv head), the int8/int4 cold rows and their f16 scales
+  /// (docs/engine-format.md).
+  uint32_t coldBits = 0;
+  uint32_t hotWindow = 0;
+  uint32_t hotRows = 0;
+  uint32_t groupSize = 0;
+  bool perChannelKeys = false;
+  uint32_t channelBlock = 1;
+  /// Byte offsets inside one layer's slice of a quantized buffer.
+  struct QuantLayout {
+    uint64_t hotBytes = 0;   ///< [max_batch, kv_heads, hot_rows, head_dim]
+    uint64_t coldOffset = 0; ///< int8/int4 rows [.., capacity, rowBytes]
+    uint64_t coldBytes = 0;
+    uint64_t scaleOffset = 0; ///< f16 scales
+    uint64_t scaleBytes = 0;
+    uint64_t layerBytes = 0; ///< one layer's slice, 256-byte aligned
+  };
+  /// The layout of the key (`keys`) or value buffer; all zero when the
+  /// sizes overflow.
+  QuantLayout quantLayout(bool keys) const;
+  /// Bytes of the key (`keys`) or value buffer, overflow-checked (0 when it
+  /// overflows).
+  uint64_t bufferBytes(bool keys = true) const;
+  /// Bytes one more token of context takes, every layer, K and V: the
+  /// element type's, or a quantized cache's cold values and scales
+  /// (per-channel key scales spread over their block).
+  double bytesPerToken() const;
 };
 
 enum class TokenizerKind { None, Bytes };

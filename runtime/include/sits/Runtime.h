@@ -191,6 +191,9 @@ public:
 
   /// Bytes this session holds on the GPU (KV cache, activations, I/O).
   uint64_t deviceBytes() const;
+  /// A quantized KV cache's calibration counters of the last request (see
+  /// sits/KVCalibration.h); empty without one. Synchronizes the stream.
+  std::vector<uint64_t> kvCalibrationWords();
   /// Decode graphs captured so far (one per bucket used).
   uint32_t capturedGraphs() const;
 

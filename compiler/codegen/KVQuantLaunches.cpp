@@ -1,0 +1,276 @@
+//===- KVQuantLaunches.cpp - Launches of a quantized KV cache -------------===//
+
+#include "compiler/codegen/KVQuantLaunches.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace sits::codegen {
+
+using format::DType;
+using format::Expr;
+
+namespace {
+
+/// Parameters and bindings in step (as Launches.cpp's builder).
+class Builder {
+public:
+  Builder(std::string family, std::string header, int threads) {
+    planned.spec.family = std::move(family);
+    planned.spec.header = std::move(header);
+    planned.spec.threads = threads;
+    planned.launch.block = {Expr::constant(threads), Expr::constant(1),
+                            Expr::constant(1)};
+    planned.launch.sharedBytes = Expr::constant(0);
+  }
+  void param(std::string type, std::string name, ArgBinding binding) {
+    planned.spec.params.push_back({std::move(type), std::move(name)});
+    planned.launch.args.push_back(std::move(binding));
+  }
+  void constant(const std::string &line) {
+    planned.spec.config.push_back(line);
+  }
+  void intConstant(const std::string &name, int64_t value) {
+    constant("static constexpr int " + name + " = " + std::to_string(value) +
+             ";");
+  }
+  void boolConstant(const std::string &name, bool value) {
+    constant("static constexpr bool " + name + " = " +
+             (value ? "true" : "false") + ";");
+  }
+  void floatConstant(const std::string &name, float value) {
+    char exact[64], readable[64];
+    std::snprintf(exact, sizeof(exact), "%a", static_cast<double>(value));
+    std::snprintf(readable, sizeof(readable), "%.9g",
+                  static_cast<double>(value));
+    constant("static constexpr float " + name + " = " + exact + "f; // " +
+             readable);
+  }
+  void typeConstant(const std::string &name, const std::string &type) {
+    constant("typedef " + type + " " + name + ";");
+  }
+  void call(const std::string &text) { planned.spec.call = text; }
+  void setGrid(Expr x, Expr y, Expr z) {
+    planned.launch.grid = {std::move(x), std::move(y), std::move(z)};
+  }
+  void setShared(int64_t bytes) {
+    planned.launch.sharedBytes = Expr::constant(bytes);
+  }
+  PlannedLaunch take() { return std::move(planned); }
+
+private:
+  PlannedLaunch planned;
+};
+
+const char *hotStruct(DType type) {
+  return type == DType::BF16 ? "sits::BF16" : "sits::F16";
+}
+
+ArgBinding pastArg() { return ArgBinding::bufferArg(BufferKind::PastLengths); }
+ArgBinding stepArg() { return ArgBinding::bufferArg(BufferKind::StepLengths); }
+
+/// The quantization constants kv_quant.cuh's kernels share.
+void addQuantConstants(Builder &b, const format::KVCacheConfig &kv) {
+  b.intConstant("kBits", kv.coldBits);
+  b.intConstant("kGroup", kv.groupSize);
+  b.intConstant("kGroups", (kv.headDim + kv.groupSize - 1) / kv.groupSize);
+  b.intConstant("kRowBytes", kv.headDim * kv.coldBits / 8);
+  b.intConstant("kHotWindow", kv.hotWindow);
+  b.intConstant("kHotRows", kv.hotRows);
+  b.boolConstant("kPerChannelKeys", kv.perChannelKeys);
+  b.intConstant("kChannelBlock", kv.channelBlock);
+  b.intConstant("kScaleBlocks",
+                (kv.capacity + kv.channelBlock - 1) / kv.channelBlock);
+}
+
+/// The hot ring, cold rows and scales of `layer` in both buffers.
+void addCacheParams(Builder &b, const format::KVCacheConfig &kv, int64_t layer,
+                    bool isConst) {
+  format::KVCacheConfig::QuantLayout q = kv.quantLayout(true);
+  uint64_t base = static_cast<uint64_t>(layer) * q.layerBytes;
+  std::string c = isConst ? "const " : "";
+  b.param("const unsigned short *", "key_hot",
+          ArgBinding::bufferArg(BufferKind::KeyCache, 0, base));
+  b.param("const unsigned short *", "value_hot",
+          ArgBinding::bufferArg(BufferKind::ValueCache, 0, base));
+  b.param(c + "signed char *", "key_cold",
+          ArgBinding::bufferArg(BufferKind::KeyCache, 0, base + q.coldOffset));
+  b.param(c + "unsigned short *", "key_scales",
+          ArgBinding::bufferArg(BufferKind::KeyCache, 0, base + q.scaleOffset));
+  b.param(
+      c + "signed char *", "value_cold",
+      ArgBinding::bufferArg(BufferKind::ValueCache, 0, base + q.coldOffset));
+  b.param(
+      c + "unsigned short *", "value_scales",
+      ArgBinding::bufferArg(BufferKind::ValueCache, 0, base + q.scaleOffset));
+}
+
+} // namespace
+
+format::KVCacheConfig kvCacheConfigOf(KVCacheType type, DType weightType,
+                                      int64_t maxPrefillTokens) {
+  format::KVCacheConfig kv;
+  kv.layers = type.getLayers();
+  kv.maxBatch = type.getMaxBatch();
+  kv.kvHeads = type.getKvHeads();
+  kv.capacity = type.getCapacity();
+  kv.headDim = type.getHeadDim();
+  kv.dtype = weightType;
+  KVQuantAttr quant = type.getQuant();
+  if (!quant)
+    return kv;
+  if (kv.dtype == DType::F32)
+    kv.dtype = DType::F16;
+  kv.coldBits = quant.getBits();
+  kv.hotWindow = quant.getHotWindow();
+  kv.groupSize = quant.getGroupSize();
+  kv.perChannelKeys = quant.hasPerChannelKeys();
+  kv.channelBlock = kv.perChannelKeys ? quant.getChannelBlock() : 1;
+  // A ring of the capacity never wraps: every token keeps its row.
+  kv.hotRows = static_cast<uint32_t>(
+      std::min<int64_t>(kv.capacity, int64_t(kv.hotWindow) + kv.channelBlock -
+                                         1 + maxPrefillTokens));
+  return kv;
+}
+
+std::optional<std::string> checkKVQuant(const format::KVCacheConfig &kv) {
+  if (kv.headDim % 8 != 0)
+    return "a quantized KV cache needs head_dim a multiple of 8, got " +
+           std::to_string(kv.headDim);
+  if (kv.groupSize % 2 != 0 || kv.groupSize > 64)
+    return "a quantized KV cache needs even groups of at most 64 channels, "
+           "got " +
+           std::to_string(kv.groupSize);
+  if (kv.headDim / 2 > 128)
+    return "a quantized KV cache needs head_dim at most 256, got " +
+           std::to_string(kv.headDim);
+  return std::nullopt;
+}
+
+uint64_t kvStatsWords(const format::KVCacheConfig &kv) {
+  return static_cast<uint64_t>(kv.layers) * kv.kvHeads * 2 * 8;
+}
+
+PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer) {
+  constexpr int kThreads = 128;
+  Builder b("quantize_kv", "sits/kv_quant.cuh", kThreads);
+  b.typeConstant("Hot", hotStruct(kv.dtype));
+  b.intConstant("kKvHeads", kv.kvHeads);
+  b.intConstant("kHeadDim", kv.headDim);
+  b.intConstant("kCapacity", kv.capacity);
+  b.intConstant("kThreads", kThreads);
+  addQuantConstants(b, kv);
+  addCacheParams(b, kv, layer, /*isConst=*/false);
+  b.param("unsigned long long *", "stats",
+          ArgBinding::bufferArg(BufferKind::KVStats, 0,
+                                static_cast<uint64_t>(layer) * kv.kvHeads * 2 *
+                                    8 * 8));
+  b.param("const int *", "past_lengths", pastArg());
+  b.param("const int *", "step_lengths", stepArg());
+  b.param("int", "seq_len", ArgBinding::int32(Expr::seq()));
+  b.call("sits::quantizeKV<Cfg>(key_hot, value_hot, key_cold, key_scales, "
+         "value_cold, value_scales, stats, past_lengths, step_lengths, "
+         "seq_len)");
+  b.setGrid(Expr::seq(), Expr::constant(kv.kvHeads), Expr::batch());
+  return b.take();
+}
+
+std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
+                                              const format::KVCacheConfig &kv,
+                                              std::string *error) {
+  constexpr int64_t kThreads = 128;
+  const int64_t group = desc.heads / desc.kvHeads;
+  if (desc.partial) {
+    std::optional<DecodeSplit> split = decodeSplitOf(desc);
+    constexpr int64_t kUnroll = 4, kStages = 3;
+    Builder b("attention_decode_kvq", "sits/attention_decode_kvq.cuh",
+              static_cast<int>(kThreads));
+    b.typeConstant("Cache", hotStruct(kv.dtype));
+    b.intConstant("kHeads", desc.heads);
+    b.intConstant("kKvHeads", desc.kvHeads);
+    b.intConstant("kHeadDim", desc.headDim);
+    b.intConstant("kCapacity", desc.capacity);
+    b.intConstant("kWindow", desc.window);
+    b.intConstant("kSplitKeys", split->splitKeys);
+    b.intConstant("kSplits", split->splits);
+    b.intConstant("kUnroll", kUnroll);
+    b.intConstant("kStages", kStages);
+    b.floatConstant("kScale", desc.scale);
+    b.floatConstant("kSoftcap", desc.softcap);
+    addQuantConstants(b, kv);
+    b.param("const float *", "query", desc.query);
+    addCacheParams(b, kv, desc.layer, /*isConst=*/true);
+    b.param("float *", "out", desc.out);
+    b.param("float *", "partial", *desc.partial);
+    b.param("int *", "counters", desc.counters);
+    b.param("const int *", "past_lengths", pastArg());
+    b.param("const int *", "step_lengths", stepArg());
+    b.call("sits::attentionDecodeKVQ<Cfg>(query, key_hot, value_hot, "
+           "key_cold, key_scales, value_cold, value_scales, out, partial, "
+           "counters, past_lengths, step_lengths)");
+    b.setGrid(Expr::constant(split->splits), Expr::constant(desc.kvHeads),
+              Expr::batch());
+    // attention_decode.cuh's attentionDecodeSharedBytes.
+    const int64_t ring = kStages * kUnroll * 2 * 16 * kThreads;
+    const int64_t merge =
+        4 * (kThreads / (desc.headDim / 8)) * group * (desc.headDim + 2);
+    b.setShared(std::max(ring, merge));
+    return b.take();
+  }
+
+  // The tiled kernel: rows per block as attention.cuh's (one token in
+  // decode), with twice the key and value tiles (hot and cold).
+  int64_t queryTokens = 1;
+  if (!desc.decode) {
+    int64_t maxRows =
+        std::max<int64_t>(group, std::min<int64_t>(64, 8192 / desc.headDim));
+    queryTokens = std::max<int64_t>(1, maxRows / group);
+  }
+  int64_t keyTile = 64;
+  auto bytes = [&]() {
+    int64_t rows = queryTokens * group, d = desc.headDim;
+    return 4 * (rows * d + 2 * keyTile * (d + 1) + 2 * keyTile * d +
+                rows * keyTile + 3 * rows);
+  };
+  while (bytes() > kMaxSharedBytes && keyTile > 16)
+    keyTile /= 2;
+  while (bytes() > kMaxSharedBytes && queryTokens > 1)
+    queryTokens /= 2;
+  if (bytes() > kMaxSharedBytes) {
+    *error = "attention over a quantized KV cache with " +
+             std::to_string(group) + " query heads per KV head and head_dim " +
+             std::to_string(desc.headDim) + " needs " +
+             std::to_string(bytes()) + " bytes of shared memory per block";
+    return std::nullopt;
+  }
+  Builder b(desc.decode ? "attention_decode_kvq" : "attention_prefill_kvq",
+            "sits/attention_kvq.cuh", static_cast<int>(kThreads));
+  b.typeConstant("Cache", hotStruct(kv.dtype));
+  b.intConstant("kHeads", desc.heads);
+  b.intConstant("kKvHeads", desc.kvHeads);
+  b.intConstant("kHeadDim", desc.headDim);
+  b.intConstant("kQueryTokens", queryTokens);
+  b.intConstant("kKeyTile", keyTile);
+  b.intConstant("kThreads", kThreads);
+  b.intConstant("kCapacity", desc.capacity);
+  b.intConstant("kWindow", desc.window);
+  b.intConstant("kSharedBytes", bytes());
+  b.floatConstant("kScale", desc.scale);
+  b.floatConstant("kSoftcap", desc.softcap);
+  addQuantConstants(b, kv);
+  b.param("const float *", "query", desc.query);
+  addCacheParams(b, kv, desc.layer, /*isConst=*/true);
+  b.param("float *", "out", desc.out);
+  b.param("const int *", "past_lengths", pastArg());
+  b.param("const int *", "step_lengths", stepArg());
+  b.param("int", "seq_len", ArgBinding::int32(Expr::seq()));
+  b.call("sits::attentionKVQ<Cfg>(query, key_hot, value_hot, key_cold, "
+         "key_scales, value_cold, value_scales, out, past_lengths, "
+         "step_lengths, seq_len)");
+  b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(queryTokens)),
+            Expr::constant(desc.kvHeads), Expr::batch());
+  b.setShared(bytes());
+  return b.take();
+}
+
+} // namespace sits::codegen

@@ -1,0 +1,315 @@
+//===- attention_decode_kvq.cuh - Split-K decode over a quantized cache ---===//
+//
+// attention_decode.cuh's split-K kernel over a quantized cache
+// (kv_quant.cuh). A lane's 8 channels of a key or value come from the hot
+// ring (16 bytes of FP16/BF16) while the token is in the hot window, else
+// from the cold rows (8 bytes of int8 or 4 of int4, by cp.async into the
+// same ring slot) and are dequantized in registers with their f16 scale
+// (sits.dequantize: f32 scale times level), so the cache is read once, at
+// its stored size, with no separate dequantization pass. Cold or hot is
+// decided per key exactly as sits.attention's cold operands define: value j
+// is cold when past - j >= kHotWindow, key j when past - last(j) >=
+// kHotWindow (last(j) the last token of j's per-channel block).
+//
+// Launch: as attention_decode.cuh.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_ATTENTION_DECODE_KVQ_CUH
+#define SITS_KERNELS_ATTENTION_DECODE_KVQ_CUH
+
+#include "sits/attention_decode.cuh"
+#include "sits/kv_quant.cuh"
+
+namespace sits {
+
+/// Config: attention_decode.cuh's (Cache is the hot part's type) and
+/// kBits, kGroup, kGroups, kRowBytes, kHotWindow, kHotRows, kPerChannelKeys,
+/// kChannelBlock, kScaleBlocks (kv_quant.cuh).
+template <class Cfg>
+__device__ void attentionDecodeKVQ(
+    const float *__restrict__ query,
+    const typename Cfg::Cache::Storage *__restrict__ keyHot,
+    const typename Cfg::Cache::Storage *__restrict__ valueHot,
+    const signed char *__restrict__ keyCold, const u16 *__restrict__ keyScales,
+    const signed char *__restrict__ valueCold,
+    const u16 *__restrict__ valueScales, float *__restrict__ out,
+    float *__restrict__ partial, int *__restrict__ counters,
+    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths) {
+  typedef typename Cfg::Cache C;
+  typedef typename C::Storage Storage;
+  constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
+  constexpr int D = Cfg::kHeadDim;
+  constexpr int P = D / 8; // lanes per key
+  constexpr int kKeyGroups = kDecodeThreads / P;
+  constexpr int U = Cfg::kUnroll;
+  constexpr int kStages = Cfg::kStages;
+  constexpr int kPartial = decodePartialFloats(D);
+  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
+  static_assert(C::kBytes == 2, "16 bytes hold 8 elements of the cache");
+  static_assert(D % 8 == 0 && P <= kWarpSize && kWarpSize % P == 0,
+                "head_dim / 8 lanes per key, whole within a warp");
+  static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
+
+  SITS_DYNAMIC_SHARED(uint4, shared);
+  const float kNegInf = __int_as_float(0xff800000u);
+  const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x;
+  const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
+  const int past = pastLengths[b];
+  const bool padding = stepLengths[b] <= 0;
+
+  // Keys the query sees, [keyBegin, keyEnd), and this block's share.
+  const int keyEnd = min(past + 1, Cfg::kCapacity);
+  const int keyBegin = Cfg::kWindow > 0 ? max(0, past - Cfg::kWindow + 1) : 0;
+  const int splitBegin = keyBegin / Cfg::kSplitKeys;
+  const int splitEnd = (keyEnd + Cfg::kSplitKeys - 1) / Cfg::kSplitKeys;
+  const int k0 = max(keyBegin, split * Cfg::kSplitKeys);
+  const int k1 = min(keyEnd, (split + 1) * Cfg::kSplitKeys);
+  const bool active = !padding && split >= splitBegin && split < splitEnd;
+  constexpr int N = Cfg::kHotWindow, CB = Cfg::kChannelBlock;
+  constexpr int kColdBytes = 8 * Cfg::kBits / 8; // this lane's 8 channels
+  const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + kvHead;
+  const long hotBase = seqHead * Cfg::kHotRows * D;
+  // Key j is read cold when past - last(j) >= N, value j when past - j >= N.
+  auto keyIsCold = [&](int key) {
+    return past - ((key / CB) * CB + CB - 1) >= N;
+  };
+  auto valueIsCold = [&](int key) { return past - key >= N; };
+  float *myPartial =
+      partial +
+      ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
+          kPartial;
+
+  if (active) {
+    // This lane's 8 dimensions of the group's queries.
+    float q[G][8];
+    #pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const float *row =
+          query + static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d0;
+      loadFloats<8>(row, q[h]);
+    }
+    // The scales of this lane's 8 channels in the last per-channel key
+    // block it read: a lane's keys of a step lie in one block, so they are
+    // loaded once per block rather than once per key.
+    int scaleBlock = -1;
+    float blockScales[8];
+    float rowMax[G], rowSum[G], acc[G][8];
+    #pragma unroll
+    for (int h = 0; h < G; ++h) {
+      rowMax[h] = kNegInf;
+      rowSum[h] = 0.0f;
+      #pragma unroll
+      for (int e = 0; e < 8; ++e)
+        acc[h][e] = 0.0f;
+    }
+
+    // Step s covers keys k0 + (s * U + u) * kKeyGroups + keyGroup.
+    constexpr int kKeysPerStep = U * kKeyGroups;
+    const int steps = (k1 - k0 + kKeysPerStep - 1) / kKeysPerStep;
+    auto keyOf = [&](int step, int u) {
+      return k0 + (step * U + u) * kKeyGroups + keyGroup;
+    };
+    auto issue = [&](int step) {
+      if (step < steps) {
+        uint4 *slot = shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
+        #pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int key = keyOf(step, u);
+          const bool valid = key < k1;
+          const int row = valid ? key : 0;
+          const long hot =
+              hotBase + static_cast<long>(row % Cfg::kHotRows) * D + d0;
+          const long cold = (seqHead * Cfg::kCapacity + row) * Cfg::kRowBytes +
+                            d0 * Cfg::kBits / 8;
+          if (valid && keyIsCold(key))
+            copyAsyncSmall<kColdBytes>(slot + (2 * u) * kDecodeThreads,
+                                       keyCold + cold);
+          else
+            copyAsync16<false>(slot + (2 * u) * kDecodeThreads, keyHot + hot,
+                               valid);
+          if (valid && valueIsCold(key))
+            copyAsyncSmall<kColdBytes>(slot + (2 * u + 1) * kDecodeThreads,
+                                       valueCold + cold);
+          else
+            copyAsync16<false>(slot + (2 * u + 1) * kDecodeThreads,
+                               valueHot + hot, valid);
+        }
+      }
+      copyAsyncCommit();
+    };
+
+    for (int s = 0; s + 1 < kStages; ++s)
+      issue(s);
+    for (int step = 0; step < steps; ++step) {
+      issue(step + kStages - 1);
+      copyAsyncWait<kStages - 1>();
+      const uint4 *slot =
+          shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
+      float score[U][G];
+      #pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float k[8];
+        const uint4 raw = slot[(2 * u) * kDecodeThreads];
+        const int key = keyOf(step, u);
+        if (key < k1 && keyIsCold(key)) {
+          if constexpr (Cfg::kPerChannelKeys) {
+            if (key / CB != scaleBlock) {
+              scaleBlock = key / CB;
+              unpack16<F16>(__ldg(reinterpret_cast<const uint4 *>(
+                                keyScales +
+                                (seqHead * Cfg::kScaleBlocks + scaleBlock) * D +
+                                d0)),
+                            blockScales);
+            }
+            unpackCold<Cfg::kBits>(raw, blockScales, k);
+          } else {
+            const float s = halfToFloat(
+                keyScales[(seqHead * Cfg::kCapacity + key) * Cfg::kGroups +
+                          d0 / Cfg::kGroup]);
+            const float scales[8] = {s, s, s, s, s, s, s, s};
+            unpackCold<Cfg::kBits>(raw, scales, k);
+          }
+        } else {
+          unpack16<C>(raw, k);
+        }
+        #pragma unroll
+        for (int h = 0; h < G; ++h) {
+          float dot = 0.0f;
+          #pragma unroll
+          for (int e = 0; e < 8; ++e)
+            dot += q[h][e] * k[e];
+          // The key group's lanes are consecutive: finish the dot product.
+          #pragma unroll
+          for (int offset = P / 2; offset > 0; offset >>= 1)
+            dot += __shfl_xor_sync(kFullMask, dot, offset);
+          float value = Cfg::kScale * dot;
+          if constexpr (Cfg::kSoftcap > 0.0f)
+            value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
+          score[u][h] = keyOf(step, u) < k1 ? value : kNegInf;
+        }
+      }
+      #pragma unroll
+      for (int h = 0; h < G; ++h) {
+        float stepMax = score[0][h];
+        #pragma unroll
+        for (int u = 1; u < U; ++u)
+          stepMax = fmaxf(stepMax, score[u][h]);
+        const float newMax = fmaxf(rowMax[h], stepMax);
+        if (newMax == kNegInf)
+          continue; // no visible key yet
+        const float rescale =
+            rowMax[h] == kNegInf ? 0.0f : expf(rowMax[h] - newMax);
+        rowMax[h] = newMax;
+        rowSum[h] *= rescale;
+        #pragma unroll
+        for (int e = 0; e < 8; ++e)
+          acc[h][e] *= rescale;
+        #pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const float p =
+              score[u][h] == kNegInf ? 0.0f : expf(score[u][h] - newMax);
+          rowSum[h] += p;
+          float v[8];
+          const int key = keyOf(step, u);
+          if (key < k1 && valueIsCold(key)) {
+            const float s = halfToFloat(
+                valueScales[(seqHead * Cfg::kCapacity + key) * Cfg::kGroups +
+                            d0 / Cfg::kGroup]);
+            const float scales[8] = {s, s, s, s, s, s, s, s};
+            unpackCold<Cfg::kBits>(slot[(2 * u + 1) * kDecodeThreads], scales,
+                                   v);
+          } else {
+            unpack16<C>(slot[(2 * u + 1) * kDecodeThreads], v);
+          }
+          #pragma unroll
+          for (int e = 0; e < 8; ++e)
+            acc[h][e] += p * v[e];
+        }
+      }
+    }
+    copyAsyncWait<0>();
+    __syncthreads(); // every lane has read its ring slots
+
+    // Merge the key groups: [keyGroup][head][max, sum, values].
+    float *merge = reinterpret_cast<float *>(shared);
+    #pragma unroll
+    for (int h = 0; h < G; ++h) {
+      float *slot = merge + (keyGroup * G + h) * kPartial;
+      if (part == 0) {
+        slot[0] = rowMax[h];
+        slot[1] = rowSum[h];
+      }
+      #pragma unroll
+      for (int e = 0; e < 8; ++e)
+        slot[2 + d0 + e] = acc[h][e];
+    }
+    __syncthreads();
+    for (int idx = tid; idx < G * (D + 1); idx += kDecodeThreads) {
+      const int h = idx / (D + 1), d = idx % (D + 1); // d == D: max and sum
+      float best = kNegInf;
+      for (int g = 0; g < kKeyGroups; ++g)
+        best = fmaxf(best, merge[(g * G + h) * kPartial]);
+      float total = 0.0f;
+      for (int g = 0; g < kKeyGroups; ++g) {
+        const float *slot = merge + (g * G + h) * kPartial;
+        if (slot[0] == kNegInf)
+          continue;
+        total += expf(slot[0] - best) * (d < D ? slot[2 + d] : slot[1]);
+      }
+      float *target = myPartial + (h * Cfg::kSplits + split) * kPartial;
+      if (d < D) {
+        target[2 + d] = total;
+      } else {
+        target[0] = best;
+        target[1] = total;
+      }
+    }
+  }
+
+  // The last block of (b, kvHead) combines the splits.
+  __shared__ int isLast;
+  if (padding) {
+    // Every block of the sequence takes this branch: no counting.
+    if (split == 0)
+      for (int idx = tid; idx < G * D; idx += kDecodeThreads)
+        out[static_cast<long>(b) * kWidth + kvHead * G * D + idx] = 0.0f;
+    return;
+  }
+  __threadfence(); // the partial is visible before the count says so
+  __syncthreads();
+  if (tid == 0) {
+    int *counter = counters + b * Cfg::kKvHeads + kvHead;
+    isLast = atomicAdd(counter, 1) == Cfg::kSplits - 1;
+    if (isLast)
+      *counter = 0; // ready for the next launch
+  }
+  __syncthreads();
+  if (!isLast)
+    return;
+  __threadfence();
+  for (int idx = tid; idx < G * D; idx += kDecodeThreads) {
+    const int h = idx / D, d = idx % D;
+    const float *slots = myPartial + h * Cfg::kSplits * kPartial;
+    float best = kNegInf;
+    for (int s = splitBegin; s < splitEnd; ++s)
+      best = fmaxf(best, __ldcg(slots + s * kPartial));
+    float sum = 0.0f, value = 0.0f;
+    for (int s = splitBegin; s < splitEnd; ++s) {
+      const float *slot = slots + s * kPartial;
+      const float splitMax = __ldcg(slot);
+      if (splitMax == kNegInf)
+        continue;
+      const float weight = expf(splitMax - best);
+      sum += weight * __ldcg(slot + 1);
+      value += weight * __ldcg(slot + 2 + d);
+    }
+    out[static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d] =
+        sum > 0.0f ? value / sum : 0.0f;
+  }
+}
+
+} // namespace sits
+
+#endif // SITS_KERNELS_ATTENTION_DECODE_KVQ_CUH
