@@ -2,14 +2,20 @@
 //
 //   sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]
 //              [--new-tokens 128] [--repeats 3] [--seed S] [--json FILE]
-//              [--no-cuda-graph] [--device D]
+//              [--no-cuda-graph] [--device D] [--tvc-no-fallback]
 //
 // For every batch size and context length: a prompt of `context` random
 // tokens per sequence, prefilled, then `new-tokens` greedy decode steps (EOS
 // ignored). Reports the median over the repeats of prefill tokens/s, decode
 // ms per step and tokens/s, and the bandwidth decode achieves: the bytes one
 // step must read (the weights a step reads once, plus every sequence's KV
-// cache at the step's mean length) over the step time.
+// cache at the step's mean length) over the step time. It also times the
+// decode step's LM head alone (its launches replayed after the run: the
+// plain `lm_head` kernel, or a TVC head's eight kernels) and, for an engine
+// with a TVC head, reports the share of rows that fell back to the full
+// head. --tvc-no-fallback (benchmark only: tokens may differ from the plain
+// head's) takes every TVC row as proved, so the head's time with the proof
+// succeeding can be measured on random weights, whose proofs rarely hold.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +39,8 @@ constexpr int kExitCuda = 6;
 const char *kUsage =
     "usage: sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]\n"
     "                  [--new-tokens 128] [--repeats 3] [--seed S]\n"
-    "                  [--json FILE] [--no-cuda-graph] [--device D]\n";
+    "                  [--json FILE] [--no-cuda-graph] [--device D]\n"
+    "                  [--tvc-no-fallback]\n";
 
 struct Options {
   std::string engine;
@@ -45,6 +52,7 @@ struct Options {
   uint64_t device = 0;
   std::string jsonPath;
   bool noCudaGraph = false;
+  bool tvcNoFallback = false; ///< benchmark only: tokens may differ
 };
 
 Options parseArgs(int argc, char **argv) {
@@ -70,6 +78,8 @@ Options parseArgs(int argc, char **argv) {
       o.jsonPath = cl.value(i);
     else if (a == "--no-cuda-graph")
       o.noCudaGraph = true;
+    else if (a == "--tvc-no-fallback")
+      o.tvcNoFallback = true;
     else if (a.size() > 1 && a[0] == '-')
       cl.usageError("unknown option '" + a + "'");
     else if (o.engine.empty())
@@ -128,7 +138,10 @@ struct Result {
   double prefillMs = 0, prefillTokensPerSecond = 0;
   double decodeMsPerStep = 0, tokensPerSecond = 0;
   double bytesPerStep = 0, gigabytesPerSecond = 0;
+  double lmHeadMs = 0;
   bool cudaGraph = false;
+  bool tvc = false;
+  uint64_t tvcProved = 0, tvcFallback = 0;
 };
 
 std::string toJson(const Options &o, const sits::Engine &engine,
@@ -153,6 +166,12 @@ std::string toJson(const Options &o, const sits::Engine &engine,
     item.set("decode_tokens_per_s", r.tokensPerSecond);
     item.set("bytes_per_step", r.bytesPerStep);
     item.set("achieved_gb_per_s", r.gigabytesPerSecond);
+    item.set("lm_head_ms", r.lmHeadMs);
+    if (r.tvc) {
+      item.set("tvc_proved_rows", r.tvcProved);
+      item.set("tvc_fallback_rows", r.tvcFallback);
+      item.set("tvc_fallback_disabled", o.tvcNoFallback);
+    }
     list.push(std::move(item));
   }
   return root.write(2) + "\n";
@@ -183,6 +202,8 @@ int main(int argc, char **argv) {
     sits::SessionOptions sessionOptions;
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
     sits::Session session(engine, sessionOptions);
+    if (o.tvcNoFallback)
+      session.disableTvcFallbackForBenchmark(true);
     uint64_t weightBytes = weightBytesPerStep(*engine);
     uint64_t kvPerToken = kvBytesPerToken(config.kvCache);
     std::mt19937_64 random(o.seed);
@@ -192,8 +213,12 @@ int main(int argc, char **argv) {
                 "decode step), KV cache %" PRIu64 " bytes per token\n",
                 o.engine.c_str(), engine->deviceName().c_str(),
                 engine->weightBytes() / 1e6, weightBytes / 1e6, kvPerToken);
-    std::printf("%6s %8s %7s %12s %12s %12s %12s\n", "batch", "context",
-                "bucket", "prefill t/s", "decode ms", "decode t/s", "GB/s");
+    if (o.tvcNoFallback)
+      std::printf("TVC fallback disabled (benchmark only: tokens may differ "
+                  "from the plain head's)\n");
+    std::printf("%6s %8s %7s %12s %12s %12s %12s %12s %9s\n", "batch",
+                "context", "bucket", "prefill t/s", "decode ms", "decode t/s",
+                "GB/s", "lm head us", "tvc fb %");
     std::vector<Result> results;
     for (uint64_t batch : o.batches)
       for (uint64_t context : o.contexts) {
@@ -216,6 +241,9 @@ int main(int argc, char **argv) {
             continue;
           prefillMs.push_back(result.stats.prefillMs);
           stepMs.push_back(result.stats.decodeMsPerStep);
+          r.tvc = result.stats.tvc;
+          r.tvcProved += result.stats.tvcProvedRows;
+          r.tvcFallback += result.stats.tvcFallbackRows;
           r.bucket = result.stats.bucket;
           r.cudaGraph = result.stats.cudaGraph;
         }
@@ -228,11 +256,17 @@ int main(int argc, char **argv) {
         double meanLength = context + (o.newTokens - 1) / 2.0;
         r.bytesPerStep = weightBytes + batch * meanLength * kvPerToken;
         r.gigabytesPerSecond = r.bytesPerStep / (r.decodeMsPerStep / 1e3) / 1e9;
+        r.lmHeadMs = session.timeLMHead(static_cast<uint32_t>(batch), 100);
+        char fallback[32] = "-";
+        if (r.tvc && r.tvcProved + r.tvcFallback)
+          std::snprintf(fallback, sizeof(fallback), "%.2f",
+                        100.0 * double(r.tvcFallback) /
+                            double(r.tvcProved + r.tvcFallback));
         std::printf("%6" PRIu64 " %8" PRIu64 " %7" PRIu64
-                    " %12.0f %12.4f %12.1f %12.1f\n",
+                    " %12.0f %12.4f %12.1f %12.1f %12.2f %9s\n",
                     batch, context, r.bucket, r.prefillTokensPerSecond,
                     r.decodeMsPerStep, r.tokensPerSecond,
-                    r.gigabytesPerSecond);
+                    r.gigabytesPerSecond, r.lmHeadMs * 1e3, fallback);
         results.push_back(r);
       }
 

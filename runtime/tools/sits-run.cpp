@@ -291,6 +291,14 @@ int runEngine(const Options &o) {
                 mib(st.deviceUsedBytes), mib(st.deviceTotalBytes),
                 engine->deviceName().c_str(), engine->deviceSm(),
                 engine->usesPtx() ? ", PTX JIT" : "");
+    if (st.tvc) {
+      uint64_t rows = st.tvcProvedRows + st.tvcFallbackRows;
+      std::printf("tvc lm head: %" PRIu64 " rows, %" PRIu64 " proved, %" PRIu64
+                  " fell back to the full head (fallback rate %.2f%%)\n",
+                  rows, st.tvcProvedRows, st.tvcFallbackRows,
+                  rows ? 100.0 * double(st.tvcFallbackRows) / double(rows)
+                       : 0.0);
+    }
     return 0;
   } catch (const sits::Error &error) {
     int code = kExitBadInput;
