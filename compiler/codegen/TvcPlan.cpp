@@ -256,10 +256,12 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
   }
 
   // Preview chunks: the smallest that lets the selection fit in shared
-  // memory.
+  // memory, from 1024 rows (128 for small vocabularies: more blocks, and
+  // the committed test models exercise the merge of several chunks).
   int64_t chunk = 0, keep = 0, chunks = 0, select = 0;
   uint64_t previewShared = 0;
-  for (int64_t c = std::min<int64_t>(1024, powerOfTwoAtLeast(vocab));
+  for (int64_t c = std::min<int64_t>(vocab >= 8192 ? 1024 : 128,
+                                     powerOfTwoAtLeast(vocab));
        c <= 8192; c *= 2) {
     int64_t kp = std::min(candidates + 1, c);
     int64_t n = (vocab + c - 1) / c;

@@ -9,6 +9,9 @@
 #     llama_bytes), alone and batched with a shorter prompt;
 #   - CUDA graph and direct launches give identical tokens (greedy, sampled);
 #   - sampling with a seed is reproducible.
+#   - engines with the TVC LM head (sitsc --tvc=exact) give the plain
+#     engines' tokens: greedy alone and batched, without CUDA graphs, and
+#     sampled with top-k 4 (<= its exact top); the fallback rate is printed.
 # Prints a summary table; exits non-zero if anything failed or no GPU.
 #
 #   test/gpu/run-model-tests.sh [WORK_DIR]
@@ -16,7 +19,8 @@
 # Environment: SITSC (default .device/sitsc, else build/bin/sitsc),
 # SITS_TARGET (default from the GPU: sm_90a on an H100/H200), CUDACXX,
 # SITS_CMAKE_ARGS (extra cmake arguments), MODELS (model folders to check,
-# space-separated, instead of the default list), DTYPES (default fp32,fp16).
+# space-separated, instead of the default list), DTYPES (default fp32,fp16),
+# TVC (default 1; 0 skips the TVC engines).
 set -uo pipefail
 
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -89,7 +93,8 @@ fi
 
 python3 "$src/test/gpu/check_models.py" --sitsc "$sitsc" \
   --runner "$build/bin/sits-score" --target "$target" \
-  --dtypes "${DTYPES:-fp32,fp16}" --work "$work/engines" "${models[@]}"
+  --dtypes "${DTYPES:-fp32,fp16}" --work "$work/engines" \
+  $([ "${TVC:-1}" = 1 ] && echo --tvc) "${models[@]}"
 status=$?
 say "total $(( $(date +%s) - start )) s"
 [ $status -eq 0 ] && say "PASSED" || say "FAILED"
