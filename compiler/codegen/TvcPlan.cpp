@@ -255,12 +255,13 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
       return head.emitError() << "codegen: cannot read the TVC head's weights";
   }
 
-  // Preview chunks: the smallest that lets the selection fit in shared
-  // memory, from 1024 rows (128 for small vocabularies: more blocks, and
-  // the committed test models exercise the merge of several chunks).
+  // Preview chunks (a block each): the smallest that lets the selection fit
+  // in shared memory, from 512 rows (about two blocks per SM for a 128K
+  // vocabulary; 128 for small vocabularies, where the committed test models
+  // then exercise the merge of several chunks).
   int64_t chunk = 0, keep = 0, chunks = 0, select = 0;
   uint64_t previewShared = 0;
-  for (int64_t c = std::min<int64_t>(vocab >= 8192 ? 1024 : 128,
+  for (int64_t c = std::min<int64_t>(vocab >= 8192 ? 512 : 128,
                                      powerOfTwoAtLeast(vocab));
        c <= 8192; c *= 2) {
     int64_t kp = std::min(candidates + 1, c);

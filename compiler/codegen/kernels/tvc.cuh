@@ -228,7 +228,7 @@ __device__ void tvcResidual(const float *__restrict__ x,
 
 //===----------------------------------------------------------------------===//
 // 3. Previews and bounds of a chunk of rows, the chunk's kKeep largest
-//    (grid kChunks, block 256, dynamic shared tvcPreviewSharedBytes)
+//    (grid kChunks, block 256, dynamic shared: see TvcPlan.cpp)
 //===----------------------------------------------------------------------===//
 
 /// Per sequence, what every bound of the step uses.
@@ -298,47 +298,70 @@ __device__ void tvcPreview(const float *__restrict__ left,
   }
   __syncthreads();
 
-  // A warp per row, up to 4 sequences per pass over the row.
-  constexpr int kTile = 4;
-  for (int i = warp; i < Cfg::kChunk; i += kTvcWarps) {
-    const int v = first + i;
-    if (v >= Cfg::kVocab) {
-      if (lane == 0)
-        for (int b = 0; b < tokens; ++b)
-          keys[b * Cfg::kChunk + i] = 0; // padding: after every row
-      continue;
-    }
-    const float *row = left + static_cast<long>(v) * Cfg::kRank;
+  // A warp takes kRows rows at once (their loads in flight together), up to
+  // kTile sequences per pass, the rank in slices of 256 (8 loads per lane
+  // and row); lane row * kTile + t then bounds row `row` for sequence t.
+  constexpr int kTile = 4, kRows = 4, kSlice = 256, kPer = kSlice / kWarpSize;
+  for (int i0 = warp * kRows; i0 < Cfg::kChunk; i0 += kTvcWarps * kRows) {
     for (int b0 = 0; b0 < tokens; b0 += kTile) {
-      float acc[kTile] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int r = lane; r < Cfg::kRank; r += kWarpSize) {
-        const float p = row[r];
+      float acc[kRows][kTile];
+      for (int row = 0; row < kRows; ++row)
         for (int t = 0; t < kTile; ++t)
-          if (b0 + t < tokens)
-            acc[t] += p * z[(b0 + t) * Cfg::kRank + r];
-      }
-      for (int t = 0; t < kTile; ++t) {
-        if (b0 + t >= tokens)
-          break;
-        const int b = b0 + t;
-        const double preview = warpSum(acc[t]);
-        if (lane != 0 || stepLengths[b] <= 0)
-          continue;
-        const TvcNorms n = norms[b];
-        const float *bound = bounds + 4 * static_cast<long>(v);
-        const double slack =
-            static_cast<double>(bound[0]) * n.ne +
-            static_cast<double>(bound[1]) * n.nz +
-            static_cast<double>(bound[2]) * (Cfg::kGammaRank * n.nz + n.na) +
-            Cfg::kGammaDot * static_cast<double>(bound[3]) * n.nh;
-        const double upper =
-            preview + slack * kTvcNormSlack + 0x1p-50 * fabs(preview);
-        if (upper != upper) {
-          sawNaN[b] = 1;
-          keys[b * Cfg::kChunk + i] = 0;
-        } else {
-          keys[b * Cfg::kChunk + i] = tvcKey(upper);
+          acc[row][t] = 0.0f;
+      for (int r0 = 0; r0 < Cfg::kRank; r0 += kSlice) {
+        float p[kRows][kPer];
+        for (int row = 0; row < kRows; ++row) {
+          const int v = first + i0 + row;
+          for (int j = 0; j < kPer; ++j) {
+            const int r = r0 + lane + kWarpSize * j;
+            p[row][j] = v < Cfg::kVocab && r < Cfg::kRank
+                            ? left[static_cast<long>(v) * Cfg::kRank + r]
+                            : 0.0f;
+          }
         }
+        for (int j = 0; j < kPer; ++j) {
+          const int r = r0 + lane + kWarpSize * j;
+          if (r >= Cfg::kRank)
+            break;
+          for (int t = 0; t < kTile; ++t) {
+            if (b0 + t >= tokens)
+              break;
+            const float zr = z[(b0 + t) * Cfg::kRank + r];
+            for (int row = 0; row < kRows; ++row)
+              acc[row][t] += p[row][j] * zr;
+          }
+        }
+      }
+      double mine = 0.0; // this lane's (row, t) preview
+      for (int row = 0; row < kRows; ++row)
+        for (int t = 0; t < kTile; ++t) {
+          const float sum = warpSum(acc[row][t]);
+          if (lane == row * kTile + t)
+            mine = sum;
+        }
+      const int row = lane / kTile, t = lane % kTile;
+      const int i = i0 + row, v = first + i, b = b0 + t;
+      if (row >= kRows || b >= tokens || i >= Cfg::kChunk)
+        continue;
+      if (v >= Cfg::kVocab) {
+        keys[b * Cfg::kChunk + i] = 0; // padding: after every row
+        continue;
+      }
+      if (stepLengths[b] <= 0)
+        continue;
+      const TvcNorms n = norms[b];
+      const float *bound = bounds + 4 * static_cast<long>(v);
+      const double slack =
+          static_cast<double>(bound[0]) * n.ne +
+          static_cast<double>(bound[1]) * n.nz +
+          static_cast<double>(bound[2]) * (Cfg::kGammaRank * n.nz + n.na) +
+          Cfg::kGammaDot * static_cast<double>(bound[3]) * n.nh;
+      const double upper = mine + slack * kTvcNormSlack + 0x1p-50 * fabs(mine);
+      if (upper != upper) {
+        sawNaN[b] = 1;
+        keys[b * Cfg::kChunk + i] = 0;
+      } else {
+        keys[b * Cfg::kChunk + i] = tvcKey(upper);
       }
     }
   }
@@ -451,24 +474,34 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
   const int steps =
       warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U)
                      : 0;
+  // gemvTensorCore's chunks of this warp are warp + 8 i for i < steps * U,
+  // added in that order; the loads of kAhead of them are issued together.
+  constexpr int kAhead = 4;
+  const int count = steps * U;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int step = 0; step < steps; ++step) {
-    const int c0 = warp + step * kTcWarps * U;
-    for (int u = 0; u < U; ++u) {
-      const int c = c0 + u * kTcWarps;
-      const bool inside = c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
+  for (int i0 = 0; i0 < count; i0 += kAhead) {
+    uint4 lo[kAhead], hi[kAhead], x0[kAhead], x1[kAhead];
+    for (int a = 0; a < kAhead; ++a) {
+      const int c = warp + kTcWarps * (i0 + a);
+      const bool inside = i0 + a < count && c < kChunks &&
+                          c * kTcChunk + 8 * t < Cfg::kK;
       const long offset = static_cast<long>(c) * kTcChunk;
-      const uint4 lo = load16If<true>(inside && rowPtr[0], rowPtr[0] + offset);
-      const uint4 hi = load16If<true>(inside && rowPtr[1], rowPtr[1] + offset);
-      const bool hasX = xRow && inside;
-      const uint4 x0 = load16If<false>(hasX, xRow + offset);
-      const uint4 x1 = load16If<false>(hasX, xRow + offset + 4);
-      const u32 b0 = packPair<W>(__uint_as_float(x0.x), __uint_as_float(x0.y));
-      const u32 b1 = packPair<W>(__uint_as_float(x0.z), __uint_as_float(x0.w));
-      const u32 b2 = packPair<W>(__uint_as_float(x1.x), __uint_as_float(x1.y));
-      const u32 b3 = packPair<W>(__uint_as_float(x1.z), __uint_as_float(x1.w));
-      mma16816<W>(acc, lo.x, hi.x, lo.y, hi.y, b0, b1);
-      mma16816<W>(acc, lo.z, hi.z, lo.w, hi.w, b2, b3);
+      lo[a] = load16If<true>(inside && rowPtr[0], rowPtr[0] + offset);
+      hi[a] = load16If<true>(inside && rowPtr[1], rowPtr[1] + offset);
+      x0[a] = load16If<false>(inside && xRow, xRow + offset);
+      x1[a] = load16If<false>(inside && xRow, xRow + offset + 4);
+    }
+    for (int a = 0; a < kAhead && i0 + a < count; ++a) {
+      const u32 b0 =
+          packPair<W>(__uint_as_float(x0[a].x), __uint_as_float(x0[a].y));
+      const u32 b1 =
+          packPair<W>(__uint_as_float(x0[a].z), __uint_as_float(x0[a].w));
+      const u32 b2 =
+          packPair<W>(__uint_as_float(x1[a].x), __uint_as_float(x1[a].y));
+      const u32 b3 =
+          packPair<W>(__uint_as_float(x1[a].z), __uint_as_float(x1[a].w));
+      mma16816<W>(acc, lo[a].x, hi[a].x, lo[a].y, hi[a].y, b0, b1);
+      mma16816<W>(acc, lo[a].z, hi[a].z, lo[a].w, hi[a].w, b2, b3);
     }
   }
   partial[warp * kWarpSize + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
