@@ -40,7 +40,7 @@ enum class BufferKind {
   PastLengths,
   StepLengths,
   Logits,
-  Counters, ///< int32 counters that kernels leave at zero (split attention)
+  Counters,    ///< int32 counters that kernels leave at zero (split attention)
   TvcScratch,  ///< the TVC head's per-sequence scratch (kernels/tvc.cuh)
   TvcCounters, ///< the TVC head's proved/fallback counts and mode (u64 x 3)
 };

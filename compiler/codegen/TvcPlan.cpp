@@ -28,7 +28,7 @@ using format::Expr;
 
 namespace {
 
-constexpr int64_t kThreads = 256;   ///< tvc.cuh's kTvcThreads
+constexpr int64_t kThreads = 256; ///< tvc.cuh's kTvcThreads
 constexpr int64_t kSelectThreads = 1024;
 constexpr int64_t kMaxSelect = 16384; ///< 12 bytes each in shared memory
 constexpr double kSlack = 1.0 + 0x1p-30;
@@ -96,9 +96,9 @@ struct ScratchLayout {
   uint64_t bytes = 0;
   uint64_t add(int64_t maxBatch, int64_t perSequence, int64_t elementBytes) {
     uint64_t offset = bytes;
-    bytes += (static_cast<uint64_t>(maxBatch * perSequence * elementBytes) +
-              255) /
-             256 * 256;
+    bytes +=
+        (static_cast<uint64_t>(maxBatch * perSequence * elementBytes) + 255) /
+        256 * 256;
     return offset;
   }
 };
@@ -161,8 +161,7 @@ static ElementsAttr storedBounds(MLIRContext *context, ElementsAttr weight,
     out[v * 4 + 2] = in[2];
     out[v * 4 + 3] = roundUp(std::sqrt(stored) * kSlack * kSlack);
   }
-  auto attrType =
-      RankedTensorType::get({vocab, 4}, Float32Type::get(context));
+  auto attrType = RankedTensorType::get({vocab, 4}, Float32Type::get(context));
   return DenseElementsAttr::get(attrType, llvm::ArrayRef<float>(out));
 }
 
@@ -267,8 +266,8 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     int64_t kp = std::min(candidates + 1, c);
     int64_t n = (vocab + c - 1) / c;
     int64_t s = powerOfTwoAtLeast(std::max(n * kp, candidates + 1));
-    uint64_t shared = batch * c * 8 + c * 4 + batch * 32 + batch * 4 +
-                      batch * rank * 4;
+    uint64_t shared =
+        batch * c * 8 + c * 4 + batch * 32 + batch * 4 + batch * rank * 4;
     if (s <= kMaxSelect && shared <= uint64_t(kMaxSharedBytes)) {
       chunk = c, keep = kp, chunks = n, select = s, previewShared = shared;
       break;
@@ -285,9 +284,9 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
            << "); use fewer --tvc-candidates, a smaller rank or --max-batch";
   const int64_t residualBlocks = (hidden + kThreads - 1) / kThreads;
   if (rank * 4 > 32 * 1024)
-    return head.emitError() << "codegen: the TVC head's rank " << rank
-                            << " is too large for the GPU kernels (at most "
-                            << 8192 << ")";
+    return head.emitError()
+           << "codegen: the TVC head's rank " << rank
+           << " is too large for the GPU kernels (at most " << 8192 << ")";
 
   ScratchLayout layout;
   uint64_t offZ = layout.add(batch, rank, 4);
@@ -318,8 +317,8 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
           (roundInput ? "true;" : "false;"),
       std::string("static constexpr bool kTensorCore = ") +
           (tensorCore ? "true;" : "false;"),
-      "static constexpr double kGammaH = " +
-          hexDouble(gamma(hidden, 0x1p-24)) + "; // g(H), u = 2^-24",
+      "static constexpr double kGammaH = " + hexDouble(gamma(hidden, 0x1p-24)) +
+          "; // g(H), u = 2^-24",
       "static constexpr double kGammaRank = " +
           hexDouble(gamma(rank, 0x1p-24)) + "; // g(R)",
       "static constexpr double kGammaDot = " +
@@ -341,17 +340,16 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
                         ";");
   }
   auto offsets = [&](std::vector<std::string> &config) {
-    for (auto [name, value] :
-         {std::pair<const char *, uint64_t>{"kOffZ", offZ},
-          {"kOffA", offA},
-          {"kOffNorms", offNorms},
-          {"kOffKeys", offKeys},
-          {"kOffRows", offRows},
-          {"kOffNaN", offNaN},
-          {"kOffCandidates", offCandidates},
-          {"kOffNext", offNext},
-          {"kOffExact", offExact},
-          {"kOffFlags", offFlags}})
+    for (auto [name, value] : {std::pair<const char *, uint64_t>{"kOffZ", offZ},
+                               {"kOffA", offA},
+                               {"kOffNorms", offNorms},
+                               {"kOffKeys", offKeys},
+                               {"kOffRows", offRows},
+                               {"kOffNaN", offNaN},
+                               {"kOffCandidates", offCandidates},
+                               {"kOffNext", offNext},
+                               {"kOffExact", offExact},
+                               {"kOffFlags", offFlags}})
       config.push_back(std::string("static constexpr long ") + name + " = " +
                        std::to_string(value) + ";");
   };
@@ -367,8 +365,9 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
   ArgBinding countersArg = ArgBinding::bufferArg(BufferKind::TvcCounters);
   ArgBinding stepArg = ArgBinding::bufferArg(BufferKind::StepLengths);
   ArgBinding seqArg = ArgBinding::int32(Expr::seq());
-  std::string weightPtr =
-      options.weightType == DType::F32 ? "const float *" : "const unsigned short *";
+  std::string weightPtr = options.weightType == DType::F32
+                              ? "const float *"
+                              : "const unsigned short *";
   std::string where = "sits.tvc_lm_head";
 
   auto add = [&](TvcBuilder &b, const std::string &call) {

@@ -13,13 +13,12 @@ uint32_t tvcExactTop(const std::string &metadataJson) {
   if (!json::parse(metadataJson, &root, &error))
     return 0;
   const json::Value *tvc = root.find("tvc");
-  const json::Value *top = tvc && tvc->isObject() ? tvc->find("exact_top")
-                                                  : nullptr;
+  const json::Value *top =
+      tvc && tvc->isObject() ? tvc->find("exact_top") : nullptr;
   if (!top)
     return 0;
   double value = top->getNumber();
-  return value >= 1 && value < 4294967296.0 ? static_cast<uint32_t>(value)
-                                            : 0;
+  return value >= 1 && value < 4294967296.0 ? static_cast<uint32_t>(value) : 0;
 }
 
 void checkTvcSampling(uint32_t exactTop, float temperature, uint32_t topK) {

@@ -265,8 +265,8 @@ int main(int argc, char **argv) {
         std::printf("%6" PRIu64 " %8" PRIu64 " %7" PRIu64
                     " %12.0f %12.4f %12.1f %12.1f %12.2f %9s\n",
                     batch, context, r.bucket, r.prefillTokensPerSecond,
-                    r.decodeMsPerStep, r.tokensPerSecond,
-                    r.gigabytesPerSecond, r.lmHeadMs * 1e3, fallback);
+                    r.decodeMsPerStep, r.tokensPerSecond, r.gigabytesPerSecond,
+                    r.lmHeadMs * 1e3, fallback);
         results.push_back(r);
       }
 

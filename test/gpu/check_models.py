@@ -19,9 +19,9 @@ arguments) it checks:
   tvc       (--tvc) an engine with the TVC LM head (sitsc --tvc=exact, options
             --tvc-options, rank TVC_RANK) gives the plain engine's greedy
             tokens, alone and batched, and (GPU) the same tokens sampled with
-            top-k 4 and with and without CUDA graphs; the runner's counters of
-            proved and fallback rows are printed (--tvc-require-both: both
-            must occur)
+            top-k 4 and with and without CUDA graphs, and (GPU) sampling
+            without top-k refused; the runner's counters of proved and
+            fallback rows are printed (--tvc-require-both: both must occur)
 
 It prints a summary table and exits non-zero if any check fails.
 
@@ -193,6 +193,17 @@ class Checker:
                 same = False
                 problems.append("the TVC engine's tokens differ without CUDA "
                                 "graphs")
+            # Sampling without top-k needs every logit: refused, clearly.
+            engine, _ = self.engine_paths(model, dtype, "-tvc")
+            refused = subprocess.run(
+                [self.args.runner, engine, "generate", "--tokens",
+                 tokens_arg([model.prompt]), "--max-new-tokens", "2",
+                 "--temperature", "0.8"], capture_output=True, text=True)
+            if refused.returncode == 0 or "TVC head" not in refused.stderr:
+                problems.append("sampling without top-k on the TVC engine "
+                                "was not refused: exit %d, %s" % (
+                                    refused.returncode,
+                                    refused.stderr.strip()[-300:]))
         rows = counters[0] + counters[1]
         row["tvc"] = "%s %d/%d fb %.0f%%" % (
             "same" if same else "DIFFERS", counters[0], counters[1],

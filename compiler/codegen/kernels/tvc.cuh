@@ -131,11 +131,11 @@ __device__ void tvcBitonicSort(u64 *keys, int *indices, int count) {
         const int partner = i ^ j;
         if (partner > i) {
           const bool forward = (i & k) == 0;
-          const bool swap =
-              forward ? tvcBefore(keys[partner], indices[partner], keys[i],
-                                  indices[i])
-                      : tvcBefore(keys[i], indices[i], keys[partner],
-                                  indices[partner]);
+          const bool swap = forward
+                                ? tvcBefore(keys[partner], indices[partner],
+                                            keys[i], indices[i])
+                                : tvcBefore(keys[i], indices[i], keys[partner],
+                                            indices[partner]);
           if (swap) {
             const u64 key = keys[i];
             keys[i] = keys[partner];
@@ -171,7 +171,8 @@ __device__ void tvcProject(const float *__restrict__ x,
   for (int k = lane; k < Cfg::kK; k += kWarpSize) {
     const float t = row[k], value = tvcInput<Cfg>(h[k]);
     z += t * value;
-    magnitude += fabs(static_cast<double>(t)) * fabs(static_cast<double>(value));
+    magnitude +=
+        fabs(static_cast<double>(t)) * fabs(static_cast<double>(value));
   }
   z = warpSum(z);
   magnitude = tvcWarpSum(magnitude);
@@ -265,8 +266,8 @@ __device__ void tvcPreview(const float *__restrict__ left,
     if (stepLengths[b] <= 0)
       continue;
     const double *a = tvcRegion<double>(scratch, Cfg::kOffA, b, Cfg::kRank);
-    const double *partial = tvcRegion<double>(scratch, Cfg::kOffNorms, b,
-                                              2 * Cfg::kResidualBlocks);
+    const double *partial =
+        tvcRegion<double>(scratch, Cfg::kOffNorms, b, 2 * Cfg::kResidualBlocks);
     double zSquares = 0.0, zAbs = 0.0, aSquares = 0.0, eSquares = 0.0,
            hSquares = 0.0;
     for (int r = lane; r < Cfg::kRank; r += kWarpSize) {
@@ -376,10 +377,12 @@ __device__ void tvcPreview(const float *__restrict__ left,
     __syncthreads();
     tvcBitonicSort(keys + b * Cfg::kChunk, indices, Cfg::kChunk);
     const long slot = static_cast<long>(blockIdx.x) * Cfg::kKeep;
-    u64 *keptKeys = tvcRegion<u64>(scratch, Cfg::kOffKeys, b,
-                                   static_cast<long>(Cfg::kChunks) * Cfg::kKeep);
-    int *keptRows = tvcRegion<int>(scratch, Cfg::kOffRows, b,
-                                   static_cast<long>(Cfg::kChunks) * Cfg::kKeep);
+    u64 *keptKeys =
+        tvcRegion<u64>(scratch, Cfg::kOffKeys, b,
+                       static_cast<long>(Cfg::kChunks) * Cfg::kKeep);
+    int *keptRows =
+        tvcRegion<int>(scratch, Cfg::kOffRows, b,
+                       static_cast<long>(Cfg::kChunks) * Cfg::kKeep);
     for (int i = threadIdx.x; i < Cfg::kKeep; i += kTvcThreads) {
       keptKeys[slot + i] = keys[b * Cfg::kChunk + i];
       keptRows[slot + i] = indices[i];
@@ -465,15 +468,14 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
   const Storage *rowPtr[2];
   for (int half = 0; half < 2; ++half) {
     const int i = blockIdx.x * 16 + g + 8 * half;
-    rowPtr[half] = i < Cfg::kCandidates
-                       ? weight + static_cast<long>(candidates[i]) * Cfg::kK +
-                             8 * t
-                       : nullptr;
+    rowPtr[half] =
+        i < Cfg::kCandidates
+            ? weight + static_cast<long>(candidates[i]) * Cfg::kK + 8 * t
+            : nullptr;
   }
   const float *xRow = g == column ? h + 8 * t : nullptr;
   const int steps =
-      warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U)
-                     : 0;
+      warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U) : 0;
   // gemvTensorCore's chunks of this warp are warp + 8 i for i < steps * U,
   // added in that order; the loads of kAhead of them are issued together.
   constexpr int kAhead = 4;
@@ -483,8 +485,8 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
     uint4 lo[kAhead], hi[kAhead], x0[kAhead], x1[kAhead];
     for (int a = 0; a < kAhead; ++a) {
       const int c = warp + kTcWarps * (i0 + a);
-      const bool inside = i0 + a < count && c < kChunks &&
-                          c * kTcChunk + 8 * t < Cfg::kK;
+      const bool inside =
+          i0 + a < count && c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
       const long offset = static_cast<long>(c) * kTcChunk;
       lo[a] = load16If<true>(inside && rowPtr[0], rowPtr[0] + offset);
       hi[a] = load16If<true>(inside && rowPtr[1], rowPtr[1] + offset);
@@ -504,7 +506,8 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
       mma16816<W>(acc, lo[a].z, hi[a].z, lo[a].w, hi[a].w, b2, b3);
     }
   }
-  partial[warp * kWarpSize + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  partial[warp * kWarpSize + lane] =
+      make_float4(acc[0], acc[1], acc[2], acc[3]);
   __syncthreads();
   const float *sums = reinterpret_cast<const float *>(partial);
   float *exact = tvcRegion<float>(scratch, Cfg::kOffExact, b, Cfg::kCandidates);
@@ -533,8 +536,8 @@ __device__ void tvcExactSimple(const float *__restrict__ x,
   const int i = blockIdx.x * Cfg::kWarps + threadIdx.x / kWarpSize;
   if (!h || i >= Cfg::kCandidates)
     return;
-  const int v = tvcRegion<int>(scratch, Cfg::kOffCandidates, b,
-                               Cfg::kCandidates)[i];
+  const int v =
+      tvcRegion<int>(scratch, Cfg::kOffCandidates, b, Cfg::kCandidates)[i];
   const float *xRows[Cfg::kTokenTile] = {h};
   float acc[Cfg::kTokenTile];
   for (int tt = 0; tt < Cfg::kTokenTile; ++tt)
