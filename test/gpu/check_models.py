@@ -49,9 +49,9 @@ ENGINE_OPTIONS = ["--max-seq-len=128", "--max-batch=4",
 
 
 # The TVC head's rank per model (the committed test models: 112 of 128;
-# llama_bytes: 64 of 256); with 32 candidates and top-k 4 both proved and
+# llama_bytes: 64 of 256; llama_bpe16k: 192 of 256); with 32 candidates and top-k 4 both proved and
 # fallback rows occur on the CPU reference (sitsc --verify-greedy).
-TVC_RANK = {"llama_bytes": 64}
+TVC_RANK = {"llama_bytes": 64, "llama_bpe16k": 192}
 TVC_DEFAULT_RANK = 112
 TVC_TOP_K = 4
 
