@@ -17,6 +17,7 @@
 
 #include "CommandLine.h"
 #include "sits/EngineFormat.h"
+#include "sits/Json.h"
 #if SITS_RUNTIME_HAS_CUDA
 #include "sits/Runtime.h"
 #include <cuda_runtime_api.h>
@@ -39,6 +40,26 @@ constexpr int kExitGpu = 4;
 constexpr int kExitCacheFull = 5;
 constexpr int kExitCuda = 6;
 #endif
+
+/// The TVC LM head's line of --inspect (engines from sitsc --tvc=exact).
+void printTvcHead(const std::string &metadata) {
+  sits::json::Value root;
+  std::string error;
+  if (!sits::json::parse(metadata, &root, &error))
+    return;
+  const sits::json::Value *tvc = root.find("tvc");
+  if (!tvc || !tvc->isObject())
+    return;
+  auto number = [&](const char *key) {
+    const sits::json::Value *value = tvc->find(key);
+    return value && value->isInteger() ? value->getInteger() : int64_t(0);
+  };
+  std::printf("tvc lm head: rank %lld, %lld candidates, exact for greedy and "
+              "top-k <= %lld (other sampling is refused)\n",
+              static_cast<long long>(number("rank")),
+              static_cast<long long>(number("candidates")),
+              static_cast<long long>(number("exact_top")));
+}
 
 const char *kUsage =
     "usage: sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)\n"
@@ -181,6 +202,7 @@ int checkOrInspect(const Options &o) {
     std::fputs(sits::format::describeEngine(header, contents, config, o.verbose)
                    .c_str(),
                stdout);
+    printTvcHead(contents.metadataJson);
     return 0;
   }
   std::printf("%s: OK: format %u.%u, sm_%u%s, %" PRIu64 " bytes, model %s\n",
