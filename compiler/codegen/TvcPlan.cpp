@@ -255,12 +255,13 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
   }
 
   // Preview chunks (a block each): the smallest that lets the selection fit
-  // in shared memory, from 512 rows (about two blocks per SM for a 128K
-  // vocabulary; 128 for small vocabularies, where the committed test models
-  // then exercise the merge of several chunks).
+  // in shared memory, from 1024 rows (for a 128K vocabulary about one block
+  // per SM, each with 32 KB of loads in flight, and a selection sort of 8192
+  // entries for 64 candidates; 128 rows for small vocabularies, where the
+  // committed test models then exercise the merge of several chunks).
   int64_t chunk = 0, keep = 0, chunks = 0, select = 0;
   uint64_t previewShared = 0;
-  for (int64_t c = std::min<int64_t>(vocab >= 8192 ? 512 : 128,
+  for (int64_t c = std::min<int64_t>(vocab >= 8192 ? 1024 : 128,
                                      powerOfTwoAtLeast(vocab));
        c <= 8192; c *= 2) {
     int64_t kp = std::min(candidates + 1, c);
@@ -368,7 +369,6 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
   std::string weightPtr = options.weightType == DType::F32
                               ? "const float *"
                               : "const unsigned short *";
-  std::string where = "sits.tvc_lm_head";
 
   auto add = [&](TvcBuilder &b, const std::string &call) {
     b.planned.spec.config = ownConfig();
@@ -470,7 +470,6 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
                              Expr::constant(1)};
     add(b, "sits::tvcScatter<Cfg>(scratch, logits, step_lengths)");
   }
-  (void)where;
 
   EnginePlan::Tvc tvc;
   tvc.rank = rank;
@@ -481,7 +480,14 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
                      uint64_t(vocab) * 16;
   observed.tvc = tvc;
   observed.config.vocab = vocab;
-  observed.config.tiedLMHead = false;
+  // Tied: the head reads the embedding's table (sits.tvc_lm_head has no
+  // `tied` attribute; the weight's name says it).
+  bool tied = false;
+  func.walk([&](EmbeddingOp embedding) {
+    auto table = embedding.getTable().getDefiningOp<WeightOp>();
+    tied |= table && table.getName() == weightOp.getName();
+  });
+  observed.config.tiedLMHead = tied;
   logits = head.getResult();
   return success();
 }
