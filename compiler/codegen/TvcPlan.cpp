@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/codegen/ProgramPlanner.h"
+#include "compiler/codegen/TvcBounds.h"
 #include "compiler/reference/Tensor.h"
 
 #include <cmath>
@@ -105,22 +106,15 @@ struct ScratchLayout {
 
 } // namespace
 
-/// Bounds of the stored rows (see the file comment); `weight` holds the f32
-/// values, `right` T, `bounds` the IR's bounds.
-static ElementsAttr storedBounds(MLIRContext *context, ElementsAttr weight,
-                                 ElementsAttr right, ElementsAttr bounds,
-                                 DType type, int64_t vocab, int64_t hidden,
-                                 int64_t rank) {
-  auto w = reference::Tensor::fromAttribute(weight);
-  auto t = reference::Tensor::fromAttribute(right);
-  auto b = reference::Tensor::fromAttribute(bounds);
-  if (!w || !t || !b) {
-    llvm::consumeError(w.takeError());
-    llvm::consumeError(t.takeError());
-    llvm::consumeError(b.takeError());
-    return {};
-  }
-  llvm::ArrayRef<float> wv = w->floats(), tv = t->floats(), bv = b->floats();
+} // namespace sits::codegen::detail
+
+std::vector<float> sits::codegen::storedTvcBounds(llvm::ArrayRef<float> wv,
+                                                  llvm::ArrayRef<float> tv,
+                                                  llvm::ArrayRef<float> bv,
+                                                  format::DType type,
+                                                  int64_t vocab, int64_t hidden,
+                                                  int64_t rank) {
+  using namespace detail;
   // |T|_2: Gershgorin on T T^T when affordable, else |T|_F.
   double tNorm = 0;
   if (static_cast<double>(rank) * rank * hidden <= 4e9) {
@@ -132,12 +126,21 @@ static ElementsAttr storedBounds(MLIRContext *context, ElementsAttr weight,
           sum += double(tv[i * hidden + k]) * double(tv[j * hidden + k]);
         gram[i * rank + j] = gram[j * rank + i] = sum;
       }
+    // Each computed entry is within g |T_i| |T_j| of the exact one (f64
+    // sums of exact products, g = 2 H 2^-53): add that to every row sum.
+    const double g = 2.0 * double(hidden) * 0x1p-53;
+    std::vector<double> rowNorm(rank);
+    double norms = 0;
+    for (int64_t i = 0; i < rank; ++i) {
+      rowNorm[i] = std::sqrt(gram[i * rank + i] * (1 + g)) * kSlack;
+      norms += rowNorm[i];
+    }
     double worst = 0;
     for (int64_t i = 0; i < rank; ++i) {
       double sum = 0;
       for (int64_t j = 0; j < rank; ++j)
         sum += std::fabs(gram[i * rank + j]);
-      worst = std::max(worst, sum);
+      worst = std::max(worst, sum + g * rowNorm[i] * norms * kSlack);
     }
     tNorm = std::sqrt(worst * kSlack) * kSlack;
   } else {
@@ -161,6 +164,28 @@ static ElementsAttr storedBounds(MLIRContext *context, ElementsAttr weight,
     out[v * 4 + 2] = in[2];
     out[v * 4 + 3] = roundUp(std::sqrt(stored) * kSlack * kSlack);
   }
+  return out;
+}
+
+namespace sits::codegen::detail {
+
+/// storedTvcBounds of the op's constants, as an attribute (null when they
+/// cannot be read).
+static ElementsAttr storedBounds(MLIRContext *context, ElementsAttr weight,
+                                 ElementsAttr right, ElementsAttr bounds,
+                                 DType type, int64_t vocab, int64_t hidden,
+                                 int64_t rank) {
+  auto w = reference::Tensor::fromAttribute(weight);
+  auto t = reference::Tensor::fromAttribute(right);
+  auto b = reference::Tensor::fromAttribute(bounds);
+  if (!w || !t || !b) {
+    llvm::consumeError(w.takeError());
+    llvm::consumeError(t.takeError());
+    llvm::consumeError(b.takeError());
+    return {};
+  }
+  std::vector<float> out = storedTvcBounds(
+      w->floats(), t->floats(), b->floats(), type, vocab, hidden, rank);
   auto attrType = RankedTensorType::get({vocab, 4}, Float32Type::get(context));
   return DenseElementsAttr::get(attrType, llvm::ArrayRef<float>(out));
 }
