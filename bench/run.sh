@@ -17,6 +17,8 @@
 # the table is printed last. Large files stay under $SITS_BENCH_WORK
 # (/tmp/sits-bench). $SITS_BENCH_BUDGET (seconds, default 560) bounds the
 # whole run: optional PyTorch phases are skipped when it runs short.
+# $SITS_BENCH_EXPORT (fp32 or fp16) is the graph type of the ONNX export
+# (default: fp32 for tinyllama, fp16 for llama3-8b).
 #
 # SITS_BENCH_TVC=1 (after the shapes) or =only (instead of them) also
 # measures the TVC LM head (sitsc --tvc=exact) at the Llama-3-8B head shape
@@ -92,7 +94,11 @@ for shape in "${SHAPES[@]}"; do
   later=$([ $index -lt $count ] && echo 330 || echo 0)
   deadline=$((START + BUDGET - reserve - later))
   stamp "$shape: model, ONNX export, sitsc (background), PyTorch references"
+  # The 8B shape exports its fp16 graph (16 GB instead of 32 GB of float32
+  # weights to write and read); $SITS_BENCH_EXPORT overrides either.
+  export_dtype=${SITS_BENCH_EXPORT:-$([ "$shape" = llama3-8b ] && echo fp16 || echo fp32)}
   python3 "$ROOT/bench/llama_bench.py" --shape "$shape" --work "$dir" \
+    --export-dtype "$export_dtype" \
     --json "$OUT/torch-$shape.json" --contexts "$CONTEXTS" \
     --batches "$BATCHES" --new-tokens 128 --deadline "$deadline" \
     --sitsc "$SITSC" --engine "$engine" --sitsc-args "$ENGINE_OPTIONS"

@@ -45,7 +45,8 @@ def make_model(work):
     with torch.device("cuda"):
         model = LlamaForCausalLM(config)
     model = model.to(torch.float16).eval()
-    path = llama_bench.export_onnx(model, os.path.join(work, "onnx"))
+    # The f32 graph: --sits-fuse-tvc keeps heads that are not f32.
+    path = llama_bench.export_onnx(model, os.path.join(work, "onnx"), "fp32")
     del model
     torch.cuda.empty_cache()
     return path

@@ -112,9 +112,9 @@ FailureOr<Formula> MaskProver::constantBool(ElementsAttr attr,
       Formula::Conjunction point;
       for (int64_t k = 0; k < type.getRank(); ++k)
         point.push_back(Atom{
-            ox::subExprs(index[k], getAffineConstantExpr(
-                                       (flat / strides[k]) % type.getDimSize(k),
-                                       context)),
+            ox::subExprs(index[k], getAffineConstantExpr((flat / strides[k]) %
+                                                             type.getDimSize(k),
+                                                         context)),
             true});
       result.disjuncts.push_back(std::move(point));
     }
@@ -163,9 +163,9 @@ FailureOr<Formula> MaskProver::evalBoolOp(Operation *op,
     return evalInt(operand, *at);
   };
   // An integer comparison, as an atom on lhs - rhs.
-  auto compareInts = [&](Value lhs, Value rhs,
-                         llvm::function_ref<Atom(AffineExpr)> atom)
-      -> FailureOr<Formula> {
+  auto compareInts =
+      [&](Value lhs, Value rhs,
+          llvm::function_ref<Atom(AffineExpr)> atom) -> FailureOr<Formula> {
     FailureOr<Term> a = intOperand(lhs), b = intOperand(rhs);
     if (failed(a) || failed(b))
       return failure();
@@ -195,8 +195,9 @@ FailureOr<Formula> MaskProver::evalBoolOp(Operation *op,
         return failure();
       return disjoin(conjoin(*a, *b), conjoin(negate(*a), negate(*b)));
     }
-    return compareInts(equal.getA(), equal.getB(),
-                       [](AffineExpr d) { return Atom{d, true}; });
+    return compareInts(equal.getA(), equal.getB(), [](AffineExpr d) {
+      return Atom{d, true};
+    });
   }
   if (auto less = dyn_cast<ox::LessOp>(op))
     return compareInts(less.getA(), less.getB(), [&](AffineExpr d) {
@@ -213,7 +214,9 @@ FailureOr<Formula> MaskProver::evalBoolOp(Operation *op,
     });
   if (auto greaterOrEqual = dyn_cast<ox::GreaterOrEqualOp>(op))
     return compareInts(greaterOrEqual.getA(), greaterOrEqual.getB(),
-                       [](AffineExpr d) { return Atom{d, false}; });
+                       [](AffineExpr d) {
+                         return Atom{d, false};
+                       });
   if (auto where = dyn_cast<ox::WhereOp>(op)) {
     FailureOr<Formula> c = boolOperand(where.getCondition());
     FailureOr<Formula> x = boolOperand(where.getX());
@@ -232,8 +235,9 @@ FailureOr<Formula> MaskProver::evalBoolOp(Operation *op,
     if (failed(value))
       return failure();
     Term zero{{{Formula::getTrue(), getAffineConstantExpr(0, context)}}};
-    return negate(compare(*this, *value, zero,
-                          [](AffineExpr d) { return Atom{d, true}; }));
+    return negate(compare(*this, *value, zero, [](AffineExpr d) {
+      return Atom{d, true};
+    }));
   }
   if (auto trilu = dyn_cast<ox::TriluOp>(op)) {
     int64_t k = 0;
@@ -248,13 +252,12 @@ FailureOr<Formula> MaskProver::evalBoolOp(Operation *op,
       return failure();
     AffineExpr row = index[index.size() - 2], column = index.back();
     AffineExpr diagonal = ox::subExprs(column, row); // j - i
-    Atom keep = trilu.getUpper()
-                    ? Atom{ox::subExprs(diagonal,
-                                        getAffineConstantExpr(k, context)),
-                           false}
-                    : Atom{ox::subExprs(getAffineConstantExpr(k, context),
-                                        diagonal),
-                           false};
+    Atom keep =
+        trilu.getUpper()
+            ? Atom{ox::subExprs(diagonal, getAffineConstantExpr(k, context)),
+                   false}
+            : Atom{ox::subExprs(getAffineConstantExpr(k, context), diagonal),
+                   false};
     return conjoin(*input, Formula::get(keep));
   }
   if (auto fill = dyn_cast<ox::ConstantOfShapeOp>(op)) {
@@ -308,11 +311,11 @@ FailureOr<bool> MaskProver::isZeroEverywhere(Value value) {
     for (const Term::Piece &piece : term->pieces) {
       Formula nonZero = disjoin(
           Formula::get(Atom{ox::subExprs(piece.value, one), false}),
-          Formula::get(Atom{ox::subExprs(ox::mulExprs(piece.value,
-                                                      getAffineConstantExpr(
-                                                          -1, context)),
-                                         one),
-                            false}));
+          Formula::get(Atom{
+              ox::subExprs(
+                  ox::mulExprs(piece.value, getAffineConstantExpr(-1, context)),
+                  one),
+              false}));
       FailureOr<bool> empty = isEmpty(conjoin(piece.condition, nonZero));
       if (failed(empty))
         return failure();
@@ -339,7 +342,8 @@ FailureOr<Term> MaskProver::evalInt(Value value, ArrayRef<AffineExpr> index) {
   const ox::TensorFacts &facts = shapes.getFacts(value);
   FailureOr<Term> result = failure();
   if (facts.elementExpr) {
-    result = Term{{{Formula::getTrue(), ox::remapDims(facts.elementExpr, index)}}};
+    result =
+        Term{{{Formula::getTrue(), ox::remapDims(facts.elementExpr, index)}}};
   } else if (facts.values &&
              llvm::all_of(*facts.values, [](AffineExpr e) { return !!e; }) &&
              facts.ranked) {
@@ -352,12 +356,12 @@ FailureOr<Term> MaskProver::evalInt(Value value, ArrayRef<AffineExpr> index) {
       for (auto [flat, element] : llvm::enumerate(*facts.values)) {
         Formula::Conjunction at;
         for (size_t k = 0; k < dims->size(); ++k)
-          at.push_back(Atom{
-              ox::subExprs(index[k],
-                           getAffineConstantExpr(
-                               (int64_t(flat) / strides[k]) % (*dims)[k],
-                               context)),
-              true});
+          at.push_back(
+              Atom{ox::subExprs(
+                       index[k],
+                       getAffineConstantExpr(
+                           (int64_t(flat) / strides[k]) % (*dims)[k], context)),
+                   true});
         Formula condition = prune(Formula{{at}});
         if (!condition.isFalse())
           term.pieces.push_back({std::move(condition), element});
@@ -423,7 +427,8 @@ FailureOr<Term> MaskProver::evalIntOp(Operation *op,
     if (failed(a))
       return failure();
     for (Term::Piece &piece : a->pieces)
-      piece.value = ox::mulExprs(piece.value, getAffineConstantExpr(-1, context));
+      piece.value =
+          ox::mulExprs(piece.value, getAffineConstantExpr(-1, context));
     return a;
   }
   if (isa<ox::MaxOp, ox::MinOp>(op)) {
@@ -544,9 +549,8 @@ FailureOr<FloatTerm> MaskProver::evalFloat(Value value,
   if (matchPattern(value, m_Constant(&constant))) {
     if (!constant.isSplat())
       return fail(op, "a non-splat float mask constant");
-    return FloatTerm{
-        {{Formula::getTrue(),
-          constant.getSplatValue<APFloat>().convertToDouble()}}};
+    return FloatTerm{{{Formula::getTrue(),
+                       constant.getSplatValue<APFloat>().convertToDouble()}}};
   }
   if (auto where = dyn_cast<ox::WhereOp>(op)) {
     auto at = [&](Value operand) {
@@ -620,10 +624,18 @@ FailureOr<bool> MaskProver::matches(Value mask, const IndexSpace &indexSpace,
         zero = disjoin(zero, piece.condition);
         continue;
       }
-      // Only -inf or the lowest floats mask a key out exactly.
-      if (!(piece.value <= -1e30))
+      // Only -inf or the lowest floats mask a key out: -inf exactly; the
+      // lowest finite value of the mask's type (the exporters' finfo.min:
+      // -3.4e38 in f32, -65504 in f16) makes exp() of the masked score
+      // underflow to 0 like -inf does.
+      double lowest = -1e30;
+      if (auto type = dyn_cast<FloatType>(getElementTypeOrSelf(mask.getType())))
+        if (type.isF16())
+          lowest = -65504.0;
+      if (!(piece.value <= lowest))
         return fail("an additive mask value " + std::to_string(piece.value) +
-                    " is neither 0 nor -inf");
+                    " is neither 0, -inf nor the lowest finite value of the "
+                    "mask's type");
     }
     visible = zero;
   }

@@ -59,7 +59,10 @@ def FoldCausalMask : Pass<"sits-fold-causal-mask", "mlir::ModuleOp"> {
     every input size: bottom-right (`j <= i + seq_k - seq_q`), top-left
     (`j <= i`, tried only when the two lengths may differ), or either with a
     sliding window `W` (`j > i + offset - W`, candidates taken from the
-    mask's constants). A proven mask is replaced by the rule (`causal`,
+    mask's constants). Boolean masks and additive ones are understood; an
+    additive mask hides a key with -inf or with the lowest finite value of
+    its type (the exporters' `finfo.min`, -65504 in f16), either of which
+    makes the key's softmax weight 0. A proven mask is replaced by the rule (`causal`,
     `window`) and its subgraph is erased: no `[seq, seq_k]` mask tensor
     remains. A mask that depends on runtime data (a padding mask), that the
     prover does not understand, or that differs from every rule is kept as

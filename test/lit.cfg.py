@@ -4,6 +4,7 @@
 #   cuda           a CUDA GPU is present (GPU tests skip cleanly without one)
 #   runtime        the CUDA runtime (sits-run) was built
 #   python-onnx    python3 with onnx, onnxruntime and numpy (test helpers)
+#   python-tokenizers  python3 with the `tokenizers` package (BPE test text)
 #   shared-models  ../shared/models exists (models too large to commit)
 #   asan           the build uses AddressSanitizer
 #   nvrtc          libnvrtc.so.13 loads (sitsc compiles kernels with it)
@@ -69,6 +70,8 @@ if config.sits_build_runtime:
         config.available_features.add("cuda")
 if has_python_modules("onnx", "onnxruntime", "numpy"):
     config.available_features.add("python-onnx")
+if has_python_modules("tokenizers"):
+    config.available_features.add("python-tokenizers")
 if config.sits_shared_models and os.path.isdir(config.sits_shared_models):
     config.available_features.add("shared-models")
 if config.sits_asan:

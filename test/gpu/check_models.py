@@ -8,7 +8,8 @@ arguments) it checks:
 
   logits    teacher-forced logits at every position (prefill 1 token then
             decode, prefill half then decode, prefill all in two chunks)
-            against output_0.pb: max abs error < 1e-3 (fp32), 2e-2 (fp16/bf16)
+            against output_0.pb: max abs error < 1e-3 (fp32), 2e-2 (fp16),
+            1.6e-1 (bf16)
   greedy    the 48 tokens of greedy.json from its prompt (required for fp32,
             and for fp16 where --fp16-greedy names the model)
   batch     the same prompt batched with a shorter one (right-padded prefill,
@@ -41,7 +42,11 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2, "bf16": 2e-2}
+# bf16 keeps 8 significant bits to fp16's 11: its weight rounding errors,
+# and so the logit errors they cause, are 8x larger (measured on the H200:
+# 4.4e-3..6.0e-3 bf16 against 5.5e-4..7.0e-4 fp16, llama_bytes 4.7e-2
+# against 6.7e-3), so its bound is 8x the fp16 one.
+TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2, "bf16": 1.6e-1}
 # Small engines: the tests use at most 12 + 48 tokens and 2 sequences. A
 # prefill chunk of 8 tokens makes the 12-token prompts prefill in two chunks.
 ENGINE_OPTIONS = ["--max-seq-len=128", "--max-batch=4",

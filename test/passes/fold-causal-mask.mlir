@@ -191,6 +191,48 @@ func.func @triangular_constant(%q: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
 
 // -----
 
+// An f16 graph's additive mask uses the lowest finite f16 (-65504, the
+// exporter's finfo(float16).min) for -inf: exp() of a masked score
+// underflows to 0 all the same, so it folds like -inf.
+
+// CHECK-LABEL: func.func @additive_f16_lowest
+// CHECK-NOT: onnx.Where
+// CHECK: sits.attention {{.*}} {causal = #sits.causal<bottom_right>
+func.func @additive_f16_lowest(%q: tensor<1x2x3x4xf16>) -> tensor<1x2x3x4xf16> {
+  %tril = sits.weight "tril" dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+  %zero = sits.weight "zero" dense<0.0> : tensor<f16>
+  %lowest = sits.weight "lowest" dense<-65504.0> : tensor<f16>
+  %mask = onnx.Where %tril, %zero, %lowest : (tensor<3x3xi1>, tensor<f16>, tensor<f16>) -> tensor<3x3xf16>
+  %a = sits.attention %q, %q, %q mask(%mask : tensor<3x3xf16>) {num_heads = 2, num_kv_heads = 2, scale = 0.5 : f32} : tensor<1x2x3x4xf16>, tensor<1x2x3x4xf16>, tensor<1x2x3x4xf16> -> tensor<1x2x3x4xf16>
+  return %a : tensor<1x2x3x4xf16>
+}
+
+// -----
+
+// -60000 in f16, and -65504 in an f32 mask, are large but not the type's
+// lowest value: a masked key keeps a tiny weight only when scores are that
+// large, but the pass folds only what it can justify. Kept.
+
+// CHECK-LABEL: func.func @additive_not_lowest
+// CHECK: sits.attention {{.*}} mask(
+// CHECK: sits.attention {{.*}} mask(
+// AUDIT: rule: mask kept: an additive mask value -60000.000000 is neither 0, -inf nor the lowest finite value of the mask's type
+// AUDIT: rule: mask kept: an additive mask value -65504.000000 is neither 0, -inf nor the lowest finite value of the mask's type
+func.func @additive_not_lowest(%q: tensor<1x2x3x4xf16>, %p: tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf16>, tensor<1x2x3x4xf32>) {
+  %tril = sits.weight "tril" dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+  %zero = sits.weight "zero" dense<0.0> : tensor<f16>
+  %large = sits.weight "large" dense<-60000.0> : tensor<f16>
+  %mask = onnx.Where %tril, %zero, %large : (tensor<3x3xi1>, tensor<f16>, tensor<f16>) -> tensor<3x3xf16>
+  %a = sits.attention %q, %q, %q mask(%mask : tensor<3x3xf16>) {num_heads = 2, num_kv_heads = 2, scale = 0.5 : f32} : tensor<1x2x3x4xf16>, tensor<1x2x3x4xf16>, tensor<1x2x3x4xf16> -> tensor<1x2x3x4xf16>
+  %zero32 = sits.weight "zero32" dense<0.0> : tensor<f32>
+  %lowest16 = sits.weight "lowest16" dense<-65504.0> : tensor<f32>
+  %mask32 = onnx.Where %tril, %zero32, %lowest16 : (tensor<3x3xi1>, tensor<f32>, tensor<f32>) -> tensor<3x3xf32>
+  %b = sits.attention %p, %p, %p mask(%mask32 : tensor<3x3xf32>) {num_heads = 2, num_kv_heads = 2, scale = 0.5 : f32} : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %a, %b : tensor<1x2x3x4xf16>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
 // A constant with one wrong element is not causal. Kept.
 
 // CHECK-LABEL: func.func @almost_triangular_constant

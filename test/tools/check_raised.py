@@ -115,7 +115,13 @@ def main():
             failed = True
             continue
         error = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        limit = args.atol + args.rtol * np.abs(want.astype(np.float64))
+        atol, rtol = args.atol, args.rtol
+        if want.dtype == np.float16:
+            # A half-precision graph rounds intermediates (the cos/sin tables
+            # of RoPE) to f16 where the raised program keeps f32: allow a few
+            # f16 units in the last place (2^-10 relative).
+            atol, rtol = max(atol, 2.0 ** -8), max(rtol, 2.0 ** -9)
+        limit = atol + rtol * np.abs(want.astype(np.float64))
         print("%s: max abs error %.3g" % (info.name, error.max()
                                           if error.size else 0.0))
         if (error > limit).any():

@@ -134,6 +134,30 @@ def case_rope(path, order="neg_first", split=None, doubled=True):
            [tensor("q_out", None), tensor("k_out", None)])
 
 
+def case_rope_f16(path):
+    """An f16 graph: cos/sin computed in f32 and cast to f16 before the head
+    axis is inserted; q and k are f16."""
+    g = Graph()
+    t = angle(g, "ids", 4)
+    emb = g.op("Concat", [t, t], "emb", axis=-1)
+    g.const("head_axis", [1], np.int64)
+    tables = []
+    for trig in ("Cos", "Sin"):
+        name = trig.lower()
+        value = g.op(trig, [emb], name)
+        half = g.op("Cast", [value], name + "_f16", to=TensorProto.FLOAT16)
+        tables.append(g.op("Unsqueeze", [half, "head_axis"], name + "_heads"))
+    q = rope_block(g, "q", tables[0], tables[1], 8, "q")
+    k = rope_block(g, "k", tables[0], tables[1], 8, "k")
+    g.nodes.append(helper.make_node("Identity", [q], ["q_out"], name="q_out"))
+    g.nodes.append(helper.make_node("Identity", [k], ["k_out"], name="k_out"))
+    H = TensorProto.FLOAT16
+    g.save(path, [tensor("ids", ["batch", "seq"], I64),
+                  tensor("q", ["batch", 4, "seq", 8], H),
+                  tensor("k", ["batch", 2, "seq", 8], H)],
+           [tensor("q_out", None, H), tensor("k_out", None, H)])
+
+
 def case_rope_wrong_sign(path):
     case_rope(path, order="neg_second")
 

@@ -277,6 +277,15 @@ Value matchHalfTable(RaiseContext &rc, RopeTables &tables, Value table,
   if (!inner || inner->size() != 3 || (*inner)[0] != (*dims)[0] ||
       (*inner)[1] != (*dims)[2])
     return nullptr;
+  // An f16/bf16 graph computes the table in f32 and casts it to the
+  // activations' type; sits.rope reads the f32 table itself.
+  if (auto cast = definedBy<CastOp>(value)) {
+    if (!isa<FloatType>(getElementTypeOrSelf(cast.getInput().getType())) ||
+        !isa<FloatType>(getElementTypeOrSelf(cast.getOutput().getType())))
+      return nullptr;
+    ops.push_back(cast);
+    value = cast.getInput();
+  }
   Operation *trig = value.getDefiningOp();
   if (!(sine ? isa_and_nonnull<SinOp>(trig) : isa_and_nonnull<CosOp>(trig)))
     return nullptr;

@@ -10,6 +10,10 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
 using namespace mlir;
 using namespace sits;
 using namespace sits::onnx;
@@ -80,12 +84,22 @@ static ElementsAttr transposeMatrix(ElementsAttr attr) {
   size_t size = bits / 8;
   int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
   ArrayRef<char> in = dense.getRawData();
-  std::vector<char> out(in.size());
-  for (int64_t k = 0; k < rows; ++k)
-    for (int64_t n = 0; n < cols; ++n)
-      std::memcpy(&out[(n * rows + k) * size], &in[(k * cols + n) * size],
-                  size);
-  return DenseElementsAttr::getFromRawBuffer(transposedType, out);
+  // Uninitialized (a weight can be gigabytes), and transposed in tiles so
+  // that reads and writes both stay within a few pages: an element-wise
+  // column walk over a large matrix misses the TLB on every write.
+  std::unique_ptr<char[]> out(new char[in.size()]);
+  constexpr int64_t kTile = 64;
+  for (int64_t k0 = 0; k0 < rows; k0 += kTile)
+    for (int64_t n0 = 0; n0 < cols; n0 += kTile) {
+      int64_t kEnd = std::min(rows, k0 + kTile);
+      int64_t nEnd = std::min(cols, n0 + kTile);
+      for (int64_t k = k0; k < kEnd; ++k)
+        for (int64_t n = n0; n < nEnd; ++n)
+          std::memcpy(&out[(n * rows + k) * size], &in[(k * cols + n) * size],
+                      size);
+    }
+  return DenseElementsAttr::getFromRawBuffer(
+      transposedType, ArrayRef<char>(out.get(), in.size()));
 }
 
 FailureOr<Value>
