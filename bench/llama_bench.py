@@ -357,6 +357,11 @@ def main():
     parser.add_argument("--export-dtype", choices=["fp32", "fp16"],
                         default="fp32",
                         help="graph type of the ONNX export (see export_onnx)")
+    parser.add_argument("--int4-engine",
+                        help="also compile an engine with int4 weights "
+                             "(--weights=int4) to this file, concurrently")
+    parser.add_argument("--int4-args", default="--weights=int4",
+                        help="the int4 engine's extra sitsc options")
     args = parser.parse_args()
     contexts = [int(c) for c in args.contexts.split(",")]
     batches = [int(b) for b in args.batches.split(",")]
@@ -378,6 +383,7 @@ def main():
         rec.error("copy bandwidth")
 
     sitsc = None
+    int4 = None
     folder = os.path.join(args.work, "onnx")
     try:
         start = time.time()
@@ -400,6 +406,19 @@ def main():
                 target=lambda: sitsc_end.setdefault(
                     "t", (sitsc.wait(), time.time())[1]), daemon=True)
             watcher.start()
+        if args.sitsc and args.int4_engine:
+            command = [args.sitsc, path, "-o", args.int4_engine, "--force"] + \
+                args.sitsc_args.split() + args.int4_args.split()
+            log("compiling: " + " ".join(command))
+            int4_log = open(os.path.join(args.work, "sitsc-int4.log"), "w")
+            int4_start = time.time()
+            int4 = subprocess.Popen(command, stdout=int4_log,
+                                    stderr=subprocess.STDOUT)
+            int4_end = {}
+            int4_watcher = threading.Thread(
+                target=lambda: int4_end.setdefault(
+                    "t", (int4.wait(), time.time())[1]), daemon=True)
+            int4_watcher.start()
     except Exception:
         rec.error("onnx export")
 
@@ -443,6 +462,14 @@ def main():
         if code != 0:
             rec.data["errors"].append("sitsc exited with %d (see sitsc.log)"
                                       % code)
+        rec.save()
+    if int4 is not None:
+        code = int4.wait()
+        int4_watcher.join()
+        rec.phase("sitsc_int4_compile_s", int4_end["t"] - int4_start)
+        if code != 0:
+            rec.data["errors"].append("sitsc --weights=int4 exited with %d "
+                                      "(see sitsc-int4.log)" % code)
         rec.save()
     return 0
 

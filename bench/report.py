@@ -7,7 +7,10 @@ Reads OUT_DIR/sits-<shape>.json (sits-bench --json), torch-<shape>.json
 (bench/llama_bench.py) and times-<shape>.json (run.sh), prints a markdown
 table per shape and one summary line per shape (ours at batch 1 and a
 32-token prompt against torch.compile, Hugging Face eager and the bandwidth
-floor), and writes the same to --out.
+floor), and writes the same to --out. With int4-<shape>.json (sits-bench of
+the engine with int4 weights) the table gains its ms/token and its ratio to
+fp16, and an INT4 line gives the ratio at batch 1 and the shortest context
+against the target (<= 0.45x).
 """
 
 import argparse
@@ -35,6 +38,8 @@ def shape_report(shape, out_dir):
     ours = load(os.path.join(out_dir, "sits-%s.json" % shape)) or {}
     torch = load(os.path.join(out_dir, "torch-%s.json" % shape)) or {}
     times = load(os.path.join(out_dir, "times-%s.json" % shape)) or {}
+    int4 = {(r["batch"], r["context"]): r for r in (load(os.path.join(
+        out_dir, "int4-%s.json" % shape)) or {}).get("results", [])}
     copy_gbs = torch.get("copy_gb_per_s") or DEFAULT_COPY_GBS
     compiled = {}
     for row in torch.get("torch_compile", []):
@@ -56,10 +61,16 @@ def shape_report(shape, out_dir):
             fmt(copy_gbs, 0),
             "measured" if torch.get("copy_gb_per_s") else "KINDS.md's figure"))
     lines.append("")
-    lines.append("| batch | context | sits ms/token | sits tokens/s | "
-                 "sits GB/s | floor ms | of floor | torch.compile ms/token | "
-                 "vs torch | HF eager ms/token | sits prefill tokens/s |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    header = ("| batch | context | sits ms/token | sits tokens/s | "
+              "sits GB/s | floor ms | of floor | torch.compile ms/token | "
+              "vs torch | HF eager ms/token | sits prefill tokens/s |")
+    rule = "|---|---|---|---|---|---|---|---|---|---|---|"
+    if int4:
+        header += " int4 ms/token | int4 GB/s | int4 / fp16 |"
+        rule += "---|---|---|"
+    lines.append(header)
+    lines.append(rule)
+    int4_summary = None
     summary = None
     for row in ours.get("results", []):
         b, c = row["batch"], row["context"]
@@ -69,15 +80,24 @@ def shape_report(shape, out_dir):
         ref_ms = ref["decode_ms_per_token"] if ref else None
         hf = eager.get((b, c))
         hf_ms = hf["decode_ms_per_token"] if hf else None
-        lines.append("| %d | %d | %s | %s | %s | %s | %s | %s%s | %s | %s | %s |" % (
+        text = "| %d | %d | %s | %s | %s | %s | %s | %s%s | %s | %s | %s |" % (
             b, c, fmt(ms), fmt(row["decode_tokens_per_s"], 0),
             fmt(row["achieved_gb_per_s"], 0), fmt(floor), fmt(floor / ms, 2),
             fmt(ref_ms),
             " (%s)" % ref.get("label") if ref else "",
             "%.2fx" % (ref_ms / ms) if ref_ms else "-", fmt(hf_ms, 2),
-            fmt(row.get("prefill_tokens_per_s"), 0)))
+            fmt(row.get("prefill_tokens_per_s"), 0))
+        q = int4.get((b, c))
+        q_ms = q["decode_ms_per_token"] if q else None
+        if int4:
+            text += " %s | %s | %s |" % (
+                fmt(q_ms), fmt(q["achieved_gb_per_s"], 0) if q else "-",
+                "%.2fx" % (q_ms / ms) if q_ms else "-")
+        lines.append(text)
         if b == 1 and c == min(r["context"] for r in ours["results"]):
             summary = (b, c, ms, floor, ref_ms, hf_ms)
+            if q_ms:
+                int4_summary = (b, c, ms, q_ms)
     ones = {r["context"]: r for r in ours.get("results", []) if r["batch"] == 1}
     eights = {r["context"]: r for r in ours.get("results", []) if r["batch"] == 8}
     lines.append("")
@@ -99,6 +119,14 @@ def shape_report(shape, out_dir):
                     100 * floor / ms))
     else:
         text = "SUMMARY %s: no sits-bench results" % shape
+    if int4_summary:
+        b, c, ms, q_ms = int4_summary
+        text += ("\nINT4 %s: int4 weights %.3f ms/token, fp16 %.3f (batch %d, "
+                 "%d-token prompt): %.2fx of fp16 (target <= 0.45x: %s)" % (
+                     shape, q_ms, ms, b, c, q_ms / ms,
+                     "met" if q_ms / ms <= 0.45 else "NOT met"))
+    elif int4 or os.path.exists(os.path.join(out_dir, "int4-%s.json" % shape)):
+        text += "\nINT4 %s: no int4 result at batch 1" % shape
     return lines, text
 
 

@@ -3,6 +3,7 @@
 # GPU machine, from the repository root:
 #
 #   bench/run.sh [tinyllama] [llama3-8b]        (default: both)
+#   SITS_BENCH_WEIGHTS=fp16 bench/run.sh          (no int4 engines)
 #
 # Needs .device/sitsc (the static sitsc built from HEAD; or $SITSC), the
 # CUDA toolkit, cmake and ninja (the runtime is built here), and python3
@@ -10,7 +11,14 @@
 # with random fp16 weights is exported to ONNX and compiled with sitsc
 # (timed), PyTorch references run on the same weights (bench/llama_bench.py),
 # the engine's load time is taken with sits-run, and sits-bench measures
-# batches 1,4,8 at contexts 32,128,2048,8192 with 128 new tokens.
+# batches 1,4,8 at contexts 32,128,2048,8192 with 128 new tokens. With int4
+# in $SITS_BENCH_WEIGHTS (default fp16,int4) a second engine of each shape
+# with int4 weights (--weights=int4 --weight-scale=absmax, compiled
+# concurrently) is measured at batches $SITS_BENCH_INT4_BATCHES (1,8) and
+# contexts $SITS_BENCH_INT4_CONTEXTS (32,2048) (int4-<shape>.json), and the
+# report compares its decode ms/token with fp16's (the target: <= 0.45x).
+# The int4 runs take time from the optional PyTorch phases: for every
+# PyTorch number too, run one shape per call.
 #
 # Writes to $OUT (or bench/out): bench.log, sits-<shape>.json (what
 # sits-bench wrote), torch-<shape>.json, times-<shape>.json and summary.md;
@@ -40,6 +48,14 @@ REPEATS=${SITS_BENCH_REPEATS:-2}
 CONTEXTS=${SITS_BENCH_CONTEXTS:-32,128,2048,8192}
 BATCHES=${SITS_BENCH_BATCHES:-1,4,8}
 ENGINE_OPTIONS="--max-seq-len=8448 --max-batch=8"
+WEIGHTS=${SITS_BENCH_WEIGHTS:-fp16,int4}
+INT4=0
+case ",$WEIGHTS," in *,int4,*) INT4=1 ;; esac
+# int4: absmax scales (the MSE search only changes accuracy, and takes long
+# on an 8B model).
+INT4_OPTIONS="--weights=int4 --weight-scale=absmax"
+INT4_BATCHES=${SITS_BENCH_INT4_BATCHES:-1,8}
+INT4_CONTEXTS=${SITS_BENCH_INT4_CONTEXTS:-32,2048}
 SHAPES=("$@")
 [ ${#SHAPES[@]} -eq 0 ] && SHAPES=(tinyllama llama3-8b)
 TVC=${SITS_BENCH_TVC:-0}
@@ -92,6 +108,14 @@ for shape in "${SHAPES[@]}"; do
   # shape needs about three times the small one's.
   reserve=$([ "$shape" = llama3-8b ] && echo 170 || echo 70)
   later=$([ $index -lt $count ] && echo 330 || echo 0)
+  # The int4 engine's sits-bench (fewer batches and contexts).
+  if [ $INT4 = 1 ]; then
+    reserve=$((reserve + $([ "$shape" = llama3-8b ] && echo 70 || echo 30)))
+    [ $index -lt $count ] && later=$((later + 70))
+  fi
+  int4_engine="$dir/model-int4.sits"
+  int4_args=()
+  [ $INT4 = 1 ] && int4_args=(--int4-engine "$int4_engine" --int4-args "$INT4_OPTIONS")
   deadline=$((START + BUDGET - reserve - later))
   stamp "$shape: model, ONNX export, sitsc (background), PyTorch references"
   # The 8B shape exports its fp16 graph (16 GB instead of 32 GB of float32
@@ -101,9 +125,12 @@ for shape in "${SHAPES[@]}"; do
     --export-dtype "$export_dtype" \
     --json "$OUT/torch-$shape.json" --contexts "$CONTEXTS" \
     --batches "$BATCHES" --new-tokens 128 --deadline "$deadline" \
-    --sitsc "$SITSC" --engine "$engine" --sitsc-args "$ENGINE_OPTIONS"
+    --sitsc "$SITSC" --engine "$engine" --sitsc-args "$ENGINE_OPTIONS" \
+    "${int4_args[@]}"
   stamp "$shape: sitsc log:"
   tail -12 "$dir/sitsc.log" 2>/dev/null
+  [ $INT4 = 1 ] && stamp "$shape: sitsc --weights=int4 log:" &&
+    tail -12 "$dir/sitsc-int4.log" 2>/dev/null
   rm -rf "$dir/onnx" # the engine has what it needs; free the disk
   if [ ! -f "$engine" ]; then
     stamp "ERROR: $shape: no engine"
@@ -122,6 +149,17 @@ for shape in "${SHAPES[@]}"; do
     --new-tokens 128 --repeats "$REPEATS" --json "$OUT/sits-$shape.json"
   stamp "$shape: sits-bench exit $?"
   rm -f "$engine"
+  if [ $INT4 = 1 ]; then
+    if [ -f "$int4_engine" ]; then
+      stamp "$shape: sits-bench, int4 weights"
+      "$BENCH" "$int4_engine" --batch "$INT4_BATCHES" \
+        --context "$INT4_CONTEXTS" --new-tokens 128 --repeats "$REPEATS" --json "$OUT/int4-$shape.json"
+      stamp "$shape: sits-bench (int4) exit $?"
+      rm -f "$int4_engine"
+    else
+      stamp "ERROR: $shape: no int4 engine"
+    fi
+  fi
 done
 
 if [ "$TVC" = 1 ] || [ "$TVC" = only ]; then

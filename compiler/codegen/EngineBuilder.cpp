@@ -6,6 +6,7 @@
 #include "sits/Json.h"
 
 #include <cstring>
+#include <set>
 
 namespace sits::codegen {
 
@@ -29,6 +30,16 @@ llvm::Expected<std::vector<uint8_t>> encodeWeight(const WeightPlan &weight) {
   if (!tensor)
     return llvm::createStringError("cannot read weight '" + weight.name +
                                    "': " + llvm::toString(tensor.takeError()));
+  if (weight.type == DType::I8 || weight.type == DType::I4X2) {
+    // Quantized levels: the i8 bytes as they are (int4 already packed).
+    if (tensor->isFloat())
+      return llvm::createStringError("quantized weight '" + weight.name +
+                                     "' is not an i8 tensor");
+    std::vector<uint8_t> bytes;
+    for (int64_t value : tensor->ints())
+      bytes.push_back(static_cast<uint8_t>(static_cast<int8_t>(value)));
+    return bytes;
+  }
   if (!tensor->isFloat())
     return llvm::createStringError("weight '" + weight.name +
                                    "' is not a float tensor");
@@ -269,6 +280,25 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   workspace.set("prefill", workspaceJson(plan.prefill));
   workspace.set("decode", workspaceJson(plan.decode));
   root.set("workspace", std::move(workspace));
+
+  // Weights only the embedding gathers from (a decode step reads B rows):
+  // sits-bench leaves them out of the bytes a step reads. With quantized
+  // weights the LM head reads its own copy, so a tied table is one of them.
+  std::set<unsigned> gathered, read;
+  for (const ProgramPlan *program : {&plan.prefill, &plan.decode})
+    for (const LaunchPlan &launch : program->launches)
+      for (const ArgBinding &arg : launch.args)
+        if (arg.kind == ArgBinding::Kind::Buffer &&
+            arg.buffer == BufferKind::Weight)
+          (plan.kernels[launch.kernel].family == "embedding" ? gathered : read)
+              .insert(arg.index);
+  uint64_t gatherOnly = 0;
+  for (unsigned index : gathered)
+    if (!read.count(index))
+      gatherOnly += plan.weights[index].bytes;
+  json::Value weights = json::Value::object();
+  weights.set("gather_only_bytes", gatherOnly);
+  root.set("weights", std::move(weights));
 
   json::Value codegen = json::Value::object();
   codegen.set("kernels", static_cast<uint64_t>(plan.kernels.size()));

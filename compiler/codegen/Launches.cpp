@@ -206,13 +206,28 @@ static int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
                kWarps * mats * tilesPerBlock * 32);
 }
 
+/// gemv_quant.cuh's gemvQuantTensorCoreSharedBytes.
+static int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
+                                    int64_t unroll, int64_t stages,
+                                    int64_t groups) {
+  return gemvTensorCoreSharedBytes(mats, tilesPerBlock, unroll, stages) +
+         4 * mats * tilesPerBlock * 16 * groups;
+}
+
 PlannedLaunch planLinear(const LinearLaunch &desc) {
   constexpr int64_t kGemvWarps = 4, kTokenTile = 8;
   constexpr int64_t kTile = 64; // gemm.cuh's kGemmTileM and kGemmTileN
+  // Quantized weights (decode only; gemv_quant.cuh). Their tensor-core GEMV
+  // needs each 4-lane chunk (64 int8 or 128 int4 inputs) inside one group.
+  const LinearQuant &quant = desc.quant;
+  const bool quantized = desc.decode && quant.bits != 0;
+  const int64_t quantChunk = quant.bits == 8 ? 64 : 128;
+  const int64_t quantGroups = quantized ? quant.groups(desc.k) : 0;
   // Decode on tensor cores (gemv.cuh's gemvTensorCore): f16/bf16 rows that
   // are 16-byte aligned, sm_80 and newer.
-  const bool tensorGemv = desc.decode && desc.tensorCores &&
-                          desc.weightType != DType::F32 && desc.k % 8 == 0;
+  bool tensorGemv = desc.decode && desc.tensorCores &&
+                    desc.weightType != DType::F32 && desc.k % 8 == 0 &&
+                    (!quantized || quant.group % quantChunk == 0);
   constexpr int64_t kTcRows = 16, kTcThreads = 256, kTcStages = 3;
   // Prefill on tensor cores (gemm.cuh's gemmTensorCore): the same
   // conditions; 128 x 128 tiles (64 gate and 64 up rows with a GLU).
@@ -224,14 +239,26 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   std::string family = desc.gatherLast ? "lm_head"
                        : desc.decode   ? "gemv"
                                        : "gemm";
+  if (quantized)
+    family += "_q" + std::to_string(quant.bits);
   if (gated)
     family += "_glu";
   else if (desc.epilogue == LinearEpilogue::Residual)
     family += "_residual";
+  // The tensor-core GEMV's per-block scale table must fit besides its ring.
+  int64_t mats = gated ? 2 : 1;
+  if (tensorGemv && quantized &&
+      gemvQuantSharedBytes(mats, 2, std::max<int64_t>(1, 2 / mats), kTcStages,
+                           quantGroups) > kMaxSharedBytes)
+    tensorGemv = false;
   int threads = tensorGemv    ? static_cast<int>(kTcThreads)
                 : desc.decode ? static_cast<int>(kGemvWarps * 32)
                               : 256;
-  Builder b(family, desc.decode ? "sits/gemv.cuh" : "sits/gemm.cuh", threads);
+  Builder b(family,
+            quantized     ? "sits/gemv_quant.cuh"
+            : desc.decode ? "sits/gemv.cuh"
+                          : "sits/gemm.cuh",
+            threads);
 
   int64_t segments = static_cast<int64_t>(desc.segments.size());
   int64_t totalRows = 0, totalTiles = 0, totalTcTiles = 0;
@@ -262,7 +289,13 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   b.constant("static constexpr int kEpilogue = " +
              std::to_string(static_cast<int>(desc.epilogue)) + ";");
   b.intConstant("kActivation", desc.activation);
-  int64_t tilesPerBlock = 1, mats = gated ? 2 : 1;
+  if (quantized) {
+    b.intConstant("kBits", quant.bits);
+    b.intConstant("kGroup", quant.group);
+    b.intConstant("kGroups", quantGroups);
+    b.intConstant("kRowBytes", quant.rowBytes);
+  }
+  int64_t tilesPerBlock = 1;
   if (tensorGemv) {
     // Two tiles per block only when there are plenty of blocks either way
     // (the LM head): each block reads x once, so fewer, larger blocks read
@@ -277,8 +310,10 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kUnroll", unroll);
     b.intConstant("kStages", kTcStages);
     b.boolConstant("kGatherLast", desc.gatherLast);
-    b.setShared(
-        gemvTensorCoreSharedBytes(mats, tilesPerBlock, unroll, kTcStages));
+    b.setShared(quantized ? gemvQuantSharedBytes(mats, tilesPerBlock, unroll,
+                                                 kTcStages, quantGroups)
+                          : gemvTensorCoreSharedBytes(mats, tilesPerBlock,
+                                                      unroll, kTcStages));
     b.setMinBlocks(2); // two blocks per SM: at most 128 registers
   } else if (desc.decode) {
     b.intConstant("kWarps", kGemvWarps);
@@ -295,13 +330,20 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   }
 
   b.param("const float *", "x", desc.input);
-  std::string weightList, biasList, outList;
-  std::string weightType = pointerType(desc.weightType, true);
+  std::string weightList, scaleList, biasList, outList;
+  std::string weightType =
+      quantized ? "const unsigned char *" : pointerType(desc.weightType, true);
   for (int64_t s = 0; s < segments; ++s) {
     const LinearSegment &segment = desc.segments[s];
     std::string index = std::to_string(s);
-    b.param(weightType, "w" + index, weightArg(segment.weight));
-    weightList += (s ? ", w" : "w") + index;
+    b.param(weightType, (quantized ? "q" : "w") + index,
+            segment.weightArg ? *segment.weightArg : weightArg(segment.weight));
+    weightList += (s ? ", " : "") + std::string(quantized ? "q" : "w") + index;
+    if (quantized) {
+      b.param("const unsigned short *", "s" + index,
+              weightArg(*segment.scales));
+      scaleList += (s ? ", s" : "s") + index;
+    }
     if (segment.bias) {
       b.param("const float *", "bias" + index, weightArg(*segment.bias));
       biasList += (s ? ", bias" : "bias") + index;
@@ -322,13 +364,27 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.param("int", "seq_len", seqArg());
     b.param("const int *", "step_lengths", stepArg());
   }
-  b.body(weightType + "weights[] = {" + weightList + "};");
+  if (quantized) {
+    b.body(weightType + "data[] = {" + weightList + "};");
+    b.body("const unsigned short *scales[] = {" + scaleList + "};");
+  } else {
+    b.body(weightType + "weights[] = {" + weightList + "};");
+  }
   b.body("const float *biases[] = {" + biasList + "};");
   b.body("float *outs[] = {" + outList + "};");
   std::string residualName = residual ? "residual" : "nullptr";
   std::string gatherArgs =
       desc.gatherLast ? "seq_len, step_lengths" : "1, nullptr";
-  if (tensorGemv) {
+  if (quantized) {
+    b.call(std::string("sits::") +
+           (tensorGemv ? "gemvQuantTensorCore" : "gemvQuant") +
+           "<Cfg>(x, data, scales, biases, outs, " + residualName +
+           ", tokens, " + gatherArgs + ")");
+    b.setGrid(
+        tensorGemv
+            ? Expr::constant((totalTcTiles + tilesPerBlock - 1) / tilesPerBlock)
+            : Expr::constant((totalRows + kGemvWarps - 1) / kGemvWarps));
+  } else if (tensorGemv) {
     b.call("sits::gemvTensorCore<Cfg>(x, weights, biases, outs, " +
            residualName + ", tokens, " + gatherArgs + ")");
     b.setGrid(
@@ -348,6 +404,26 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.setGrid(format::ceilDiv(Expr::tokens(), Expr::constant(kTile)),
               Expr::constant(totalTiles));
   }
+  return b.take();
+}
+
+PlannedLaunch planDequantize(const DequantizeLaunch &desc) {
+  constexpr int64_t kThreads = 256;
+  Builder b("dequantize_q" + std::to_string(desc.quant.bits),
+            "sits/gemv_quant.cuh", static_cast<int>(kThreads));
+  b.typeConstant("Weight", storageStruct(desc.weightType));
+  b.intConstant("kBits", desc.quant.bits);
+  b.intConstant("kGroup", desc.quant.group);
+  b.intConstant("kGroups", desc.quant.groups(desc.k));
+  b.intConstant("kRowBytes", desc.quant.rowBytes);
+  b.intConstant("kK", desc.k);
+  b.intConstant("kRows", desc.rows);
+  b.param("const unsigned char *", "data", weightArg(desc.data));
+  b.param("const unsigned short *", "scales", weightArg(desc.scales));
+  b.param(pointerType(desc.weightType, false), "out", desc.out);
+  b.call("sits::dequantizeWeights<Cfg>(data, scales, out)");
+  int64_t pieces = desc.rows * (desc.quant.rowBytes / 16);
+  b.setGrid(Expr::constant((pieces + kThreads - 1) / kThreads));
   return b.take();
 }
 

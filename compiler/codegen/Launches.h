@@ -55,10 +55,25 @@ PlannedLaunch planNorm(const NormLaunch &desc);
 enum class LinearEpilogue { Plain = 0, Residual = 1, Glu = 2 };
 
 struct LinearSegment {
-  unsigned weight = 0;
+  unsigned weight = 0; ///< the matrix, or its int8/int4 data when quantized
   std::optional<unsigned> bias;
   int64_t rows = 0;
   ArgBinding out; ///< unused for the second (up) segment of a GLU
+  /// Quantized weights: the f16 scales [rows, groups].
+  std::optional<unsigned> scales;
+  /// Where the matrix is instead of `weight` (prefill: dequantized into
+  /// the workspace).
+  std::optional<ArgBinding> weightArg;
+};
+
+/// Weights read through sits.dequantize (bits 0: not quantized): data
+/// [rows, rowBytes] of int8 or packed int4 levels, f16 scales per group of
+/// `group` inputs.
+struct LinearQuant {
+  int bits = 0;
+  int64_t group = 0;
+  int64_t rowBytes = 0;
+  int64_t groups(int64_t k) const { return (k + group - 1) / group; }
 };
 
 struct LinearLaunch {
@@ -72,8 +87,22 @@ struct LinearLaunch {
   int activation = 0; ///< Glu: sits::Activation
   ArgBinding input;
   std::optional<ArgBinding> residual;
+  /// Decode GEMVs read quantized weights directly (gemv_quant.cuh); the
+  /// prefill GEMM reads them dequantized (planDequantize), so bits is 0.
+  LinearQuant quant;
 };
 PlannedLaunch planLinear(const LinearLaunch &desc);
+
+/// Dequantizes a whole weight [rows, k] into `out` in `weightType`, the
+/// layout of a stored weight (gemv_quant.cuh's dequantize).
+struct DequantizeLaunch {
+  LinearQuant quant;
+  int64_t rows = 0, k = 0;
+  format::DType weightType = format::DType::F16;
+  unsigned data = 0, scales = 0; ///< weight indices
+  ArgBinding out;
+};
+PlannedLaunch planDequantize(const DequantizeLaunch &desc);
 
 //===- RoPE, KV cache, attention ------------------------------------------===//
 

@@ -19,6 +19,9 @@ using format::Expr;
 LogicalResult ProgramPlanner::planOp(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<WeightOp, arith::ConstantOp>([](auto) { return success(); })
+      .Case([&](DequantizeOp dequantize) {
+        return checkDequantizeUsers(dequantize);
+      })
       .Case([&](KVLengthOp length) -> LogicalResult {
         if (length.getCache() != func.getArgument(1) || pastLengths)
           return length.emitError()
@@ -206,18 +209,32 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
 
 FailureOr<LinearSegment> ProgramPlanner::linearSegment(Operation *op,
                                                        Value weight, Value bias,
-                                                       int64_t k) {
+                                                       LinearLaunch &desc) {
+  const int64_t k = desc.k;
   auto weightType = cast<ShapedType>(weight.getType());
   if (weightType.getRank() != 2 || weightType.getDimSize(1) != k)
     return op->emitError() << "codegen: expected a weight [out, " << k
                            << "], got " << weightType;
   LinearSegment segment;
   segment.rows = weightType.getDimSize(0);
-  FailureOr<unsigned> index =
-      weightOf(weight, op, options.weightType, weightType.getShape());
-  if (failed(index))
-    return failure();
-  segment.weight = *index;
+  LinearQuant quant;
+  if (auto dequantize = weight.getDefiningOp<DequantizeOp>()) {
+    FailureOr<LinearQuant> found = quantizedWeight(op, dequantize, k, segment);
+    if (failed(found))
+      return failure();
+    quant = *found;
+  } else {
+    FailureOr<unsigned> index =
+        weightOf(weight, op, options.weightType, weightType.getShape());
+    if (failed(index))
+      return failure();
+    segment.weight = *index;
+  }
+  if (desc.segments.empty())
+    desc.quant = quant;
+  else if (quant.bits != desc.quant.bits || quant.group != desc.quant.group)
+    return op->emitError() << "codegen: the linear layers of one launch must "
+                              "have the same weight quantization";
   if (bias) {
     FailureOr<unsigned> biasIndex =
         weightOf(bias, op, DType::F32, {segment.rows});
@@ -249,7 +266,7 @@ LogicalResult ProgramPlanner::planLinears(ArrayRef<LinearOp> linears) {
   SmallVector<Operation *> ops;
   for (LinearOp linear : linears) {
     FailureOr<LinearSegment> segment =
-        linearSegment(linear, linear.getWeight(), linear.getBias(), desc.k);
+        linearSegment(linear, linear.getWeight(), linear.getBias(), desc);
     if (failed(segment))
       return failure();
     FailureOr<ArgBinding> out = define(linear.getResult(), linear);
@@ -259,7 +276,7 @@ LogicalResult ProgramPlanner::planLinears(ArrayRef<LinearOp> linears) {
     desc.segments.push_back(*segment);
     ops.push_back(linear);
   }
-  addLaunch(planLinear(desc), ops);
+  addLinearLaunch(std::move(desc), ops);
   return success();
 }
 
@@ -279,7 +296,7 @@ LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
   desc.input = *input;
   for (LinearOp linear : {gate, up}) {
     FailureOr<LinearSegment> segment =
-        linearSegment(linear, linear.getWeight(), linear.getBias(), desc.k);
+        linearSegment(linear, linear.getWeight(), linear.getBias(), desc);
     if (failed(segment))
       return failure();
     desc.segments.push_back(*segment);
@@ -290,7 +307,7 @@ LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
   desc.segments[0].out = *out;
   observed.config.intermediate = desc.segments[0].rows;
   observed.config.activation = stringifyActivation(glu.getKind()).str();
-  addLaunch(planLinear(desc), {gate, up, glu});
+  addLinearLaunch(std::move(desc), {gate, up, glu});
   return success();
 }
 
@@ -310,7 +327,7 @@ LogicalResult ProgramPlanner::planResidualLinear(AddOp add, LinearOp linear,
   desc.input = *input;
   desc.residual = *residualArg;
   FailureOr<LinearSegment> segment =
-      linearSegment(linear, linear.getWeight(), linear.getBias(), desc.k);
+      linearSegment(linear, linear.getWeight(), linear.getBias(), desc);
   if (failed(segment))
     return failure();
   FailureOr<ArgBinding> out = define(add.getResult(), add);
@@ -318,7 +335,7 @@ LogicalResult ProgramPlanner::planResidualLinear(AddOp add, LinearOp linear,
     return failure();
   segment->out = *out;
   desc.segments.push_back(*segment);
-  addLaunch(planLinear(desc), {linear, add});
+  addLinearLaunch(std::move(desc), {linear, add});
   return success();
 }
 
@@ -347,7 +364,7 @@ LogicalResult ProgramPlanner::planLMHead(LMHeadOp head) {
   desc.k = *k;
   desc.input = *input;
   FailureOr<LinearSegment> segment =
-      linearSegment(head, head.getWeight(), head.getBias(), desc.k);
+      linearSegment(head, head.getWeight(), head.getBias(), desc);
   if (failed(segment))
     return failure();
   segment->out = ArgBinding::bufferArg(BufferKind::Logits);
@@ -355,7 +372,7 @@ LogicalResult ProgramPlanner::planLMHead(LMHeadOp head) {
   observed.config.vocab = segment->rows;
   observed.config.tiedLMHead = head.getTied();
   logits = head.getResult();
-  addLaunch(planLinear(desc), {head});
+  addLinearLaunch(std::move(desc), {head});
   return success();
 }
 

@@ -211,12 +211,22 @@ static LinearOp singleUseLinear(Value value) {
   return type && type.getRank() == 3 ? linear : nullptr;
 }
 
+/// Bits and group size of a weight read through sits.dequantize ({0, 0}:
+/// not quantized). Linears share a launch only with equal keys.
+static std::pair<int64_t, int64_t> quantKey(Value weight) {
+  if (auto dequantize = weight.getDefiningOp<DequantizeOp>())
+    return {static_cast<int64_t>(dequantize.getBits()),
+            static_cast<int64_t>(dequantize.getGroupSize())};
+  return {0, 0};
+}
+
 void ProgramPlanner::fuseGatedLinears(GLUOp glu) {
   LinearOp gate = singleUseLinear(glu.getGate());
   LinearOp up = singleUseLinear(glu.getUp());
   if (!gate || !up || gate == up || absorbed.count(gate) ||
       absorbed.count(up) || gate.getInput() != up.getInput() ||
-      gate.getWeight().getType() != up.getWeight().getType())
+      gate.getWeight().getType() != up.getWeight().getType() ||
+      quantKey(gate.getWeight()) != quantKey(up.getWeight()))
     return;
   absorbed.insert(gate);
   absorbed.insert(up);
@@ -236,11 +246,15 @@ void ProgramPlanner::fuseResidual(AddOp add) {
 }
 
 void ProgramPlanner::groupLinears() {
-  llvm::MapVector<Value, SmallVector<LinearOp>> byInput;
+  // By input (and weight quantization, which one launch shares).
+  llvm::MapVector<std::pair<Value, std::pair<int64_t, int64_t>>,
+                  SmallVector<LinearOp>>
+      byInput;
   func.walk([&](LinearOp linear) {
     auto type = dyn_cast<RankedTensorType>(linear.getInput().getType());
     if (!absorbed.count(linear) && type && type.getRank() == 3)
-      byInput[linear.getInput()].push_back(linear);
+      byInput[{linear.getInput(), quantKey(linear.getWeight())}].push_back(
+          linear);
   });
   constexpr size_t kMaxSegments = 4;
   for (auto &[input, linears] : byInput) {

@@ -48,10 +48,14 @@ public:
       return it->second;
     }
     auto shaped = cast<ShapedType>(op.getValue().getType());
-    if (!shaped.hasStaticShape() || !isa<FloatType>(shaped.getElementType()))
-      return op.emitError()
-             << "codegen: weight '" << op.getName()
-             << "' must be a float tensor of static shape, got " << shaped;
+    // Quantized levels (i8 or i4x2) are stored as the i8 bytes they are.
+    bool levels = type == DType::I8 || type == DType::I4X2;
+    if (!shaped.hasStaticShape() ||
+        (levels ? !shaped.getElementType().isInteger(8)
+                : !isa<FloatType>(shaped.getElementType())))
+      return op.emitError() << "codegen: weight '" << op.getName()
+                            << "' must be " << (levels ? "an i8" : "a float")
+                            << " tensor of static shape, got " << shaped;
     WeightPlan plan;
     plan.name = op.getName().str();
     plan.type = type;
@@ -175,8 +179,21 @@ private:
   LogicalResult planAppend(KVAppendOp op, RopeOp keyRope, RopeOp queryRope);
   LogicalResult planAttention(AttentionOp op);
   LogicalResult planReturn(func::ReturnOp op);
+  /// A segment of `desc` (quantized weights set desc.quant, and must agree
+  /// with the segments before).
   FailureOr<LinearSegment> linearSegment(Operation *op, Value weight,
-                                         Value bias, int64_t k);
+                                         Value bias, LinearLaunch &desc);
+
+  // Quantized weights (PlanQuant.cpp).
+  /// Checks a sits.dequantize that a linear layer reads as its weight and
+  /// binds its data and scales.
+  FailureOr<LinearQuant> quantizedWeight(Operation *op, DequantizeOp dequantize,
+                                         int64_t k, LinearSegment &segment);
+  /// A sits.dequantize compiles only into the linear layers that read it.
+  LogicalResult checkDequantizeUsers(DequantizeOp dequantize);
+  /// Adds the launch of `desc`; for prefill, quantized weights are first
+  /// dequantized into the workspace (the GEMM then reads them as usual).
+  void addLinearLaunch(LinearLaunch desc, ArrayRef<Operation *> ops);
 
   func::FuncOp func;
   ProgramPlan &program;

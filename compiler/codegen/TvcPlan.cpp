@@ -238,7 +238,7 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
   desc.k = *k;
   desc.input = *input;
   FailureOr<LinearSegment> segment =
-      linearSegment(head, head.getWeight(), Value(), desc.k);
+      linearSegment(head, head.getWeight(), Value(), desc);
   if (failed(segment))
     return failure();
   segment->out = ArgBinding::bufferArg(BufferKind::Logits);

@@ -19,6 +19,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <set>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 namespace codegen = sits::codegen;
@@ -210,6 +212,34 @@ int sits::sitsc::emitCuda(ModuleOp module, llvm::raw_ostream &os) {
   return 0;
 }
 
+/// The summary's line on int8/int4 weights (empty without them): the
+/// levels, the scales, and what the same matrices take in fp16.
+static std::string describeQuantizedWeights(const codegen::EnginePlan &plan) {
+  uint64_t levels = 0, scales = 0, matrices = 0, fp16 = 0;
+  const char *kind = "";
+  std::set<std::string> scaleNames;
+  for (const codegen::WeightPlan &weight : plan.weights)
+    if (weight.type == sits::format::DType::I8 ||
+        weight.type == sits::format::DType::I4X2) {
+      kind = weight.type == sits::format::DType::I8 ? "int8" : "int4";
+      levels += weight.bytes;
+      ++matrices;
+      std::string base = weight.name.substr(0, weight.name.rfind('.'));
+      scaleNames.insert(base + ".scales");
+      int64_t perRow =
+          weight.shape[1] * (weight.type == sits::format::DType::I8 ? 1 : 2);
+      fp16 += static_cast<uint64_t>(weight.shape[0]) * perRow * 2;
+    }
+  if (!matrices)
+    return "";
+  for (const codegen::WeightPlan &weight : plan.weights)
+    if (scaleNames.count(weight.name))
+      scales += weight.bytes;
+  return "  quantized   " + std::to_string(matrices) + " matrices " + kind +
+         ": " + humanBytes(levels) + " of levels + " + humanBytes(scales) +
+         " of f16 scales (fp16: about " + humanBytes(fp16) + ")\n";
+}
+
 int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                              llvm::StringRef outputPath,
                              const PipelineOptions &options) {
@@ -244,7 +274,11 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       " --max-batch=" + std::to_string(options.maxBatch) +
       " --max-prefill-tokens=" +
       std::to_string(planned->model.maxPrefillTokens) +
-      (batchBuckets.empty() ? "" : " --batch-buckets=" + batchBuckets);
+      (batchBuckets.empty() ? "" : " --batch-buckets=" + batchBuckets) +
+      (options.weights == "fp16"
+           ? ""
+           : " --weights=" + options.weights.getValue() + " --weight-group=" +
+                 std::to_string(options.weightGroup.getValue()));
 
   llvm::Expected<uint32_t> version = codegen::getNvrtcVersion();
   if (!version)
@@ -281,7 +315,8 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << p.decode.launches.size() << " launches per step)\n"
                << "  weights     " << humanBytes(contents->weightSize())
                << " in " << p.weights.size() << " tensors\n"
-               << "  kv cache    " << humanBytes(perToken) << " per token, "
+               << describeQuantizedWeights(p) << "  kv cache    "
+               << humanBytes(perToken) << " per token, "
                << humanBytes(2 * p.cacheBufferBytes) << " for " << m.maxBatch
                << " x " << m.maxSeqLen << " tokens ("
                << format::dtypeName(m.cacheType) << ")\n"

@@ -48,7 +48,8 @@ int writeEngine(mlir::ModuleOp module, llvm::StringRef inputPath,
 /// (nothing for a program without a KV cache).
 void printKVCacheSummary(mlir::ModuleOp module, llvm::raw_ostream &os);
 /// Refuses, with an error at the op, a program with ops that no GPU kernel
-/// implements yet (quantize/dequantize, a quantized KV cache, TVC).
+/// implements yet (quantize, dequantize other than of linear weights, a
+/// quantized KV cache, TVC).
 mlir::LogicalResult checkGpuKernelsExist(mlir::ModuleOp module);
 
 //===- CPU checks (VerifyModes.cpp) ---------------------------------------===//

@@ -220,11 +220,40 @@ void sits::sitsc::printKVCacheSummary(ModuleOp module, llvm::raw_ostream &os) {
      << ")\n";
 }
 
+/// A sits.dequantize of constants read only as linear/LM-head weights:
+/// codegen's quantized GEMV reads it (compiler/codegen/PlanQuant.cpp).
+static bool isQuantizedGemvWeight(Operation *op) {
+  auto dequantize = dyn_cast<DequantizeOp>(op);
+  if (!dequantize || !dequantize.getData().getDefiningOp<WeightOp>() ||
+      !dequantize.getScales().getDefiningOp<WeightOp>())
+    return false;
+  return llvm::all_of(dequantize->getUses(), [](OpOperand &use) {
+    if (auto linear = dyn_cast<LinearOp>(use.getOwner()))
+      return &use == &linear.getWeightMutable();
+    if (auto head = dyn_cast<LMHeadOp>(use.getOwner()))
+      return &use == &head.getWeightMutable();
+    return false;
+  });
+}
+
 LogicalResult sits::sitsc::checkGpuKernelsExist(ModuleOp module) {
-  const char *why = " no GPU kernel yet (quantized weights and KV caches "
-                    "run on the CPU reference executor only: "
-                    "--verify, --verify-greedy, --reference-perplexity); "
-                    "compile the engine with --weights=fp16 --kv-cache=fp16";
+  const char *why = " no GPU kernel yet (quantized KV caches run on the CPU "
+                    "reference executor only: --verify, --verify-greedy, "
+                    "--reference-perplexity); compile the engine with "
+                    "--kv-cache=fp16";
+  // The TVC head has GPU kernels (codegen/TvcPlan.cpp) over unquantized
+  // weights only.
+  WalkResult tvc = module.walk([&](TVCLMHeadOp op) {
+    if (!op.getWeight().getDefiningOp<DequantizeOp>())
+      return WalkResult::advance();
+    op->emitError() << "sitsc: 'sits.tvc_lm_head' over quantized weights has "
+                       "no GPU kernel yet (the GPU TVC head reads fp32, fp16 "
+                       "or bf16 weights); compile the engine with --tvc=off "
+                       "or without --weights";
+    return WalkResult::interrupt();
+  });
+  if (tvc.wasInterrupted())
+    return failure();
   for (auto func : module.getOps<func::FuncOp>())
     for (Type input : func.getArgumentTypes())
       if (auto cache = dyn_cast<KVCacheType>(input); cache && cache.getQuant())
@@ -232,8 +261,8 @@ LogicalResult sits::sitsc::checkGpuKernelsExist(ModuleOp module) {
                                 << func.getSymName() << " has" << why;
   WalkResult result = module.walk([&](Operation *op) {
     auto attention = dyn_cast<AttentionOp>(op);
-    // sits.tvc_lm_head has GPU kernels (codegen/TvcPlan.cpp).
-    if (isa<QuantizeOp, DequantizeOp>(op) ||
+    if (isa<QuantizeOp>(op) ||
+        (isa<DequantizeOp>(op) && !isQuantizedGemvWeight(op)) ||
         (attention && attention.getColdKey())) {
       op->emitError() << "sitsc: '" << op->getName() << "'"
                       << (attention ? " with a cold part" : "") << " has"
@@ -276,6 +305,7 @@ int main(int argc, char **argv) {
       "Quantization (docs/quantization.md): --weights=int8|int4 "
       "[--weight-group=128],\n--kv-cache=int8|int4 [--kv-hot-window=512], "
       "--tvc=exact [--tvc-rank=R]\n[--tvc-candidates=K] [--tvc-top-k=k]; "
+      "int8/int4 weights compile into engines, the\nKV cache and TVC are "
       "checked on the CPU for now.\n\n"
       "Stages: imported (one op per ONNX node), sits (idioms raised), "
       "optimized\n(RoPE tables hoisted, causal masks folded, prefill/decode "

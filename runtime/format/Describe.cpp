@@ -64,11 +64,24 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
     roleBytes[uint32_t(b.role)] += b.bytes;
     ++roleCount[uint32_t(b.role)];
   }
+  // Quantized weights (i8/i4x2 levels), part of the weight bytes.
+  std::map<uint32_t, uint64_t> levelBytes, levelCount;
+  for (const BufferDesc &b : contents.buffers)
+    if (b.dtype == DType::I8 || b.dtype == DType::I4X2) {
+      levelBytes[uint32_t(b.dtype)] += b.bytes;
+      ++levelCount[uint32_t(b.dtype)];
+    }
   line("buffers: " + std::to_string(contents.buffers.size()));
-  for (const auto &entry : roleBytes)
+  for (const auto &entry : roleBytes) {
     line(std::string("  ") + bufferRoleName(entry.first) + ": " +
          std::to_string(roleCount[entry.first]) + ", " +
          humanBytes(entry.second));
+    if (entry.first == uint32_t(BufferRole::Weight))
+      for (const auto &level : levelBytes)
+        line("    of which quantized levels: " +
+             std::to_string(levelCount[level.first]) + " " +
+             dtypeName(DType(level.first)) + ", " + humanBytes(level.second));
+  }
   uint64_t images = 0;
   bool anyPtx = false;
   for (const ModuleImage &m : contents.modules) {

@@ -38,6 +38,10 @@ const char *dtypeName(DType type) {
     return "i64";
   case DType::U8:
     return "u8";
+  case DType::I8:
+    return "i8";
+  case DType::I4X2:
+    return "i4x2";
   }
   return "invalid";
 }
@@ -53,6 +57,8 @@ uint64_t dtypeBytes(DType type) {
   case DType::I64:
     return 8;
   case DType::U8:
+  case DType::I8:
+  case DType::I4X2:
     return 1;
   }
   return 0;
@@ -67,7 +73,8 @@ bool parseDType(const std::string &text, DType *type) {
       {"f16", DType::F16},   {"fp16", DType::F16},      {"float16", DType::F16},
       {"bf16", DType::BF16}, {"bfloat16", DType::BF16}, {"i32", DType::I32},
       {"int32", DType::I32}, {"i64", DType::I64},       {"int64", DType::I64},
-      {"u8", DType::U8},     {"uint8", DType::U8}};
+      {"u8", DType::U8},     {"uint8", DType::U8},      {"i8", DType::I8},
+      {"int8", DType::I8},   {"i4x2", DType::I4X2}};
   for (const auto &entry : kNames) {
     if (text == entry.name) {
       *type = entry.type;

@@ -322,6 +322,23 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
                  std::to_string(contents.weightSize()) + " bytes)";
         return false;
       }
+      // Quantized levels: [rows, row bytes], rows padded to 16 bytes (the
+      // kernels read them with 16-byte loads).
+      if (buffer.dtype == DType::I8 || buffer.dtype == DType::I4X2) {
+        if (buffer.shape.size() != 2 || buffer.shape[1] == 0 ||
+            buffer.shape[1] % 16 != 0 || buffer.shape[0] == 0 ||
+            buffer.shape[0] > buffer.bytes / buffer.shape[1] ||
+            buffer.shape[0] * buffer.shape[1] != buffer.bytes) {
+          *error = where + " (" + dtypeName(buffer.dtype) +
+                   " levels) must be [rows, row bytes] with row bytes a "
+                   "multiple of 16 and rows x row bytes = its " +
+                   std::to_string(buffer.bytes) + " bytes";
+          return false;
+        }
+      }
+    } else if (buffer.dtype == DType::I8 || buffer.dtype == DType::I4X2) {
+      *error = where + " holds quantized levels but is not a weight";
+      return false;
     } else if (buffer.offset != 0) {
       *error = where + " is not a weight but has an offset";
       return false;

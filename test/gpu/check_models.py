@@ -24,10 +24,18 @@ arguments) it checks:
             without top-k refused; the runner's counters of proved and
             fallback rows are printed (--tvc-require-both: both must occur)
 
+With --weights int8,int4 it also compiles engines with quantized weights
+(sitsc --weights; fp16 activations) and checks them against the CPU reference
+executor of the same quantized program (sitsc --emit=optimized, run by
+sits-exec): logits at every position (< 2e-2, as fp16), and the greedy stream
+token by token (each generated token is the reference's argmax, or within
+2e-2 of it: a near tie), alone and batched.
+
 It prints a summary table and exits non-zero if any check fails.
 
   check_models.py --sitsc sitsc --runner sits-score --work DIR MODEL_DIR...
   check_models.py --sitsc sitsc --runner sits-emulate --emulate --work DIR ...
+  check_models.py ... --weights fp16,int8,int4 --exec sits-exec
 """
 
 import argparse
@@ -123,29 +131,60 @@ class Checker:
         self.tvc_counts = [0, 0]
 
     def engine_paths(self, model, dtype, variant=""):
+        # `dtype` is the engine's weight type, or "fp16+int4" and the like
+        # for quantized linear layers (fp16 everywhere else); `variant`
+        # "-tvc" for the engine with the TVC LM head.
         base = os.path.join(self.args.work, "%s-%s%s" % (
-            model.name, dtype, variant))
+            model.name, dtype.replace("+", "-"), variant))
         return base + ".sits", base + ".cu"
 
     def tvc_options(self, model):
         rank = TVC_RANK.get(model.name, TVC_DEFAULT_RANK)
         return self.args.tvc_options.split() + ["--tvc-rank=%d" % rank]
 
+    def tvc(self, dtype):
+        """Whether `dtype` also gets a TVC engine (the GPU TVC head reads
+        unquantized weights only)."""
+        return self.args.tvc and "+" not in dtype
+
+    def sitsc_command(self, model, dtype):
+        command = [self.args.sitsc, os.path.join(model.folder, "model.onnx"),
+                   "--dtype=" + dtype.split("+")[0]] + ENGINE_OPTIONS
+        if "+" in dtype:
+            command.append("--weights=" + dtype.split("+")[1])
+        return command
+
     def compile(self, model, dtype):
         variants = [("", [])]
-        if self.args.tvc:
+        if self.tvc(dtype):
             variants.append(("-tvc", self.tvc_options(model)))
         for variant, options in variants:
             engine, cuda = self.engine_paths(model, dtype, variant)
-            command = [self.args.sitsc,
-                       os.path.join(model.folder, "model.onnx"),
-                       "--dtype=" + dtype,
-                       "--target=" + self.args.target] + ENGINE_OPTIONS + \
-                options
+            command = self.sitsc_command(model, dtype) + [
+                "--target=" + self.args.target] + options
             run(command + ["-o", engine, "--force"])
             if self.args.emulate:
                 with open(cuda, "w") as out:
                     out.write(run(command + ["--emit=cuda"]))
+        engine, _ = self.engine_paths(model, dtype)
+        if "+" in dtype:
+            # The quantized program, weights included, for the reference.
+            program = engine[:-len(".sits")] + ".mlir"
+            run(self.sitsc_command(model, dtype) + [
+                "--emit=optimized", "--print-weights", "-o", program])
+
+    def reference(self, model, dtype, ids):
+        """Logits [B, S, V] of the quantized program on the CPU reference
+        executor: its prefill step over `ids` from an empty cache."""
+        engine, _ = self.engine_paths(model, dtype)
+        base = engine[:-len(".sits")]
+        folder = base + "-reference-%d" % abs(hash(str(ids.tolist())))
+        os.makedirs(folder, exist_ok=True)
+        np.save(os.path.join(folder, "ids.npy"), ids.astype(np.int64))
+        run([self.args.exec, base + ".mlir", "--function", "prefill",
+             "--input", os.path.join(folder, "ids.npy"), "--output-dir",
+             folder])
+        return np.load(os.path.join(folder, "result_0.npy"))
 
     def runner(self, model, dtype, mode, *extra, variant=""):
         engine, cuda = self.engine_paths(model, dtype, variant)
@@ -216,16 +255,35 @@ class Checker:
         self.tvc_counts[0] += counters[0]
         self.tvc_counts[1] += counters[1]
 
+    def greedy_against_reference(self, model, dtype, prompt, tokens):
+        """The index of the first generated token that is neither the
+        reference's argmax nor within the tolerance of it (len: none), and
+        the number of exact argmax agreements."""
+        logits = self.reference(model, dtype, np.array([prompt + tokens]))[0]
+        exact = 0
+        for i, token in enumerate(tokens):
+            row = logits[len(prompt) - 1 + i]
+            best = int(np.argmax(row))
+            exact += best == token
+            if best != token and not row[best] - row[token] < TOLERANCE["fp16"]:
+                return i, exact
+        return len(tokens), exact
+
     def check(self, model, dtype):
         row = {"model": model.name, "dtype": dtype}
         problems = []
+        quantized = "+" in dtype
+        tolerance = TOLERANCE[dtype.split("+")[0]]
+        outputs = model.outputs
+        if quantized:
+            outputs = self.reference(model, dtype, model.inputs)
         # Logits: every position, through three prefill/decode splits.
         length = model.inputs.shape[1]
         worst = 0.0
         splits = [] if self.args.skip_logits else [1, length // 2, length]
         for prefill in sorted(set(splits)):
             got = self.score(model, dtype, prefill)
-            want = model.outputs[:, prefill - 1:, :]
+            want = outputs[:, prefill - 1:, :]
             if got.shape != want.shape:
                 raise Failure("logits of shape %s, expected %s" % (
                     got.shape, want.shape))
@@ -234,7 +292,7 @@ class Checker:
                 problems.append("non-finite logits (prefill %d)" % prefill)
             worst = max(worst, float(np.nanmax(errors)))
             for position, error in enumerate(errors):
-                if not error < TOLERANCE[dtype]:
+                if not error < tolerance:
                     problems.append("position %d (prefill %d): error %.3g" % (
                         prefill - 1 + position, prefill, error))
                     break
@@ -245,13 +303,23 @@ class Checker:
         count = self.args.greedy_tokens
         want = model.greedy[:count]
         single = self.generate(model, dtype, [model.prompt], count)[0]
-        matched = next((i for i, (a, b) in enumerate(zip(single, want))
-                        if a != b), len(want))
-        row["greedy"] = "%d/%d" % (matched, len(want))
-        required = dtype == "fp32" or model.name in self.args.fp16_greedy
-        if matched < len(want) and required:
-            problems.append("greedy token %d is %d, expected %d" % (
-                matched, single[matched], want[matched]))
+        if quantized:
+            # The quantized program's own stream: every token the
+            # reference's argmax (or a near tie), given the ones before.
+            agreed, exact = self.greedy_against_reference(
+                model, dtype, list(model.prompt), single)
+            row["greedy"] = "%d/%d" % (exact, len(single))
+            if agreed < len(single):
+                problems.append("greedy token %d is %d, not the quantized "
+                                "reference's choice" % (agreed, single[agreed]))
+        else:
+            matched = next((i for i, (a, b) in enumerate(zip(single, want))
+                            if a != b), len(want))
+            row["greedy"] = "%d/%d" % (matched, len(want))
+            required = dtype == "fp32" or model.name in self.args.fp16_greedy
+            if matched < len(want) and required:
+                problems.append("greedy token %d is %d, expected %d" % (
+                    matched, single[matched], want[matched]))
         short = list(model.inputs[1][:5])
         batched = self.generate(model, dtype, [model.prompt, short], count)
         alone = self.generate(model, dtype, [short], count)[0]
@@ -259,7 +327,7 @@ class Checker:
         if batched != [single, alone]:
             problems.append("a batch of two prompts gives other tokens than "
                             "each prompt alone")
-        if self.args.tvc:
+        if self.tvc(dtype):
             self.check_tvc(model, dtype, row, problems, single, short, batched)
 
         if not self.args.emulate:
@@ -386,6 +454,13 @@ def main():
     parser.add_argument("--skip-logits", action="store_true",
                         help="skip the teacher-forced logits (other tests "
                              "cover them)")
+    parser.add_argument("--weights", default="fp16",
+                        help="weight schemes: fp16 (the --dtypes engines), "
+                             "int8, int4 (fp16 engines with quantized linear "
+                             "layers, checked against the CPU reference of "
+                             "the quantized program; needs --exec)")
+    parser.add_argument("--exec", default="sits-exec",
+                        help="the CPU reference executor (sits-exec)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
                         help="engines compiled at once")
     args = parser.parse_args()
@@ -394,6 +469,13 @@ def main():
     for dtype in args.dtypes:
         if dtype not in TOLERANCE:
             parser.error("unknown dtype " + dtype)
+    weights = args.weights.split(",")
+    for scheme in weights:
+        if scheme not in ("fp16", "int8", "int4"):
+            parser.error("unknown weight scheme " + scheme)
+    if "fp16" not in weights:
+        args.dtypes = []
+    args.dtypes += ["fp16+" + w for w in weights if w != "fp16"]
     models = []
     for folder in args.models:
         if not os.path.isfile(os.path.join(folder, "model.onnx")):

@@ -12,14 +12,21 @@
 #   - engines with the TVC LM head (sitsc --tvc=exact) give the plain
 #     engines' tokens: greedy alone and batched, without CUDA graphs, and
 #     sampled with top-k 4 (<= its exact top); the fallback rate is printed.
+# With WEIGHTS=fp16,int8,int4 it also checks fp16 engines with int8 and int4
+# weights (sitsc --weights) against the CPU reference executor of the same
+# quantized program (sits-exec): logits at every position (< 2e-2) and the
+# greedy stream token by token (the reference's argmax, or a near tie).
 # Prints a summary table; exits non-zero if anything failed or no GPU.
 #
 #   test/gpu/run-model-tests.sh [WORK_DIR]
+#   WEIGHTS=fp16,int8,int4 test/gpu/run-model-tests.sh
 #
 # Environment: SITSC (default .device/sitsc, else build/bin/sitsc),
 # SITS_TARGET (default from the GPU: sm_90a on an H100/H200), CUDACXX,
 # SITS_CMAKE_ARGS (extra cmake arguments), MODELS (model folders to check,
 # space-separated, instead of the default list), DTYPES (default fp32,fp16),
+# WEIGHTS (default fp16: no quantized engines), SITS_EXEC (for WEIGHTS with
+# int8/int4; default .device/sits-exec, else build/bin/sits-exec).
 # TVC (default 1; 0 skips the TVC engines).
 set -uo pipefail
 
@@ -41,6 +48,17 @@ fi
 if [ -z "$sitsc" ] || [ ! -x "$sitsc" ]; then
   say "no sitsc: set SITSC or put a static build at .device/sitsc"
   exit 1
+fi
+weights=${WEIGHTS:-fp16}
+sits_exec=${SITS_EXEC:-}
+if [ "$weights" != fp16 ] && [ -z "$sits_exec" ]; then
+  for candidate in "$src/.device/sits-exec" "$src/build/bin/sits-exec"; do
+    [ -x "$candidate" ] && sits_exec=$candidate && break
+  done
+  if [ -z "$sits_exec" ]; then
+    say "WEIGHTS=$weights needs sits-exec (the CPU reference): set SITS_EXEC or put it at .device/sits-exec"
+    exit 1
+  fi
 fi
 if ! python3 -c "import numpy, onnx" 2>/dev/null; then
   say "python3 with numpy and onnx is needed"
@@ -93,7 +111,8 @@ fi
 
 python3 "$src/test/gpu/check_models.py" --sitsc "$sitsc" \
   --runner "$build/bin/sits-score" --target "$target" \
-  --dtypes "${DTYPES:-fp32,fp16}" --work "$work/engines" \
+  --dtypes "${DTYPES:-fp32,fp16}" --weights "$weights" \
+  --exec "${sits_exec:-sits-exec}" --work "$work/engines" \
   $([ "${TVC:-1}" = 1 ] && echo --tvc) "${models[@]}"
 status=$?
 say "total $(( $(date +%s) - start )) s"

@@ -111,13 +111,19 @@ enum class DType : uint32_t {
   BF16 = 2,
   I32 = 3,
   I64 = 4,
-  U8 = 5
+  U8 = 5,
+  /// Quantized weights (docs/quantization.md): int8 values, and int4 values
+  /// two per byte (the even element in the low nibble); one byte per element
+  /// of the stored shape [rows, row bytes].
+  I8 = 6,
+  I4X2 = 7
 };
-constexpr uint32_t kNumDTypes = 6;
+constexpr uint32_t kNumDTypes = 8;
 const char *dtypeName(DType type);
 /// Bytes of one element; 0 for a value outside the enum.
 uint64_t dtypeBytes(DType type);
-/// Parses "f32"/"fp32"/"float32", "f16"/"fp16", "bf16", "i32", "i64", "u8".
+/// Parses "f32"/"fp32"/"float32", "f16"/"fp16", "bf16", "i32", "i64", "u8",
+/// "i8", "i4x2".
 bool parseDType(const std::string &text, DType *type);
 
 /// IEEE binary16 and bfloat16 conversions, round to nearest even; NaN stays

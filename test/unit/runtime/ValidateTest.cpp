@@ -151,6 +151,38 @@ TEST_F(ValidateTest, Buffers) {
   EXPECT_ERROR(changedError(), "bytes into buffer \"input_ids\"");
 }
 
+TEST_F(ValidateTest, QuantizedWeightBuffers) {
+  // int8 levels and packed int4 levels: [rows, row bytes], row bytes a
+  // multiple of 16, exactly rows x row bytes bytes, weights only.
+  ASSERT_EQ(contents.buffers[0].role, BufferRole::Weight);
+  uint64_t bytes = contents.buffers[0].bytes;
+  for (DType type : {DType::I8, DType::I4X2}) {
+    SetUp();
+    contents.buffers[0].dtype = type;
+    contents.buffers[0].shape = {bytes / 64, 64};
+    EXPECT_EQ(changedError(), "");
+    contents.buffers[0].shape = {bytes / 32 / 2, 32, 2};
+    EXPECT_ERROR(changedError(), "must be [rows, row bytes] with row bytes a "
+                                 "multiple of 16");
+    contents.buffers[0].shape = {bytes / 64 / 2, 64};
+    EXPECT_ERROR(changedError(), "levels) must be [rows, row bytes]");
+    contents.buffers[0].shape = {bytes / 8, 8};
+    EXPECT_ERROR(changedError(), "row bytes a multiple of 16");
+  }
+  SetUp();
+  for (BufferDesc &buffer : contents.buffers)
+    if (buffer.role == BufferRole::Activation) {
+      buffer.dtype = DType::I8;
+      break;
+    }
+  EXPECT_ERROR(changedError(), "holds quantized levels but is not a weight");
+  DType parsed;
+  EXPECT_TRUE(parseDType("i4x2", &parsed));
+  EXPECT_EQ(parsed, DType::I4X2);
+  EXPECT_STREQ(dtypeName(DType::I8), "i8");
+  EXPECT_EQ(dtypeBytes(DType::I4X2), 1u);
+}
+
 TEST_F(ValidateTest, ProgramsAndLaunchShapes) {
   contents.programs.pop_back(); // decode
   EXPECT_ERROR(changedError(), "the plan has no \"decode\" program");

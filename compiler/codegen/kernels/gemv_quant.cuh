@@ -1,0 +1,610 @@
+//===- gemv_quant.cuh - Linear layers over int8/int4 weights --------------===//
+//
+// Weights quantized by --sits-insert-qdq: `data` [rows, kRowBytes] holds
+// int8 values, or int4 values two per byte (element 2k in the low nibble of
+// byte k), each row padded with zeros to a multiple of 16 bytes; `scales`
+// [rows, kGroups] holds one f16 scale per group of kGroup consecutive
+// inputs. The weight is `f32(scale) * f32(q)` (sits.dequantize). The kernels
+// read the quantized bytes with 16-byte loads (16 int8 or 32 int4 values,
+// always inside one group: kGroup is a multiple of 16 or 32) and multiply
+// each group's partial dot product by its scale once:
+//   out[t, n] = sum_g s[n, g] * (sum_{k in g} q[n, k] * x[t, k]).
+//
+// * gemvQuantTensorCore (decode, the LM head; f16/bf16 engines on sm_80+,
+//   kGroup a multiple of the 4 lanes' chunk: 64 for int8, 128 for int4):
+//   the tensor-core GEMV of gemv.cuh with quantized A operands. The levels
+//   are exact in f16 and bf16, so the mma multiplies q exactly by x rounded
+//   to the engine's type; each chunk's f32 sums are scaled in registers.
+// * gemvQuant (everything else): a warp per row, as gemv.cuh's gemv.
+// * dequantizeWeights (prefill): the weight in the engine's type into a
+// workspace
+//   value that the tiled GEMM (gemm.cuh) then reads like any weight.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_GEMV_QUANT_CUH
+#define SITS_KERNELS_GEMV_QUANT_CUH
+
+#include "sits/common.cuh"
+#include "sits/gemv.cuh"
+
+namespace sits {
+
+typedef unsigned char u8;
+
+//===----------------------------------------------------------------------===//
+// Unpacking levels
+//===----------------------------------------------------------------------===//
+
+/// Helpers of the quantized-weight kernels (a namespace of their own: other
+/// kernel families may define similar ones).
+namespace qweights {
+
+/// PTX prmt.b32 (default mode): byte i of the result is byte (s >> 4i) & 7
+/// of the pair {b, a} (a: bytes 0-3, b: bytes 4-7).
+__device__ __forceinline__ u32 bytePermute(u32 a, u32 b, u32 s) {
+#ifdef SITS_EMULATE
+  unsigned long long pair = static_cast<unsigned long long>(a) |
+                            (static_cast<unsigned long long>(b) << 32);
+  u32 out = 0;
+  for (int i = 0; i < 4; ++i)
+    out |= static_cast<u32>((pair >> (8 * ((s >> (4 * i)) & 7))) & 0xffu)
+           << (8 * i);
+  return out;
+#else
+  u32 out;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(out) : "r"(a), "r"(b), "r"(s));
+  return out;
+#endif
+}
+
+/// Two f16 subtractions in one register (exact for the values used here).
+__device__ __forceinline__ u32 subHalf2(u32 a, u32 b) {
+#ifdef SITS_EMULATE
+  u32 lo = floatToHalf(halfToFloat(static_cast<u16>(a & 0xffffu)) -
+                       halfToFloat(static_cast<u16>(b & 0xffffu)));
+  u32 hi = floatToHalf(halfToFloat(static_cast<u16>(a >> 16)) -
+                       halfToFloat(static_cast<u16>(b >> 16)));
+  return lo | (hi << 16);
+#else
+  u32 out;
+  asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(out) : "r"(a), "r"(b));
+  return out;
+#endif
+}
+
+/// a * b + c on two f16 pairs, one rounding (exact for the values used here).
+__device__ __forceinline__ u32 fmaHalf2(u32 a, u32 b, u32 c) {
+#ifdef SITS_EMULATE
+  u32 out = 0;
+  for (int h = 0; h < 2; ++h) {
+    auto half = [&](u32 v) {
+      return halfToFloat(static_cast<u16>(v >> (16 * h)));
+    };
+    out |= static_cast<u32>(floatToHalf(half(a) * half(b) + half(c)))
+           << (16 * h);
+  }
+  return out;
+#else
+  u32 out;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out) : "r"(a), "r"(b), "r"(c));
+  return out;
+#endif
+}
+
+/// Two floats as an mma operand pair of type T, `lo` in the low half: one
+/// cvt on the GPU (sm_80+), the same rounding as packPair.
+template <class T>
+__device__ __forceinline__ u32 packOperands(float lo, float hi) {
+#ifdef SITS_EMULATE
+  return packPair<T>(lo, hi);
+#else
+  u32 out;
+  if constexpr (T::kIsBf16)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  return out;
+#endif
+}
+
+/// The exact f32 of a biased level `u` (0..255): u - bias.
+__device__ __forceinline__ float biasedToFloat(u32 u, float bias) {
+  // 2^23 + u is exact; so is the difference.
+  return __uint_as_float(0x4b000000u | u) - (8388608.0f + bias);
+}
+
+/// The levels of one 32-bit word as mma operand pairs of type T (F16/BF16).
+/// int8 (4 levels v0..v3): pairs[0] = (v0, v1), pairs[1] = (v2, v3).
+/// int4 (8 levels v0..v7): pairs[j] = (v_j, v_{j+4}) for j = 0..3.
+/// Levels are small integers, exact in both types.
+template <class T, int kBits>
+__device__ __forceinline__ void levelPairs(u32 word, u32 *pairs) {
+  if constexpr (kBits == 8) {
+    const u32 biased = word ^ 0x80808080u; // level + 128, unsigned
+    if constexpr (!T::kIsBf16) {
+      // f16 with exponent of 1024 and the biased level as the mantissa is
+      // 1024 + u; subtract 1152 (1024 + 128).
+      pairs[0] =
+          subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u);
+      pairs[1] =
+          subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u);
+    } else {
+      for (int j = 0; j < 2; ++j)
+        pairs[j] = packPair<T>(
+            biasedToFloat((biased >> (16 * j)) & 0xffu, 128.0f),
+            biasedToFloat((biased >> (16 * j + 8)) & 0xffu, 128.0f));
+    }
+  } else if constexpr (!T::kIsBf16) {
+    // Nibbles at bits 0-3 (and 16-19) under the exponent of 1024, flipped
+    // to level + 8: 1024 + u, minus 1032. Nibbles at bits 4-7: 1024 + 16 u,
+    // times 1/16 minus 72. One and/xor (a lop3) and one f16x2 op per pair.
+    for (int j = 0; j < 4; j += 2) {
+      const u32 w = word >> (4 * j);
+      pairs[j] = subHalf2((w & 0x000f000fu) ^ 0x64086408u, 0x64086408u);
+      pairs[j + 1] =
+          fmaHalf2((w & 0x00f000f0u) ^ 0x64806480u, 0x2c002c00u, 0xd480d480u);
+    }
+  } else {
+    const u32 biased = word ^ 0x88888888u; // level + 8, unsigned nibbles
+    for (int j = 0; j < 4; ++j)
+      pairs[j] =
+          packPair<T>(biasedToFloat((biased >> (4 * j)) & 0xfu, 8.0f),
+                      biasedToFloat((biased >> (4 * j + 16)) & 0xfu, 8.0f));
+  }
+}
+
+/// The levels of a 16-byte piece as f32 (16 int8 or 32 int4, in order).
+template <int kBits>
+__device__ __forceinline__ void levelsToFloat(const uint4 &raw, float *out) {
+  const u32 words[4] = {raw.x, raw.y, raw.z, raw.w};
+  for (int w = 0; w < 4; ++w) {
+    if constexpr (kBits == 8) {
+      for (int e = 0; e < 4; ++e)
+        out[4 * w + e] =
+            static_cast<float>(static_cast<signed char>(words[w] >> (8 * e)));
+    } else {
+      for (int e = 0; e < 8; ++e) {
+        int nibble = static_cast<int>((words[w] >> (4 * e)) & 0xfu);
+        out[8 * w + e] = static_cast<float>(nibble >= 8 ? nibble - 16 : nibble);
+      }
+    }
+  }
+}
+
+/// Levels per 16-byte piece.
+template <int kBits> __host__ __device__ constexpr int quantPieceValues() {
+  return kBits == 8 ? 16 : 32;
+}
+
+} // namespace qweights
+
+//===----------------------------------------------------------------------===//
+// CUDA-core GEMV
+//===----------------------------------------------------------------------===//
+
+/// Adds `sum_g s_g * (q . x)` over this lane's pieces of a quantized row for
+/// each token of a tile.
+template <class Cfg>
+__device__ __forceinline__ void
+gemvQuantAccumulate(const u8 *__restrict__ row, const u16 *__restrict__ scales,
+                    const float *const *xRows, int count, float *acc) {
+  constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
+  constexpr int kPieces = Cfg::kRowBytes / 16;
+  const int lane = threadIdx.x % kWarpSize;
+  for (int p = lane; p < kPieces; p += kWarpSize) {
+    const int k0 = p * V;
+    float w[V];
+    qweights::levelsToFloat<Cfg::kBits>(load16If<true>(true, row + 16 * p), w);
+    const float scale = halfToFloat(__ldg(scales + k0 / Cfg::kGroup));
+    for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
+      if (tt >= count)
+        break;
+      float sum = 0.0f;
+      if (Cfg::kK % 4 == 0 && k0 + V <= Cfg::kK) {
+        for (int e = 0; e < V; e += 4) {
+          float x[4];
+          loadFloats<4>(xRows[tt] + k0 + e, x);
+          for (int i = 0; i < 4; ++i)
+            sum += w[e + i] * x[i];
+        }
+      } else {
+        for (int e = 0; e < V; ++e)
+          if (k0 + e < Cfg::kK)
+            sum += w[e] * xRows[tt][k0 + e];
+      }
+      acc[tt] += scale * sum;
+    }
+  }
+}
+
+/// Config: Weight (the engine's type; unused here), kBits, kGroup, kGroups,
+/// kRowBytes, kK, kSegments, rows(s), hasBias(s), kTotalRows, kEpilogue,
+/// kActivation, kWarps, kTokenTile, kGatherLast. As gemv, with each weight
+/// given as its data and scales. Launch: grid ceil(kTotalRows / kWarps),
+/// block kWarps * 32.
+template <class Cfg>
+__device__ void gemvQuant(const float *__restrict__ x, const u8 *const *data,
+                          const u16 *const *scales, const float *const *biases,
+                          float *const *outs,
+                          const float *__restrict__ residual, int tokens,
+                          int seqLen, const int *__restrict__ stepLengths) {
+  const int lane = threadIdx.x % kWarpSize;
+  int row = blockIdx.x * Cfg::kWarps + threadIdx.x / kWarpSize;
+  if (row >= Cfg::kTotalRows)
+    return; // the whole warp leaves together
+  int segment = 0;
+  if constexpr (Cfg::kEpilogue != kGlu) {
+    for (int s = 0; s + 1 < Cfg::kSegments; ++s) {
+      if (row < Cfg::rows(segment))
+        break;
+      row -= Cfg::rows(segment);
+      ++segment;
+    }
+  }
+  const int width = Cfg::rows(segment);
+  const long dataOffset = static_cast<long>(row) * Cfg::kRowBytes;
+  const long scaleOffset = static_cast<long>(row) * Cfg::kGroups;
+
+  for (int t0 = 0; t0 < tokens; t0 += Cfg::kTokenTile) {
+    const int count = min(Cfg::kTokenTile, tokens - t0);
+    const float *xRows[Cfg::kTokenTile];
+    bool live[Cfg::kTokenTile];
+    for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
+      int t = t0 + tt;
+      long source = t;
+      live[tt] = tt < count;
+      if constexpr (Cfg::kGatherLast) {
+        int length = tt < count ? stepLengths[t] : 0;
+        live[tt] = length > 0;
+        source = static_cast<long>(t) * seqLen + (length > 0 ? length - 1 : 0);
+      }
+      xRows[tt] = x + (tt < count ? source : 0) * Cfg::kK;
+    }
+    float acc[Cfg::kTokenTile];
+    for (int tt = 0; tt < Cfg::kTokenTile; ++tt)
+      acc[tt] = 0.0f;
+    gemvQuantAccumulate<Cfg>(select<Cfg::kSegments>(data, segment) + dataOffset,
+                             select<Cfg::kSegments>(scales, segment) +
+                                 scaleOffset,
+                             xRows, count, acc);
+
+    if constexpr (Cfg::kEpilogue == kGlu) {
+      float up[Cfg::kTokenTile];
+      for (int tt = 0; tt < Cfg::kTokenTile; ++tt)
+        up[tt] = 0.0f;
+      gemvQuantAccumulate<Cfg>(data[1] + dataOffset, scales[1] + scaleOffset,
+                               xRows, count, up);
+      for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
+        if (tt >= count)
+          break;
+        float gate = warpSum(acc[tt]);
+        float upValue = warpSum(up[tt]);
+        if (lane == tt) {
+          if (Cfg::hasBias(0))
+            gate += biases[0][row];
+          if (Cfg::hasBias(1))
+            upValue += biases[1][row];
+          outs[0][static_cast<long>(t0 + tt) * width + row] =
+              activate<Cfg::kActivation>(gate) * upValue;
+        }
+      }
+    } else {
+      for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
+        if (tt >= count)
+          break;
+        float sum = warpSum(acc[tt]);
+        if (lane == tt && live[tt]) {
+          if (Cfg::hasBias(segment))
+            sum += select<Cfg::kSegments>(biases, segment)[row];
+          long index = static_cast<long>(t0 + tt) * width + row;
+          if constexpr (Cfg::kEpilogue == kResidual)
+            sum += residual[index];
+          select<Cfg::kSegments>(outs, segment)[index] = sum;
+        }
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor-core GEMV
+//===----------------------------------------------------------------------===//
+//
+// The layout of gemvTensorCore (gemv.cuh) with 16-byte pieces of quantized
+// rows: lane (g, t) copies 16 bytes of rows g and g + 8 of each tile at
+// piece 4c + t of chunk c (V = 16 int8 or 32 int4 levels each), by cp.async
+// into its own slots of the ring. One chunk (4V inputs) lies in one group.
+// For each 32-bit word of a piece, levelPairs gives the A registers, and the
+// lane packs token g's x at the same inputs into B (in the same order), so
+// a piece is V / 4 mmas into a zeroed f32 tile that is then scaled by rows
+// g's and g + 8's scales of the chunk's group (from shared memory, loaded
+// once per block) and added to the accumulators.
+
+/// Dynamic shared memory of gemvQuantTensorCore (also in Launches).
+__host__ __device__ constexpr int
+gemvQuantTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll,
+                               int stages, int groups) {
+  return gemvTensorCoreSharedBytes(mats, tilesPerBlock, unroll, stages) +
+         4 * mats * tilesPerBlock * 16 * groups;
+}
+
+/// Config: Weight (F16/BF16: the mma type), kBits, kGroup (a multiple of
+/// 4 V), kGroups, kRowBytes, kK (a multiple of 8), kSegments, rows(s),
+/// hasBias(s), tiles(s), kTotalTiles, kEpilogue, kActivation,
+/// kTilesPerBlock, kUnroll, kStages, kGatherLast. Arguments as gemvQuant.
+/// Launch: grid ceil(kTotalTiles / kTilesPerBlock), block 256, dynamic
+/// shared memory gemvQuantTensorCoreSharedBytes(...).
+template <class Cfg>
+__device__ void
+gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
+                    const u16 *const *scales, const float *const *biases,
+                    float *const *outs, const float *__restrict__ residual,
+                    int tokens, int seqLen,
+                    const int *__restrict__ stepLengths) {
+  typedef typename Cfg::Weight W;
+  constexpr bool kGated = Cfg::kEpilogue == kGlu;
+  constexpr int kMats = kGated ? 2 : 1;
+  constexpr int M = Cfg::kTilesPerBlock;
+  constexpr int U = Cfg::kUnroll;
+  constexpr int kStages = Cfg::kStages;
+  constexpr int kPieces = tcPieces(kMats, M, U);
+  constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
+  constexpr int kChunk = 4 * V; ///< inputs per chunk (4 lanes' pieces)
+  constexpr int kChunks = (Cfg::kK + kChunk - 1) / kChunk;
+  constexpr int kMmas = V / 4; ///< per piece
+  static_assert(Cfg::kK % 8 == 0, "input rows must be 16-byte aligned");
+  static_assert(W::kBytes == 2, "tensor cores take f16 or bf16 operands");
+  static_assert(Cfg::kGroup % kChunk == 0, "a chunk lies in one group");
+  static_assert(Cfg::kRowBytes % 16 == 0, "rows are whole 16-byte pieces");
+  static_assert(kStages >= 2, "a ring of at least two steps");
+
+  SITS_DYNAMIC_SHARED(uint4, shared);
+  uint4 *ring = shared; // [kStages][kPieces][kTcThreads]
+  float4 *partial =
+      reinterpret_cast<float4 *>(shared + kStages * kPieces * kTcThreads);
+  // [mat][m][16 rows][kGroups]: the block's scales as f32.
+  float *scaleTable =
+      reinterpret_cast<float *>(partial + kTcWarps * kMats * M * kWarpSize);
+
+  const int tid = threadIdx.x;
+  const int lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int g = lane / 4, t = lane % 4;
+  const int steps =
+      warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U) : 0;
+
+  // This lane's rows g and g + 8 of every tile, at its piece t.
+  const u8 *rowPtr[kMats][M][2];
+  for (int m = 0; m < M; ++m) {
+    const int tile = blockIdx.x * M + m;
+    int segment = 0, firstRow = 0;
+    tcTileRows<Cfg>(tile, &segment, &firstRow);
+    for (int mat = 0; mat < kMats; ++mat) {
+      const int s = kGated ? mat : segment;
+      for (int h = 0; h < 2; ++h) {
+        const int row = firstRow + g + 8 * h;
+        rowPtr[mat][m][h] = tile < Cfg::kTotalTiles && row < Cfg::rows(s)
+                                ? select<Cfg::kSegments>(data, s) +
+                                      static_cast<long>(row) * Cfg::kRowBytes +
+                                      16 * t
+                                : nullptr;
+      }
+    }
+  }
+  for (int e = tid; e < kMats * M * 16 * Cfg::kGroups; e += kTcThreads) {
+    const int group = e % Cfg::kGroups, r = (e / Cfg::kGroups) % 16;
+    const int m = (e / (Cfg::kGroups * 16)) % M,
+              mat = e / (Cfg::kGroups * 16 * M);
+    const int tile = blockIdx.x * M + m;
+    int segment = 0, firstRow = 0;
+    tcTileRows<Cfg>(tile, &segment, &firstRow);
+    const int s = kGated ? mat : segment;
+    const int row = firstRow + r;
+    scaleTable[e] =
+        tile < Cfg::kTotalTiles && row < Cfg::rows(s)
+            ? halfToFloat(select<Cfg::kSegments>(
+                  scales, s)[static_cast<long>(row) * Cfg::kGroups + group])
+            : 0.0f;
+  }
+  __syncthreads();
+
+  auto issue = [&](int step) {
+    if (step < steps) {
+      uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
+      const int c0 = warp + step * kTcWarps * U;
+      for (int u = 0; u < U; ++u) {
+        const int c = c0 + u * kTcWarps;
+        const bool inside = c < kChunks && c * kChunk + V * t < Cfg::kK;
+        const long offset = static_cast<long>(c) * 64; // 4 pieces per chunk
+        for (int mat = 0; mat < kMats; ++mat)
+          for (int m = 0; m < M; ++m)
+            for (int h = 0; h < 2; ++h) {
+              const u8 *row = rowPtr[mat][m][h];
+              const bool valid = inside && row;
+              const int piece = ((u * kMats + mat) * M + m) * 2 + h;
+              copyAsync16<false>(slot + piece * kTcThreads,
+                                 valid ? row + offset : data[0], valid);
+            }
+      }
+    }
+    copyAsyncCommit();
+  };
+
+  for (int t0 = 0; t0 < tokens; t0 += 8) {
+    const float *xRow = nullptr;
+    if (t0 + g < tokens) {
+      long source = t0 + g;
+      bool live = true;
+      if constexpr (Cfg::kGatherLast) {
+        const int length = stepLengths[t0 + g];
+        live = length > 0;
+        source = source * seqLen + (live ? length - 1 : 0);
+      }
+      if (live)
+        xRow = x + source * Cfg::kK + V * t;
+    }
+
+    float acc[kMats][M][4];
+    for (int mat = 0; mat < kMats; ++mat)
+      for (int m = 0; m < M; ++m)
+        for (int i = 0; i < 4; ++i)
+          acc[mat][m][i] = 0.0f;
+
+    for (int s = 0; s + 1 < kStages; ++s)
+      issue(s);
+    for (int step = 0; step < steps; ++step) {
+      issue(step + kStages - 1);
+      copyAsyncWait<kStages - 1>(); // this step's copies have landed
+      const uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
+      const int c0 = warp + step * kTcWarps * U;
+      for (int u = 0; u < U; ++u) {
+        const int c = c0 + u * kTcWarps;
+        if (c >= kChunks)
+          break; // the same for the whole warp
+        // Token g's x at this lane's V inputs, as B pairs in the order of
+        // levelPairs.
+        u32 b[kMmas][2];
+        const int k0 = c * kChunk + V * t;
+        const float *p = xRow + static_cast<long>(c) * kChunk;
+        for (int w = 0; w < 4; ++w) {
+          constexpr int kPerWord = V / 4; // levels per 32-bit word
+          float xs[kPerWord];
+          for (int q = 0; q < kPerWord; q += 4) {
+            const int k = k0 + w * kPerWord + q;
+            const uint4 v =
+                load16If<false>(xRow && k < Cfg::kK, p + w * kPerWord + q);
+            xs[q] = __uint_as_float(v.x);
+            xs[q + 1] = __uint_as_float(v.y);
+            xs[q + 2] = __uint_as_float(v.z);
+            xs[q + 3] = __uint_as_float(v.w);
+          }
+          if constexpr (Cfg::kBits == 8) {
+            b[w][0] = qweights::packOperands<W>(xs[0], xs[1]);
+            b[w][1] = qweights::packOperands<W>(xs[2], xs[3]);
+          } else {
+            b[2 * w][0] = qweights::packOperands<W>(xs[0], xs[4]);
+            b[2 * w][1] = qweights::packOperands<W>(xs[1], xs[5]);
+            b[2 * w + 1][0] = qweights::packOperands<W>(xs[2], xs[6]);
+            b[2 * w + 1][1] = qweights::packOperands<W>(xs[3], xs[7]);
+          }
+        }
+        const int group = c * kChunk / Cfg::kGroup;
+        for (int mat = 0; mat < kMats; ++mat)
+          for (int m = 0; m < M; ++m) {
+            const int piece = ((u * kMats + mat) * M + m) * 2;
+            const uint4 lo = slot[piece * kTcThreads];
+            const uint4 hi = slot[(piece + 1) * kTcThreads];
+            const u32 loWords[4] = {lo.x, lo.y, lo.z, lo.w};
+            const u32 hiWords[4] = {hi.x, hi.y, hi.z, hi.w};
+            float tile[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int w = 0; w < 4; ++w) {
+              u32 a[4], a8[4]; // rows g and g + 8
+              qweights::levelPairs<W, Cfg::kBits>(loWords[w], a);
+              qweights::levelPairs<W, Cfg::kBits>(hiWords[w], a8);
+              if constexpr (Cfg::kBits == 8) {
+                mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[w][0], b[w][1]);
+              } else {
+                mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[2 * w][0],
+                            b[2 * w][1]);
+                mma16816<W>(tile, a[2], a8[2], a[3], a8[3], b[2 * w + 1][0],
+                            b[2 * w + 1][1]);
+              }
+            }
+            const float *rowScales =
+                scaleTable + ((mat * M + m) * 16 + g) * Cfg::kGroups + group;
+            const float s0 = rowScales[0], s8 = rowScales[8 * Cfg::kGroups];
+            acc[mat][m][0] += s0 * tile[0];
+            acc[mat][m][1] += s0 * tile[1];
+            acc[mat][m][2] += s8 * tile[2];
+            acc[mat][m][3] += s8 * tile[3];
+          }
+      }
+    }
+    copyAsyncWait<0>();
+
+    for (int mat = 0; mat < kMats; ++mat)
+      for (int m = 0; m < M; ++m)
+        partial[(warp * kMats + mat) * M * kWarpSize + m * kWarpSize + lane] =
+            make_float4(acc[mat][m][0], acc[mat][m][1], acc[mat][m][2],
+                        acc[mat][m][3]);
+    __syncthreads();
+
+    const float *sums = reinterpret_cast<const float *>(partial);
+    constexpr int kPerWarp = kMats * M * kWarpSize * 4;
+    for (int e = tid; e < M * kWarpSize * 4; e += kTcThreads) {
+      const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
+      const int owner = r / 4, i = r % 4;
+      const int token = t0 + 2 * (owner % 4) + (i & 1);
+      const int tile = blockIdx.x * M + m;
+      int segment = 0, firstRow = 0;
+      tcTileRows<Cfg>(tile, &segment, &firstRow);
+      const int row = firstRow + owner / 4 + (i >= 2 ? 8 : 0);
+      if (tile >= Cfg::kTotalTiles || token >= tokens ||
+          row >= Cfg::rows(segment))
+        continue;
+      float value[kMats];
+      for (int mat = 0; mat < kMats; ++mat) {
+        float sum = 0.0f;
+        for (int v = 0; v < kTcWarps; ++v)
+          sum += sums[v * kPerWarp + (mat * M + m) * kWarpSize * 4 + r];
+        value[mat] = sum;
+      }
+      if constexpr (kGated) {
+        if (Cfg::hasBias(0))
+          value[0] += biases[0][row];
+        if (Cfg::hasBias(1))
+          value[kMats - 1] += biases[1][row];
+        outs[0][static_cast<long>(token) * Cfg::rows(0) + row] =
+            activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
+      } else {
+        if constexpr (Cfg::kGatherLast) {
+          if (stepLengths[token] <= 0)
+            continue;
+        }
+        float sum = value[0];
+        if (Cfg::hasBias(segment))
+          sum += select<Cfg::kSegments>(biases, segment)[row];
+        const long index = static_cast<long>(token) * Cfg::rows(segment) + row;
+        if constexpr (Cfg::kEpilogue == kResidual)
+          sum += residual[index];
+        select<Cfg::kSegments>(outs, segment)[index] = sum;
+      }
+    }
+    __syncthreads(); // `partial` is read before the next tokens reuse it
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Dequantization for the prefill GEMM
+//===----------------------------------------------------------------------===//
+
+/// Config: Weight (the output type), kBits, kGroup, kGroups, kRowBytes, kK,
+/// kRows. Writes `out[n, k] = Weight(f32(s) * f32(q))` for the whole weight
+/// ([kRows, kK], the layout of a stored weight), one 16-byte piece per
+/// thread. Launch: grid ceil(kRows * kRowBytes / 16 / 256), block 256.
+template <class Cfg>
+__device__ void
+dequantizeWeights(const u8 *__restrict__ data, const u16 *__restrict__ scales,
+                  typename Cfg::Weight::Storage *__restrict__ out) {
+  typedef typename Cfg::Weight W;
+  constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
+  constexpr int kPieces = Cfg::kRowBytes / 16;
+  const long index = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= static_cast<long>(Cfg::kRows) * kPieces)
+    return;
+  const long row = index / kPieces;
+  const int k0 = static_cast<int>(index % kPieces) * V;
+  float levels[V];
+  qweights::levelsToFloat<Cfg::kBits>(load16If<true>(true, data + 16 * index),
+                                      levels);
+  const float scale =
+      halfToFloat(scales[row * Cfg::kGroups + k0 / Cfg::kGroup]);
+  typename W::Storage *target = out + row * Cfg::kK + k0;
+  for (int e = 0; e < V; ++e)
+    if (k0 + e < Cfg::kK)
+      target[e] = W::store(scale * levels[e]);
+}
+
+} // namespace sits
+
+#endif // SITS_KERNELS_GEMV_QUANT_CUH
