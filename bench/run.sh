@@ -32,6 +32,16 @@
 # from the same export and measured at $SITS_BENCH_KV_CONTEXTS (default
 # 8192), into kv-<shape>-<kv>.json; bench/kv_compare.py prints decode time
 # and the bytes read against the fp16 cache.
+#
+# SITS_BENCH_TVC=1 (after the shapes) or =only (instead of them) also
+# measures the TVC LM head (sitsc --tvc=exact) at the Llama-3-8B head shape
+# (bench/tvc_head.py: a one-layer model with its vocabulary and hidden size,
+# plain and TVC engines, rank $SITS_BENCH_TVC_RANK (128) and
+# $SITS_BENCH_TVC_CANDIDATES (64) candidates): sits-bench's LM-head time of
+# the plain engine against the TVC engine with --tvc-no-fallback (benchmark
+# only: the proof taken as succeeding), and a normal TVC run's fallback rate
+# on the random weights. Writes tvc-*.json and tvc.md. The TVC compile runs
+# the randomized SVD of the 128256 x 4096 head on one core (minutes).
 
 set -u
 ROOT=$(pwd)
@@ -55,6 +65,8 @@ INT4_BATCHES=${SITS_BENCH_INT4_BATCHES:-1,8}
 INT4_CONTEXTS=${SITS_BENCH_INT4_CONTEXTS:-32,2048}
 SHAPES=("$@")
 [ ${#SHAPES[@]} -eq 0 ] && SHAPES=(tinyllama llama3-8b)
+TVC=${SITS_BENCH_TVC:-0}
+[ "$TVC" = only ] && SHAPES=()
 START=$(date +%s)
 mkdir -p "$OUT" "$WORK"
 exec > >(tee "$OUT/bench.log") 2>&1
@@ -176,6 +188,32 @@ for shape in "${SHAPES[@]}"; do
   done
 done
 
-stamp "report"
-python3 "$ROOT/bench/report.py" --out "$OUT/summary.md" "$OUT"
+if [ "$TVC" = 1 ] || [ "$TVC" = only ]; then
+  tvcdir="$WORK/tvc"
+  rm -rf "$tvcdir"
+  mkdir -p "$tvcdir"
+  stamp "tvc: the Llama-3-8B LM head, plain and TVC engines"
+  python3 "$ROOT/bench/tvc_head.py" model --work "$tvcdir" --sitsc "$SITSC" \
+    --rank "${SITS_BENCH_TVC_RANK:-128}" \
+    --candidates "${SITS_BENCH_TVC_CANDIDATES:-64}"
+  cp "$tvcdir/compile.json" "$OUT/tvc-compile.json" 2>/dev/null
+  rm -rf "$tvcdir/onnx"
+  if [ -f "$tvcdir/plain.sits" ] && [ -f "$tvcdir/tvc.sits" ] && runtime_ready; then
+    tvc_bench=("--batch" "$BATCHES" "--context" 32 "--new-tokens" 32 "--repeats" 1)
+    "$BENCH" "$tvcdir/plain.sits" "${tvc_bench[@]}" --json "$OUT/tvc-plain.json"
+    "$BENCH" "$tvcdir/tvc.sits" "${tvc_bench[@]}" --tvc-no-fallback \
+      --json "$OUT/tvc-proved.json"
+    "$BENCH" "$tvcdir/tvc.sits" "${tvc_bench[@]}" --json "$OUT/tvc-fallback.json"
+    python3 "$ROOT/bench/tvc_head.py" report --out "$OUT/tvc.md" \
+      "$OUT/tvc-plain.json" "$OUT/tvc-proved.json" "$OUT/tvc-fallback.json"
+  else
+    stamp "ERROR: tvc: no engines (see $tvcdir/sitsc-*.log)"
+  fi
+  rm -f "$tvcdir"/*.sits
+fi
+
+if [ ${#SHAPES[@]} -gt 0 ]; then
+  stamp "report"
+  python3 "$ROOT/bench/report.py" --out "$OUT/summary.md" "$OUT"
+fi
 stamp "done"

@@ -20,7 +20,7 @@ namespace {
 struct BufferIndices {
   uint32_t workspace = 0, keyCache = 0, valueCache = 0, tokenIds = 0,
            pastLengths = 0, stepLengths = 0, logits = 0, counters = 0,
-           kvStats = 0;
+           kvStats = 0, tvcScratch = 0, tvcCounters = 0;
 };
 
 /// The stored bytes of a weight in its storage type.
@@ -112,6 +112,12 @@ format::Program buildProgram(const ProgramPlan &plan,
         break;
       case BufferKind::KVStats:
         buffer = buffers.kvStats;
+        break;
+      case BufferKind::TvcScratch:
+        buffer = buffers.tvcScratch;
+        break;
+      case BufferKind::TvcCounters:
+        buffer = buffers.tvcCounters;
         break;
       }
       out.args.push_back(format::LaunchArg::bufferAddress(buffer, offset));
@@ -274,6 +280,19 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
     options.set("command_line", source.sitscOptions);
   root.set("options", std::move(options));
 
+  if (plan.tvc) {
+    // The runtime reads exact_top (sampling without top-k, or with a larger
+    // one, needs the full head) and finds the counters by name.
+    json::Value tvc = json::Value::object();
+    tvc.set("rank", plan.tvc->rank);
+    tvc.set("candidates", plan.tvc->candidates);
+    tvc.set("exact_top", plan.tvc->exactTop);
+    tvc.set("preview_bytes", plan.tvc->previewBytes);
+    tvc.set("scratch_bytes", plan.tvc->scratchBytes);
+    tvc.set("counters", "tvc_counters");
+    root.set("tvc", std::move(tvc));
+  }
+
   json::Value workspace = json::Value::object();
   workspace.set("bytes", plan.workspaceBytes);
   workspace.set("unshared_bytes", plan.unsharedBytes);
@@ -405,6 +424,15 @@ llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
     buffers.counters =
         addBuffer("sync_counters", BufferRole::Activation, DType::I32,
                   plan.counterInts * 4, {plan.counterInts});
+  if (plan.tvc) {
+    // Scratch that every step writes before it reads, and u64 counters
+    // [proved, fallback, mode] that start at zero.
+    buffers.tvcScratch =
+        addBuffer("tvc_scratch", BufferRole::Activation, DType::F32,
+                  plan.tvc->scratchBytes, {plan.tvc->scratchBytes / 4});
+    buffers.tvcCounters = addBuffer("tvc_counters", BufferRole::Activation,
+                                    DType::I32, 3 * 8, {6});
+  }
 
   contents.programs.push_back(
       buildProgram(plan.prefill, weightBuffers, buffers));

@@ -40,8 +40,10 @@ enum class BufferKind {
   PastLengths,
   StepLengths,
   Logits,
-  Counters, ///< int32 counters that kernels leave at zero (split attention)
-  KVStats,  ///< u64 calibration counters of a quantized KV cache
+  Counters,    ///< int32 counters that kernels leave at zero (split attention)
+  KVStats,     ///< u64 calibration counters of a quantized KV cache
+  TvcScratch,  ///< the TVC head's per-sequence scratch (kernels/tvc.cuh)
+  TvcCounters, ///< the TVC head's proved/fallback counts and mode (u64 x 3)
 };
 
 /// How one kernel parameter is bound at launch.
@@ -162,6 +164,13 @@ struct EnginePlan {
   uint64_t counterInts = 0;
   /// The KV cache as the metadata describes it (quantization included).
   format::KVCacheConfig kvCache;
+  /// The TVC LM head (TvcPlan.cpp), when the program has one.
+  struct Tvc {
+    int64_t rank = 0, candidates = 0, exactTop = 0;
+    uint64_t scratchBytes = 0; ///< the tvc_scratch buffer
+    uint64_t previewBytes = 0; ///< P, T and the bounds as stored
+  };
+  std::optional<Tvc> tvc;
 };
 
 /// Plans the engine for the optimized program in `module`. Errors are

@@ -143,6 +143,7 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
       })
       .Case([&](LinearOp linear) { return planLinears({linear}); })
       .Case([&](LMHeadOp head) { return planLMHead(head); })
+      .Case([&](TVCLMHeadOp head) { return planTVCHead(head); })
       .Case<AddOp, ActivationOp, GLUOp>([&](auto elementwise) -> LogicalResult {
         ElementwiseLaunch desc;
         Operation *raw = elementwise.getOperation();

@@ -424,6 +424,7 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
     return module.emitError() << "codegen: the program has no attention";
   plan.model = observed.config;
   plan.counterInts = observed.counterInts;
+  plan.tvc = observed.tvc;
 
   for (ProgramPlan *program : {&plan.prefill, &plan.decode}) {
     planMemory(*program);

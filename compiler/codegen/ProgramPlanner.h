@@ -69,6 +69,27 @@ public:
     return byKey[key];
   }
 
+  /// Binds values computed by the planner (the TVC bounds of the stored
+  /// weights), stored as `type` under `name`; `compute` runs only when no
+  /// weight of that name and type is bound yet.
+  unsigned bindComputed(const std::string &name, DType type,
+                        const std::function<ElementsAttr()> &compute) {
+    std::string key = name + "@" + format::dtypeName(type);
+    auto it = byKey.find(key);
+    if (it != byKey.end())
+      return it->second;
+    WeightPlan plan;
+    plan.name = name;
+    plan.type = type;
+    plan.values = compute();
+    auto shaped = cast<ShapedType>(plan.values.getType());
+    plan.shape.assign(shaped.getShape().begin(), shaped.getShape().end());
+    plan.bytes = static_cast<uint64_t>(shaped.getNumElements()) *
+                 format::dtypeBytes(type);
+    weights.push_back(std::move(plan));
+    return byKey[key] = static_cast<unsigned>(weights.size() - 1);
+  }
+
 private:
   std::vector<WeightPlan> &weights;
   std::map<std::string, unsigned> byKey;
@@ -107,6 +128,7 @@ struct Observed {
   ModelConfig config;
   bool sawAttention = false;
   uint64_t counterInts = 0;
+  std::optional<EnginePlan::Tvc> tvc;
 };
 
 //===----------------------------------------------------------------------===//
@@ -154,6 +176,7 @@ private:
   LogicalResult planGatedLinear(GLUOp glu, LinearOp gate, LinearOp up);
   LogicalResult planResidualLinear(AddOp add, LinearOp linear, Value residual);
   LogicalResult planLMHead(LMHeadOp op);
+  LogicalResult planTVCHead(TVCLMHeadOp op); // TvcPlan.cpp
   LogicalResult planAppend(KVAppendOp op, RopeOp keyRope, RopeOp queryRope);
   LogicalResult planAttention(AttentionOp op);
   LogicalResult planReturn(func::ReturnOp op);

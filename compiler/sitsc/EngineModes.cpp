@@ -136,6 +136,31 @@ std::string describeWorkspace(const std::string &metadata) {
   return out;
 }
 
+/// The TVC head's line of --inspect (engines compiled with --tvc=exact).
+std::string describeTvc(const std::string &metadata) {
+  sits::json::Value root;
+  std::string error;
+  if (!sits::json::parse(metadata, &root, &error))
+    return "";
+  const sits::json::Value *tvc = root.find("tvc");
+  if (!tvc || !tvc->isObject())
+    return "";
+  auto number = [&](const char *key) {
+    const sits::json::Value *value = tvc->find(key);
+    return value && value->isInteger()
+               ? static_cast<uint64_t>(value->getInteger())
+               : uint64_t(0);
+  };
+  return "tvc lm head: rank " + std::to_string(number("rank")) + ", " +
+         std::to_string(number("candidates")) +
+         " candidates, exact for greedy and top-k <= " +
+         std::to_string(number("exact_top")) + "; preview " +
+         humanBytes(number("preview_bytes")) + ", scratch " +
+         humanBytes(number("scratch_bytes")) + ", counters in '" +
+         (tvc->find("counters") ? tvc->find("counters")->getString() : "") +
+         "'\n";
+}
+
 } // namespace
 
 std::optional<std::string> sits::sitsc::getInspectPath() {
@@ -159,7 +184,8 @@ int sits::sitsc::inspectEngine(llvm::StringRef path) {
   llvm::outs() << path << ":\n"
                << format::describeEngine(header, contents, config,
                                          inspectVerbose)
-               << describeWorkspace(contents.metadataJson);
+               << describeWorkspace(contents.metadataJson)
+               << describeTvc(contents.metadataJson);
   return 0;
 }
 
@@ -304,5 +330,12 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << m.maxSeqLen << " tokens (" << cacheKind << ")\n"
                << "  workspace   " << humanBytes(p.workspaceBytes) << " ("
                << humanBytes(p.unsharedBytes) << " without reuse)\n";
+  if (p.tvc)
+    llvm::outs() << "  tvc head    rank " << p.tvc->rank << ", "
+                 << p.tvc->candidates << " candidates, exact top "
+                 << p.tvc->exactTop << ", preview "
+                 << humanBytes(p.tvc->previewBytes) << " (f32; bounds of the "
+                 << codegen::weightTypeName(codegenOptions.weightType)
+                 << " head)\n";
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "src/EngineImpl.h"
 #include "src/PrefillPlan.h"
 #include "src/Sampling.h"
+#include "src/Tvc.h"
 
 #include <algorithm>
 #include <chrono>
@@ -78,6 +79,10 @@ struct Session::Impl {
   /// A quantized KV cache's calibration counters (null without one).
   uint64_t *kvStats = nullptr;
   uint64_t kvStatsBytes = 0;
+  /// The TVC head's u64 [proved, fallback, mode] (null: no TVC head), and
+  /// the largest top-k it serves exactly.
+  uint64_t *tvcCounters = nullptr;
+  uint32_t tvcExactTop = 0;
 
   int prefillProgram = -1;
   int decodeProgram = -1;
@@ -196,9 +201,12 @@ void Session::Impl::allocate() {
       }
       break;
     default:
+      if (buffer.name == "tvc_counters" && buffer.bytes >= 24)
+        tvcCounters = static_cast<uint64_t *>(p);
       break;
     }
   }
+  tvcExactTop = runtime::tvcExactTop(e.contents.metadataJson);
   char *bytes = static_cast<char *>(arena);
   sampled = reinterpret_cast<int32_t *>(bytes + sampledOffset);
   samplingParams =
@@ -472,9 +480,66 @@ uint32_t Session::capturedGraphs() const {
   return static_cast<uint32_t>(state->graphs.size());
 }
 
+Session::TvcCounts Session::tvcCounts() const {
+  TvcCounts counts;
+  if (!state->tvcCounters)
+    return counts;
+  uint64_t host[2];
+  checkCuda(cudaMemcpyAsync(host, state->tvcCounters, sizeof(host),
+                            cudaMemcpyDeviceToHost, state->stream),
+            "reading the TVC counters");
+  checkCuda(cudaStreamSynchronize(state->stream), "reading the TVC counters");
+  counts.proved = host[0];
+  counts.fallback = host[1];
+  return counts;
+}
+
+double Session::timeLMHead(uint32_t batch, uint32_t repeats) {
+  Impl &s = *state;
+  const uint32_t bucket = s.bucketFor(batch);
+  PreparedProgram head;
+  for (PreparedLaunch &launch : s.prepare(s.decodeProgram, bucket, 1))
+    if (launch.name->find("lm_head") != std::string::npos ||
+        launch.name->find("sits_tvc_") != std::string::npos)
+      head.push_back(std::move(launch));
+  if (head.empty() || repeats == 0)
+    return 0;
+  // The launches keep pointers to their own argument slots: rebuild them.
+  for (PreparedLaunch &launch : head) {
+    launch.params.clear();
+    for (uint64_t &slot : launch.values)
+      launch.params.push_back(&slot);
+  }
+  cudaEvent_t begin, end;
+  checkCuda(cudaEventCreate(&begin), "creating a CUDA event");
+  checkCuda(cudaEventCreate(&end), "creating a CUDA event");
+  s.run(head); // warm-up
+  checkCuda(cudaEventRecord(begin, s.stream), "recording a CUDA event");
+  for (uint32_t i = 0; i < repeats; ++i)
+    s.run(head);
+  checkCuda(cudaEventRecord(end, s.stream), "recording a CUDA event");
+  checkCuda(cudaEventSynchronize(end), "timing the LM head");
+  float ms = 0;
+  checkCuda(cudaEventElapsedTime(&ms, begin, end), "timing the LM head");
+  cudaEventDestroy(begin);
+  cudaEventDestroy(end);
+  return double(ms) / repeats;
+}
+
+void Session::disableTvcFallbackForBenchmark(bool disabled) {
+  if (!state->tvcCounters)
+    return;
+  uint64_t mode = disabled ? 1 : 0;
+  checkCuda(cudaMemcpyAsync(state->tvcCounters + 2, &mode, sizeof(mode),
+                            cudaMemcpyHostToDevice, state->stream),
+            "setting the TVC mode");
+  checkCuda(cudaStreamSynchronize(state->stream), "setting the TVC mode");
+}
+
 static void checkRequest(const format::RuntimeConfig &config,
                          const std::vector<std::vector<int32_t>> &prompts,
-                         const GenerateParams &params) {
+                         const GenerateParams &params,
+                         uint32_t tvcExactTop = 0) {
   if (prompts.empty() || prompts.size() > config.maxBatch)
     throw Error(ErrorCode::InvalidArgument,
                 "batch of " + std::to_string(prompts.size()) +
@@ -507,6 +572,7 @@ static void checkRequest(const format::RuntimeConfig &config,
                 "temperature must be a finite number >= 0");
   if (!std::isfinite(sp.topP) || sp.topP <= 0 || sp.topP > 1)
     throw Error(ErrorCode::InvalidArgument, "top-p must be in (0, 1]");
+  runtime::checkTvcSampling(tvcExactTop, sp.temperature, sp.topK);
 }
 
 GenerateResult
@@ -514,8 +580,9 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
                   const GenerateParams &params, const TokenCallback &callback) {
   Impl &s = *state;
   const format::RuntimeConfig &config = s.config;
-  checkRequest(config, prompts, params);
+  checkRequest(config, prompts, params, s.tvcExactTop);
   checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
+  const TvcCounts tvcBefore = tvcCounts();
 
   const uint32_t batch = static_cast<uint32_t>(prompts.size());
   const uint32_t bucket = s.bucketFor(batch);
@@ -609,6 +676,12 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
   checkCuda(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo");
   stats.deviceUsedBytes = totalBytes - freeBytes;
   stats.deviceTotalBytes = totalBytes;
+  if (s.tvcCounters) {
+    const TvcCounts tvcAfter = tvcCounts();
+    stats.tvc = true;
+    stats.tvcProvedRows = tvcAfter.proved - tvcBefore.proved;
+    stats.tvcFallbackRows = tvcAfter.fallback - tvcBefore.fallback;
+  }
   return result;
 }
 

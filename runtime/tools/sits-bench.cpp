@@ -2,7 +2,7 @@
 //
 //   sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]
 //              [--new-tokens 128] [--repeats 3] [--seed S] [--json FILE]
-//              [--no-cuda-graph] [--device D]
+//              [--no-cuda-graph] [--device D] [--tvc-no-fallback]
 //
 // For every batch size and context length: a prompt of `context` random
 // tokens per sequence, prefilled, then `new-tokens` greedy decode steps (EOS
@@ -12,7 +12,13 @@
 // cache at the step's mean length) over the step time. With a quantized KV
 // cache, the bytes really stored: the cold rows and their scales for tokens
 // outside the hot window, FP16 rows inside it; and after each configuration
-// the quantization statistics of its last run (also in --json).
+// the quantization statistics of its last run (also in --json). It also
+// times the decode step's LM head alone (its launches replayed after the run:
+// the plain `lm_head` kernel, or a TVC head's eight kernels) and, for an engine
+// with a TVC head, reports the share of rows that fell back to the full
+// head. --tvc-no-fallback (benchmark only: tokens may differ from the plain
+// head's) takes every TVC row as proved, so the head's time with the proof
+// succeeding can be measured on random weights, whose proofs rarely hold.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +44,8 @@ constexpr int kExitCuda = 6;
 const char *kUsage =
     "usage: sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]\n"
     "                  [--new-tokens 128] [--repeats 3] [--seed S]\n"
-    "                  [--json FILE] [--no-cuda-graph] [--device D]\n";
+    "                  [--json FILE] [--no-cuda-graph] [--device D]\n"
+    "                  [--tvc-no-fallback]\n";
 
 struct Options {
   std::string engine;
@@ -50,6 +57,7 @@ struct Options {
   uint64_t device = 0;
   std::string jsonPath;
   bool noCudaGraph = false;
+  bool tvcNoFallback = false; ///< benchmark only: tokens may differ
 };
 
 Options parseArgs(int argc, char **argv) {
@@ -75,6 +83,8 @@ Options parseArgs(int argc, char **argv) {
       o.jsonPath = cl.value(i);
     else if (a == "--no-cuda-graph")
       o.noCudaGraph = true;
+    else if (a == "--tvc-no-fallback")
+      o.tvcNoFallback = true;
     else if (a.size() > 1 && a[0] == '-')
       cl.usageError("unknown option '" + a + "'");
     else if (o.engine.empty())
@@ -136,9 +146,9 @@ uint64_t weightBytesPerStep(const sits::Engine &engine) {
   if (!sits::json::parse(engine.contents().metadataJson, &metadata, &error))
     return bytes;
   const sits::json::Value *gathered =
-      metadata.find("weights") ? metadata.find("weights")->find(
-                                     "gather_only_bytes")
-                               : nullptr;
+      metadata.find("weights")
+          ? metadata.find("weights")->find("gather_only_bytes")
+          : nullptr;
   if (gathered && gathered->isInteger() && gathered->getInteger() >= 0 &&
       uint64_t(gathered->getInteger()) <= bytes)
     bytes -= uint64_t(gathered->getInteger());
@@ -150,8 +160,11 @@ struct Result {
   double prefillMs = 0, prefillTokensPerSecond = 0;
   double decodeMsPerStep = 0, tokensPerSecond = 0;
   double bytesPerStep = 0, gigabytesPerSecond = 0;
+  double lmHeadMs = 0;
   bool cudaGraph = false;
   std::string calibration; ///< JSON of the last run (quantized KV cache)
+  bool tvc = false;
+  uint64_t tvcProved = 0, tvcFallback = 0;
 };
 
 std::string toJson(const Options &o, const sits::Engine &engine,
@@ -181,6 +194,12 @@ std::string toJson(const Options &o, const sits::Engine &engine,
     if (!r.calibration.empty() &&
         sits::json::parse(r.calibration, &calibration, &error))
       item.set("kv_calibration", std::move(calibration));
+    item.set("lm_head_ms", r.lmHeadMs);
+    if (r.tvc) {
+      item.set("tvc_proved_rows", r.tvcProved);
+      item.set("tvc_fallback_rows", r.tvcFallback);
+      item.set("tvc_fallback_disabled", o.tvcNoFallback);
+    }
     list.push(std::move(item));
   }
   return root.write(2) + "\n";
@@ -211,6 +230,8 @@ int main(int argc, char **argv) {
     sits::SessionOptions sessionOptions;
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
     sits::Session session(engine, sessionOptions);
+    if (o.tvcNoFallback)
+      session.disableTvcFallbackForBenchmark(true);
     uint64_t weightBytes = weightBytesPerStep(*engine);
     double kvPerToken = kvBytesRead(config.kvCache, 1e9) / 1e9;
     std::mt19937_64 random(o.seed);
@@ -220,8 +241,12 @@ int main(int argc, char **argv) {
                 "decode step), KV cache %.1f bytes per token\n",
                 o.engine.c_str(), engine->deviceName().c_str(),
                 engine->weightBytes() / 1e6, weightBytes / 1e6, kvPerToken);
-    std::printf("%6s %8s %7s %12s %12s %12s %12s\n", "batch", "context",
-                "bucket", "prefill t/s", "decode ms", "decode t/s", "GB/s");
+    if (o.tvcNoFallback)
+      std::printf("TVC fallback disabled (benchmark only: tokens may differ "
+                  "from the plain head's)\n");
+    std::printf("%6s %8s %7s %12s %12s %12s %12s %12s %9s\n", "batch",
+                "context", "bucket", "prefill t/s", "decode ms", "decode t/s",
+                "GB/s", "lm head us", "tvc fb %");
     std::vector<Result> results;
     for (uint64_t batch : o.batches)
       for (uint64_t context : o.contexts) {
@@ -244,6 +269,9 @@ int main(int argc, char **argv) {
             continue;
           prefillMs.push_back(result.stats.prefillMs);
           stepMs.push_back(result.stats.decodeMsPerStep);
+          r.tvc = result.stats.tvc;
+          r.tvcProved += result.stats.tvcProvedRows;
+          r.tvcFallback += result.stats.tvcFallbackRows;
           r.bucket = result.stats.bucket;
           r.cudaGraph = result.stats.cudaGraph;
         }
@@ -266,11 +294,17 @@ int main(int argc, char **argv) {
           kvBytes += kvBytesRead(config.kvCache, double(context + step));
         r.bytesPerStep = weightBytes + batch * kvBytes / double(o.newTokens);
         r.gigabytesPerSecond = r.bytesPerStep / (r.decodeMsPerStep / 1e3) / 1e9;
+        r.lmHeadMs = session.timeLMHead(static_cast<uint32_t>(batch), 100);
+        char fallback[32] = "-";
+        if (r.tvc && r.tvcProved + r.tvcFallback)
+          std::snprintf(fallback, sizeof(fallback), "%.2f",
+                        100.0 * double(r.tvcFallback) /
+                            double(r.tvcProved + r.tvcFallback));
         std::printf("%6" PRIu64 " %8" PRIu64 " %7" PRIu64
-                    " %12.0f %12.4f %12.1f %12.1f\n",
+                    " %12.0f %12.4f %12.1f %12.1f %12.2f %9s\n",
                     batch, context, r.bucket, r.prefillTokensPerSecond,
-                    r.decodeMsPerStep, r.tokensPerSecond,
-                    r.gigabytesPerSecond);
+                    r.decodeMsPerStep, r.tokensPerSecond, r.gigabytesPerSecond,
+                    r.lmHeadMs * 1e3, fallback);
         std::fputs(summary.c_str(), stdout);
         results.push_back(r);
       }
@@ -280,8 +314,8 @@ int main(int argc, char **argv) {
       if (!file)
         fail(kExitBadInput, "cannot write --json file '" + o.jsonPath + "'");
       std::string json = toJson(o, *engine, results);
-      bool written = std::fwrite(json.data(), 1, json.size(), file) ==
-                     json.size();
+      bool written =
+          std::fwrite(json.data(), 1, json.size(), file) == json.size();
       if (std::fclose(file) != 0 || !written)
         fail(kExitBadInput, "cannot write --json file '" + o.jsonPath + "'");
     }

@@ -17,6 +17,7 @@
 
 #include "CommandLine.h"
 #include "sits/EngineFormat.h"
+#include "sits/Json.h"
 #include "sits/KVCalibration.h"
 #if SITS_RUNTIME_HAS_CUDA
 #include "sits/Runtime.h"
@@ -40,6 +41,26 @@ constexpr int kExitGpu = 4;
 constexpr int kExitCacheFull = 5;
 constexpr int kExitCuda = 6;
 #endif
+
+/// The TVC LM head's line of --inspect (engines from sitsc --tvc=exact).
+void printTvcHead(const std::string &metadata) {
+  sits::json::Value root;
+  std::string error;
+  if (!sits::json::parse(metadata, &root, &error))
+    return;
+  const sits::json::Value *tvc = root.find("tvc");
+  if (!tvc || !tvc->isObject())
+    return;
+  auto number = [&](const char *key) {
+    const sits::json::Value *value = tvc->find(key);
+    return value && value->isInteger() ? value->getInteger() : int64_t(0);
+  };
+  std::printf("tvc lm head: rank %lld, %lld candidates, exact for greedy and "
+              "top-k <= %lld (other sampling is refused)\n",
+              static_cast<long long>(number("rank")),
+              static_cast<long long>(number("candidates")),
+              static_cast<long long>(number("exact_top")));
+}
 
 const char *kUsage =
     "usage: sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)\n"
@@ -74,9 +95,7 @@ Options parseArgs(int argc, char **argv) {
   Options o;
   sits::tools::CommandLine cl("sits-run", kUsage, argc, argv);
   auto value = [&](int &i) { return cl.value(i); };
-  auto usageError = [&](const std::string &message) {
-    cl.usageError(message);
-  };
+  auto usageError = [&](const std::string &message) { cl.usageError(message); };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -189,6 +208,7 @@ int checkOrInspect(const Options &o) {
     std::fputs(sits::format::describeEngine(header, contents, config, o.verbose)
                    .c_str(),
                stdout);
+    printTvcHead(contents.metadataJson);
     return 0;
   }
   std::printf("%s: OK: format %u.%u, sm_%u%s, %" PRIu64 " bytes, model %s\n",
@@ -314,6 +334,14 @@ int runEngine(const Options &o) {
               sits::format::kvCalibrationJson(config.kvCache, words), &error))
         fail(kExitBadInput, error);
       std::printf("calibration log: %s\n", o.calibrationLog.c_str());
+    }
+    if (st.tvc) {
+      uint64_t rows = st.tvcProvedRows + st.tvcFallbackRows;
+      std::printf("tvc lm head: %" PRIu64 " rows, %" PRIu64 " proved, %" PRIu64
+                  " fell back to the full head (fallback rate %.2f%%)\n",
+                  rows, st.tvcProvedRows, st.tvcFallbackRows,
+                  rows ? 100.0 * double(st.tvcFallbackRows) / double(rows)
+                       : 0.0);
     }
     return 0;
   } catch (const sits::Error &error) {

@@ -204,6 +204,16 @@ int main(int argc, char **argv) {
     }
     std::printf("graphs: %u\n", session.capturedGraphs());
     writeCalibrationLog(o, session, engine->config());
+    if (result.stats.tvc) { // as sits-emulate prints them
+      const sits::GenerateStats &st = result.stats;
+      uint64_t rows = st.tvcProvedRows + st.tvcFallbackRows;
+      std::printf("tvc: %llu proved, %llu fallback rows (fallback rate "
+                  "%.2f%%)\n",
+                  static_cast<unsigned long long>(st.tvcProvedRows),
+                  static_cast<unsigned long long>(st.tvcFallbackRows),
+                  rows ? 100.0 * double(st.tvcFallbackRows) / double(rows)
+                       : 0.0);
+    }
     return 0;
   } catch (const sits::Error &error) {
     bool noGpu = error.code() == sits::ErrorCode::NoGpu ||

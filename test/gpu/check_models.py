@@ -17,6 +17,12 @@ arguments) it checks:
   graph     (GPU) CUDA-graph and direct launches give identical tokens, greedy
             and sampled
   seeded    (GPU) sampling with a seed twice gives identical tokens
+  tvc       (--tvc) an engine with the TVC LM head (sitsc --tvc=exact, options
+            --tvc-options, rank TVC_RANK) gives the plain engine's greedy
+            tokens, alone and batched, and (GPU) the same tokens sampled with
+            top-k 4 and with and without CUDA graphs, and (GPU) sampling
+            without top-k refused; the runner's counters of proved and
+            fallback rows are printed (--tvc-require-both: both must occur)
 
 With --weights int8,int4 it also compiles engines with quantized weights
 (sitsc --weights; fp16 activations) and checks them against the CPU reference
@@ -55,6 +61,14 @@ ENGINE_OPTIONS = ["--max-seq-len=128", "--max-batch=4",
                   "--max-prefill-tokens=8", "--batch-buckets=1,2,4"]
 
 
+# The TVC head's rank per model (the committed test models: 112 of 128;
+# llama_bytes: 64 of 256; llama_bpe16k: 192 of 256); with 32 candidates and top-k 4 both proved and
+# fallback rows occur on the CPU reference (sitsc --verify-greedy).
+TVC_RANK = {"llama_bytes": 64, "llama_bpe16k": 192}
+TVC_DEFAULT_RANK = 112
+TVC_TOP_K = 4
+
+
 class Failure(Exception):
     pass
 
@@ -71,6 +85,15 @@ def run(command, **kwargs):
 
 def tokens_arg(rows):
     return ";".join(",".join(str(int(t)) for t in row) for row in rows)
+
+
+def parse_tvc(output):
+    """The runner's `tvc: P proved, F fallback rows` line, as (P, F)."""
+    for line in output.splitlines():
+        if line.startswith("tvc: "):
+            words = line.split()
+            return int(words[1]), int(words[3])
+    raise Failure("the runner printed no TVC counters:\n" + output[-1000:])
 
 
 def parse_tokens(output, count):
@@ -105,13 +128,24 @@ class Checker:
         self.args = args
         self.rows = []
         self.failed = False
+        self.tvc_counts = [0, 0]
 
-    def engine_paths(self, model, dtype):
+    def engine_paths(self, model, dtype, variant=""):
         # `dtype` is the engine's weight type, or "fp16+int4" and the like
-        # for quantized linear layers (fp16 everywhere else).
-        base = os.path.join(self.args.work, "%s-%s" % (
-            model.name, dtype.replace("+", "-")))
+        # for quantized linear layers (fp16 everywhere else); `variant`
+        # "-tvc" for the engine with the TVC LM head.
+        base = os.path.join(self.args.work, "%s-%s%s" % (
+            model.name, dtype.replace("+", "-"), variant))
         return base + ".sits", base + ".cu"
+
+    def tvc_options(self, model):
+        rank = TVC_RANK.get(model.name, TVC_DEFAULT_RANK)
+        return self.args.tvc_options.split() + ["--tvc-rank=%d" % rank]
+
+    def tvc(self, dtype):
+        """Whether `dtype` also gets a TVC engine (the GPU TVC head reads
+        unquantized weights only)."""
+        return self.args.tvc and "+" not in dtype
 
     def sitsc_command(self, model, dtype):
         command = [self.args.sitsc, os.path.join(model.folder, "model.onnx"),
@@ -121,13 +155,18 @@ class Checker:
         return command
 
     def compile(self, model, dtype):
-        engine, cuda = self.engine_paths(model, dtype)
-        command = self.sitsc_command(model, dtype) + [
-            "--target=" + self.args.target]
-        run(command + ["-o", engine, "--force"])
-        if self.args.emulate:
-            with open(cuda, "w") as out:
-                out.write(run(command + ["--emit=cuda"]))
+        variants = [("", [])]
+        if self.tvc(dtype):
+            variants.append(("-tvc", self.tvc_options(model)))
+        for variant, options in variants:
+            engine, cuda = self.engine_paths(model, dtype, variant)
+            command = self.sitsc_command(model, dtype) + [
+                "--target=" + self.args.target] + options
+            run(command + ["-o", engine, "--force"])
+            if self.args.emulate:
+                with open(cuda, "w") as out:
+                    out.write(run(command + ["--emit=cuda"]))
+        engine, _ = self.engine_paths(model, dtype)
         if "+" in dtype:
             # The quantized program, weights included, for the reference.
             program = engine[:-len(".sits")] + ".mlir"
@@ -147,8 +186,8 @@ class Checker:
              folder])
         return np.load(os.path.join(folder, "result_0.npy"))
 
-    def runner(self, model, dtype, mode, *extra):
-        engine, cuda = self.engine_paths(model, dtype)
+    def runner(self, model, dtype, mode, *extra, variant=""):
+        engine, cuda = self.engine_paths(model, dtype, variant)
         command = [self.args.runner, engine]
         if self.args.emulate:
             command += ["--cuda", cuda, "--poison"]
@@ -162,11 +201,59 @@ class Checker:
                     "--out", out)
         return np.load(out)
 
-    def generate(self, model, dtype, prompts, count, *extra):
+    def generate(self, model, dtype, prompts, count, *extra, variant="",
+                 counters=None):
         output = self.runner(model, dtype, "generate", "--tokens",
                              tokens_arg(prompts), "--max-new-tokens",
-                             str(count), *extra)
+                             str(count), *extra, variant=variant)
+        if counters is not None:
+            proved, fallback = parse_tvc(output)
+            counters[0] += proved
+            counters[1] += fallback
         return parse_tokens(output, len(prompts))
+
+    def check_tvc(self, model, dtype, row, problems, single, short, batched):
+        """The TVC engine against the plain one (greedy; sampled on a GPU)."""
+        count = self.args.greedy_tokens
+        counters = [0, 0]
+        tvc = lambda prompts, *extra: self.generate(
+            model, dtype, prompts, count, *extra, variant="-tvc",
+            counters=counters)
+        same = tvc([model.prompt]) == [single]
+        same &= tvc([model.prompt, short]) == batched
+        if not same:
+            problems.append("the TVC engine's greedy tokens differ from the "
+                            "plain engine's")
+        if not self.args.emulate:
+            sampled = ["--temperature", "0.8", "--top-k", str(TVC_TOP_K),
+                       "--seed", "77"]
+            plain = self.generate(model, dtype, [model.prompt, short], count,
+                                  *sampled)
+            if tvc([model.prompt, short], *sampled) != plain:
+                same = False
+                problems.append("the TVC engine's tokens sampled with top-k "
+                                "%d differ from the plain engine's" % TVC_TOP_K)
+            if tvc([model.prompt, short], "--no-cuda-graph") != batched:
+                same = False
+                problems.append("the TVC engine's tokens differ without CUDA "
+                                "graphs")
+            # Sampling without top-k needs every logit: refused, clearly.
+            engine, _ = self.engine_paths(model, dtype, "-tvc")
+            refused = subprocess.run(
+                [self.args.runner, engine, "generate", "--tokens",
+                 tokens_arg([model.prompt]), "--max-new-tokens", "2",
+                 "--temperature", "0.8"], capture_output=True, text=True)
+            if refused.returncode == 0 or "TVC head" not in refused.stderr:
+                problems.append("sampling without top-k on the TVC engine "
+                                "was not refused: exit %d, %s" % (
+                                    refused.returncode,
+                                    refused.stderr.strip()[-300:]))
+        rows = counters[0] + counters[1]
+        row["tvc"] = "%s %d/%d fb %.0f%%" % (
+            "same" if same else "DIFFERS", counters[0], counters[1],
+            100.0 * counters[1] / rows if rows else 0)
+        self.tvc_counts[0] += counters[0]
+        self.tvc_counts[1] += counters[1]
 
     def greedy_against_reference(self, model, dtype, prompt, tokens):
         """The index of the first generated token that is neither the
@@ -193,7 +280,8 @@ class Checker:
         # Logits: every position, through three prefill/decode splits.
         length = model.inputs.shape[1]
         worst = 0.0
-        for prefill in sorted({1, length // 2, length}):
+        splits = [] if self.args.skip_logits else [1, length // 2, length]
+        for prefill in sorted(set(splits)):
             got = self.score(model, dtype, prefill)
             want = outputs[:, prefill - 1:, :]
             if got.shape != want.shape:
@@ -208,7 +296,7 @@ class Checker:
                     problems.append("position %d (prefill %d): error %.3g" % (
                         prefill - 1 + position, prefill, error))
                     break
-        row["logits"] = "%.2e" % worst
+        row["logits"] = "%.2e" % worst if splits else "-"
 
         # Greedy: the reference stream, alone and batched with a shorter
         # prompt (padding in prefill and in the decode bucket).
@@ -239,6 +327,8 @@ class Checker:
         if batched != [single, alone]:
             problems.append("a batch of two prompts gives other tokens than "
                             "each prompt alone")
+        if self.tvc(dtype):
+            self.check_tvc(model, dtype, row, problems, single, short, batched)
 
         if not self.args.emulate:
             direct = self.generate(model, dtype, [model.prompt, short], count,
@@ -301,6 +391,8 @@ class Checker:
         columns = ["model", "dtype", "logits", "greedy", "batch"]
         if not self.args.emulate:
             columns += ["graph", "seeded"]
+        if self.args.tvc:
+            columns += ["tvc"]
         columns += ["seconds", "status"]
         table = []
         for row in self.rows:
@@ -317,6 +409,16 @@ class Checker:
         for row in self.rows:
             for problem in row["problems"]:
                 print("FAIL %s %s: %s" % (row["model"], row["dtype"], problem))
+        if self.args.tvc:
+            proved, fallback = self.tvc_counts
+            rows = proved + fallback
+            print("\ntvc: %d rows, %d proved, %d fell back to the full head "
+                  "(fallback rate %.2f%%)" % (
+                      rows, proved, fallback,
+                      100.0 * fallback / rows if rows else 0))
+            if self.args.tvc_require_both and (not proved or not fallback):
+                print("FAIL tvc: expected both proved and fallback rows")
+                self.failed = True
         passed = sum(1 for r in self.rows if not r["problems"])
         print("\n%d of %d model/dtype runs passed" % (passed, len(self.rows)))
 
@@ -338,6 +440,20 @@ def main():
                         help="models whose fp16 engine must reproduce the "
                              "greedy stream too (comma-separated)")
     parser.add_argument("--greedy-tokens", type=int, default=48)
+    parser.add_argument("--tvc", action="store_true",
+                        help="also check an engine with the TVC LM head "
+                             "against the plain engine")
+    parser.add_argument("--tvc-options",
+                        default="--tvc=exact --tvc-candidates=32 "
+                                "--tvc-top-k=%d" % TVC_TOP_K,
+                        help="sitsc options of the TVC engines (the rank "
+                             "comes from TVC_RANK)")
+    parser.add_argument("--tvc-require-both", action="store_true",
+                        help="fail unless both proved and fallback rows "
+                             "occurred")
+    parser.add_argument("--skip-logits", action="store_true",
+                        help="skip the teacher-forced logits (other tests "
+                             "cover them)")
     parser.add_argument("--weights", default="fp16",
                         help="weight schemes: fp16 (the --dtypes engines), "
                              "int8, int4 (fp16 engines with quantized linear "

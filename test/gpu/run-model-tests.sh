@@ -14,7 +14,10 @@
 #     reference executor running the same quantized program
 #     (test/gpu/check_kv_quant.py: greedy tokens, logits, a batch, and the
 #     calibration log each run writes). Needs sits-exec ($SITS_EXEC, default
-#     .device/sits-exec, else build/bin/sits-exec); skipped without it.
+#     .device/sits-exec, else build/bin/sits-exec); skipped without it;
+#   - engines with the TVC LM head (sitsc --tvc=exact) give the plain
+#     engines' tokens: greedy alone and batched, without CUDA graphs, and
+#     sampled with top-k 4 (<= its exact top); the fallback rate is printed.
 # With WEIGHTS=fp16,int8,int4 it also checks fp16 engines with int8 and int4
 # weights (sitsc --weights) against the CPU reference executor of the same
 # quantized program (sits-exec): logits at every position (< 2e-2) and the
@@ -30,6 +33,8 @@
 # space-separated, instead of the default list), DTYPES (default fp32,fp16),
 # WEIGHTS (default fp16: no quantized engines), SITS_EXEC (for WEIGHTS with
 # int8/int4; default .device/sits-exec, else build/bin/sits-exec).
+# TVC (default 1; 0 skips the TVC engines), KV (default 1; 0 skips the
+# quantized KV-cache engines).
 set -uo pipefail
 
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -114,7 +119,8 @@ fi
 python3 "$src/test/gpu/check_models.py" --sitsc "$sitsc" \
   --runner "$build/bin/sits-score" --target "$target" \
   --dtypes "${DTYPES:-fp32,fp16}" --weights "$weights" \
-  --exec "${sits_exec:-sits-exec}" --work "$work/engines" "${models[@]}"
+  --exec "${sits_exec:-sits-exec}" --work "$work/engines" \
+  $([ "${TVC:-1}" = 1 ] && echo --tvc) "${models[@]}"
 status=$?
 
 sitsexec=${SITS_EXEC:-}
@@ -123,7 +129,9 @@ if [ -z "$sitsexec" ]; then
     [ -x "$candidate" ] && sitsexec=$candidate && break
   done
 fi
-if [ -n "$sitsexec" ]; then
+if [ "${KV:-1}" = 0 ]; then
+  say "KV=0: quantized KV checks skipped"
+elif [ -n "$sitsexec" ]; then
   kvmodels=("$src/test/models/llama_gqa")
   [ -n "${bytes:-}" ] && kvmodels+=("$bytes")
   for model in "${kvmodels[@]}"; do

@@ -265,6 +265,8 @@ public:
   /// One decode step: `tokens[b]` for active sequences (`active[b]`).
   std::vector<std::vector<float>> decode(const std::vector<int32_t> &tokens,
                                          const std::vector<bool> &active);
+  /// Prints the TVC head's counters (engines with one), as sits-score does.
+  void printTvcCounters() const;
 
 private:
   void run(const std::string &program, uint32_t batch, uint32_t seq);
@@ -350,6 +352,21 @@ Emulator::Emulator(const Options &options, const std::string &object) {
     default:
       break;
     }
+  }
+}
+
+void Emulator::printTvcCounters() const {
+  for (size_t i = 0; i < contents.buffers.size(); ++i) {
+    if (contents.buffers[i].name != "tvc_counters")
+      continue;
+    uint64_t counts[2];
+    std::memcpy(counts, addresses[i], sizeof(counts));
+    uint64_t rows = counts[0] + counts[1];
+    std::printf("tvc: %llu proved, %llu fallback rows (fallback rate "
+                "%.2f%%)\n",
+                static_cast<unsigned long long>(counts[0]),
+                static_cast<unsigned long long>(counts[1]),
+                rows ? 100.0 * double(counts[1]) / double(rows) : 0.0);
   }
 }
 
@@ -586,6 +603,7 @@ int main(int argc, char **argv) {
     }
     writeNpy(options.out, out, {batch, positions, vocab});
     writeCalibrationLog(options, emulator);
+    emulator.printTvcCounters();
     return 0;
   }
 
@@ -607,5 +625,6 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
   writeCalibrationLog(options, emulator);
+  emulator.printTvcCounters();
   return 0;
 }

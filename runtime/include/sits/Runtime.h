@@ -143,6 +143,12 @@ struct GenerateStats {
   uint64_t sessionBytes = 0;
   uint64_t deviceUsedBytes = 0;
   uint64_t deviceTotalBytes = 0;
+  /// Engines with a TVC LM head (sitsc --tvc=exact): rows of this call whose
+  /// proof held, and rows that ran the full head (prefill's last tokens and
+  /// every decode step of every live sequence).
+  bool tvc = false;
+  uint64_t tvcProvedRows = 0;
+  uint64_t tvcFallbackRows = 0;
 };
 
 struct GenerateResult {
@@ -188,6 +194,25 @@ public:
   std::vector<std::vector<std::vector<float>>>
   scoreTokens(const std::vector<std::vector<int32_t>> &sequences,
               uint32_t prefillTokens = 1);
+
+  /// Engines with a TVC LM head: rows whose proof held and rows that fell
+  /// back to the full head since the session was created.
+  struct TvcCounts {
+    uint64_t proved = 0, fallback = 0;
+  };
+  TvcCounts tvcCounts() const;
+  /// Benchmark only: every TVC row counts as proved and the full head never
+  /// runs, so the kernels' time with the proof succeeding can be measured on
+  /// any weights. Tokens may then differ from the plain head's. No effect
+  /// without a TVC head.
+  void disableTvcFallbackForBenchmark(bool disabled);
+
+  /// Benchmark: the mean GPU time in ms of the decode program's LM-head
+  /// launches (the plain head's `lm_head` kernel, or the TVC head's `tvc_*`
+  /// kernels) at `batch`'s bucket, replayed `repeats` times over what the
+  /// last generate left in the buffers. 0 when the engine names no such
+  /// kernel.
+  double timeLMHead(uint32_t batch, uint32_t repeats);
 
   /// Bytes this session holds on the GPU (KV cache, activations, I/O).
   uint64_t deviceBytes() const;
