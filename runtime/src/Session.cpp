@@ -13,6 +13,7 @@
 #include "src/CudaCheck.h"
 #include "src/Driver.h"
 #include "src/EngineImpl.h"
+#include "src/NamedBuffers.h"
 #include "src/PrefillPlan.h"
 #include "src/Sampling.h"
 #include "src/Tvc.h"
@@ -193,19 +194,18 @@ void Session::Impl::allocate() {
     case BufferRole::Logits:
       logits = static_cast<float *>(p);
       break;
-    case BufferRole::Activation:
-      if (config.kvCache.coldBits &&
-          buffer.name == format::kKVCalibrationBuffer) {
-        kvStats = static_cast<uint64_t *>(p);
-        kvStatsBytes = buffer.bytes;
-      }
-      break;
     default:
-      if (buffer.name == "tvc_counters" && buffer.bytes >= 24)
-        tvcCounters = static_cast<uint64_t *>(p);
       break;
     }
   }
+  runtime::NamedBuffers named =
+      runtime::findNamedBuffers(buffers, config.kvCache.coldBits != 0);
+  if (named.kvCalibration >= 0) {
+    kvStats = reinterpret_cast<uint64_t *>(addresses[named.kvCalibration]);
+    kvStatsBytes = buffers[named.kvCalibration].bytes;
+  }
+  if (named.tvcCounters >= 0)
+    tvcCounters = reinterpret_cast<uint64_t *>(addresses[named.tvcCounters]);
   tvcExactTop = runtime::tvcExactTop(e.contents.metadataJson);
   char *bytes = static_cast<char *>(arena);
   sampled = reinterpret_cast<int32_t *>(bytes + sampledOffset);
