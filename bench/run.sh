@@ -33,6 +33,14 @@
 # 8192), into kv-<shape>-<kv>.json; bench/kv_compare.py prints decode time
 # and the bytes read against the fp16 cache.
 #
+# SITS_BENCH_PROFILE=1 prints the kernels of a decode step of the fp16
+# engine with their times (bench/kernel_profile.py: Nsight Compute, batch 1,
+# contexts 32 and 8192) into profile-<shape>-b1-c<context>.json.
+# SITS_BENCH_SERIAL=1 also runs sits-bench on the fp16 engine with
+# --no-programmatic-launch (every kernel waits for the previous one to end)
+# at batches 1,8 and contexts 32,8192, into serial-<shape>.json: what
+# programmatic dependent launch gains.
+#
 # SITS_BENCH_TVC=1 (after the shapes) or =only (instead of them) also
 # measures the TVC LM head (sitsc --tvc=exact) at the Llama-3-8B head shape
 # (bench/tvc_head.py: a one-layer model with its vocabulary and hidden size,
@@ -163,6 +171,19 @@ for shape in "${SHAPES[@]}"; do
   "$BENCH" "$engine" --batch "$BATCHES" --context "$CONTEXTS" \
     --new-tokens 128 --repeats "$REPEATS" --json "$OUT/sits-$shape.json"
   stamp "$shape: sits-bench exit $?"
+  if [ "${SITS_BENCH_PROFILE:-0}" = 1 ]; then
+    for ctx in 32 8192; do
+      stamp "$shape: kernel profile (ncu), batch 1, context $ctx"
+      python3 "$ROOT/bench/kernel_profile.py" "$engine" --sits-bench "$BENCH" \
+        --batch 1 --context $ctx --json "$OUT/profile-$shape-b1-c$ctx.json"
+    done
+  fi
+  if [ "${SITS_BENCH_SERIAL:-0}" = 1 ]; then
+    stamp "$shape: sits-bench --no-programmatic-launch"
+    "$BENCH" "$engine" --batch 1,8 --context 32,8192 --new-tokens 128 \
+      --repeats "$REPEATS" --no-programmatic-launch \
+      --json "$OUT/serial-$shape.json"
+  fi
   rm -f "$engine"
   if [ $INT4 = 1 ]; then
     if [ -f "$int4_engine" ]; then

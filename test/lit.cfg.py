@@ -2,6 +2,7 @@
 #
 # Features tests can REQUIRE:
 #   cuda           a CUDA GPU is present (GPU tests skip cleanly without one)
+#   cuda-sm90      ... of compute capability 9.0 or newer (Hopper)
 #   runtime        the CUDA runtime (sits-run) was built
 #   python-onnx    python3 with onnx, onnxruntime and numpy (test helpers)
 #   python-tokenizers  python3 with the `tokenizers` package (BPE test text)
@@ -54,6 +55,18 @@ def has_gpu():
     return out.returncode == 0 and "GPU" in out.stdout
 
 
+def gpu_compute_capability():
+    """The first GPU's compute capability as an int (90 for sm_90), or 0."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap",
+                              "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30)
+        major, minor = out.stdout.split()[0].split(".")
+        return int(major) * 10 + int(minor)
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return 0
+
+
 def has_python_modules(*names):
     code = "import " + ", ".join(names)
     try:
@@ -68,6 +81,9 @@ if config.sits_build_runtime:
     config.available_features.add("runtime")
     if has_gpu():
         config.available_features.add("cuda")
+        # Programmatic dependent launch needs sm_90 or newer.
+        if gpu_compute_capability() >= 90:
+            config.available_features.add("cuda-sm90")
 if has_python_modules("onnx", "onnxruntime", "numpy"):
     config.available_features.add("python-onnx")
 if has_python_modules("tokenizers"):

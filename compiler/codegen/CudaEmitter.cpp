@@ -31,6 +31,11 @@ static void emitKernel(const KernelSpec &spec, std::string &out) {
     out += (i ? ", " : "") + spec.params[i].type +
            (spec.params[i].type.back() == '*' ? "" : " ") + spec.params[i].name;
   out += ") {\n  typedef sits_config::" + spec.name + " Cfg;\n";
+  // Programmatic dependent launch: the next kernel may start now; this one
+  // touches no buffer before the previous kernel has finished.
+  out += "  sits::allowDependentLaunch();\n";
+  if (!spec.callWaitsForPredecessors)
+    out += "  sits::waitForPrecedingKernels();\n";
   for (const std::string &line : spec.body)
     out += "  " + line + "\n";
   out += "  " + spec.call + ";\n}\n";

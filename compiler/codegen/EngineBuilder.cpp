@@ -239,6 +239,11 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
     decode.set("batch_buckets", std::move(buckets));
     root.set("decode", std::move(decode));
   }
+  // Every generated entry point waits for the kernel before it
+  // (CudaEmitter.cpp), so the runtime may overlap their launches.
+  json::Value launch = json::Value::object();
+  launch.set("programmatic_dependent", true);
+  root.set("launch", std::move(launch));
 
   json::Value inputs = json::Value::array();
   json::Value ids = json::Value::object();

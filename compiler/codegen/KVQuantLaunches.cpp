@@ -210,11 +210,8 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
            "counters, past_lengths, step_lengths)");
     b.setGrid(Expr::constant(split->splits), Expr::constant(desc.kvHeads),
               Expr::batch());
-    // attention_decode.cuh's attentionDecodeSharedBytes.
-    const int64_t ring = kStages * kUnroll * 2 * 16 * kThreads;
-    const int64_t merge =
-        4 * (kThreads / (desc.headDim / 8)) * group * (desc.headDim + 2);
-    b.setShared(std::max(ring, merge));
+    b.setShared(attentionDecodeSharedBytes(desc.headDim, group, kUnroll,
+                                           kStages, split->splits));
     return b.take();
   }
 

@@ -67,6 +67,7 @@ public:
     planned.launch.sharedBytes = Expr::constant(bytes);
   }
   void setMinBlocks(int blocks) { planned.spec.minBlocks = blocks; }
+  void setCallWaits() { planned.spec.callWaitsForPredecessors = true; }
   PlannedLaunch take() { return std::move(planned); }
 
 private:
@@ -214,6 +215,10 @@ static int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
          4 * mats * tilesPerBlock * 16 * groups;
 }
 
+bool decodeGemvOnTensorCores(bool tensorCores, DType weightType, int64_t k) {
+  return tensorCores && weightType != DType::F32 && k % 8 == 0;
+}
+
 PlannedLaunch planLinear(const LinearLaunch &desc) {
   constexpr int64_t kGemvWarps = 4, kTokenTile = 8;
   constexpr int64_t kTile = 64; // gemm.cuh's kGemmTileM and kGemmTileN
@@ -225,9 +230,10 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   const int64_t quantGroups = quantized ? quant.groups(desc.k) : 0;
   // Decode on tensor cores (gemv.cuh's gemvTensorCore): f16/bf16 rows that
   // are 16-byte aligned, sm_80 and newer.
-  bool tensorGemv = desc.decode && desc.tensorCores &&
-                    desc.weightType != DType::F32 && desc.k % 8 == 0 &&
-                    (!quantized || quant.group % quantChunk == 0);
+  bool tensorGemv =
+      desc.decode &&
+      decodeGemvOnTensorCores(desc.tensorCores, desc.weightType, desc.k) &&
+      (!quantized || quant.group % quantChunk == 0);
   constexpr int64_t kTcRows = 16, kTcThreads = 256, kTcStages = 3;
   // Prefill on tensor cores (gemm.cuh's gemmTensorCore): the same
   // conditions; 128 x 128 tiles (64 gate and 64 up rows with a GLU).
@@ -241,6 +247,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
                                        : "gemm";
   if (quantized)
     family += "_q" + std::to_string(quant.bits);
+  if (desc.norm)
+    family += "_rmsnorm";
   if (gated)
     family += "_glu";
   else if (desc.epilogue == LinearEpilogue::Residual)
@@ -310,11 +318,19 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kUnroll", unroll);
     b.intConstant("kStages", kTcStages);
     b.boolConstant("kGatherLast", desc.gatherLast);
+    if (!quantized) {
+      b.boolConstant("kNorm", desc.norm.has_value());
+      if (desc.norm) {
+        b.floatConstant("kNormEpsilon", desc.norm->epsilon);
+        b.floatConstant("kNormWeightOffset", desc.norm->weightOffset);
+      }
+    }
     b.setShared(quantized ? gemvQuantSharedBytes(mats, tilesPerBlock, unroll,
                                                  kTcStages, quantGroups)
                           : gemvTensorCoreSharedBytes(mats, tilesPerBlock,
                                                       unroll, kTcStages));
     b.setMinBlocks(2); // two blocks per SM: at most 128 registers
+    b.setCallWaits();  // weight copies start before the wait
   } else if (desc.decode) {
     b.intConstant("kWarps", kGemvWarps);
     b.intConstant("kTokenTile", kTokenTile);
@@ -364,6 +380,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.param("int", "seq_len", seqArg());
     b.param("const int *", "step_lengths", stepArg());
   }
+  if (desc.norm)
+    b.param("const float *", "norm_weight", weightArg(desc.norm->weight));
   if (quantized) {
     b.body(weightType + "data[] = {" + weightList + "};");
     b.body("const unsigned short *scales[] = {" + scaleList + "};");
@@ -386,7 +404,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
             : Expr::constant((totalRows + kGemvWarps - 1) / kGemvWarps));
   } else if (tensorGemv) {
     b.call("sits::gemvTensorCore<Cfg>(x, weights, biases, outs, " +
-           residualName + ", tokens, " + gatherArgs + ")");
+           residualName + ", tokens, " + gatherArgs +
+           (desc.norm ? ", norm_weight" : "") + ")");
     b.setGrid(
         Expr::constant((totalTcTiles + tilesPerBlock - 1) / tilesPerBlock));
   } else if (desc.decode) {
@@ -514,17 +533,19 @@ std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc) {
   split.splitKeys = std::min<int64_t>(
       256, std::max<int64_t>(16, roundUp((desc.capacity + 3) / 4, 16)));
   split.splits = (desc.capacity + split.splitKeys - 1) / split.splitKeys;
-  split.partialWidth = desc.heads * split.splits * (d + 2);
+  // attention_decode.cuh's decodePartialFloats: values, max, sum, padding.
+  split.partialWidth = desc.heads * split.splits * (d + 4);
   return split;
 }
 
-/// attention_decode.cuh's attentionDecodeSharedBytes.
-static int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
-                                          int64_t unroll, int64_t stages) {
+int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
+                                   int64_t unroll, int64_t stages,
+                                   int64_t splits) {
   constexpr int64_t kThreads = 128;
   const int64_t ring = stages * unroll * 2 * 16 * kThreads;
-  const int64_t merge = 4 * (kThreads / (headDim / 8)) * group * (headDim + 2);
-  return std::max(ring, merge);
+  const int64_t merge = 4 * (kThreads / (headDim / 8)) * group * (headDim + 4);
+  const int64_t combine = 4 * group * (splits + 1);
+  return std::max({ring, merge, combine});
 }
 
 static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
@@ -561,8 +582,8 @@ static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
          "partial, counters, past_lengths, step_lengths)");
   b.setGrid(Expr::constant(split.splits), Expr::constant(desc.kvHeads),
             Expr::batch());
-  b.setShared(
-      attentionDecodeSharedBytes(desc.headDim, group, kUnroll, kStages));
+  b.setShared(attentionDecodeSharedBytes(desc.headDim, group, kUnroll, kStages,
+                                         split.splits));
   return b.take();
 }
 

@@ -90,8 +90,21 @@ struct LinearLaunch {
   /// Decode GEMVs read quantized weights directly (gemv_quant.cuh); the
   /// prefill GEMM reads them dequantized (planDequantize), so bits is 0.
   LinearQuant quant;
+  /// The rms_norm that produces `input` (whose input `input` then is),
+  /// fused into the GEMV's load of x: decode GEMVs on tensor cores only
+  /// (decodeGemvOnTensorCores).
+  struct NormPrologue {
+    unsigned weight = 0; ///< weight index of the norm's f32 weight [k]
+    float epsilon = 0.0f, weightOffset = 0.0f;
+  };
+  std::optional<NormPrologue> norm;
 };
 PlannedLaunch planLinear(const LinearLaunch &desc);
+
+/// Whether planLinear runs a decode linear with unquantized weights of this
+/// type and input width on tensor cores (gemv.cuh's gemvTensorCore).
+bool decodeGemvOnTensorCores(bool tensorCores, format::DType weightType,
+                             int64_t k);
 
 /// Dequantizes a whole weight [rows, k] into `out` in `weightType`, the
 /// layout of a stored weight (gemv_quant.cuh's dequantize).
@@ -155,6 +168,12 @@ struct DecodeSplit {
 /// cache, head_dim a power of two from 8 to 256, at most 8 query heads per
 /// KV head, sm_80+); otherwise the one-block-per-head kernel runs.
 std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc);
+
+/// attention_decode.cuh's attentionDecodeSharedBytes: the split-K decode
+/// kernels' dynamic shared memory (128 threads).
+int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
+                                   int64_t unroll, int64_t stages,
+                                   int64_t splits);
 
 /// Fails (with the reason in `error`) when no tile fits in shared memory.
 std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,

@@ -76,7 +76,10 @@ struct KernelSpec {
   std::string call;              ///< the call, config struct as `Cfg`
   int threads = 128;             ///< __launch_bounds__
   int minBlocks = 0; ///< __launch_bounds__'s blocks per SM (0: not given)
-  std::string name;  ///< set when the kernel is deduplicated
+  /// The call waits for the preceding kernels itself (after starting to
+  /// read its weights); otherwise the entry waits first (common.cuh).
+  bool callWaitsForPredecessors = false;
+  std::string name;              ///< set when the kernel is deduplicated
   std::vector<std::string> uses; ///< what runs it, for the comments
 
   /// Specs with the same key are the same kernel.

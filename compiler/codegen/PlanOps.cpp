@@ -285,10 +285,12 @@ LogicalResult ProgramPlanner::planLinears(ArrayRef<LinearOp> linears) {
                                 "token-major [batch, seq, features], got "
                              << first.getInput().getType();
   FailureOr<int64_t> k = tokenWidth(first.getInput(), first);
-  FailureOr<ArgBinding> input = use(first.getInput(), first);
-  if (failed(k) || failed(input))
+  if (failed(k))
     return failure();
   desc.k = *k;
+  FailureOr<ArgBinding> input = linearInput(first.getInput(), first, desc);
+  if (failed(input))
+    return failure();
   desc.input = *input;
   SmallVector<Operation *> ops;
   for (LinearOp linear : linears) {
@@ -316,10 +318,12 @@ LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
   desc.epilogue = LinearEpilogue::Glu;
   desc.activation = static_cast<int>(glu.getKind());
   FailureOr<int64_t> k = tokenWidth(gate.getInput(), gate);
-  FailureOr<ArgBinding> input = use(gate.getInput(), gate);
-  if (failed(k) || failed(input))
+  if (failed(k))
     return failure();
   desc.k = *k;
+  FailureOr<ArgBinding> input = linearInput(gate.getInput(), gate, desc);
+  if (failed(input))
+    return failure();
   desc.input = *input;
   for (LinearOp linear : {gate, up}) {
     FailureOr<LinearSegment> segment =
@@ -346,11 +350,13 @@ LogicalResult ProgramPlanner::planResidualLinear(AddOp add, LinearOp linear,
   desc.tensorCores = hasTensorCores();
   desc.epilogue = LinearEpilogue::Residual;
   FailureOr<int64_t> k = tokenWidth(linear.getInput(), linear);
-  FailureOr<ArgBinding> input = use(linear.getInput(), linear);
-  FailureOr<ArgBinding> residualArg = use(residual, add);
-  if (failed(k) || failed(input) || failed(residualArg))
+  if (failed(k))
     return failure();
   desc.k = *k;
+  FailureOr<ArgBinding> input = linearInput(linear.getInput(), linear, desc);
+  FailureOr<ArgBinding> residualArg = use(residual, add);
+  if (failed(input) || failed(residualArg))
+    return failure();
   desc.input = *input;
   desc.residual = *residualArg;
   FailureOr<LinearSegment> segment =
@@ -385,10 +391,12 @@ LogicalResult ProgramPlanner::planLMHead(LMHeadOp head) {
     return head.emitError() << "codegen: the LM head's input must be "
                                "[batch, seq, hidden]";
   FailureOr<int64_t> k = tokenWidth(head.getInput(), head);
-  FailureOr<ArgBinding> input = use(head.getInput(), head);
-  if (failed(k) || failed(input))
+  if (failed(k))
     return failure();
   desc.k = *k;
+  FailureOr<ArgBinding> input = linearInput(head.getInput(), head, desc);
+  if (failed(input))
+    return failure();
   desc.input = *input;
   FailureOr<LinearSegment> segment =
       linearSegment(head, head.getWeight(), head.getBias(), desc);

@@ -131,7 +131,15 @@ void ProgramPlanner::addLinearLaunch(LinearLaunch desc,
           std::max(program.values[index].lastLaunch, currentLaunch());
     desc.quant = LinearQuant();
   }
-  addLaunch(planLinear(desc), ops);
+  if (!desc.norm) {
+    addLaunch(planLinear(desc), ops);
+    return;
+  }
+  // The fused rms_norm is part of what the launch runs (audit, comments).
+  SmallVector<Operation *> withNorm{fusedNormOp};
+  withNorm.append(ops.begin(), ops.end());
+  fusedNormOp = nullptr;
+  addLaunch(planLinear(desc), withNorm);
 }
 
 } // namespace sits::codegen::detail

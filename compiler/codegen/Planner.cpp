@@ -21,7 +21,9 @@
 //   * glu(linear(x, Wg), linear(x, Wu)): one gated launch (gate/up MLP);
 //   * add(linear(...), r): the residual in the linear's epilogue;
 //   * rope of the keys into the KV-cache write, and rope of the query that
-//     the same layer's attention reads, into the same kernel.
+//     the same layer's attention reads, into the same kernel;
+//   * decode: rms_norm into the one tensor-core GEMV launch that reads it
+//     (its only users), which normalizes x as it loads it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,7 +57,8 @@ ArgBinding ArgBinding::int32(Expr expr) {
 
 std::string KernelSpec::getKey() const {
   std::string key = family + "|" + header + "|" + call + "|" +
-                    std::to_string(threads) + "|" + std::to_string(minBlocks);
+                    std::to_string(threads) + "|" + std::to_string(minBlocks) +
+                    (callWaitsForPredecessors ? "|waits" : "");
   for (const std::string &line : config)
     key += "|" + line;
   for (const KernelParam &param : params)
@@ -230,6 +233,7 @@ void ProgramPlanner::fuseGatedLinears(GLUOp glu) {
     return;
   absorbed.insert(gate);
   absorbed.insert(up);
+  launchOf[gate] = launchOf[up] = glu;
   anchors[glu] = [=]() { return planGatedLinear(glu, gate, up); };
 }
 
@@ -240,6 +244,7 @@ void ProgramPlanner::fuseResidual(AddOp add) {
     if (!linear || absorbed.count(linear) || residual == linear.getResult())
       continue;
     absorbed.insert(linear);
+    launchOf[linear] = add;
     anchors[add] = [=]() { return planResidualLinear(add, linear, residual); };
     return;
   }
@@ -262,6 +267,8 @@ void ProgramPlanner::groupLinears() {
       SmallVector<LinearOp> group(
           linears.begin() + start,
           linears.begin() + std::min(linears.size(), start + kMaxSegments));
+      for (LinearOp member : group)
+        launchOf[member] = group.front();
       for (LinearOp member : llvm::drop_begin(group))
         absorbed.insert(member);
       anchors[group.front()] = [=]() {
@@ -304,11 +311,71 @@ void ProgramPlanner::fuseRopeIntoAppend(KVAppendOp append) {
   anchors[anchor] = [=]() { return planAppend(append, keyRope, queryRope); };
 }
 
+void ProgramPlanner::fuseNormIntoLinears(RMSNormOp norm) {
+  // Decode only (prefill's GEMM reads the normalized rows many times), on
+  // the tensor-core GEMV, for a norm over the whole row (not a per-head
+  // QK-norm), and with one launch reading the result: otherwise each
+  // launch would normalize again, or the normalized row would be needed
+  // in memory anyway.
+  auto type = dyn_cast<ShapedType>(norm.getWeight().getType());
+  auto input = dyn_cast<RankedTensorType>(norm.getInput().getType());
+  if (!program.isDecode || !type || type.getRank() != 1 || !input ||
+      input.getRank() != 3 || input.isDynamicDim(2) ||
+      input.getDimSize(2) != type.getDimSize(0) ||
+      !decodeGemvOnTensorCores(hasTensorCores(), options.weightType,
+                               input.getDimSize(2)))
+    return;
+  Operation *launch = nullptr;
+  for (Operation *user : norm.getResult().getUsers()) {
+    Value weight;
+    if (auto linear = dyn_cast<LinearOp>(user))
+      weight = linear.getWeight();
+    else if (auto head = dyn_cast<LMHeadOp>(user))
+      weight = head.getWeight();
+    else
+      return;
+    if (quantKey(weight) != std::pair<int64_t, int64_t>{0, 0})
+      return;
+    auto it = launchOf.find(user);
+    Operation *owner = it != launchOf.end() ? it->second : user;
+    if (!isa<LMHeadOp>(user) && it == launchOf.end())
+      return;
+    if (launch && owner != launch)
+      return;
+    launch = owner;
+  }
+  if (!launch)
+    return;
+  absorbed.insert(norm);
+  fusedNorms[norm.getResult()] = norm;
+}
+
+FailureOr<ArgBinding> ProgramPlanner::linearInput(Value value, Operation *user,
+                                                  LinearLaunch &desc) {
+  auto fused = fusedNorms.find(value);
+  if (fused == fusedNorms.end())
+    return use(value, user);
+  RMSNormOp norm = fused->second;
+  FailureOr<unsigned> weight =
+      weightOf(norm.getWeight(), norm, DType::F32, {desc.k});
+  if (failed(weight))
+    return failure();
+  LinearLaunch::NormPrologue prologue;
+  prologue.weight = *weight;
+  prologue.epsilon = norm.getEpsilon().convertToFloat();
+  prologue.weightOffset = norm.getWeightOffset().convertToFloat();
+  desc.norm = prologue;
+  fusedNormOp = norm;
+  observed.config.norm = "rms_norm";
+  return use(norm.getInput(), norm);
+}
+
 void ProgramPlanner::findFusions() {
   func.walk([&](GLUOp glu) { fuseGatedLinears(glu); });
   func.walk([&](AddOp add) { fuseResidual(add); });
   groupLinears();
   func.walk([&](KVAppendOp append) { fuseRopeIntoAppend(append); });
+  func.walk([&](RMSNormOp norm) { fuseNormIntoLinears(norm); });
 }
 
 //===----------------------------------------------------------------------===//

@@ -169,6 +169,11 @@ private:
   void fuseResidual(AddOp add);
   void groupLinears();
   void fuseRopeIntoAppend(KVAppendOp append);
+  void fuseNormIntoLinears(RMSNormOp norm);
+  /// The input binding of a linear launch reading `value`: the rms_norm
+  /// fused into it reads the norm's input instead (and sets desc.norm).
+  FailureOr<ArgBinding> linearInput(Value value, Operation *user,
+                                    LinearLaunch &desc);
 
   // Ops.
   LogicalResult planOp(Operation *op);
@@ -213,6 +218,12 @@ private:
 
   DenseSet<Operation *> absorbed;
   llvm::MapVector<Operation *, std::function<LogicalResult()>> anchors;
+  /// Linear and LM-head ops -> the op that plans their one launch.
+  DenseMap<Operation *, Operation *> launchOf;
+  /// rms_norm results that the linear launch reading them normalizes.
+  DenseMap<Value, RMSNormOp> fusedNorms;
+  /// The norm linearInput fused into the launch being planned.
+  Operation *fusedNormOp = nullptr;
 };
 
 } // namespace sits::codegen::detail

@@ -484,6 +484,8 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     full.spec.body.push_back(weightPtr + "weights[] = {w0};");
     full.spec.call = "sits::tvcHead<Cfg>(x, weights, out0, tokens, seq_len, "
                      "step_lengths, scratch)";
+    // tvcHead reads the decision before the GEMV: the entry waits first.
+    full.spec.callWaitsForPredecessors = false;
     addLaunch(std::move(full), {head});
   }
   {

@@ -227,6 +227,16 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
   if (buckets.empty() || buckets.back() != c.maxBatch)
     buckets.push_back(c.maxBatch);
   c.batchBuckets = buckets;
+
+  if (const json::Value *launch = root.find("launch")) {
+    const json::Value *pdl =
+        launch->isObject() ? launch->find("programmatic_dependent") : nullptr;
+    if (pdl && !pdl->isBool()) {
+      *error = "metadata \"launch.programmatic_dependent\" must be a boolean";
+      return false;
+    }
+    c.programmaticLaunch = pdl && pdl->getBool();
+  }
   *config = std::move(c);
   return true;
 }

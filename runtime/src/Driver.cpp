@@ -43,6 +43,8 @@ const DriverApi &driver() {
     resolve("cuFuncGetAttribute", &api.funcGetAttribute, &missing);
     resolve("cuGetErrorName", &api.getErrorName, &missing);
     resolve("cuGetErrorString", &api.getErrorString, &missing);
+    std::string optional;
+    resolve("cuLaunchKernelEx", &api.launchKernelEx, &optional);
   });
   if (!missing.empty())
     throw Error(ErrorCode::NoGpu, "the CUDA driver does not provide " +

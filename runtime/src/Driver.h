@@ -21,6 +21,9 @@ struct DriverApi {
   decltype(&::cuModuleUnload) moduleUnload = nullptr;
   decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  /// Optional (null when the driver lacks it): launches with attributes,
+  /// for programmatic dependent launch.
+  decltype(&::cuLaunchKernelEx) launchKernelEx = nullptr;
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
   decltype(&::cuFuncGetAttribute) funcGetAttribute = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;

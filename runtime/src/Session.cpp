@@ -89,6 +89,8 @@ struct Session::Impl {
   int decodeProgram = -1;
   std::map<uint32_t, PreparedProgram> decodeByBucket;
   std::map<uint32_t, cudaGraphExec_t> graphs;
+  /// Launch the engine's kernels with programmatic dependent launch.
+  bool programmaticLaunch = false;
 
   Impl(std::shared_ptr<Engine> engine, const SessionOptions &options);
   ~Impl();
@@ -123,6 +125,12 @@ Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
   decodeProgram = e.contents.findProgram(format::kDecodeProgram);
 
   checkCuda(cudaSetDevice(e.device), "cudaSetDevice");
+  // Only where every kernel of the engine waits for its predecessor
+  // (common.cuh), on sm_90 and newer, with a driver that has
+  // cuLaunchKernelEx.
+  programmaticLaunch = options.useProgrammaticLaunch &&
+                       config.programmaticLaunch && e.deviceSm >= 90 &&
+                       runtime::driver().launchKernelEx;
   checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
             "creating a CUDA stream");
   allocate();
@@ -306,11 +314,31 @@ PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
 
 void Session::Impl::run(const PreparedProgram &program) {
   const runtime::DriverApi &api = runtime::driver();
+  CUlaunchAttribute overlap = {};
+  overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  overlap.value.programmaticStreamSerializationAllowed = 1;
   for (const PreparedLaunch &l : program) {
-    CUresult result =
-        api.launchKernel(l.function, l.grid[0], l.grid[1], l.grid[2],
-                         l.block[0], l.block[1], l.block[2], l.sharedBytes,
-                         stream, const_cast<void **>(l.params.data()), nullptr);
+    CUresult result;
+    if (programmaticLaunch) {
+      CUlaunchConfig launch = {};
+      launch.gridDimX = l.grid[0];
+      launch.gridDimY = l.grid[1];
+      launch.gridDimZ = l.grid[2];
+      launch.blockDimX = l.block[0];
+      launch.blockDimY = l.block[1];
+      launch.blockDimZ = l.block[2];
+      launch.sharedMemBytes = l.sharedBytes;
+      launch.hStream = stream;
+      launch.attrs = &overlap;
+      launch.numAttrs = 1;
+      result = api.launchKernelEx(
+          &launch, l.function, const_cast<void **>(l.params.data()), nullptr);
+    } else {
+      result = api.launchKernel(l.function, l.grid[0], l.grid[1], l.grid[2],
+                                l.block[0], l.block[1], l.block[2],
+                                l.sharedBytes, stream,
+                                const_cast<void **>(l.params.data()), nullptr);
+    }
     if (result != CUDA_SUCCESS)
       checkDriver(
           result,
@@ -593,6 +621,7 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
   stats.batch = batch;
   stats.bucket = bucket;
   stats.cudaGraph = s.options.useCudaGraphs;
+  stats.programmaticLaunch = s.programmaticLaunch;
 
   s.resetSequences(batch, params.sampling);
   for (const auto &p : prompts)

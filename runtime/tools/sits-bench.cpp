@@ -2,7 +2,8 @@
 //
 //   sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]
 //              [--new-tokens 128] [--repeats 3] [--seed S] [--json FILE]
-//              [--no-cuda-graph] [--device D] [--tvc-no-fallback]
+//              [--no-cuda-graph] [--no-programmatic-launch] [--device D]
+//              [--tvc-no-fallback]
 //
 // For every batch size and context length: a prompt of `context` random
 // tokens per sequence, prefilled, then `new-tokens` greedy decode steps (EOS
@@ -45,7 +46,7 @@ const char *kUsage =
     "usage: sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]\n"
     "                  [--new-tokens 128] [--repeats 3] [--seed S]\n"
     "                  [--json FILE] [--no-cuda-graph] [--device D]\n"
-    "                  [--tvc-no-fallback]\n";
+    "                  [--no-programmatic-launch] [--tvc-no-fallback]\n";
 
 struct Options {
   std::string engine;
@@ -57,6 +58,7 @@ struct Options {
   uint64_t device = 0;
   std::string jsonPath;
   bool noCudaGraph = false;
+  bool noProgrammaticLaunch = false;
   bool tvcNoFallback = false; ///< benchmark only: tokens may differ
 };
 
@@ -83,6 +85,8 @@ Options parseArgs(int argc, char **argv) {
       o.jsonPath = cl.value(i);
     else if (a == "--no-cuda-graph")
       o.noCudaGraph = true;
+    else if (a == "--no-programmatic-launch")
+      o.noProgrammaticLaunch = true;
     else if (a == "--tvc-no-fallback")
       o.tvcNoFallback = true;
     else if (a.size() > 1 && a[0] == '-')
@@ -162,6 +166,7 @@ struct Result {
   double bytesPerStep = 0, gigabytesPerSecond = 0;
   double lmHeadMs = 0;
   bool cudaGraph = false;
+  bool programmaticLaunch = false;
   std::string calibration; ///< JSON of the last run (quantized KV cache)
   bool tvc = false;
   uint64_t tvcProved = 0, tvcFallback = 0;
@@ -183,6 +188,7 @@ std::string toJson(const Options &o, const sits::Engine &engine,
     item.set("context", r.context);
     item.set("bucket", r.bucket);
     item.set("cuda_graph", r.cudaGraph);
+    item.set("programmatic_launch", r.programmaticLaunch);
     item.set("prefill_ms", r.prefillMs);
     item.set("prefill_tokens_per_s", r.prefillTokensPerSecond);
     item.set("decode_ms_per_token", r.decodeMsPerStep);
@@ -229,6 +235,7 @@ int main(int argc, char **argv) {
 
     sits::SessionOptions sessionOptions;
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
+    sessionOptions.useProgrammaticLaunch = !o.noProgrammaticLaunch;
     sits::Session session(engine, sessionOptions);
     if (o.tvcNoFallback)
       session.disableTvcFallbackForBenchmark(true);
@@ -274,6 +281,7 @@ int main(int argc, char **argv) {
           r.tvcFallback += result.stats.tvcFallbackRows;
           r.bucket = result.stats.bucket;
           r.cudaGraph = result.stats.cudaGraph;
+          r.programmaticLaunch = result.stats.programmaticLaunch;
         }
         std::string summary;
         if (config.kvCache.coldBits) {

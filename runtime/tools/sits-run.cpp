@@ -2,8 +2,9 @@
 //
 //   sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)
 //            [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
-//            [--seed S] [--batch B] [--no-cuda-graph] [--ignore-eos]
-//            [--device D] [--calibration-log FILE.json]
+//            [--seed S] [--batch B] [--no-cuda-graph]
+//            [--no-programmatic-launch] [--ignore-eos] [--device D]
+//            [--calibration-log FILE.json]
 //   sits-run --check ENGINE [--target-sm SM]
 //   sits-run --inspect ENGINE [--verbose]
 //
@@ -66,7 +67,7 @@ const char *kUsage =
     "usage: sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)\n"
     "                [--max-new-tokens N] [--temperature T] [--top-k K]\n"
     "                [--top-p P] [--seed S] [--batch B] [--no-cuda-graph]\n"
-    "                [--ignore-eos] [--device D]\n"
+    "                [--no-programmatic-launch] [--ignore-eos] [--device D]\n"
     "                [--calibration-log FILE.json]\n"
     "       sits-run --check ENGINE [--target-sm SM]\n"
     "       sits-run --inspect ENGINE [--verbose]\n";
@@ -86,6 +87,7 @@ struct Options {
   uint64_t device = 0;
   uint64_t targetSm = 0;
   bool noCudaGraph = false;
+  bool noProgrammaticLaunch = false;
   bool ignoreEos = false;
   bool verbose = false;
   std::string calibrationLog;
@@ -135,6 +137,8 @@ Options parseArgs(int argc, char **argv) {
         usageError("--calibration-log: " + error);
     } else if (a == "--no-cuda-graph") {
       o.noCudaGraph = true;
+    } else if (a == "--no-programmatic-launch") {
+      o.noProgrammaticLaunch = true;
     } else if (a == "--ignore-eos") {
       o.ignoreEos = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -276,6 +280,7 @@ int runEngine(const Options &o) {
                               std::to_string(config.maxBatch));
     sits::SessionOptions sessionOptions;
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
+    sessionOptions.useProgrammaticLaunch = !o.noProgrammaticLaunch;
     sits::Session session(engine, sessionOptions);
     sits::GenerateParams params;
     params.maxNewTokens =
@@ -312,9 +317,10 @@ int runEngine(const Options &o) {
     std::printf("prefill: %u tokens in %u chunk(s), %.3f ms\n", st.promptTokens,
                 st.prefillChunks, st.prefillMs);
     std::printf("decode: %u steps, %.4f ms/token, %.1f tokens/s "
-                "(batch %u, %s, bucket %u)\n",
+                "(batch %u, %s%s, bucket %u)\n",
                 st.decodeSteps, st.decodeMsPerStep, st.tokensPerSecond,
                 st.batch, st.cudaGraph ? "cuda graph" : "no cuda graph",
+                st.programmaticLaunch ? ", programmatic launch" : "",
                 st.bucket);
     std::printf("gpu memory: weights %.2f MiB, session %.2f MiB, device "
                 "used %.0f of %.0f MiB (%s, sm_%u%s)\n",

@@ -16,9 +16,13 @@
 // copied), so several steps are in flight while the lane computes.
 //
 // The key groups merge in shared memory; the block writes its partial
-// result (max, sum, values) to `partial`, and the last block of a (sequence,
+// result (values, max, sum) to `partial`, and the last block of a (sequence,
 // KV head) to arrive — counted in `counters`, which it resets — combines
-// the partials in split order (deterministic) into `out`.
+// the partials into `out`: first the splits' weights per head (a warp per
+// head), then every thread 4 channels over all splits, with the splits'
+// loads independent of each other so that many are in flight (a chain of
+// dependent loads per split made the combine, not the cache, the cost of
+// long contexts). The order of every sum is fixed (deterministic).
 //
 // Visibility: the query of sequence b sits at p = past_lengths[b] and sees
 // keys j <= p (and j > p - window with a sliding window). A padding row
@@ -38,21 +42,159 @@ namespace sits {
 
 constexpr int kDecodeThreads = 128;
 
-/// Floats of one split's partial result per query head: max, sum, values.
+/// Floats of one split's partial result per query head: the values, then
+/// max and sum, padded so that every partial starts 16-byte aligned.
 __host__ __device__ constexpr int decodePartialFloats(int headDim) {
-  return headDim + 2;
+  return headDim + 4;
 }
 
 /// Dynamic shared memory: the copy ring, reused for the merge of the key
-/// groups (also computed by Launches.cpp).
+/// groups and for the splits' weights of the combine (also computed by
+/// Launches.cpp).
 __host__ __device__ constexpr int attentionDecodeSharedBytes(int headDim,
                                                              int group,
                                                              int unroll,
-                                                             int stages) {
+                                                             int stages,
+                                                             int splits) {
   const int ring = stages * unroll * 2 * 16 * kDecodeThreads;
   const int keyGroups = kDecodeThreads / (headDim / 8);
-  const int merge = 4 * keyGroups * group * (headDim + 2);
-  return ring > merge ? ring : merge;
+  const int merge = 4 * keyGroups * group * decodePartialFloats(headDim);
+  const int combine = 4 * group * (splits + 1);
+  const int most = ring > merge ? ring : merge;
+  return most > combine ? most : combine;
+}
+
+/// Merges the key groups' online-softmax states (this lane's 8 channels
+/// `d0..d0+7` of every query head of the group) into the block's partial
+/// result for split `split`. Called by every thread of an active block.
+template <class Cfg, int G>
+__device__ __forceinline__ void
+storeSplitPartial(void *sharedBytes, const float (&rowMax)[G],
+                  const float (&rowSum)[G], const float (&acc)[G][8],
+                  float *myPartial, int split) {
+  constexpr int D = Cfg::kHeadDim;
+  constexpr int P = D / 8;
+  constexpr int kKeyGroups = kDecodeThreads / P;
+  constexpr int kPartial = decodePartialFloats(D);
+  const float kNegInf = __int_as_float(0xff800000u);
+  const int tid = threadIdx.x;
+  const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
+  // [keyGroup][head][values, max, sum].
+  float *merge = reinterpret_cast<float *>(sharedBytes);
+  #pragma unroll
+  for (int h = 0; h < G; ++h) {
+    float *slot = merge + (keyGroup * G + h) * kPartial;
+    if (part == 0) {
+      slot[D] = rowMax[h];
+      slot[D + 1] = rowSum[h];
+    }
+    #pragma unroll
+    for (int e = 0; e < 8; ++e)
+      slot[d0 + e] = acc[h][e];
+  }
+  __syncthreads();
+  for (int idx = tid; idx < G * (D + 1); idx += kDecodeThreads) {
+    const int h = idx / (D + 1), d = idx % (D + 1); // d == D: max and sum
+    float best = kNegInf;
+    for (int g = 0; g < kKeyGroups; ++g)
+      best = fmaxf(best, merge[(g * G + h) * kPartial + D]);
+    float total = 0.0f;
+    for (int g = 0; g < kKeyGroups; ++g) {
+      const float *slot = merge + (g * G + h) * kPartial;
+      if (slot[D] == kNegInf)
+        continue;
+      total += expf(slot[D] - best) * (d < D ? slot[d] : slot[D + 1]);
+    }
+    float *target = myPartial + (h * Cfg::kSplits + split) * kPartial;
+    if (d < D) {
+      target[d] = total;
+    } else {
+      target[D] = best;
+      target[D + 1] = total;
+    }
+  }
+}
+
+/// After every block's partial: the last block of (b, kvHead) to arrive
+/// combines the splits [splitBegin, splitEnd) into `out`; a padding
+/// sequence gets zeros. Called by every thread of every block.
+template <class Cfg>
+__device__ __forceinline__ void
+combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
+              const float *myPartial, int *__restrict__ counters,
+              float *__restrict__ out) {
+  constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
+  constexpr int D = Cfg::kHeadDim;
+  constexpr int kPartial = decodePartialFloats(D);
+  constexpr int kSplits = Cfg::kSplits;
+  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
+  const float kNegInf = __int_as_float(0xff800000u);
+  const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x;
+  float *headOut = out + static_cast<long>(b) * kWidth + kvHead * G * D;
+
+  __shared__ int isLast;
+  if (padding) {
+    // Every block of the sequence takes this branch: no counting.
+    if (split == 0)
+      for (int idx = tid; idx < G * D; idx += kDecodeThreads)
+        headOut[idx] = 0.0f;
+    return;
+  }
+  __threadfence(); // the partial is visible before the count says so
+  __syncthreads();
+  if (tid == 0) {
+    int *counter = counters + b * Cfg::kKvHeads + kvHead;
+    isLast = atomicAdd(counter, 1) == kSplits - 1;
+    if (isLast)
+      *counter = 0; // ready for the next launch
+  }
+  __syncthreads();
+  if (!isLast)
+    return;
+  __threadfence();
+
+  // weight[h][s] = exp(max_s - best_h) / sum_h, a warp per head.
+  float *weight = reinterpret_cast<float *>(sharedBytes); // [G][kSplits + 1]
+  const int lane = tid % kWarpSize, warp = tid / kWarpSize;
+  for (int h = warp; h < G; h += kDecodeThreads / kWarpSize) {
+    const float *slots = myPartial + h * kSplits * kPartial;
+    float *headWeight = weight + h * (kSplits + 1);
+    float best = kNegInf;
+    for (int s = splitBegin + lane; s < splitEnd; s += kWarpSize)
+      best = fmaxf(best, __ldcg(slots + s * kPartial + D));
+    best = warpMax(best);
+    float sum = 0.0f;
+    for (int s = splitBegin + lane; s < splitEnd; s += kWarpSize) {
+      const float splitMax = __ldcg(slots + s * kPartial + D);
+      const float w = splitMax == kNegInf ? 0.0f : expf(splitMax - best);
+      headWeight[s] = w;
+      sum += w * __ldcg(slots + s * kPartial + D + 1);
+    }
+    sum = warpSum(sum);
+    if (lane == 0)
+      headWeight[kSplits] = sum > 0.0f ? 1.0f / sum : 0.0f;
+  }
+  __syncthreads();
+  for (int idx = tid; idx < G * D / 4; idx += kDecodeThreads) {
+    const int h = idx / (D / 4), d = (idx % (D / 4)) * 4;
+    const float *headWeight = weight + h * (kSplits + 1);
+    const float *slots = myPartial + h * kSplits * kPartial + d;
+    float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    #pragma unroll 8
+    for (int s = splitBegin; s < splitEnd; ++s) {
+      const float4 v =
+          __ldcg(reinterpret_cast<const float4 *>(slots + s * kPartial));
+      const float w = headWeight[s];
+      total[0] += w * v.x;
+      total[1] += w * v.y;
+      total[2] += w * v.z;
+      total[3] += w * v.w;
+    }
+    const float inverse = headWeight[kSplits];
+    for (int e = 0; e < 4; ++e)
+      headOut[h * D + d + e] = total[e] * inverse;
+  }
 }
 
 /// Config: Cache (F16/BF16), kHeads, kKvHeads, kHeadDim (8..256, a power of
@@ -206,83 +348,10 @@ __device__ void attentionDecode(
     }
     copyAsyncWait<0>();
     __syncthreads(); // every lane has read its ring slots
-
-    // Merge the key groups: [keyGroup][head][max, sum, values].
-    float *merge = reinterpret_cast<float *>(shared);
-    #pragma unroll
-    for (int h = 0; h < G; ++h) {
-      float *slot = merge + (keyGroup * G + h) * kPartial;
-      if (part == 0) {
-        slot[0] = rowMax[h];
-        slot[1] = rowSum[h];
-      }
-      #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        slot[2 + d0 + e] = acc[h][e];
-    }
-    __syncthreads();
-    for (int idx = tid; idx < G * (D + 1); idx += kDecodeThreads) {
-      const int h = idx / (D + 1), d = idx % (D + 1); // d == D: max and sum
-      float best = kNegInf;
-      for (int g = 0; g < kKeyGroups; ++g)
-        best = fmaxf(best, merge[(g * G + h) * kPartial]);
-      float total = 0.0f;
-      for (int g = 0; g < kKeyGroups; ++g) {
-        const float *slot = merge + (g * G + h) * kPartial;
-        if (slot[0] == kNegInf)
-          continue;
-        total += expf(slot[0] - best) * (d < D ? slot[2 + d] : slot[1]);
-      }
-      float *target = myPartial + (h * Cfg::kSplits + split) * kPartial;
-      if (d < D) {
-        target[2 + d] = total;
-      } else {
-        target[0] = best;
-        target[1] = total;
-      }
-    }
+    storeSplitPartial<Cfg, G>(shared, rowMax, rowSum, acc, myPartial, split);
   }
-
-  // The last block of (b, kvHead) combines the splits.
-  __shared__ int isLast;
-  if (padding) {
-    // Every block of the sequence takes this branch: no counting.
-    if (split == 0)
-      for (int idx = tid; idx < G * D; idx += kDecodeThreads)
-        out[static_cast<long>(b) * kWidth + kvHead * G * D + idx] = 0.0f;
-    return;
-  }
-  __threadfence(); // the partial is visible before the count says so
-  __syncthreads();
-  if (tid == 0) {
-    int *counter = counters + b * Cfg::kKvHeads + kvHead;
-    isLast = atomicAdd(counter, 1) == Cfg::kSplits - 1;
-    if (isLast)
-      *counter = 0; // ready for the next launch
-  }
-  __syncthreads();
-  if (!isLast)
-    return;
-  __threadfence();
-  for (int idx = tid; idx < G * D; idx += kDecodeThreads) {
-    const int h = idx / D, d = idx % D;
-    const float *slots = myPartial + h * Cfg::kSplits * kPartial;
-    float best = kNegInf;
-    for (int s = splitBegin; s < splitEnd; ++s)
-      best = fmaxf(best, __ldcg(slots + s * kPartial));
-    float sum = 0.0f, value = 0.0f;
-    for (int s = splitBegin; s < splitEnd; ++s) {
-      const float *slot = slots + s * kPartial;
-      const float splitMax = __ldcg(slot);
-      if (splitMax == kNegInf)
-        continue;
-      const float weight = expf(splitMax - best);
-      sum += weight * __ldcg(slot + 1);
-      value += weight * __ldcg(slot + 2 + d);
-    }
-    out[static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d] =
-        sum > 0.0f ? value / sum : 0.0f;
-  }
+  combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial,
+                     counters, out);
 }
 
 } // namespace sits

@@ -231,83 +231,10 @@ __device__ void attentionDecodeKVQ(
     }
     copyAsyncWait<0>();
     __syncthreads(); // every lane has read its ring slots
-
-    // Merge the key groups: [keyGroup][head][max, sum, values].
-    float *merge = reinterpret_cast<float *>(shared);
-    #pragma unroll
-    for (int h = 0; h < G; ++h) {
-      float *slot = merge + (keyGroup * G + h) * kPartial;
-      if (part == 0) {
-        slot[0] = rowMax[h];
-        slot[1] = rowSum[h];
-      }
-      #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        slot[2 + d0 + e] = acc[h][e];
-    }
-    __syncthreads();
-    for (int idx = tid; idx < G * (D + 1); idx += kDecodeThreads) {
-      const int h = idx / (D + 1), d = idx % (D + 1); // d == D: max and sum
-      float best = kNegInf;
-      for (int g = 0; g < kKeyGroups; ++g)
-        best = fmaxf(best, merge[(g * G + h) * kPartial]);
-      float total = 0.0f;
-      for (int g = 0; g < kKeyGroups; ++g) {
-        const float *slot = merge + (g * G + h) * kPartial;
-        if (slot[0] == kNegInf)
-          continue;
-        total += expf(slot[0] - best) * (d < D ? slot[2 + d] : slot[1]);
-      }
-      float *target = myPartial + (h * Cfg::kSplits + split) * kPartial;
-      if (d < D) {
-        target[2 + d] = total;
-      } else {
-        target[0] = best;
-        target[1] = total;
-      }
-    }
+    storeSplitPartial<Cfg, G>(shared, rowMax, rowSum, acc, myPartial, split);
   }
-
-  // The last block of (b, kvHead) combines the splits.
-  __shared__ int isLast;
-  if (padding) {
-    // Every block of the sequence takes this branch: no counting.
-    if (split == 0)
-      for (int idx = tid; idx < G * D; idx += kDecodeThreads)
-        out[static_cast<long>(b) * kWidth + kvHead * G * D + idx] = 0.0f;
-    return;
-  }
-  __threadfence(); // the partial is visible before the count says so
-  __syncthreads();
-  if (tid == 0) {
-    int *counter = counters + b * Cfg::kKvHeads + kvHead;
-    isLast = atomicAdd(counter, 1) == Cfg::kSplits - 1;
-    if (isLast)
-      *counter = 0; // ready for the next launch
-  }
-  __syncthreads();
-  if (!isLast)
-    return;
-  __threadfence();
-  for (int idx = tid; idx < G * D; idx += kDecodeThreads) {
-    const int h = idx / D, d = idx % D;
-    const float *slots = myPartial + h * Cfg::kSplits * kPartial;
-    float best = kNegInf;
-    for (int s = splitBegin; s < splitEnd; ++s)
-      best = fmaxf(best, __ldcg(slots + s * kPartial));
-    float sum = 0.0f, value = 0.0f;
-    for (int s = splitBegin; s < splitEnd; ++s) {
-      const float *slot = slots + s * kPartial;
-      const float splitMax = __ldcg(slot);
-      if (splitMax == kNegInf)
-        continue;
-      const float weight = expf(splitMax - best);
-      sum += weight * __ldcg(slot + 1);
-      value += weight * __ldcg(slot + 2 + d);
-    }
-    out[static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d] =
-        sum > 0.0f ? value / sum : 0.0f;
-  }
+  combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial,
+                     counters, out);
 }
 
 } // namespace sits

@@ -167,6 +167,12 @@ __device__ void gemv(const float *__restrict__ x,
 // the batch), and the epilogue adds the bias, the residual, or computes
 // act(gate) * up.
 //
+// With kNorm the input is RMS-normalized on the way in (the decode
+// program's rms_norm fused into the linears that read it, so that the
+// normalized row never goes through memory and a launch is saved): warp w
+// first sums the squares of token w's row of x, and every x value is then
+// x / rms * (norm_weight + offset), norm.cuh's formula, before rounding.
+//
 // Launch: grid.x = ceil(kTotalTiles / kTilesPerBlock), block 256, dynamic
 // shared memory gemvTensorCoreSharedBytes<...>().
 
@@ -207,17 +213,32 @@ __device__ __forceinline__ void tcTileRows(int tile, int *segment,
   *firstRow = tile * 16;
 }
 
+/// x[e] / rms * (weight[e] + offset) for the 8 floats of `x` (their bits),
+/// norm.cuh's rms_norm formula.
+__device__ __forceinline__ void normalize8(uint4 (&x)[2],
+                                           const float *__restrict__ weight,
+                                           float rms, float offset) {
+  float w[8];
+  loadFloats<8>(weight, w);
+  u32 *bits = reinterpret_cast<u32 *>(x);
+  for (int e = 0; e < 8; ++e)
+    bits[e] = __float_as_uint(__uint_as_float(bits[e]) / rms * (w[e] + offset));
+}
+
 /// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
 /// hasBias(s), tiles(s) (ceil(rows(s) / 16)), kTotalTiles (all segments',
 /// or the gate's with kGlu), kEpilogue, kActivation, kTilesPerBlock,
-/// kUnroll, kStages, kGatherLast. Arguments as for gemv.
+/// kUnroll, kStages, kGatherLast, kNorm (and with it kNormEpsilon,
+/// kNormWeightOffset). Arguments as for gemv, and the RMSNorm weight
+/// [kK] with kNorm.
 template <class Cfg>
 __device__ void
 gemvTensorCore(const float *__restrict__ x,
                const typename Cfg::Weight::Storage *const *weights,
                const float *const *biases, float *const *outs,
                const float *__restrict__ residual, int tokens, int seqLen,
-               const int *__restrict__ stepLengths) {
+               const int *__restrict__ stepLengths,
+               const float *__restrict__ normWeight = nullptr) {
   typedef typename Cfg::Weight W;
   typedef typename W::Storage Storage;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
@@ -288,19 +309,49 @@ gemvTensorCore(const float *__restrict__ x,
     copyAsyncCommit();
   };
 
+  // The weights are constants: the first steps' copies start before the
+  // wait for the kernels that produce x (common.cuh).
+  for (int s = 0; s + 1 < kStages; ++s)
+    issue(s);
+  waitForPrecedingKernels();
+
+  // The input row of `token` (null: a padding row or past the tokens).
+  auto inputRow = [&](int token) -> const float * {
+    if (token >= tokens)
+      return nullptr;
+    long source = token;
+    if constexpr (Cfg::kGatherLast) {
+      const int length = stepLengths[token];
+      if (length <= 0)
+        return nullptr;
+      source = source * seqLen + length - 1;
+    }
+    return x + source * Cfg::kK;
+  };
+  __shared__ float normRms[kTcWarps];
+
   for (int t0 = 0; t0 < tokens; t0 += 8) {
     // Token g's input row at this lane's k offset (null: a zero column).
-    const float *xRow = nullptr;
-    if (t0 + g < tokens) {
-      long source = t0 + g;
-      bool live = true;
-      if constexpr (Cfg::kGatherLast) {
-        const int length = stepLengths[t0 + g];
-        live = length > 0;
-        source = source * seqLen + (live ? length - 1 : 0);
-      }
-      if (live)
-        xRow = x + source * Cfg::kK + 8 * t;
+    const float *xRow = inputRow(t0 + g);
+    if (xRow)
+      xRow += 8 * t;
+    float rms = 1.0f; // token g's, with kNorm
+    if constexpr (Cfg::kNorm) {
+      static_assert(kTcWarps == 8, "a warp per token of the tile");
+      const float *row = inputRow(t0 + warp);
+      float squares = 0.0f;
+      if (row)
+        for (int k = lane * 4; k < Cfg::kK; k += kWarpSize * 4) {
+          float v[4];
+          loadFloats<4>(row + k, v);
+          squares += v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
+        }
+      squares = warpSum(squares);
+      if (lane == 0)
+        normRms[warp] = sqrtf(squares / static_cast<float>(Cfg::kK) +
+                              Cfg::kNormEpsilon);
+      __syncthreads();
+      rms = normRms[g];
     }
 
     float acc[kMats][M][4];
@@ -309,8 +360,9 @@ gemvTensorCore(const float *__restrict__ x,
         for (int i = 0; i < 4; ++i)
           acc[mat][m][i] = 0.0f;
 
-    for (int s = 0; s + 1 < kStages; ++s)
-      issue(s);
+    if (t0 > 0)
+      for (int s = 0; s + 1 < kStages; ++s)
+        issue(s);
     for (int step = 0; step < steps; ++step) {
       issue(step + kStages - 1);
       uint4 xv[U][2];
@@ -325,6 +377,13 @@ gemvTensorCore(const float *__restrict__ x,
       copyAsyncWait<kStages - 1>(); // this step's copies have landed
       const uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
       for (int u = 0; u < U; ++u) {
+        if constexpr (Cfg::kNorm) {
+          const int c = c0 + u * kTcWarps;
+          if (xRow && c < kChunks && c * kTcChunk + 8 * t < Cfg::kK)
+            normalize8(xv[u],
+                       normWeight + static_cast<long>(c) * kTcChunk + 8 * t,
+                       rms, Cfg::kNormWeightOffset);
+        }
         const u32 b0 = packPair<W>(__uint_as_float(xv[u][0].x),
                                    __uint_as_float(xv[u][0].y));
         const u32 b1 = packPair<W>(__uint_as_float(xv[u][0].z),
@@ -396,6 +455,7 @@ gemvTensorCore(const float *__restrict__ x,
     }
     __syncthreads(); // `partial` is read before the next tokens reuse it
   }
+  copyAsyncWait<0>(); // the prologue's copies, when there were no tokens
 }
 
 } // namespace sits

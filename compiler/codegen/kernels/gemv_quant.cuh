@@ -430,6 +430,12 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     copyAsyncCommit();
   };
 
+  // Weights and scales are constants: the scale table and the first steps'
+  // copies come before the wait for the kernels that produce x (common.cuh).
+  for (int s = 0; s + 1 < kStages; ++s)
+    issue(s);
+  waitForPrecedingKernels();
+
   for (int t0 = 0; t0 < tokens; t0 += 8) {
     const float *xRow = nullptr;
     if (t0 + g < tokens) {
@@ -450,8 +456,9 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
         for (int i = 0; i < 4; ++i)
           acc[mat][m][i] = 0.0f;
 
-    for (int s = 0; s + 1 < kStages; ++s)
-      issue(s);
+    if (t0 > 0)
+      for (int s = 0; s + 1 < kStages; ++s)
+        issue(s);
     for (int step = 0; step < steps; ++step) {
       issue(step + kStages - 1);
       copyAsyncWait<kStages - 1>(); // this step's copies have landed
@@ -572,6 +579,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     }
     __syncthreads(); // `partial` is read before the next tokens reuse it
   }
+  copyAsyncWait<0>(); // the prologue's copies, when there were no tokens
 }
 
 //===----------------------------------------------------------------------===//

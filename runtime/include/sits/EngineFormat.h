@@ -365,6 +365,10 @@ struct RuntimeConfig {
   TokenizerKind tokenizer = TokenizerKind::None;
   std::vector<int32_t> eosTokenIds;
   std::vector<uint32_t> batchBuckets;
+  /// Every kernel waits for the previous one itself, so that the runtime
+  /// may launch them with programmatic dependent launch
+  /// (metadata "launch.programmatic_dependent").
+  bool programmaticLaunch = false;
 };
 
 /// Reads the fields above from the metadata JSON and checks them against

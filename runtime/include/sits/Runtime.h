@@ -102,6 +102,10 @@ struct SessionOptions {
   /// Capture each decode step in a CUDA graph, once per batch bucket, and
   /// replay it. Off: launch the same kernels one by one (for comparison).
   bool useCudaGraphs = true;
+  /// Let each kernel start while the previous one finishes (programmatic
+  /// dependent launch; sm_90 and newer, engines whose kernels support it).
+  /// Off: every kernel starts after the previous one ended (for comparison).
+  bool useProgrammaticLaunch = true;
   /// Decode batch buckets; empty: the engine's (1, 2, 4, 8 by default).
   std::vector<uint32_t> batchBuckets;
 };
@@ -135,6 +139,8 @@ struct GenerateStats {
   uint32_t decodeSteps = 0;
   uint32_t generatedTokens = 0; ///< summed over sequences
   bool cudaGraph = false;
+  /// Whether the kernels were launched with programmatic dependent launch.
+  bool programmaticLaunch = false;
   double prefillMs = 0;
   double decodeMs = 0;
   double decodeMsPerStep = 0;

@@ -88,6 +88,14 @@ __device__ __forceinline__ float h2f(u16 h) {
 __device__ __forceinline__ u16 f2h(float f) {
   u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
 }
+// Programmatic dependent launch, as the generated kernels do it: let the
+// next kernel start, then wait for the previous one before touching memory.
+__device__ __forceinline__ void overlapWithNeighbours() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 #if WEIGHT_KIND == 0
 typedef float W;
 __device__ __forceinline__ float wload(const W *p, long i) { return p[i]; }
@@ -102,6 +110,7 @@ __device__ __forceinline__ float wload(const W *p, long i) {
 #endif
 
 extern "C" __global__ void toy_init(float *consts, float scale) {
+  overlapWithNeighbours();
   if (blockIdx.x == 0 && threadIdx.x == 0) consts[0] = scale;
 }
 
@@ -110,6 +119,7 @@ extern "C" __global__ void toy_embed_qkv(
     const int *ids, const int *past, const int *stepLen, int S, int vocab,
     const W *emb, const W *wq, const W *wk, const W *wv, float *x, float *q,
     u16 *kc, u16 *vc, int capacity) {
+  overlapWithNeighbours();
   int t = blockIdx.x, b = t / S, i = t % S, d = threadIdx.x;
   if (i >= stepLen[b]) return;            // padding of a shorter sequence
   int pos = past[b] + i;
@@ -138,6 +148,7 @@ extern "C" __global__ void toy_attention(
     const int *past, const int *stepLen, int S, const float *consts,
     const float *x, const float *q, const u16 *kc, const u16 *vc, float *h,
     int capacity) {
+  overlapWithNeighbours();
   int t = blockIdx.x, b = t / S, i = t % S, d = threadIdx.x;
   if (i >= stepLen[b]) return;
   int pos = past[b] + i;
@@ -163,6 +174,7 @@ extern "C" __global__ void toy_attention(
 extern "C" __global__ void toy_lm_head(const int *stepLen, int S,
                                        const float *h, const W *lm,
                                        float *logits, int vocab) {
+  overlapWithNeighbours();
   int b = blockIdx.x, last = stepLen[b] - 1;
   if (last < 0) return;
   __shared__ float hs[HIDDEN];
@@ -324,6 +336,8 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
   output.set("dtype", "f32");
   json::Value &options = meta.set("options", json::Value::object());
   options.set("dtype", format::dtypeName(config.weightType));
+  json::Value &launchMeta = meta.set("launch", json::Value::object());
+  launchMeta.set("programmatic_dependent", true);
   e.metadataJson = meta.write();
   return e;
 }

@@ -267,6 +267,25 @@ TEST_F(ValidateTest, BatchBuckets) {
   EXPECT_ERROR(error, "holds a size outside 1..6");
 }
 
+TEST_F(ValidateTest, ProgrammaticLaunch) {
+  json::Value meta;
+  std::string error;
+  ASSERT_TRUE(json::parse(contents.metadataJson, &meta, &error));
+  RuntimeConfig rc;
+  // The toy engine's kernels wait for their predecessors, and say so.
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_TRUE(rc.programmaticLaunch);
+  json::Value &launch = meta.set("launch", json::Value::object());
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_FALSE(rc.programmaticLaunch); // absent: launched one after another
+  launch.set("programmatic_dependent", false);
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_FALSE(rc.programmaticLaunch);
+  launch.set("programmatic_dependent", 1);
+  EXPECT_FALSE(parseRuntimeConfig(meta.write(), &rc, &error));
+  EXPECT_ERROR(error, "\"launch.programmatic_dependent\" must be a boolean");
+}
+
 // Hostile input: random edits to a valid engine, re-hashed so that they reach
 // the section decoders and the validator, must be rejected or accepted but
 // never crash, hang or allocate without bound.

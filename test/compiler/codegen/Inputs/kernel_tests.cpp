@@ -73,7 +73,8 @@ bool launch(void (*entry)(void **), unsigned gx, unsigned gy, unsigned gz,
 //===----------------------------------------------------------------------===//
 
 template <class WeightT, int K, int Rows0, int Rows1, int Rows2, int Segments,
-          int Epi, bool Gather, int TilesPerBlock, int Unroll>
+          int Epi, bool Gather, int TilesPerBlock, int Unroll,
+          bool Norm = false>
 struct GemvConfig {
   typedef WeightT Weight;
   static constexpr int kK = K;
@@ -95,6 +96,10 @@ struct GemvConfig {
   static constexpr int kUnroll = Unroll;
   static constexpr int kStages = 3;
   static constexpr bool kGatherLast = Gather;
+  // The fused RMSNorm prologue, with a weight offset (Gemma's 1 + w).
+  static constexpr bool kNorm = Norm;
+  static constexpr float kNormEpsilon = 1e-5f;
+  static constexpr float kNormWeightOffset = 0.25f;
 };
 
 template <class Cfg> void gemvEntry(void **args) {
@@ -111,7 +116,8 @@ template <class Cfg> void gemvEntry(void **args) {
   sits::gemvTensorCore<Cfg>(
       sits_emu::arg<const float *>(args[0]), weights, biases, outs,
       sits_emu::arg<const float *>(args[10]), sits_emu::arg<int>(args[11]),
-      sits_emu::arg<int>(args[12]), sits_emu::arg<const int *>(args[13]));
+      sits_emu::arg<int>(args[12]), sits_emu::arg<const int *>(args[13]),
+      sits_emu::arg<const float *>(args[14]));
 }
 
 template <class Cfg> void checkGemv(const std::string &name, int tokens) {
@@ -124,6 +130,20 @@ template <class Cfg> void checkGemv(const std::string &name, int tokens) {
   for (int b = 0; b < tokens; ++b)
     stepLengths[b] = Cfg::kGatherLast ? b % 4 : 1; // 0: a finished sequence
   std::vector<float> x = randomFloats(size_t(tokens) * seqLen * K);
+  std::vector<float> normWeight = randomFloats(K);
+  // What the GEMV multiplies: x, or with kNorm x / rms * (w + offset) per
+  // row (norm.cuh's formula, in double here).
+  std::vector<double> input(x.begin(), x.end());
+  if (Cfg::kNorm)
+    for (size_t row = 0; row < size_t(tokens) * seqLen; ++row) {
+      double squares = 0.0;
+      for (int k = 0; k < K; ++k)
+        squares += double(x[row * K + k]) * x[row * K + k];
+      double rms = std::sqrt(squares / K + Cfg::kNormEpsilon);
+      for (int k = 0; k < K; ++k)
+        input[row * K + k] =
+            x[row * K + k] / rms * (normWeight[k] + Cfg::kNormWeightOffset);
+    }
   std::vector<std::vector<typename W::Storage>> w(3);
   std::vector<std::vector<float>> bias(3), out(3);
   std::vector<float> residual;
@@ -134,7 +154,7 @@ template <class Cfg> void checkGemv(const std::string &name, int tokens) {
   }
   if (Cfg::kEpilogue == sits::kResidual)
     residual = randomFloats(size_t(tokens) * Cfg::rows(0));
-  void *pointers[14];
+  void *pointers[15];
   const float *xp = x.data();
   const void *wp[3], *bp[3];
   float *op[3];
@@ -156,6 +176,8 @@ template <class Cfg> void checkGemv(const std::string &name, int tokens) {
   int seq = seqLen;
   pointers[12] = &seq;
   pointers[13] = &lp;
+  const float *np = Cfg::kNorm ? normWeight.data() : nullptr;
+  pointers[14] = &np;
   const unsigned blocks =
       (Cfg::kTotalTiles + Cfg::kTilesPerBlock - 1) / Cfg::kTilesPerBlock;
   const unsigned shared = sits::gemvTensorCoreSharedBytes(
@@ -184,7 +206,7 @@ template <class Cfg> void checkGemv(const std::string &name, int tokens) {
           double sum = 0.0;
           for (int k = 0; k < K; ++k)
             sum += double(W::load(w[matrix][size_t(r) * K + k])) *
-                   rounded<W>(x[source * K + k]);
+                   rounded<W>(static_cast<float>(input[source * K + k]));
           return sum + (Cfg::hasBias(matrix) ? bias[matrix][r] : 0.0);
         };
         double want;
@@ -201,8 +223,10 @@ template <class Cfg> void checkGemv(const std::string &name, int tokens) {
         scale = std::max(scale, std::fabs(want));
       }
     }
+  // With kNorm, x is normalized in f32 (the reference: in double) before
+  // rounding to the weight type, so a value may round the other way.
   report(name + " B=" + std::to_string(tokens), worst / std::max(scale, 1.0),
-         2e-6, written);
+         Cfg::kNorm ? 1e-4 : 2e-6, written);
 }
 
 void gemvCases() {
@@ -224,6 +248,19 @@ void gemvCases() {
     checkGemv<Down>("gemv f16 residual K=344 rows 136 4 tiles/block", b);
   typedef GemvConfig<BF16, 264, 300, 0, 0, 1, sits::kPlain, true, 3, 1> Head;
   checkGemv<Head>("gemv bf16 lm_head gather K=264 rows 300", 8);
+  // The decode rms_norm fused into the GEMV that reads it: QKV (11 tokens:
+  // two token tiles), gate/up, and the LM head's gathered rows (with
+  // finished sequences).
+  typedef GemvConfig<F16, 88, 40, 24, 24, 3, sits::kPlain, false, 1, 4, true>
+      NormQkv;
+  for (int b : {1, 8, 11})
+    checkGemv<NormQkv>("gemv f16 rmsnorm+qkv K=88", b);
+  typedef GemvConfig<BF16, 1048, 344, 344, 0, 2, sits::kGlu, false, 1, 2, true>
+      NormGlu;
+  checkGemv<NormGlu>("gemv bf16 rmsnorm+gate/up K=1048", 5);
+  typedef GemvConfig<F16, 264, 300, 0, 0, 1, sits::kPlain, true, 2, 2, true>
+      NormHead;
+  checkGemv<NormHead>("gemv f16 rmsnorm+lm_head gather K=264", 8);
 }
 
 //===----------------------------------------------------------------------===//
@@ -368,7 +405,8 @@ void checkDecode(const std::string &name, std::vector<int> past,
   std::vector<float> q = randomFloats(size_t(batch) * H * D, 2.0f);
   auto keys = randomStorage<C>(size_t(batch) * KV * Cfg::kCapacity * D);
   auto values = randomStorage<C>(keys.size());
-  std::vector<float> partial(size_t(batch) * H * Cfg::kSplits * (D + 2), NAN);
+  std::vector<float> partial(
+      size_t(batch) * H * Cfg::kSplits * sits::decodePartialFloats(D), NAN);
   std::vector<int> counters(size_t(batch) * KV, 0);
   double worst = 0.0;
   bool written = true;
@@ -380,8 +418,8 @@ void checkDecode(const std::string &name, std::vector<int> past,
     int *cp = counters.data();
     const int *pastp = past.data(), *stepp = step.data();
     void *args[8] = {&qp, &kp, &vp, &op, &pp, &cp, &pastp, &stepp};
-    const unsigned shared =
-        sits::attentionDecodeSharedBytes(D, G, Cfg::kUnroll, Cfg::kStages);
+    const unsigned shared = sits::attentionDecodeSharedBytes(
+        D, G, Cfg::kUnroll, Cfg::kStages, Cfg::kSplits);
     if (!launch(decodeEntry<Cfg>, Cfg::kSplits, KV, batch, sits::kDecodeThreads,
                 shared, args)) {
       report(name, INFINITY, 0, false);
@@ -451,6 +489,11 @@ void decodeCases() {
                       {1, 1, 1, 1, 1});
   typedef DecodeConfig<F16, 4, 1, 32, 40, 40, 0, false> OneSplit;
   checkDecode<OneSplit>("decode f16 MQA G=4 D=32 one split", {0, 39}, {1, 1});
+  // More splits than a warp has lanes (the combine's weights loop twice),
+  // with a window that starts past the first split.
+  typedef DecodeConfig<F16, 16, 2, 64, 1100, 16, 600, false> ManySplits;
+  checkDecode<ManySplits>("decode f16 G=8 D=64 69 splits window 600",
+                          {15, 520, 1099}, {1, 1, 1});
 }
 
 //===----------------------------------------------------------------------===//
