@@ -15,9 +15,11 @@ sits-bench's ms/token is what launching costs.
 import argparse
 import collections
 import csv
+import glob
 import io
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -31,12 +33,21 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("engine")
     p.add_argument("--sits-bench", required=True)
-    p.add_argument("--ncu", default="ncu")
+    p.add_argument("--ncu", help="default: ncu on PATH, in CUDA or in "
+                   "/opt/nvidia/nsight-compute")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--context", type=int, default=32)
     p.add_argument("--steps", type=int, default=4, help="decode steps profiled")
     p.add_argument("--json")
     a = p.parse_args()
+    if not a.ncu:
+        found = ([shutil.which("ncu")] +
+                 sorted(glob.glob("/usr/local/cuda*/bin/ncu")) +
+                 sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu")))
+        found = [f for f in found if f]
+        if not found:
+            sys.exit("kernel_profile: no ncu found (give --ncu)")
+        a.ncu = found[0]
 
     # sits-bench runs one warm-up request and the timed one; each is a
     # prefill and new-tokens - 1 decode steps. Profile everything (a few
