@@ -63,7 +63,8 @@ def main():
         sys.exit("kernel_profile: ncu failed")
     lines = [l for l in out.stdout.splitlines() if l.startswith('"')]
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
-    kernels = [(r["Kernel Name"], float(r["Metric Value"]))
+    # ncu prints numbers with thousands separators ("4,960").
+    kernels = [(r["Kernel Name"], float(r["Metric Value"].replace(",", "")))
                for r in rows if r.get("Metric Name") == "gpu__time_duration.sum"]
     if not kernels:
         sys.exit("kernel_profile: ncu reported no kernels")

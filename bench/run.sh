@@ -69,6 +69,15 @@ case ",$WEIGHTS," in *,int4,*) INT4=1 ;; esac
 # int4: absmax scales (the MSE search only changes accuracy, and takes long
 # on an 8B model).
 INT4_OPTIONS="--weights=int4 --weight-scale=absmax"
+# SITS_BENCH_ALT_ARGS (with SITS_BENCH_ALT_NAME, default "alt") makes the
+# second engine one with these sitsc options instead (e.g.
+# "--no-norm-fusion"), into <name>-<shape>.json, for an A/B comparison.
+INT4_NAME=int4
+if [ -n "${SITS_BENCH_ALT_ARGS:-}" ]; then
+  INT4=1
+  INT4_OPTIONS=$SITS_BENCH_ALT_ARGS
+  INT4_NAME=${SITS_BENCH_ALT_NAME:-alt}
+fi
 INT4_BATCHES=${SITS_BENCH_INT4_BATCHES:-1,8}
 INT4_CONTEXTS=${SITS_BENCH_INT4_CONTEXTS:-32,2048}
 SHAPES=("$@")
@@ -172,7 +181,7 @@ for shape in "${SHAPES[@]}"; do
     --new-tokens 128 --repeats "$REPEATS" --json "$OUT/sits-$shape.json"
   stamp "$shape: sits-bench exit $?"
   if [ "${SITS_BENCH_PROFILE:-0}" = 1 ]; then
-    for ctx in 32 8192; do
+    for ctx in ${SITS_BENCH_PROFILE_CONTEXTS:-32 8192}; do
       stamp "$shape: kernel profile (ncu), batch 1, context $ctx"
       python3 "$ROOT/bench/kernel_profile.py" "$engine" --sits-bench "$BENCH" \
         --batch 1 --context $ctx --json "$OUT/profile-$shape-b1-c$ctx.json"
@@ -187,9 +196,9 @@ for shape in "${SHAPES[@]}"; do
   rm -f "$engine"
   if [ $INT4 = 1 ]; then
     if [ -f "$int4_engine" ]; then
-      stamp "$shape: sits-bench, int4 weights"
+      stamp "$shape: sits-bench, second engine ($INT4_OPTIONS)"
       "$BENCH" "$int4_engine" --batch "$INT4_BATCHES" \
-        --context "$INT4_CONTEXTS" --new-tokens 128 --repeats "$REPEATS" --json "$OUT/int4-$shape.json"
+        --context "$INT4_CONTEXTS" --new-tokens 128 --repeats "$REPEATS" --json "$OUT/$INT4_NAME-$shape.json"
       stamp "$shape: sits-bench (int4) exit $?"
       rm -f "$int4_engine"
     else

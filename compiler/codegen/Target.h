@@ -56,6 +56,8 @@ struct CodegenOptions {
   int64_t maxPrefillTokens = 0;
   /// Decode CUDA-graph batch sizes; empty: the runtime's default.
   std::vector<uint32_t> batchBuckets;
+  /// Fuse decode rms_norms into the GEMV that reads them (Planner.cpp).
+  bool fuseNorms = true;
 };
 
 } // namespace sits::codegen

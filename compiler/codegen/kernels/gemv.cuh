@@ -213,16 +213,16 @@ __device__ __forceinline__ void tcTileRows(int tile, int *segment,
   *firstRow = tile * 16;
 }
 
-/// x[e] / rms * (weight[e] + offset) for the 8 floats of `x` (their bits),
-/// norm.cuh's rms_norm formula.
+/// x[e] / rms * (weight[e] + offset) for the 8 floats of `x` and of
+/// `weight` (their bits), norm.cuh's rms_norm formula.
 __device__ __forceinline__ void normalize8(uint4 (&x)[2],
-                                           const float *__restrict__ weight,
-                                           float rms, float offset) {
-  float w[8];
-  loadFloats<8>(weight, w);
+                                           const uint4 (&weight)[2], float rms,
+                                           float offset) {
   u32 *bits = reinterpret_cast<u32 *>(x);
+  const u32 *w = reinterpret_cast<const u32 *>(weight);
   for (int e = 0; e < 8; ++e)
-    bits[e] = __float_as_uint(__uint_as_float(bits[e]) / rms * (w[e] + offset));
+    bits[e] = __float_as_uint(__uint_as_float(bits[e]) / rms *
+                              (__uint_as_float(w[e]) + offset));
 }
 
 /// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
@@ -366,6 +366,9 @@ gemvTensorCore(const float *__restrict__ x,
     for (int step = 0; step < steps; ++step) {
       issue(step + kStages - 1);
       uint4 xv[U][2];
+      // With kNorm, the norm weights of the same k (loaded with x, before
+      // the wait, so that no load is left in the loop of mmas).
+      uint4 gamma[Cfg::kNorm ? U : 1][2];
       const int c0 = warp + step * kTcWarps * U;
       for (int u = 0; u < U; ++u) {
         const int c = c0 + u * kTcWarps;
@@ -373,17 +376,17 @@ gemvTensorCore(const float *__restrict__ x,
         const float *p = xRow + static_cast<long>(c) * kTcChunk;
         xv[u][0] = load16If<false>(hasX, p);
         xv[u][1] = load16If<false>(hasX, p + 4);
+        if constexpr (Cfg::kNorm) {
+          const float *w = normWeight + static_cast<long>(c) * kTcChunk + 8 * t;
+          gamma[u][0] = load16If<false>(hasX, w);
+          gamma[u][1] = load16If<false>(hasX, w + 4);
+        }
       }
       copyAsyncWait<kStages - 1>(); // this step's copies have landed
       const uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
       for (int u = 0; u < U; ++u) {
-        if constexpr (Cfg::kNorm) {
-          const int c = c0 + u * kTcWarps;
-          if (xRow && c < kChunks && c * kTcChunk + 8 * t < Cfg::kK)
-            normalize8(xv[u],
-                       normWeight + static_cast<long>(c) * kTcChunk + 8 * t,
-                       rms, Cfg::kNormWeightOffset);
-        }
+        if constexpr (Cfg::kNorm)
+          normalize8(xv[u], gamma[u], rms, Cfg::kNormWeightOffset);
         const u32 b0 = packPair<W>(__uint_as_float(xv[u][0].x),
                                    __uint_as_float(xv[u][0].y));
         const u32 b1 = packPair<W>(__uint_as_float(xv[u][0].z),
