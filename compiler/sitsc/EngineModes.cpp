@@ -242,7 +242,8 @@ static std::string describeQuantizedWeights(const codegen::EnginePlan &plan) {
 
 int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                              llvm::StringRef outputPath,
-                             const PipelineOptions &options) {
+                             const PipelineOptions &options,
+                             TimingScope &timing) {
   // Refuse early: compiling the kernels takes seconds.
   if (!force && llvm::sys::fs::exists(outputPath))
     return fail("'" + outputPath +
@@ -252,7 +253,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
     return fail("cannot write '" + outputPath + "': the folder '" + folder +
                 "' does not exist");
   codegen::CodegenOptions codegenOptions = getCodegenOptions();
+  TimingScope planTimer = timing.nest("plan");
   FailureOr<codegen::EnginePlan> planned = plan(module, codegenOptions);
+  planTimer.stop();
   if (failed(planned))
     return 1;
 
@@ -265,8 +268,10 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   if (!input)
     return fail("cannot read '" + inputPath +
                 "' to hash it: " + input.getError().message());
+  TimingScope hashTimer = timing.nest("hash the source model");
   source.sha256 =
       format::sha256((*input)->getBufferStart(), (*input)->getBufferSize());
+  hashTimer.stop();
   source.sitscOptions =
       "--target=" + codegenOptions.target.getName() +
       " --dtype=" + codegen::weightTypeName(codegenOptions.weightType) +
@@ -284,21 +289,27 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   if (!version)
     return fail(llvm::toString(version.takeError()));
   source.cudaVersion = *version;
+  TimingScope nvrtcTimer = timing.nest("generate and compile the kernels");
   std::string cuda = codegen::emitCudaSource(*planned, source.modelName);
   llvm::Expected<codegen::CompiledModule> compiled = codegen::compileWithNvrtc(
       cuda, source.modelName + ".cu", codegenOptions.target);
+  nvrtcTimer.stop();
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
 
+  TimingScope buildTimer = timing.nest("build the engine");
   llvm::Expected<format::EngineContents> contents =
       codegen::buildEngine(*planned, std::move(*compiled), source);
+  buildTimer.stop();
   if (!contents)
     return fail(llvm::toString(contents.takeError()));
   format::WriteOptions writeOptions;
   writeOptions.force = force;
   std::string error;
+  TimingScope writeTimer = timing.nest("write the engine");
   if (!format::writeEngine(*contents, outputPath.str(), writeOptions, &error))
     return fail(error);
+  writeTimer.stop();
 
   const codegen::EnginePlan &p = *planned;
   const codegen::ModelConfig &m = p.model;
