@@ -1,0 +1,159 @@
+//===- WeightViewTest.cpp - Reading weights where they are ----------------===//
+
+#include "dialects/sits/WeightView.h"
+#include "dialects/sits/SitsDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+using namespace mlir;
+using namespace sits;
+
+namespace {
+
+class WeightViewTest : public ::testing::Test {
+protected:
+  WeightViewTest() { context.loadDialect<SitsDialect>(); }
+
+  RankedTensorType type(ArrayRef<int64_t> shape, Type element) {
+    return RankedTensorType::get(shape, element);
+  }
+  Type f32() { return Float32Type::get(&context); }
+  Type f16() { return Float16Type::get(&context); }
+  Type bf16() { return BFloat16Type::get(&context); }
+
+  /// A dense [rows, cols] f16 constant of random halves (|x| < 1).
+  DenseElementsAttr randomHalves(int64_t rows, int64_t cols,
+                                 std::vector<uint16_t> &bits) {
+    std::mt19937 rng(5);
+    bits.resize(rows * cols);
+    for (uint16_t &b : bits)
+      b = static_cast<uint16_t>(rng()) & 0xBBFF;
+    return DenseElementsAttr::getFromRawBuffer(
+        type({rows, cols}, f16()),
+        ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
+                       bits.size() * 2));
+  }
+
+  MLIRContext context;
+};
+
+TEST_F(WeightViewTest, TransposedRangesEqualTheTranspose) {
+  int64_t rows = 45, cols = 70; // source [45, 70], view [70, 45]
+  std::vector<uint16_t> bits;
+  DenseElementsAttr source = randomHalves(rows, cols, bits);
+  ElementsAttr view =
+      getWeightView(source, type({cols, rows}, f16()), /*transposed=*/true);
+  ASSERT_TRUE(isa_and_nonnull<WeightViewAttr>(view));
+  FailureOr<WeightStorage> storage = getWeightStorage(view);
+  ASSERT_TRUE(succeeded(storage));
+  std::vector<uint16_t> expected(bits.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      expected[c * rows + r] = bits[r * cols + c];
+  // Ranges that start and end inside rows, span rows, or are whole.
+  std::mt19937 rng(9);
+  int64_t count = rows * cols;
+  for (int trial = 0; trial < 200; ++trial) {
+    int64_t a = rng() % (count + 1), b = rng() % (count + 1);
+    if (trial == 0)
+      a = 0, b = count;
+    int64_t begin = std::min(a, b), end = std::max(a, b);
+    std::vector<uint16_t> out(end - begin);
+    ASSERT_TRUE(
+        succeeded(copyWeightValues(*storage, begin, end, WeightElement::F16,
+                                   reinterpret_cast<char *>(out.data()))));
+    ASSERT_TRUE(std::equal(out.begin(), out.end(), expected.begin() + begin))
+        << "values [" << begin << ", " << end << ")";
+  }
+  EXPECT_TRUE(failed(
+      copyWeightValues(*storage, 0, count + 1, WeightElement::F16, nullptr)));
+}
+
+TEST_F(WeightViewTest, ConversionsRoundThroughTheViewType) {
+  // 1 + 2^-11 is halfway between 1 and the next half: to even, 1.
+  // 1 + 3 * 2^-11 is halfway between 1 + 2^-10 and 1 + 2^-9: to even, the
+  // latter.
+  std::vector<float> values = {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, -2.5f,
+                               65520.0f};
+  auto source = DenseElementsAttr::get(type({4}, f32()), ArrayRef(values));
+  ElementsAttr half = getWeightView(source, type({4}, f16()), false);
+  FailureOr<WeightStorage> storage = getWeightStorage(half);
+  ASSERT_TRUE(succeeded(storage));
+  std::vector<float> read(4);
+  ASSERT_TRUE(
+      succeeded(copyWeightValues(*storage, 0, 4, WeightElement::F32,
+                                 reinterpret_cast<char *>(read.data()))));
+  EXPECT_EQ(read[0], 1.0f);
+  EXPECT_EQ(read[1], 1.0f + 4.0f / 2048);
+  EXPECT_EQ(read[2], -2.5f);
+  EXPECT_TRUE(std::isinf(read[3])); // past the largest half
+  std::vector<uint16_t> bits(4);
+  ASSERT_TRUE(
+      succeeded(copyWeightValues(*storage, 0, 4, WeightElement::BF16,
+                                 reinterpret_cast<char *>(bits.data()))));
+  EXPECT_EQ(bits[0], 0x3f80); // 1.0
+  EXPECT_EQ(bits[2], 0xc020); // -2.5
+  // The reader gives the view's own values.
+  FailureOr<std::vector<char>> raw = readWeightValues(half);
+  ASSERT_TRUE(succeeded(raw));
+  uint16_t first;
+  std::memcpy(&first, raw->data(), 2);
+  EXPECT_EQ(first, 0x3c00);
+}
+
+TEST_F(WeightViewTest, ViewsOfViewsFold) {
+  std::vector<uint16_t> bits;
+  DenseElementsAttr source = randomHalves(4, 6, bits);
+  // f16 -> f32 (exact), then transposed: one view of the f16 source.
+  ElementsAttr wide = getWeightView(source, type({4, 6}, f32()), false);
+  auto both =
+      dyn_cast<WeightViewAttr>(getWeightView(wide, type({6, 4}, f32()), true));
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both.getSource(), ElementsAttr(source));
+  EXPECT_TRUE(both.getTransposed());
+  // Transposed twice, same type: the source itself.
+  ElementsAttr flipped = getWeightView(source, type({6, 4}, f16()), true);
+  EXPECT_EQ(getWeightView(flipped, type({4, 6}, f16()), true),
+            ElementsAttr(source));
+  // A narrowing view is not folded (its rounding matters): the next view
+  // reads a copy of its values.
+  ElementsAttr narrow = getWeightView(wide, type({4, 6}, bf16()), false);
+  auto over = dyn_cast<WeightViewAttr>(
+      getWeightView(narrow, type({6, 4}, f32()), true));
+  ASSERT_TRUE(over);
+  EXPECT_TRUE(isa<DenseElementsAttr>(over.getSource()));
+  EXPECT_EQ(over.getSource().getElementType(), bf16());
+  // What a view cannot be.
+  EXPECT_FALSE(getWeightView(source, type({4, 6}, f16()), true));
+  EXPECT_FALSE(getWeightView(source, type({24}, f16()), false));
+}
+
+TEST_F(WeightViewTest, MaterializesAndReadsResources) {
+  std::vector<float> values = {1, 2, 3, 4, 5, 6};
+  AsmResourceBlob blob =
+      UnmanagedAsmResourceBlob::allocateInferAlign(ArrayRef<float>(values));
+  auto resource =
+      DenseResourceElementsAttr::get(type({2, 3}, f32()), "w", std::move(blob));
+  ElementsAttr view = getWeightView(resource, type({3, 2}, f32()), true);
+  DenseElementsAttr dense = materializeWeight(view);
+  ASSERT_TRUE(dense);
+  SmallVector<float> read(dense.getValues<float>());
+  EXPECT_EQ(read, (SmallVector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(getWeightBytes(view), 24);
+  // A resource whose blob is shorter than its type is not read.
+  AsmResourceBlob shortBlob = UnmanagedAsmResourceBlob::allocateInferAlign(
+      ArrayRef<float>(values).take_front(5));
+  auto truncated = DenseResourceElementsAttr::get(type({2, 3}, f32()), "short",
+                                                  std::move(shortBlob));
+  EXPECT_TRUE(failed(getWeightStorage(truncated)));
+  EXPECT_FALSE(materializeWeight(truncated));
+}
+
+} // namespace
