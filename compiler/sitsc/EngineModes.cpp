@@ -48,6 +48,11 @@ cl::opt<std::string> dtypeName(
     cl::cat(sits::sitsc::getCategory()));
 cl::opt<bool> force("force", cl::desc("Replace the engine file if it exists"),
                     cl::init(false), cl::cat(sits::sitsc::getCategory()));
+cl::opt<unsigned> writerThreads(
+    "threads",
+    cl::desc("Threads that read, convert, hash and write the weights "
+             "(default 0: one per CPU sitsc may run on)"),
+    cl::init(0), cl::cat(sits::sitsc::getCategory()));
 cl::opt<int64_t> maxPrefillTokens(
     "max-prefill-tokens",
     cl::desc("Tokens per sequence in one prefill chunk (default: 512, at "
@@ -298,16 +303,18 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
     return fail(llvm::toString(compiled.takeError()));
 
   TimingScope buildTimer = timing.nest("build the engine");
-  llvm::Expected<format::EngineContents> contents =
+  llvm::Expected<format::StreamedEngine> engine =
       codegen::buildEngine(*planned, std::move(*compiled), source);
   buildTimer.stop();
-  if (!contents)
-    return fail(llvm::toString(contents.takeError()));
+  if (!engine)
+    return fail(llvm::toString(engine.takeError()));
   format::WriteOptions writeOptions;
   writeOptions.force = force;
   std::string error;
+  // The weights are read, converted, hashed and written here, in parallel.
   TimingScope writeTimer = timing.nest("write the engine");
-  if (!format::writeEngine(*contents, outputPath.str(), writeOptions, &error))
+  if (!format::writeStreamedEngine(*engine, outputPath.str(), writeOptions,
+                                   writerThreads, &error))
     return fail(error);
   writeTimer.stop();
 
@@ -333,8 +340,8 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << "  kernels     " << p.kernels.size() << " (prefill "
                << p.prefill.launches.size() << " launches, decode "
                << p.decode.launches.size() << " launches per step)\n"
-               << "  weights     " << humanBytes(contents->weightSize())
-               << " in " << p.weights.size() << " tensors\n"
+               << "  weights     " << humanBytes(engine->weightBytes) << " in "
+               << p.weights.size() << " tensors\n"
                << describeQuantizedWeights(p) << "  kv cache    "
                << humanBytes(uint64_t(perToken + 0.5)) << " per token, "
                << humanBytes(cacheBytes) << " for " << m.maxBatch << " x "

@@ -151,9 +151,10 @@ def main():
             if dim.HasField("dim_value") and dim.dim_value == 512:
                 dim.dim_value = args.vocab
     onnx.save(model, os.path.join(args.out_dir, "model.onnx"))
-    print("%s: %.2f GB of %s weights (hidden %d, heads %d/%d, "
+    print("%s: %d bytes (%.2f GB) of %s weights (hidden %d, heads %d/%d, "
           "intermediate %d, vocab %d)" % (
-              args.out_dir, total / 1e9, "f16" if half else "f32", 128 * s,
+              args.out_dir, total, total / 1e9, "f16" if half else "f32",
+              128 * s,
               4 * s, 2 * s, args.intermediate, args.vocab))
 
 
