@@ -77,6 +77,9 @@ WeightSection::create(const std::vector<WeightPlan> &weights) {
     section.total = entry.offset + entry.bytes;
     section.entries.push_back(std::move(entry));
   }
+  section.remaining.reset(new std::atomic<uint64_t>[section.entries.size()]);
+  for (size_t i = 0; i < section.entries.size(); ++i)
+    section.remaining[i] = section.entries[i].bytes;
   return section;
 }
 
@@ -136,6 +139,12 @@ bool WeightSection::fill(uint64_t offset, uint8_t *out, uint64_t size,
     if (!encode(*it, at - it->offset, to - it->offset, out + (at - offset),
                 error))
       return false;
+    const WeightStorage &storage = it->storage;
+    if (remaining[it - entries.begin()].fetch_sub(to - at) == to - at &&
+        !storage.splat && !it->owned)
+      releaseMappedPages(storage.data,
+                         static_cast<size_t>(storage.numElements()) *
+                             getWeightElementBytes(storage.stored));
     at = to;
     ++it;
   }

@@ -17,6 +17,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <atomic>
 #include <memory>
 
 namespace sits::codegen {
@@ -52,6 +53,10 @@ private:
               std::string *error) const;
 
   std::vector<Entry> entries;
+  /// Bytes of each weight not written yet: once all are, the pages of a
+  /// mapped source are let go (releaseMappedPages), so that the memory
+  /// mapped at once stays about the weights in progress.
+  std::unique_ptr<std::atomic<uint64_t>[]> remaining;
   uint64_t total = 0;
 };
 

@@ -7,6 +7,14 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 using namespace mlir;
 using namespace sits;
@@ -117,6 +125,28 @@ float roundTo(WeightElement element, float value) {
   return value;
 }
 
+/// Calls `block(r0, r1, c0, c1)` for rectangles of values (rows [r0, r1),
+/// columns [c0, c1)) that together are values [begin, end) of a transposed
+/// storage: a partial first row, whole rows, a partial last row.
+template <typename Block>
+void forEachBlock(const WeightStorage &storage, int64_t begin, int64_t end,
+                  Block block) {
+  int64_t cols = storage.cols;
+  int64_t at = begin;
+  if (at < end && at % cols != 0) {
+    int64_t r = at / cols, c0 = at % cols;
+    int64_t c1 = std::min(cols, c0 + (end - at));
+    block(r, r + 1, c0, c1);
+    at = r * cols + c1;
+  }
+  if (int64_t fullRows = (end - at) / cols) {
+    block(at / cols, at / cols + fullRows, 0, cols);
+    at += fullRows * cols;
+  }
+  if (at < end)
+    block(at / cols, at / cols + 1, 0, end - at);
+}
+
 /// Calls `op(stored index, destination index)` for values [begin, end),
 /// destination indices counting from `begin`. Transposed storage is walked
 /// in tiles so that reads and writes both stay within a few pages.
@@ -135,35 +165,119 @@ void forEachValue(const WeightStorage &storage, int64_t begin, int64_t end,
   }
   int64_t rows = storage.rows, cols = storage.cols;
   // Value (r, c) is stored at (c, r).
-  auto block = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    constexpr int64_t kTile = 32;
-    for (int64_t rt = r0; rt < r1; rt += kTile)
-      for (int64_t ct = c0; ct < c1; ct += kTile) {
-        int64_t rEnd = std::min(r1, rt + kTile),
-                cEnd = std::min(c1, ct + kTile);
-        for (int64_t r = rt; r < rEnd; ++r)
-          for (int64_t c = ct; c < cEnd; ++c)
-            op(c * rows + r, r * cols + c - begin);
-      }
+  forEachBlock(storage, begin, end,
+               [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                 constexpr int64_t kTile = 32;
+                 for (int64_t rt = r0; rt < r1; rt += kTile)
+                   for (int64_t ct = c0; ct < c1; ct += kTile) {
+                     int64_t rEnd = std::min(r1, rt + kTile);
+                     int64_t cEnd = std::min(c1, ct + kTile);
+                     for (int64_t r = rt; r < rEnd; ++r)
+                       for (int64_t c = ct; c < cEnd; ++c)
+                         op(c * rows + r, r * cols + c - begin);
+                   }
+               });
+}
+
+#ifdef __SSE2__
+/// Transposes an 8 x 8 block of 16-bit elements: row i of `to` (stride
+/// `toStride` elements) gets column i of `from`.
+inline void transpose8x8(const char *from, int64_t fromStride, char *to,
+                         int64_t toStride) {
+  __m128i a[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i)
+    a[i] = _mm_loadu_si128(
+        reinterpret_cast<const __m128i *>(from + 2 * i * fromStride));
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
+    t[2 * i + 1] = _mm_unpackhi_epi16(a[2 * i], a[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      u[4 * i + 2 * j] = _mm_unpacklo_epi32(t[4 * i + j], t[4 * i + j + 2]);
+      u[4 * i + 2 * j + 1] = _mm_unpackhi_epi32(t[4 * i + j], t[4 * i + j + 2]);
+    }
+  for (int i = 0; i < 4; ++i) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(to + 2 * (2 * i) * toStride),
+                     _mm_unpacklo_epi64(u[i], u[i + 4]));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(to + 2 * (2 * i + 1) * toStride),
+        _mm_unpackhi_epi64(u[i], u[i + 4]));
+  }
+}
+
+/// The same for a 4 x 4 block of 32-bit elements.
+inline void transpose4x4(const char *from, int64_t fromStride, char *to,
+                         int64_t toStride) {
+  __m128i a[4], t[4];
+  for (int i = 0; i < 4; ++i)
+    a[i] = _mm_loadu_si128(
+        reinterpret_cast<const __m128i *>(from + 4 * i * fromStride));
+  t[0] = _mm_unpacklo_epi32(a[0], a[1]);
+  t[1] = _mm_unpacklo_epi32(a[2], a[3]);
+  t[2] = _mm_unpackhi_epi32(a[0], a[1]);
+  t[3] = _mm_unpackhi_epi32(a[2], a[3]);
+  for (int i = 0; i < 2; ++i) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(to + 4 * (2 * i) * toStride),
+                     _mm_unpacklo_epi64(t[2 * i], t[2 * i + 1]));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(to + 4 * (2 * i + 1) * toStride),
+        _mm_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  }
+}
+#endif
+
+/// Values [begin, end) of a transposed storage of T, copied as stored: in
+/// 64 x 64 tiles, by 8 x 8 (16-bit) or 4 x 4 (32-bit) register transposes
+/// where the tile allows.
+template <typename T>
+void copyTransposed(const WeightStorage &storage, int64_t begin, int64_t end,
+                    char *destination) {
+  int64_t rows = storage.rows, cols = storage.cols;
+  const char *data = storage.data;
+  constexpr int64_t kSize = sizeof(T);
+  constexpr int64_t kBlock = sizeof(T) == 2 ? 8 : sizeof(T) == 4 ? 4 : 0;
+  auto at = [&](int64_t r, int64_t c) {
+    return destination + (r * cols + c - begin) * kSize;
   };
-  int64_t at = begin;
-  if (at < end && at % cols != 0) { // a partial first row
-    int64_t r = at / cols, c0 = at % cols;
-    int64_t c1 = std::min(cols, c0 + (end - at));
-    block(r, r + 1, c0, c1);
-    at = r * cols + c1;
-  }
-  if (int64_t fullRows = (end - at) / cols) {
-    block(at / cols, at / cols + fullRows, 0, cols);
-    at += fullRows * cols;
-  }
-  if (at < end) // a partial last row
-    block(at / cols, at / cols + 1, 0, end - at);
+  auto scalar = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = c0; c < c1; ++c)
+        std::memcpy(at(r, c), data + (c * rows + r) * kSize, kSize);
+  };
+  forEachBlock(storage, begin, end,
+               [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                 constexpr int64_t kTile = 64;
+                 for (int64_t rt = r0; rt < r1; rt += kTile)
+                   for (int64_t ct = c0; ct < c1; ct += kTile) {
+                     int64_t rEnd = std::min(r1, rt + kTile),
+                             cEnd = std::min(c1, ct + kTile);
+                     int64_t r = rt;
+#ifdef __SSE2__
+                     if constexpr (kBlock > 0) {
+                       for (; r + kBlock <= rEnd; r += kBlock) {
+                         int64_t c = ct;
+                         for (; c + kBlock <= cEnd; c += kBlock) {
+                           const char *from = data + (c * rows + r) * kSize;
+                           if constexpr (kBlock == 8)
+                             transpose8x8(from, rows, at(r, c), cols);
+                           else
+                             transpose4x4(from, rows, at(r, c), cols);
+                         }
+                         scalar(r, r + kBlock, c, cEnd);
+                       }
+                     }
+#endif
+                     scalar(r, rEnd, ct, cEnd);
+                   }
+               });
 }
 
 template <typename T>
 void copySameType(const WeightStorage &storage, int64_t begin, int64_t end,
                   char *destination) {
+  if (storage.transposed && !storage.splat)
+    return copyTransposed<T>(storage, begin, end, destination);
   forEachValue(storage, begin, end, [&](int64_t from, int64_t to) {
     std::memcpy(destination + to * sizeof(T), storage.data + from * sizeof(T),
                 sizeof(T));
@@ -365,6 +479,51 @@ ElementsAttr sits::getWeightView(ElementsAttr source, ShapedType type,
   if (!checkView(type, source, transposed).empty())
     return nullptr;
   return WeightViewAttr::get(type.getContext(), type, source, transposed);
+}
+
+//===----------------------------------------------------------------------===//
+// Mapped files
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct MappedRanges {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> ranges; ///< base -> size
+};
+MappedRanges &getMappedRanges() {
+  static MappedRanges ranges;
+  return ranges;
+}
+} // namespace
+
+void sits::registerMappedRange(const void *base, size_t size) {
+  MappedRanges &mapped = getMappedRanges();
+  std::lock_guard<std::mutex> lock(mapped.mutex);
+  mapped.ranges[reinterpret_cast<uintptr_t>(base)] = size;
+}
+
+void sits::unregisterMappedRange(const void *base) {
+  MappedRanges &mapped = getMappedRanges();
+  std::lock_guard<std::mutex> lock(mapped.mutex);
+  mapped.ranges.erase(reinterpret_cast<uintptr_t>(base));
+}
+
+void sits::releaseMappedPages(const void *data, size_t size) {
+  uintptr_t begin = reinterpret_cast<uintptr_t>(data), end = begin + size;
+  {
+    MappedRanges &mapped = getMappedRanges();
+    std::lock_guard<std::mutex> lock(mapped.mutex);
+    auto it = mapped.ranges.upper_bound(begin);
+    if (it == mapped.ranges.begin())
+      return;
+    --it;
+    if (end > it->first + it->second)
+      return; // not (all) in one mapping
+  }
+  uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first < last)
+    ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
 }
 
 //===----------------------------------------------------------------------===//

@@ -77,6 +77,16 @@ mlir::ElementsAttr getWeightView(mlir::ElementsAttr source,
 /// Bytes of `attr`'s values (elements x element size).
 int64_t getWeightBytes(mlir::ElementsAttr attr);
 
+/// Read-only file mappings (the importer's external data) are registered,
+/// so that a reader done with a weight can let its pages go:
+/// releaseMappedPages drops this process's mapping of the whole pages of
+/// [data, data + size) that lie in a registered range (the file's pages
+/// stay in the page cache and are mapped again if touched); other memory is
+/// left alone. Thread-safe.
+void registerMappedRange(const void *base, size_t size);
+void unregisterMappedRange(const void *base);
+void releaseMappedPages(const void *data, size_t size);
+
 } // namespace sits
 
 #endif // SITS_DIALECT_SITS_WEIGHTVIEW_H

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/sits/WeightView.h"
 #include "frontends/onnx/OnnxLoader.h"
 
 #include "sits_onnx/onnx.pb.h"
@@ -31,13 +32,16 @@ using llvm::Expected;
 using llvm::StringRef;
 
 namespace {
-/// A read-only mapping of a whole external data file.
+/// A read-only mapping of a whole external data file, registered so that
+/// the engine writer can drop the pages of each weight it is done with.
 struct Mapping {
   void *base = nullptr;
   size_t size = 0;
   ~Mapping() {
-    if (base)
-      ::munmap(base, size);
+    if (!base)
+      return;
+    unregisterMappedRange(base);
+    ::munmap(base, size);
   }
 };
 } // namespace
@@ -259,6 +263,7 @@ llvm::Error TensorReader::readExternal(const ::onnx::TensorProto &tensor,
         external.mapping = std::make_shared<Mapping>();
         external.mapping->base = base;
         external.mapping->size = static_cast<size_t>(fileSize);
+        registerMappedRange(base, external.mapping->size);
       }
     }
     if (external.mapping) {

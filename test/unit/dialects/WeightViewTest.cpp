@@ -9,8 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <random>
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace sits;
@@ -74,6 +78,39 @@ TEST_F(WeightViewTest, TransposedRangesEqualTheTranspose) {
   }
   EXPECT_TRUE(failed(
       copyWeightValues(*storage, 0, count + 1, WeightElement::F16, nullptr)));
+}
+
+TEST_F(WeightViewTest, TransposesWideElements) {
+  // 32-bit elements (4 x 4 register blocks) and bytes (scalar), with rows
+  // and columns that are not multiples of the blocks or tiles.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{67, 130}, {5, 3}}) {
+    std::vector<float> values(rows * cols);
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<float>(i);
+    auto source =
+        DenseElementsAttr::get(type({rows, cols}, f32()), ArrayRef(values));
+    FailureOr<WeightStorage> storage = getWeightStorage(
+        getWeightView(source, type({cols, rows}, f32()), true));
+    ASSERT_TRUE(succeeded(storage));
+    int64_t begin = 3, end = rows * cols - 2;
+    std::vector<float> out(end - begin);
+    ASSERT_TRUE(
+        succeeded(copyWeightValues(*storage, begin, end, WeightElement::F32,
+                                   reinterpret_cast<char *>(out.data()))));
+    for (int64_t i = begin; i < end; ++i)
+      ASSERT_EQ(out[i - begin], values[(i % rows) * cols + i / rows]) << i;
+  }
+  std::vector<int8_t> bytes(9 * 11);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<int8_t>(i);
+  auto source = DenseElementsAttr::get(
+      type({9, 11}, IntegerType::get(&context, 8)), ArrayRef(bytes));
+  ElementsAttr view =
+      getWeightView(source, type({11, 9}, IntegerType::get(&context, 8)), true);
+  FailureOr<std::vector<char>> read = readWeightValues(view);
+  ASSERT_TRUE(succeeded(read));
+  for (int64_t i = 0; i < 99; ++i)
+    ASSERT_EQ((*read)[i], bytes[(i % 9) * 11 + i / 9]) << i;
 }
 
 TEST_F(WeightViewTest, ConversionsRoundThroughTheViewType) {
@@ -154,6 +191,35 @@ TEST_F(WeightViewTest, MaterializesAndReadsResources) {
                                                   std::move(shortBlob));
   EXPECT_TRUE(failed(getWeightStorage(truncated)));
   EXPECT_FALSE(materializeWeight(truncated));
+}
+
+TEST(MappedPages, ReleasesOnlyRegisteredMappings) {
+  // A file mapping: its pages are dropped and read again when touched.
+  char name[] = "/tmp/sits-mapped-XXXXXX";
+  int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<char> bytes(8 * page);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 13);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()),
+            static_cast<ssize_t>(bytes.size()));
+  void *base = mmap(nullptr, bytes.size(), PROT_READ, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(base, MAP_FAILED);
+  const char *mapped = static_cast<const char *>(base);
+  EXPECT_EQ(std::memcmp(mapped, bytes.data(), bytes.size()), 0);
+  registerMappedRange(base, bytes.size());
+  releaseMappedPages(mapped + 100, 5 * page); // whole pages 1..4
+  EXPECT_EQ(std::memcmp(mapped, bytes.data(), bytes.size()), 0);
+  unregisterMappedRange(base);
+  munmap(base, bytes.size());
+  close(fd);
+  std::remove(name);
+
+  // Other memory is left as it is.
+  std::vector<char> heap(bytes);
+  releaseMappedPages(heap.data(), heap.size());
+  EXPECT_EQ(heap, bytes);
 }
 
 } // namespace
