@@ -12,7 +12,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifdef __SSE2__
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -147,36 +149,14 @@ void forEachBlock(const WeightStorage &storage, int64_t begin, int64_t end,
     block(at / cols, at / cols + 1, 0, end - at);
 }
 
-/// Calls `op(stored index, destination index)` for values [begin, end),
-/// destination indices counting from `begin`. Transposed storage is walked
-/// in tiles so that reads and writes both stay within a few pages.
+/// Calls `op(stored index, destination index)` for values [begin, end) of a
+/// storage that is not transposed, destination indices counting from
+/// `begin`.
 template <typename Op>
 void forEachValue(const WeightStorage &storage, int64_t begin, int64_t end,
                   Op op) {
-  if (storage.splat) {
-    for (int64_t i = begin; i < end; ++i)
-      op(0, i - begin);
-    return;
-  }
-  if (!storage.transposed) {
-    for (int64_t i = begin; i < end; ++i)
-      op(i, i - begin);
-    return;
-  }
-  int64_t rows = storage.rows, cols = storage.cols;
-  // Value (r, c) is stored at (c, r).
-  forEachBlock(storage, begin, end,
-               [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-                 constexpr int64_t kTile = 32;
-                 for (int64_t rt = r0; rt < r1; rt += kTile)
-                   for (int64_t ct = c0; ct < c1; ct += kTile) {
-                     int64_t rEnd = std::min(r1, rt + kTile);
-                     int64_t cEnd = std::min(c1, ct + kTile);
-                     for (int64_t r = rt; r < rEnd; ++r)
-                       for (int64_t c = ct; c < cEnd; ++c)
-                         op(c * rows + r, r * cols + c - begin);
-                   }
-               });
+  for (int64_t i = begin; i < end; ++i)
+    op(storage.splat ? 0 : i, i - begin);
 }
 
 #ifdef __SSE2__
@@ -227,76 +207,160 @@ inline void transpose4x4(const char *from, int64_t fromStride, char *to,
 }
 #endif
 
-/// Values [begin, end) of a transposed storage of T, copied as stored: in
-/// 64 x 64 tiles, by 8 x 8 (16-bit) or 4 x 4 (32-bit) register transposes
-/// where the tile allows.
+/// Writes the transposed tile of values (rows [r0, r1), columns [c0, c1))
+/// of T elements stored as [cols, rows] (`rows` per stored row) to `out`,
+/// row by row `outStride` elements apart: by 8 x 8 (16-bit) or 4 x 4
+/// (32-bit) register transposes where the tile allows.
 template <typename T>
-void copyTransposed(const WeightStorage &storage, int64_t begin, int64_t end,
-                    char *destination) {
-  int64_t rows = storage.rows, cols = storage.cols;
-  const char *data = storage.data;
+void transposeTile(const char *data, int64_t rows, int64_t r0, int64_t r1,
+                   int64_t c0, int64_t c1, char *out, int64_t outStride) {
   constexpr int64_t kSize = sizeof(T);
   constexpr int64_t kBlock = sizeof(T) == 2 ? 8 : sizeof(T) == 4 ? 4 : 0;
   auto at = [&](int64_t r, int64_t c) {
-    return destination + (r * cols + c - begin) * kSize;
+    return out + ((r - r0) * outStride + (c - c0)) * kSize;
   };
-  auto scalar = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t c = c0; c < c1; ++c)
+  auto scalar = [&](int64_t ra, int64_t rb, int64_t ca, int64_t cb) {
+    for (int64_t r = ra; r < rb; ++r)
+      for (int64_t c = ca; c < cb; ++c)
         std::memcpy(at(r, c), data + (c * rows + r) * kSize, kSize);
   };
-  forEachBlock(storage, begin, end,
-               [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-                 constexpr int64_t kTile = 64;
-                 for (int64_t rt = r0; rt < r1; rt += kTile)
-                   for (int64_t ct = c0; ct < c1; ct += kTile) {
-                     int64_t rEnd = std::min(r1, rt + kTile),
-                             cEnd = std::min(c1, ct + kTile);
-                     int64_t r = rt;
+  int64_t r = r0;
 #ifdef __SSE2__
-                     if constexpr (kBlock > 0) {
-                       for (; r + kBlock <= rEnd; r += kBlock) {
-                         int64_t c = ct;
-                         for (; c + kBlock <= cEnd; c += kBlock) {
-                           const char *from = data + (c * rows + r) * kSize;
-                           if constexpr (kBlock == 8)
-                             transpose8x8(from, rows, at(r, c), cols);
-                           else
-                             transpose4x4(from, rows, at(r, c), cols);
-                         }
-                         scalar(r, r + kBlock, c, cEnd);
-                       }
-                     }
+  if constexpr (kBlock > 0) {
+    for (; r + kBlock <= r1; r += kBlock) {
+      int64_t c = c0;
+      for (; c + kBlock <= c1; c += kBlock) {
+        const char *from = data + (c * rows + r) * kSize;
+        if constexpr (kBlock == 8)
+          transpose8x8(from, rows, at(r, c), outStride);
+        else
+          transpose4x4(from, rows, at(r, c), outStride);
+      }
+      scalar(r, r + kBlock, c, c1);
+    }
+  }
 #endif
-                     scalar(r, rEnd, ct, cEnd);
-                   }
-               });
+  scalar(r, r1, c0, c1);
+}
+
+constexpr int64_t kTile = 64;
+
+/// Calls `tile(r0, r1, c0, c1)` for the kTile x kTile tiles of values
+/// [begin, end) of a transposed storage.
+template <typename Tile>
+void forEachTile(const WeightStorage &storage, int64_t begin, int64_t end,
+                 Tile tile) {
+  forEachBlock(
+      storage, begin, end, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+        for (int64_t rt = r0; rt < r1; rt += kTile)
+          for (int64_t ct = c0; ct < c1; ct += kTile)
+            tile(rt, std::min(r1, rt + kTile), ct, std::min(c1, ct + kTile));
+      });
 }
 
 template <typename T>
 void copySameType(const WeightStorage &storage, int64_t begin, int64_t end,
                   char *destination) {
-  if (storage.transposed && !storage.splat)
-    return copyTransposed<T>(storage, begin, end, destination);
+  if (storage.transposed && !storage.splat) {
+    // Tiles straight into the destination.
+    forEachTile(storage, begin, end,
+                [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                  transposeTile<T>(storage.data, storage.rows, r0, r1, c0, c1,
+                                   destination +
+                                       (r0 * storage.cols + c0 - begin) *
+                                           static_cast<int64_t>(sizeof(T)),
+                                   storage.cols);
+                });
+    return;
+  }
   forEachValue(storage, begin, end, [&](int64_t from, int64_t to) {
     std::memcpy(destination + to * sizeof(T), storage.data + from * sizeof(T),
                 sizeof(T));
   });
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/// f32 to f16 for 8 values at a time with F16C (round to nearest even, as
+/// floatToHalf); a group holding a NaN is left to floatToHalf, whose NaN
+/// drops the payload.
+__attribute__((target("avx,f16c"))) int64_t
+floatsToHalvesF16C(const char *from, int64_t count, char *to) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m256 values =
+        _mm256_loadu_ps(reinterpret_cast<const float *>(from + 4 * i));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(values, values, _CMP_UNORD_Q)))
+      break;
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(to + 2 * i),
+        _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  return i;
+}
+
+bool cpuHasF16C() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  }();
+  return has;
+}
+#endif
+
+/// Converts `count` contiguous `In` elements to `Out`, rounding through
+/// `value` when it is narrower than `In`.
+template <WeightElement In, WeightElement Out>
+void convertRun(const char *from, int64_t count, char *to,
+                WeightElement value) {
+  constexpr unsigned inBytes = In == WeightElement::F32 ? 4 : 2;
+  constexpr unsigned outBytes = Out == WeightElement::F32 ? 4 : 2;
+  bool rounds = value != In && value != WeightElement::F32;
+  int64_t i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (In == WeightElement::F32 && Out == WeightElement::F16)
+    if (!rounds && cpuHasF16C())
+      i = floatsToHalvesF16C(from, count, to);
+#endif
+  for (; i < count; ++i) {
+    float x = toFloat<In>(from + i * inBytes);
+    if (rounds)
+      x = roundTo(value, x);
+    fromFloat<Out>(x, to + i * outBytes);
+  }
+}
+
 template <WeightElement In, WeightElement Out>
 void convert(const WeightStorage &storage, int64_t begin, int64_t end,
              char *destination) {
-  constexpr unsigned inBytes = In == WeightElement::F32 ? 4 : 2;
-  constexpr unsigned outBytes = Out == WeightElement::F32 ? 4 : 2;
-  // A view to a narrower type than its source rounds through it.
-  bool rounds = storage.value != In && storage.value != WeightElement::F32;
-  forEachValue(storage, begin, end, [&](int64_t from, int64_t to) {
-    float value = toFloat<In>(storage.data + from * inBytes);
-    if (rounds)
-      value = roundTo(storage.value, value);
-    fromFloat<Out>(value, destination + to * outBytes);
-  });
+  constexpr int64_t inBytes = In == WeightElement::F32 ? 4 : 2;
+  constexpr int64_t outBytes = Out == WeightElement::F32 ? 4 : 2;
+  if (storage.splat) {
+    for (int64_t i = begin; i < end; ++i)
+      convertRun<In, Out>(storage.data, 1, destination + (i - begin) * outBytes,
+                          storage.value);
+    return;
+  }
+  if (!storage.transposed) {
+    convertRun<In, Out>(storage.data + begin * inBytes, end - begin,
+                        destination, storage.value);
+    return;
+  }
+  // Each tile transposed as stored into a small buffer, then converted row
+  // by row into place.
+  using Stored =
+      std::conditional_t<In == WeightElement::F32, uint32_t, uint16_t>;
+  Stored tile[kTile * kTile];
+  char *buffer = reinterpret_cast<char *>(tile);
+  forEachTile(storage, begin, end,
+              [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                transposeTile<Stored>(storage.data, storage.rows, r0, r1, c0,
+                                      c1, buffer, kTile);
+                for (int64_t r = r0; r < r1; ++r)
+                  convertRun<In, Out>(
+                      buffer + (r - r0) * kTile * inBytes, c1 - c0,
+                      destination + (r * storage.cols + c0 - begin) * outBytes,
+                      storage.value);
+              });
 }
 
 template <WeightElement In>

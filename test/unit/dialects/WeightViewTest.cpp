@@ -145,6 +145,51 @@ TEST_F(WeightViewTest, ConversionsRoundThroughTheViewType) {
   EXPECT_EQ(first, 0x3c00);
 }
 
+TEST_F(WeightViewTest, HalvesRoundToNearestEvenInEveryPath) {
+  // Random bit patterns and the edges (zeros, subnormals, the largest half
+  // and what rounds past it, infinities, NaNs with payloads), converted
+  // transposed and not: IEEE round to nearest even (APFloat), NaN to a
+  // quiet NaN without payload. Vectorized groups of 8 meet NaNs too.
+  std::vector<uint32_t> bits = {
+      0x00000000, 0x80000000, 0x00000001, 0x33000000, 0x33000001, 0x38800000,
+      0x387fc000, 0x477fe000, 0x477fefff, 0x477ff000, 0x7f7fffff, 0x7f800000,
+      0xff800000, 0x7fc00000, 0xffc00001, 0x7f800001, 0x7fffffff, 0x3f800fff};
+  std::mt19937 rng(21);
+  while (bits.size() < 64 * 1024)
+    bits.push_back(static_cast<uint32_t>(rng()));
+  int64_t rows = 256, cols = 256;
+  auto source = DenseElementsAttr::getFromRawBuffer(
+      type({rows, cols}, f32()),
+      ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
+                     bits.size() * 4));
+  auto expected = [&](uint32_t b) -> uint16_t {
+    float x;
+    std::memcpy(&x, &b, 4);
+    if (std::isnan(x))
+      return static_cast<uint16_t>(((b >> 16) & 0x8000) | 0x7e00);
+    APFloat value(x);
+    bool lost;
+    value.convert(APFloat::IEEEhalf(), APFloat::rmNearestTiesToEven, &lost);
+    return static_cast<uint16_t>(value.bitcastToAPInt().getZExtValue());
+  };
+  for (bool transposed : {false, true}) {
+    ElementsAttr attr =
+        transposed ? getWeightView(source, type({cols, rows}, f32()), true)
+                   : ElementsAttr(source);
+    FailureOr<WeightStorage> storage = getWeightStorage(attr);
+    ASSERT_TRUE(succeeded(storage));
+    std::vector<uint16_t> halves(bits.size());
+    ASSERT_TRUE(
+        succeeded(copyWeightValues(*storage, 0, rows * cols, WeightElement::F16,
+                                   reinterpret_cast<char *>(halves.data()))));
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      int64_t from = transposed ? (i % rows) * cols + i / rows : i;
+      ASSERT_EQ(halves[i], expected(bits[from]))
+          << std::hex << "f32 0x" << bits[from];
+    }
+  }
+}
+
 TEST_F(WeightViewTest, ViewsOfViewsFold) {
   std::vector<uint16_t> bits;
   DenseElementsAttr source = randomHalves(4, 6, bits);
