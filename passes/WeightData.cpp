@@ -1,6 +1,7 @@
 //===- WeightData.cpp - Reading and making weight constants ---------------===//
 
 #include "passes/WeightData.h"
+#include "dialects/sits/WeightView.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -11,47 +12,20 @@
 
 using namespace mlir;
 
-/// f32 values of raw little-endian f32/f16/bf16 data.
-static FailureOr<std::vector<float>> decode(Type element, ArrayRef<char> raw,
-                                            int64_t count, bool splat) {
-  unsigned width = element.getIntOrFloatBitWidth() / 8;
-  if (raw.size() < static_cast<size_t>(splat ? width : count * width))
-    return failure();
-  std::vector<float> values(count);
-  for (int64_t i = 0; i < count; ++i) {
-    const char *p = raw.data() + (splat ? 0 : i) * width;
-    if (element.isF32()) {
-      std::memcpy(&values[i], p, 4);
-      continue;
-    }
-    uint16_t bits;
-    std::memcpy(&bits, p, 2);
-    if (element.isBF16()) {
-      uint32_t wide = static_cast<uint32_t>(bits) << 16;
-      std::memcpy(&values[i], &wide, 4);
-    } else {
-      values[i] =
-          llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits))
-              .convertToFloat();
-    }
-  }
-  return values;
-}
-
 FailureOr<std::vector<float>> sits::readFloatValues(ElementsAttr attr) {
   auto type = dyn_cast<RankedTensorType>(attr.getType());
   if (!type || !type.hasStaticShape() ||
       !isa<Float32Type, Float16Type, BFloat16Type>(type.getElementType()))
     return failure();
   int64_t count = type.getNumElements();
-  if (auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr))
-    return decode(type.getElementType(), dense.getRawData(), count,
-                  dense.isSplat());
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
+  // Dense, mapped (dense_resource) and viewed weights, in one pass.
+  FailureOr<WeightStorage> storage = getWeightStorage(attr);
+  if (succeeded(storage)) {
+    std::vector<float> values(count);
+    if (failed(copyWeightValues(*storage, 0, count, WeightElement::F32,
+                                reinterpret_cast<char *>(values.data()))))
       return failure();
-    return decode(type.getElementType(), blob->getData(), count, false);
+    return values;
   }
   auto values = attr.tryGetValues<APFloat>();
   if (!values)

@@ -1,8 +1,8 @@
 //===- EngineBuilder.cpp - From a plan and its kernels to an engine -------===//
 
 #include "compiler/codegen/EngineBuilder.h"
+#include "compiler/codegen/WeightSection.h"
 
-#include "compiler/reference/Tensor.h"
 #include "sits/Json.h"
 
 #include <cstring>
@@ -22,41 +22,6 @@ struct BufferIndices {
            pastLengths = 0, stepLengths = 0, logits = 0, counters = 0,
            kvStats = 0, tvcScratch = 0, tvcCounters = 0;
 };
-
-/// The stored bytes of a weight in its storage type.
-llvm::Expected<std::vector<uint8_t>> encodeWeight(const WeightPlan &weight) {
-  llvm::Expected<reference::Tensor> tensor =
-      reference::Tensor::fromAttribute(weight.values);
-  if (!tensor)
-    return llvm::createStringError("cannot read weight '" + weight.name +
-                                   "': " + llvm::toString(tensor.takeError()));
-  if (weight.type == DType::I8 || weight.type == DType::I4X2) {
-    // Quantized levels: the i8 bytes as they are (int4 already packed).
-    if (tensor->isFloat())
-      return llvm::createStringError("quantized weight '" + weight.name +
-                                     "' is not an i8 tensor");
-    std::vector<uint8_t> bytes;
-    for (int64_t value : tensor->ints())
-      bytes.push_back(static_cast<uint8_t>(static_cast<int8_t>(value)));
-    return bytes;
-  }
-  if (!tensor->isFloat())
-    return llvm::createStringError("weight '" + weight.name +
-                                   "' is not a float tensor");
-  llvm::ArrayRef<float> values = tensor->floats();
-  std::vector<uint8_t> bytes(values.size() * format::dtypeBytes(weight.type));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (weight.type == DType::F32) {
-      std::memcpy(&bytes[4 * i], &values[i], 4);
-      continue;
-    }
-    uint16_t bits = weight.type == DType::F16
-                        ? format::floatToHalf(values[i])
-                        : format::floatToBFloat16(values[i]);
-    std::memcpy(&bytes[2 * i], &bits, 2);
-  }
-  return bytes;
-}
 
 std::vector<uint64_t> toDims(const std::vector<int64_t> &shape) {
   return std::vector<uint64_t>(shape.begin(), shape.end());
@@ -333,11 +298,12 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   return root.write(2);
 }
 
-llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
+llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
                                                    CompiledModule module,
                                                    const EngineSource &source) {
   const ModelConfig &m = plan.model;
-  format::EngineContents contents;
+  format::StreamedEngine engine;
+  format::EngineContents &contents = engine.contents;
   contents.targetSm = plan.options.target.getSm();
   contents.cudaVersion = source.cudaVersion;
   contents.sourceModelHash = source.sha256;
@@ -352,24 +318,29 @@ llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
   for (const KernelSpec &spec : plan.kernels)
     contents.kernels.push_back({0, spec.name});
 
-  // Weights, converted to their storage type.
-  format::WeightPacker packer;
+  // Weights: laid out here, made from the model's constants (converted to
+  // their storage type) while the engine is written.
+  llvm::Expected<WeightSection> section = WeightSection::create(plan.weights);
+  if (!section)
+    return section.takeError();
   std::vector<uint32_t> weightBuffers;
-  for (const WeightPlan &weight : plan.weights) {
-    llvm::Expected<std::vector<uint8_t>> bytes = encodeWeight(weight);
-    if (!bytes)
-      return bytes.takeError();
+  for (auto [index, weight] : llvm::enumerate(plan.weights)) {
     BufferDesc desc;
     desc.name = weight.name;
     desc.role = BufferRole::Weight;
     desc.dtype = weight.type;
-    desc.offset = packer.add(bytes->data(), bytes->size());
-    desc.bytes = bytes->size();
+    desc.offset = section->offsetOf(index);
+    desc.bytes = weight.bytes;
     desc.shape = toDims(weight.shape);
     weightBuffers.push_back(static_cast<uint32_t>(contents.buffers.size()));
     contents.buffers.push_back(std::move(desc));
   }
-  contents.weights = std::move(packer.bytes());
+  engine.weightBytes = section->size();
+  engine.fill =
+      [section = std::make_shared<WeightSection>(std::move(*section))](
+          uint64_t offset, uint8_t *out, uint64_t size, std::string *error) {
+        return section->fill(offset, out, size, error);
+      };
 
   auto addBuffer = [&](std::string name, BufferRole role, DType type,
                        uint64_t bytes, std::vector<uint64_t> shape) {
@@ -447,9 +418,9 @@ llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
   format::RuntimeConfig config;
   std::string error;
   if (!format::parseRuntimeConfig(contents.metadataJson, &config, &error) ||
-      !format::validateContents(contents, config, &error))
+      !format::validateStreamedEngine(engine, config, &error))
     return llvm::createStringError("the generated engine is invalid: " + error);
-  return contents;
+  return engine;
 }
 
 } // namespace sits::codegen

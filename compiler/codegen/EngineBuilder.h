@@ -1,6 +1,6 @@
 //===- EngineBuilder.h - From a plan and its kernels to an engine -*- C++ -*-=//
 //
-// Packs the weights (converted to --dtype at compile time), lays out the
+// Lays out the weights (converted to --dtype while the engine is written), the
 // buffers (weights, the activation workspace, the KV cache and the
 // runtime's I/O buffers), resolves every launch argument to a buffer and
 // offset, and writes the metadata JSON (docs/engine-format.md).
@@ -12,6 +12,7 @@
 
 #include "compiler/codegen/Nvrtc.h"
 #include "compiler/codegen/Plan.h"
+#include "format/EngineWriter.h"
 
 #include "llvm/Support/Error.h"
 
@@ -26,9 +27,11 @@ struct EngineSource {
   std::string sitscOptions; ///< the options used, as given
 };
 
-/// Builds the engine's contents. `module` holds the compiled kernels of
+/// Builds the engine: its contents, and the weights section as a fill
+/// function that reads the plan's weight constants (which must outlive it)
+/// while the engine is written. `module` holds the compiled kernels of
 /// emitCudaSource(plan).
-llvm::Expected<format::EngineContents> buildEngine(const EnginePlan &plan,
+llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
                                                    CompiledModule module,
                                                    const EngineSource &source);
 

@@ -1,6 +1,8 @@
 //===- Tensor.cpp - Host tensors of the reference executor ----------------===//
 
 #include "compiler/reference/Tensor.h"
+#include "dialects/sits/SitsDialect.h"
+#include "dialects/sits/WeightView.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -313,6 +315,23 @@ llvm::Expected<Tensor> Tensor::fromAttribute(ElementsAttr attr) {
     return type.takeError();
   llvm::ArrayRef<int64_t> shape = shapedType.getShape();
 
+  // Float weights, dense, mapped or viewed: converted in one pass.
+  if (reference::isFloat(*type)) {
+    FailureOr<WeightStorage> storage = getWeightStorage(attr);
+    if (succeeded(storage)) {
+      Tensor tensor(*type, shape);
+      if (succeeded(copyWeightValues(
+              *storage, 0, storage->numElements(), WeightElement::F32,
+              reinterpret_cast<char *>(tensor.floats().data()))))
+        return tensor;
+    }
+  }
+  if (isa<WeightViewAttr>(attr)) {
+    FailureOr<std::vector<char>> values = readWeightValues(attr);
+    if (failed(values))
+      return llvm::createStringError("cannot read the weight view's values");
+    return decodeRaw(mlirType, *type, shape, *values, false);
+  }
   if (auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr)) {
     // i1 storage in DenseElementsAttr is an implementation detail: read it
     // through the value iterator.

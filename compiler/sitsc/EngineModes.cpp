@@ -48,6 +48,11 @@ cl::opt<std::string> dtypeName(
     cl::cat(sits::sitsc::getCategory()));
 cl::opt<bool> force("force", cl::desc("Replace the engine file if it exists"),
                     cl::init(false), cl::cat(sits::sitsc::getCategory()));
+cl::opt<unsigned> writerThreads(
+    "threads",
+    cl::desc("Threads that read, convert, hash and write the weights "
+             "(default 0: one per CPU sitsc may run on)"),
+    cl::init(0), cl::cat(sits::sitsc::getCategory()));
 cl::opt<int64_t> maxPrefillTokens(
     "max-prefill-tokens",
     cl::desc("Tokens per sequence in one prefill chunk (default: 512, at "
@@ -248,7 +253,8 @@ static std::string describeQuantizedWeights(const codegen::EnginePlan &plan) {
 
 int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                              llvm::StringRef outputPath,
-                             const PipelineOptions &options) {
+                             const PipelineOptions &options,
+                             TimingScope &timing) {
   // Refuse early: compiling the kernels takes seconds.
   if (!force && llvm::sys::fs::exists(outputPath))
     return fail("'" + outputPath +
@@ -258,7 +264,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
     return fail("cannot write '" + outputPath + "': the folder '" + folder +
                 "' does not exist");
   codegen::CodegenOptions codegenOptions = getCodegenOptions();
+  TimingScope planTimer = timing.nest("plan");
   FailureOr<codegen::EnginePlan> planned = plan(module, codegenOptions);
+  planTimer.stop();
   if (failed(planned))
     return 1;
 
@@ -271,8 +279,10 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   if (!input)
     return fail("cannot read '" + inputPath +
                 "' to hash it: " + input.getError().message());
+  TimingScope hashTimer = timing.nest("hash the source model");
   source.sha256 =
       format::sha256((*input)->getBufferStart(), (*input)->getBufferSize());
+  hashTimer.stop();
   source.sitscOptions =
       "--target=" + codegenOptions.target.getName() +
       " --dtype=" + codegen::weightTypeName(codegenOptions.weightType) +
@@ -291,21 +301,29 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   if (!version)
     return fail(llvm::toString(version.takeError()));
   source.cudaVersion = *version;
+  TimingScope nvrtcTimer = timing.nest("generate and compile the kernels");
   std::string cuda = codegen::emitCudaSource(*planned, source.modelName);
   llvm::Expected<codegen::CompiledModule> compiled = codegen::compileWithNvrtc(
       cuda, source.modelName + ".cu", codegenOptions.target);
+  nvrtcTimer.stop();
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
 
-  llvm::Expected<format::EngineContents> contents =
+  TimingScope buildTimer = timing.nest("build the engine");
+  llvm::Expected<format::StreamedEngine> engine =
       codegen::buildEngine(*planned, std::move(*compiled), source);
-  if (!contents)
-    return fail(llvm::toString(contents.takeError()));
+  buildTimer.stop();
+  if (!engine)
+    return fail(llvm::toString(engine.takeError()));
   format::WriteOptions writeOptions;
   writeOptions.force = force;
   std::string error;
-  if (!format::writeEngine(*contents, outputPath.str(), writeOptions, &error))
+  // The weights are read, converted, hashed and written here, in parallel.
+  TimingScope writeTimer = timing.nest("write the engine");
+  if (!format::writeStreamedEngine(*engine, outputPath.str(), writeOptions,
+                                   writerThreads, &error))
     return fail(error);
+  writeTimer.stop();
 
   const codegen::EnginePlan &p = *planned;
   const codegen::ModelConfig &m = p.model;
@@ -329,8 +347,8 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << "  kernels     " << p.kernels.size() << " (prefill "
                << p.prefill.launches.size() << " launches, decode "
                << p.decode.launches.size() << " launches per step)\n"
-               << "  weights     " << humanBytes(contents->weightSize())
-               << " in " << p.weights.size() << " tensors\n"
+               << "  weights     " << humanBytes(engine->weightBytes) << " in "
+               << p.weights.size() << " tensors\n"
                << describeQuantizedWeights(p) << "  kv cache    "
                << humanBytes(uint64_t(perToken + 0.5)) << " per token, "
                << humanBytes(cacheBytes) << " for " << m.maxBatch << " x "

@@ -12,6 +12,7 @@
 #include "compiler/pipeline/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -38,9 +39,10 @@ std::optional<std::string> validateEngineOptions();
 int emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
 /// Compiles `module` (the optimized program of the model at `inputPath`)
 /// into an engine and writes it to `outputPath` (atomically, refusing to
-/// replace a file without --force).
+/// replace a file without --force). Its steps are timed under `timing`.
 int writeEngine(mlir::ModuleOp module, llvm::StringRef inputPath,
-                llvm::StringRef outputPath, const PipelineOptions &options);
+                llvm::StringRef outputPath, const PipelineOptions &options,
+                mlir::TimingScope &timing);
 
 //===- Quantization (sitsc.cpp) -------------------------------------------===//
 

@@ -1,11 +1,45 @@
 //===- SitsAttrs.td - Attributes of the sits dialect -------*- tablegen -*-===//
 //
-// The enum attributes are defined in SitsBase.td; this file is the TableGen
-// entry point that generates them.
+// The enum attributes are defined in SitsBase.td, the KV-cache attributes in
+// SitsTypes.td; this file holds the weight view.
 
 #ifndef SITS_DIALECT_SITS_SITSATTRS_TD
 #define SITS_DIALECT_SITS_SITSATTRS_TD
 
 include "dialects/sits/SitsBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Sits_WeightViewAttr : AttrDef<Sits_Dialect, "WeightView",
+                                  [ElementsAttrInterface]> {
+  let mnemonic = "weight_view";
+  let summary = "a constant read from another one: transposed and/or "
+                "converted";
+  let description = [{
+    The values of `source` (a dense or dense_resource constant), transposed
+    when `transposed` is given (`source` is then `[K, N]` and the view
+    `[N, K]`), and converted to the view's float element type (round to
+    nearest even; f16, bf16 and f32 only). Raising makes one where a
+    large weight is read transposed (`MatMul`'s `[in, out]` weights, which
+    `sits.linear` reads as `[out, in]`) or cast to another float type, so
+    that the weight is not copied at compile time: the engine writer
+    reads the source once, transposing and converting as it writes
+    (`dialects/sits/WeightView.h` reads views for everything else).
+
+    ```mlir
+    %w = sits.weight "val_92" #sits.weight_view<dense_resource<val_92> : tensor<4096x14336xf16>, transposed> : tensor<14336x4096xf16>
+    ```
+
+    The element iterators of ElementsAttr are not available (generic
+    folders see a constant they cannot read).
+  }];
+  let parameters = (ins
+    AttributeSelfTypeParameter<"", "::mlir::ShapedType">:$type,
+    "::mlir::ElementsAttr":$source,
+    "bool":$transposed
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
 
 #endif // SITS_DIALECT_SITS_SITSATTRS_TD

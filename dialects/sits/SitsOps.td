@@ -9,6 +9,7 @@
 #ifndef SITS_DIALECT_SITS_SITSOPS_TD
 #define SITS_DIALECT_SITS_SITSOPS_TD
 
+include "dialects/sits/SitsAttrs.td"
 include "dialects/sits/SitsBase.td"
 include "dialects/sits/SitsTypes.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"

@@ -7,10 +7,12 @@
 // with more than one hard link (which could be a file from outside the
 // folder) are refused. Offsets and lengths are checked against the size of
 // the file actually opened (fstat of that descriptor), and against the
-// tensor's own size, before any buffer is allocated.
+// tensor's own size, before any buffer is allocated. Large tensors of a
+// model are then mapped from the descriptor that was checked, not read.
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/sits/WeightView.h"
 #include "frontends/onnx/OnnxLoader.h"
 
 #include "sits_onnx/onnx.pb.h"
@@ -21,6 +23,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,10 +31,27 @@ using namespace sits;
 using llvm::Expected;
 using llvm::StringRef;
 
-/// One external data file, opened once per reader.
+namespace {
+/// A read-only mapping of a whole external data file, registered so that
+/// the engine writer can drop the pages of each weight it is done with.
+struct Mapping {
+  void *base = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (!base)
+      return;
+    unregisterMappedRange(base);
+    ::munmap(base, size);
+  }
+};
+} // namespace
+
+/// One external data file, opened once per reader (and mapped once).
 struct TensorReader::ExternalFile {
   int fd = -1;
   int64_t size = 0;
+  std::shared_ptr<Mapping> mapping;
+  bool mapFailed = false;
   ~ExternalFile() {
     if (fd >= 0)
       ::close(fd);
@@ -227,7 +247,35 @@ llvm::Error TensorReader::readExternal(const ::onnx::TensorProto &tensor,
                 llvm::Twine(getElementSize(data.getElementType())) +
                 " bytes = " + llvm::Twine(byteSize));
 
-  // Sizes are proven consistent with the file: now allocate and read.
+  // Sizes are proven consistent with the file. A large tensor is mapped:
+  // its pages are read when used, and never copied.
+  ExternalFile &external = **opened;
+  int64_t elementSize = getElementSize(data.getElementType());
+  if (mapMinBytes > 0 && byteSize >= mapMinBytes &&
+      data.getElementType() != ::onnx::TensorProto::BOOL &&
+      start % elementSize == 0 && !external.mapFailed) {
+    if (!external.mapping) {
+      void *base = ::mmap(nullptr, static_cast<size_t>(fileSize), PROT_READ,
+                          MAP_PRIVATE, external.fd, 0);
+      if (base == MAP_FAILED) {
+        external.mapFailed = true; // read it instead
+      } else {
+        external.mapping = std::make_shared<Mapping>();
+        external.mapping->base = base;
+        external.mapping->size = static_cast<size_t>(fileSize);
+        registerMappedRange(base, external.mapping->size);
+      }
+    }
+    if (external.mapping) {
+      data.bytes = llvm::ArrayRef<char>(
+          static_cast<const char *>(external.mapping->base) + start,
+          static_cast<size_t>(byteSize));
+      data.mapping = external.mapping;
+      return llvm::Error::success();
+    }
+  }
+
+  // Otherwise allocate and read.
   data.owned.resize(byteSize);
   int64_t done = 0;
   while (done < byteSize) {

@@ -9,6 +9,7 @@
 #include "dialects/onnx/SymbolicExpr.h"
 #include "dialects/onnx/SymbolicShapes.h"
 #include "dialects/sits/SitsOps.h"
+#include "dialects/sits/WeightView.h"
 
 #include "sits_onnx/onnx.pb.h"
 
@@ -16,7 +17,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <queue>
@@ -61,7 +65,7 @@ private:
                                         Location loc,
                                         const ::onnx::AttributeProto &attr,
                                         AttrKind kind);
-  FailureOr<ElementsAttr> convertTensor(const TensorData &data);
+  FailureOr<ElementsAttr> convertTensor(const TensorData &data, StringRef name);
   void checkValueInfo(const ::onnx::NodeProto *node, Location loc,
                       StringRef name, const TensorFacts &facts);
   void poison(const ::onnx::NodeProto &node) {
@@ -209,12 +213,33 @@ LogicalResult Importer::importInputs(func::FuncOp function,
   return success();
 }
 
-FailureOr<ElementsAttr> Importer::convertTensor(const TensorData &data) {
+/// A resource key from an initializer name: characters other than letters,
+/// digits, '_' and '.' would not print as a bare key.
+static std::string getResourceKey(StringRef name) {
+  std::string key;
+  for (char c : name)
+    key += (llvm::isAlnum(c) || c == '_' || c == '.') ? c : '_';
+  return key.empty() || llvm::isDigit(key[0]) ? "w" + key : key;
+}
+
+FailureOr<ElementsAttr> Importer::convertTensor(const TensorData &data,
+                                                StringRef name) {
   Type elementType = getElementTypeForOnnx(&context, data.getElementType());
   if (!elementType)
     return failure(); // The reader refuses these types first.
   auto type = RankedTensorType::get(data.getDims(), elementType);
   ArrayRef<char> bytes = data.getBytes();
+  if (const std::shared_ptr<const void> &mapping = data.getMapping()) {
+    // Mapped external data: a resource that points into the mapping and
+    // keeps it alive (nothing is copied, hashed or read here).
+    size_t alignment = std::max<size_t>(
+        1, static_cast<size_t>(elementType.getIntOrFloatBitWidth() / 8));
+    AsmResourceBlob blob(
+        bytes, alignment, [mapping](void *, size_t, size_t) {},
+        /*dataIsMutable=*/false);
+    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+        type, getResourceKey(name), std::move(blob)));
+  }
   if (elementType.isInteger(1)) {
     SmallVector<bool> bools(bytes.begin(), bytes.end());
     return cast<ElementsAttr>(DenseElementsAttr::get(type, bools));
@@ -228,6 +253,9 @@ FailureOr<ElementsAttr> Importer::convertTensor(const TensorData &data) {
 LogicalResult Importer::importInitializers() {
   const ::onnx::GraphProto &graph = model->getProto().graph();
   TensorReader &reader = model->getTensorReader();
+  // Large weights in external data stay in the file (mapped).
+  reader.mapExternalData(kLargeWeightBytes);
+  llvm::scope_exit readAgain([&] { reader.mapExternalData(0); });
   for (const ::onnx::TensorProto &tensor : graph.initializer()) {
     const std::string &name = tensor.name();
     Expected<TensorData> data =
@@ -236,7 +264,7 @@ LogicalResult Importer::importInitializers() {
       reportError(data.takeError());
       continue;
     }
-    FailureOr<ElementsAttr> value = convertTensor(*data);
+    FailureOr<ElementsAttr> value = convertTensor(*data, name);
     if (failed(value)) {
       modelError() << "initializer '" << name << "' has data sits cannot "
                    << "represent";
@@ -370,7 +398,7 @@ Importer::convertAttribute(const ::onnx::NodeProto &node, Location loc,
       reportError(data.takeError());
       return failure();
     }
-    FailureOr<ElementsAttr> value = convertTensor(*data);
+    FailureOr<ElementsAttr> value = convertTensor(*data, attr.name());
     if (failed(value)) {
       nodeError(node, loc) << "attribute '" << attr.name()
                            << "' holds a tensor sits cannot represent";

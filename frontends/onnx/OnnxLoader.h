@@ -73,7 +73,8 @@ struct LoadedTensor {
 llvm::Expected<LoadedTensor> readTensorProtoFile(llvm::StringRef path);
 
 /// The bytes of one tensor, without a copy where possible (a view into the
-/// model's raw_data) or owning them (external data, typed fields).
+/// model's raw_data or into a mapped external data file) or owning them
+/// (external data read, typed fields).
 class TensorData {
 public:
   TensorData() = default;
@@ -89,6 +90,9 @@ public:
   /// Little-endian bytes in ONNX's raw layout; size = elements x element
   /// size.
   llvm::ArrayRef<char> getBytes() const { return bytes; }
+  /// The mapping of the external data file the bytes lie in (it stays
+  /// mapped while a copy of this pointer lives), or null when they do not.
+  const std::shared_ptr<const void> &getMapping() const { return mapping; }
 
 private:
   friend class TensorReader;
@@ -97,6 +101,7 @@ private:
   int64_t numElements = 0;
   llvm::ArrayRef<char> bytes;
   std::vector<char> owned;
+  std::shared_ptr<const void> mapping;
 };
 
 /// Reads tensor data of one model (or tensor file), resolving external data
@@ -111,6 +116,13 @@ public:
   /// ("initializer 'w'", "attribute 'value' of node 'n'").
   llvm::Expected<TensorData> read(const ::onnx::TensorProto &tensor,
                                   llvm::StringRef what);
+
+  /// External data of at least `minBytes` is then mapped (read-only) rather
+  /// than read, after the same checks, when its offset is aligned to its
+  /// element size (BOOL data, which is checked byte by byte, is read).
+  /// A file changed while mapped can crash the process (SIGBUS) where a read
+  /// would fail; the model's weights are mapped, test inputs are read.
+  void mapExternalData(int64_t minBytes) { mapMinBytes = minBytes; }
 
   /// Size in bytes of one element of ONNX type `elementType`, 0 when sits
   /// does not read that type.
@@ -129,6 +141,8 @@ private:
   std::string file;
   std::string directory;
   llvm::StringMap<std::unique_ptr<ExternalFile>> externalFiles;
+  /// 0: external data is read, never mapped.
+  int64_t mapMinBytes = 0;
 };
 
 /// A parsed ONNX model, checked at the model level (opsets, IR version,

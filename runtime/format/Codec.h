@@ -25,6 +25,13 @@ bool decodePlan(const uint8_t *data, uint64_t size, EngineContents *contents,
 /// The fixed 128-byte header (section table excluded).
 std::vector<uint8_t> encodeHeader(const Header &header);
 
+/// The file up to its weights section: header (content hash zero), section
+/// table, metadata, kernels and plan sections and the padding after them,
+/// for a weights section of `weightBytes` bytes (the contents' own weights
+/// are not read).
+bool encodePrefix(const EngineContents &contents, uint64_t weightBytes,
+                  std::vector<uint8_t> *prefix, std::string *error);
+
 } // namespace format
 } // namespace sits
 

@@ -1,6 +1,7 @@
 //===- EngineIO.cpp - Writing, mapping and reading engine files -----------===//
 
 #include "format/Codec.h"
+#include "format/EngineWriter.h"
 #include "format/Hash.h"
 #include "sits/EngineFormat.h"
 
@@ -38,18 +39,8 @@ std::vector<uint8_t> encodeHeader(const Header &header) {
   return std::move(w.bytes());
 }
 
-namespace {
-
-/// The engine as a small prefix (header, table, metadata, kernels, plan,
-/// padding) followed by the weights, which are written from where they are.
-struct Serialized {
-  std::vector<uint8_t> prefix;
-  const uint8_t *weights = nullptr;
-  uint64_t weightBytes = 0;
-};
-
-bool serialize(const EngineContents &contents, Serialized *out,
-               std::string *error) {
+bool encodePrefix(const EngineContents &contents, uint64_t weightBytes,
+                  std::vector<uint8_t> *prefix, std::string *error) {
   std::vector<uint8_t> kernels = encodeKernels(contents);
   std::vector<uint8_t> plan = encodePlan(contents);
   struct Piece {
@@ -62,7 +53,7 @@ bool serialize(const EngineContents &contents, Serialized *out,
        contents.metadataJson.size()},
       {SectionKind::Kernels, kernels.data(), kernels.size()},
       {SectionKind::Plan, plan.data(), plan.size()},
-      {SectionKind::Weights, contents.weightBytes(), contents.weightSize()}};
+      {SectionKind::Weights, nullptr, weightBytes}};
 
   Header header;
   header.targetSm = contents.targetSm;
@@ -98,91 +89,31 @@ bool serialize(const EngineContents &contents, Serialized *out,
     w.raw(pieces[i].data, pieces[i].size);
   }
   w.zeros(header.sections.back().offset - w.size());
-  out->prefix = std::move(w.bytes());
-  out->weights = pieces[3].data;
-  out->weightBytes = pieces[3].size;
-
-  ContentHasher hasher;
-  hasher.update(out->prefix.data(), out->prefix.size());
-  hasher.update(out->weights, out->weightBytes);
-  Hash hash = hasher.finish();
-  std::memcpy(out->prefix.data() + kContentHashOffset, hash.data(), kHashBytes);
+  *prefix = std::move(w.bytes());
   return true;
 }
-
-bool writeAll(int fd, const uint8_t *data, uint64_t size) {
-  while (size) {
-    ssize_t n = ::write(fd, data, std::min<uint64_t>(size, 1u << 30));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    data += n;
-    size -= static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
-} // namespace
 
 bool serializeEngine(const EngineContents &contents,
                      std::vector<uint8_t> *bytes, std::string *error) {
-  Serialized s;
-  if (!serialize(contents, &s, error))
+  if (!encodePrefix(contents, contents.weightSize(), bytes, error))
     return false;
-  *bytes = std::move(s.prefix);
-  bytes->insert(bytes->end(), s.weights, s.weights + s.weightBytes);
+  bytes->insert(bytes->end(), contents.weightBytes(),
+                contents.weightBytes() + contents.weightSize());
+  Hash hash = computeContentHash(bytes->data(), bytes->size());
+  std::memcpy(bytes->data() + kContentHashOffset, hash.data(), kHashBytes);
   return true;
 }
 
 bool writeEngine(const EngineContents &contents, const std::string &path,
                  const WriteOptions &options, std::string *error) {
-  struct stat existing;
-  if (!options.force && ::stat(path.c_str(), &existing) == 0) {
-    *error = "'" + path + "' already exists (use --force to replace it)";
-    return false;
-  }
-  Serialized s;
-  if (!serialize(contents, &s, error))
-    return false;
-
-  std::string tmp = path + ".tmp.XXXXXX";
-  std::vector<char> name(tmp.begin(), tmp.end());
-  name.push_back('\0');
-  int fd = ::mkstemp(name.data());
-  if (fd < 0) {
-    *error = "cannot create a temporary file next to '" + path +
-             "': " + std::strerror(errno);
-    return false;
-  }
-  tmp = name.data();
-  bool ok = writeAll(fd, s.prefix.data(), s.prefix.size()) &&
-            writeAll(fd, s.weights, s.weightBytes) && ::fsync(fd) == 0 &&
-            ::fchmod(fd, 0644) == 0;
-  int savedErrno = errno;
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    savedErrno = errno;
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    *error = "cannot write '" + tmp + "': " + std::strerror(savedErrno);
-    return false;
-  }
-  // Without --force, link() fails if the target appeared meanwhile, so an
-  // existing file is never replaced.
-  int rc = options.force ? ::rename(tmp.c_str(), path.c_str())
-                         : ::link(tmp.c_str(), path.c_str());
-  savedErrno = errno;
-  if (!options.force || rc != 0)
-    ::unlink(tmp.c_str());
-  if (rc != 0) {
-    *error = savedErrno == EEXIST
-                 ? "'" + path + "' already exists (use --force to replace it)"
-                 : "cannot create '" + path + "': " + std::strerror(savedErrno);
-    return false;
-  }
-  return true;
+  const uint8_t *weights = contents.weightBytes();
+  WeightSectionFill copy = [weights](uint64_t offset, uint8_t *out,
+                                     uint64_t size, std::string *) {
+    std::memcpy(out, weights + offset, size);
+    return true;
+  };
+  return writeEngineWithFill(contents, contents.weightSize(), copy, path,
+                             options, 0, error);
 }
 
 //===----------------------------------------------------------------------===//

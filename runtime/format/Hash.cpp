@@ -1,6 +1,7 @@
 //===- Hash.cpp - SHA-256 and the engine's chunked content hash -----------===//
 //
-// SHA-256 as specified in FIPS 180-4. The content hash splits the file into
+// SHA-256 as specified in FIPS 180-4 (with the x86 SHA extensions where the
+// CPU has them). The content hash splits the file into
 // kHashChunkBytes chunks, hashes each (in parallel threads), then hashes a
 // domain tag, the file size and the chunk digests in order.
 //
@@ -12,6 +13,11 @@
 #include <atomic>
 #include <cstring>
 #include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SITS_HAVE_SHA_NI 1
+#endif
 
 namespace sits {
 namespace format {
@@ -35,7 +41,78 @@ inline uint32_t rotr(uint32_t x, unsigned n) {
   return (x >> n) | (x << (32 - n));
 }
 
+#ifdef SITS_HAVE_SHA_NI
+/// `count` blocks with the x86 SHA extensions (Intel's SHA-NI sequence:
+/// state as ABEF/CDGH, four rounds per group of message words), about ten
+/// times the portable code's speed.
+__attribute__((target("sha,sse4.1"))) void
+compressShaNi(uint32_t state[8], const uint8_t *data, uint64_t count) {
+  const __m128i byteSwap =
+      _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i tmp = _mm_loadu_si128(reinterpret_cast<const __m128i *>(state));
+  __m128i state1 =
+      _mm_loadu_si128(reinterpret_cast<const __m128i *>(state + 4));
+  tmp = _mm_shuffle_epi32(tmp, 0xB1);               // CDAB
+  state1 = _mm_shuffle_epi32(state1, 0x1B);         // EFGH
+  __m128i state0 = _mm_alignr_epi8(tmp, state1, 8); // ABEF
+  state1 = _mm_blend_epi16(state1, tmp, 0xF0);      // CDGH
+  for (; count; --count, data += 64) {
+    __m128i abefSave = state0, cdghSave = state1;
+    __m128i m[4];
+    for (int i = 0; i < 4; ++i) {
+      m[i] = _mm_shuffle_epi8(
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(data + 16 * i)),
+          byteSwap);
+    }
+    // Group g runs rounds 4g..4g+3 on words m[g % 4]; the schedule computes
+    // the words of group g + 1 (msg2) and starts those of g + 3 (msg1).
+#pragma GCC unroll 16
+    for (int g = 0; g < 16; ++g) {
+      __m128i msg = _mm_add_epi32(
+          m[g % 4], _mm_loadu_si128(reinterpret_cast<const __m128i *>(
+                        kRoundConstants + 4 * g)));
+      state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
+      if (g >= 3 && g <= 14) {
+        __m128i next = _mm_add_epi32(
+            m[(g + 1) % 4], _mm_alignr_epi8(m[g % 4], m[(g + 3) % 4], 4));
+        m[(g + 1) % 4] = _mm_sha256msg2_epu32(next, m[g % 4]);
+      }
+      msg = _mm_shuffle_epi32(msg, 0x0E);
+      state0 = _mm_sha256rnds2_epu32(state0, state1, msg);
+      if (g >= 1 && g <= 12)
+        m[(g + 3) % 4] = _mm_sha256msg1_epu32(m[(g + 3) % 4], m[g % 4]);
+    }
+    state0 = _mm_add_epi32(state0, abefSave);
+    state1 = _mm_add_epi32(state1, cdghSave);
+  }
+  tmp = _mm_shuffle_epi32(state0, 0x1B);       // FEBA
+  state1 = _mm_shuffle_epi32(state1, 0xB1);    // DCHG
+  state0 = _mm_blend_epi16(tmp, state1, 0xF0); // DCBA
+  state1 = _mm_alignr_epi8(state1, tmp, 8);    // ABEF
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(state), state0);
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(state + 4), state1);
+}
+
+bool cpuHasShaNi() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+}
+#else
+bool cpuHasShaNi() { return false; }
+#endif
+
+std::atomic<bool> &shaNiEnabled() {
+  static std::atomic<bool> enabled{cpuHasShaNi()};
+  return enabled;
+}
+
 } // namespace
+
+bool sha256HardwareAvailable() { return cpuHasShaNi(); }
+
+void setSha256Hardware(bool enabled) {
+  shaNiEnabled() = enabled && cpuHasShaNi();
+}
 
 Sha256::Sha256() {
   static constexpr uint32_t kInit[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
@@ -44,7 +121,18 @@ Sha256::Sha256() {
   std::memcpy(state, kInit, sizeof(state));
 }
 
-void Sha256::compress(const uint8_t *block) {
+void Sha256::compress(const uint8_t *blocks, uint64_t count) {
+#ifdef SITS_HAVE_SHA_NI
+  if (shaNiEnabled().load(std::memory_order_relaxed)) {
+    compressShaNi(state, blocks, count);
+    return;
+  }
+#endif
+  for (; count; --count, blocks += 64)
+    compressPortable(blocks);
+}
+
+void Sha256::compressPortable(const uint8_t *block) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i)
     w[i] = (uint32_t(block[4 * i]) << 24) | (uint32_t(block[4 * i + 1]) << 16) |
@@ -93,11 +181,13 @@ void Sha256::update(const void *data, uint64_t size) {
     size -= take;
     if (pending < 64)
       return;
-    compress(buffer);
+    compress(buffer, 1);
     pending = 0;
   }
-  for (; size >= 64; size -= 64, bytes += 64)
-    compress(bytes);
+  uint64_t blocks = size / 64;
+  compress(bytes, blocks);
+  bytes += 64 * blocks;
+  size -= 64 * blocks;
   std::memcpy(buffer, bytes, size);
   pending = size;
 }
@@ -173,7 +263,7 @@ void ContentHasher::update(const void *data, uint64_t size) {
   }
 }
 
-static Hash combineDigests(uint64_t fileBytes,
+Hash combineContentDigests(uint64_t fileBytes,
                            const std::vector<Hash> &digests) {
   Sha256 top;
   top.update(kContentHashTag, sizeof(kContentHashTag) - 1);
@@ -193,7 +283,15 @@ Hash ContentHasher::firstChunkDigest() {
 Hash ContentHasher::finish() {
   if (inChunk || digests.empty())
     digests.push_back(chunk.finish());
-  return combineDigests(position, digests);
+  return combineContentDigests(position, digests);
+}
+
+Hash contentChunkDigest(const uint8_t *chunk, uint64_t size, uint64_t index) {
+  if (index != 0)
+    return sha256(chunk, size);
+  ContentHasher one; // reads the hash field as zeros
+  one.update(chunk, size);
+  return one.firstChunkDigest();
 }
 
 Hash computeContentHash(const uint8_t *data, uint64_t size, unsigned threads) {
@@ -203,13 +301,7 @@ Hash computeContentHash(const uint8_t *data, uint64_t size, unsigned threads) {
   auto hashChunk = [&](uint64_t index) {
     uint64_t begin = index * kHashChunkBytes;
     uint64_t end = std::min(size, begin + kHashChunkBytes);
-    ContentHasher one; // handles the zeroed field when index == 0
-    if (index == 0) {
-      one.update(data, end);
-      digests[0] = one.firstChunkDigest();
-    } else {
-      digests[index] = sha256(data + begin, end - begin);
-    }
+    digests[index] = contentChunkDigest(data + begin, end - begin, index);
   };
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
@@ -228,7 +320,7 @@ Hash computeContentHash(const uint8_t *data, uint64_t size, unsigned threads) {
     for (auto &worker : workers)
       worker.join();
   }
-  return combineDigests(size, digests);
+  return combineContentDigests(size, digests);
 }
 
 } // namespace format

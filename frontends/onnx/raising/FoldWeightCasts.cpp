@@ -9,6 +9,8 @@
 
 #include "frontends/onnx/raising/RaisingSupport.h"
 
+#include "dialects/sits/WeightView.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cstring>
@@ -46,12 +48,18 @@ static float halfToFloat(uint16_t half) {
 }
 
 /// `weight`'s values converted to `type`'s float element type (rounded to
-/// nearest even when narrowing). Half and bfloat16 to float, the common
-/// case for big checkpoints, converts the raw bits directly.
-static DenseElementsAttr convertWeight(ElementsAttr weight,
-                                       RankedTensorType type) {
+/// nearest even when narrowing), or null. A large (or mapped) weight
+/// becomes a view, converted when the engine is written; a small one is
+/// converted here (half and bfloat16 to float from the raw bits).
+static ElementsAttr convertWeight(ElementsAttr weight, RankedTensorType type) {
   auto elementType = cast<FloatType>(type.getElementType());
   auto dense = dyn_cast<DenseElementsAttr>(weight);
+  if (!dense ||
+      (!dense.isSplat() && getWeightBytes(weight) >= kLargeWeightBytes))
+    if (ElementsAttr view = getWeightView(weight, type, /*transposed=*/false))
+      return view;
+  if (!dense && !(dense = materializeWeight(weight)))
+    return nullptr;
   Type from = weight.getElementType();
   if (dense && !dense.isSplat() && elementType.isF32() &&
       (from.isF16() || from.isBF16())) {
@@ -71,7 +79,7 @@ static DenseElementsAttr convertWeight(ElementsAttr weight,
   }
   SmallVector<APFloat> values;
   values.reserve(weight.getNumElements());
-  for (APFloat value : weight.getValues<APFloat>()) {
+  for (APFloat value : dense.getValues<APFloat>()) {
     bool losesInfo;
     value.convert(elementType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
                   &losesInfo);
@@ -89,10 +97,13 @@ void sits::onnx::raising::foldWeightCasts(RaiseContext &rc) {
         !isa<FloatType>(to.getElementType()) ||
         from.getShape() != to.getShape())
       continue;
+    ElementsAttr value = convertWeight(weight.getValue(), to);
+    if (!value)
+      continue;
     OpBuilder &b = rc.getBuilder();
     b.setInsertionPoint(cast);
-    auto converted = WeightOp::create(b, weight.getLoc(), weight.getNameAttr(),
-                                      convertWeight(weight.getValue(), to));
+    auto converted =
+        WeightOp::create(b, weight.getLoc(), weight.getNameAttr(), value);
     cast.getOutput().replaceAllUsesWith(converted.getResult());
     rc.recordRaise(
         "weight_casts_folded", {cast},

@@ -260,7 +260,9 @@ getLastDimRanges(RaiseContext &rc, Operation *user, int64_t width) {
 /// Rows [begin, end) of a constant weight [N, K] (or elements of a bias
 /// [N]), as a new weight named after the original.
 Value sliceRows(RaiseContext &rc, Value value, int64_t begin, int64_t end) {
-  auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(value));
+  // A mapped or viewed weight is copied here (fused projections are not
+  // read in place).
+  DenseElementsAttr dense = getDenseConstant(value);
   auto type = dense ? dyn_cast<RankedTensorType>(dense.getType()) : nullptr;
   if (!type || type.getElementTypeBitWidth() % 8 != 0)
     return nullptr;

@@ -36,7 +36,7 @@ DenseElementsAttr getFrequencies(Value value,
     ops.push_back(expand);
     value = expand.getInput();
   }
-  auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(value));
+  DenseElementsAttr dense = getDenseConstant(value);
   auto type = dense ? dyn_cast<RankedTensorType>(dense.getType()) : nullptr;
   if (!type || !isa<FloatType>(dense.getElementType()))
     return nullptr;
@@ -502,8 +502,8 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
   if (Value positions = op.getPositionIds()) {
     // The caches are [max_position, R/2] tables indexed by the positions:
     // one [max_position, R] table of both for sits.rope_gather.
-    auto cosTable = dyn_cast_or_null<DenseElementsAttr>(getConstant(cos));
-    auto sinTable = dyn_cast_or_null<DenseElementsAttr>(getConstant(sin));
+    DenseElementsAttr cosTable = getDenseConstant(cos);
+    DenseElementsAttr sinTable = getDenseConstant(sin);
     auto positionsType = dyn_cast<RankedTensorType>(positions.getType());
     auto cacheType =
         cosTable ? dyn_cast<RankedTensorType>(cosTable.getType()) : nullptr;

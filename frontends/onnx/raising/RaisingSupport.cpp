@@ -3,6 +3,7 @@
 #include "frontends/onnx/raising/RaisingSupport.h"
 
 #include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/sits/WeightView.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -68,14 +69,17 @@ static StringRef getWeightName(Value value) {
   return "";
 }
 
-/// `[K, N]` row-major bytes of `attr` rearranged to `[N, K]`.
+/// `attr` `[K, N]` as `[N, K]`: a large (or mapped) weight as a view that the
+/// engine writer transposes while it writes, a small one copied.
 static ElementsAttr transposeMatrix(ElementsAttr attr) {
   auto type = dyn_cast<RankedTensorType>(attr.getType());
-  auto dense = dyn_cast<DenseElementsAttr>(attr);
-  if (!type || !dense || type.getRank() != 2)
+  if (!type || type.getRank() != 2)
     return nullptr;
   auto transposedType = RankedTensorType::get(
       {type.getDimSize(1), type.getDimSize(0)}, type.getElementType());
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense || (!dense.isSplat() && getWeightBytes(attr) >= kLargeWeightBytes))
+    return getWeightView(attr, transposedType, /*transposed=*/true);
   if (dense.isSplat())
     return dense.reshape(transposedType);
   unsigned bits = type.getElementTypeBitWidth();
@@ -149,7 +153,7 @@ Value RaiseContext::getChannelVector(Value value, AffineExpr size) {
       return nullptr;
   if (facts.dims.back() != size)
     return nullptr;
-  auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(value));
+  DenseElementsAttr dense = getDenseConstant(value);
   std::optional<int64_t> length = getConstantValue(size);
   if (!dense || !length)
     return nullptr;
@@ -219,6 +223,11 @@ ElementsAttr sits::onnx::raising::getConstant(Value value) {
   return nullptr;
 }
 
+DenseElementsAttr sits::onnx::raising::getDenseConstant(Value value) {
+  ElementsAttr attr = getConstant(value);
+  return attr ? materializeWeight(attr) : nullptr;
+}
+
 std::optional<double> sits::onnx::raising::getScalarConstant(Value value) {
   // A constant cast to a float type: its value rounded to that type.
   if (auto cast = definedBy<CastOp>(value)) {
@@ -232,8 +241,11 @@ std::optional<double> sits::onnx::raising::getScalarConstant(Value value) {
                     &lost);
     return rounded.convertToDouble();
   }
-  ElementsAttr attr = getConstant(value);
-  if (!attr || attr.getNumElements() != 1)
+  ElementsAttr constant = getConstant(value);
+  if (!constant || constant.getNumElements() != 1)
+    return std::nullopt;
+  DenseElementsAttr attr = materializeWeight(constant);
+  if (!attr)
     return std::nullopt;
   Type type = attr.getElementType();
   if (isa<FloatType>(type))

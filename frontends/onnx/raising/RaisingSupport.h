@@ -105,6 +105,10 @@ template <typename OpTy> OpTy definedBy(mlir::Value value) {
 /// ConstantLike op), or null.
 mlir::ElementsAttr getConstant(mlir::Value value);
 
+/// The constant value of `value` as a DenseElementsAttr (a copy of a mapped
+/// or viewed weight: for small constants), or null.
+mlir::DenseElementsAttr getDenseConstant(mlir::Value value);
+
 /// The value of a constant with a single element (any shape of ones), as a
 /// double, or nullopt.
 std::optional<double> getScalarConstant(mlir::Value value);

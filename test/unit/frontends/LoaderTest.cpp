@@ -123,6 +123,91 @@ TEST(ReadTensorProtoFile, ExternalDataInTheSameFolder) {
   EXPECT_EQ(std::memcmp(loaded->data.data(), values, 12), 0);
 }
 
+/// A tensor of `type` and `dims` in `location` at `offset` (with its
+/// length).
+::onnx::TensorProto externalTensor(int type, std::vector<int64_t> dims,
+                                   const std::string &location,
+                                   int64_t offset) {
+  ::onnx::TensorProto tensor;
+  tensor.set_name("t");
+  tensor.set_data_type(type);
+  for (int64_t dim : dims)
+    tensor.add_dims(dim);
+  tensor.set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto *entry = tensor.add_external_data();
+  entry->set_key("location");
+  entry->set_value(location);
+  entry = tensor.add_external_data();
+  entry->set_key("offset");
+  entry->set_value(std::to_string(offset));
+  int64_t length = TensorReader::getElementSize(type);
+  for (int64_t dim : dims)
+    length *= dim;
+  entry = tensor.add_external_data();
+  entry->set_key("length");
+  entry->set_value(std::to_string(length));
+  return tensor;
+}
+
+TEST(TensorReader, MapsLargeExternalDataAndReadsTheRest) {
+  TempDir dir;
+  std::string data(2 + 4 * 20000, '\0');
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<char>(i * 7);
+  writeFile(dir.file("w.bin"), data);
+  auto reader = std::make_unique<TensorReader>(dir.file("model.onnx"), dir.dir);
+  reader->mapExternalData(4 * 16384);
+  auto read = [&](const ::onnx::TensorProto &tensor) {
+    llvm::Expected<TensorData> result = reader->read(tensor, "initializer 't'");
+    EXPECT_TRUE(static_cast<bool>(result)) << toString(result.takeError());
+    return result ? std::move(*result) : TensorData();
+  };
+  auto same = [&](const TensorData &tensor, size_t offset) {
+    return std::memcmp(tensor.getBytes().data(), data.data() + offset,
+                       tensor.getBytes().size()) == 0;
+  };
+  // 64 KiB at an aligned offset: mapped.
+  TensorData large =
+      read(externalTensor(::onnx::TensorProto::FLOAT, {16384}, "w.bin", 4));
+  EXPECT_TRUE(large.getMapping());
+  EXPECT_TRUE(same(large, 4));
+  // Smaller, or at an offset that is not a multiple of its element size,
+  // or BOOL (checked byte by byte): read.
+  TensorData small =
+      read(externalTensor(::onnx::TensorProto::FLOAT, {16383}, "w.bin", 4));
+  EXPECT_FALSE(small.getMapping());
+  EXPECT_TRUE(same(small, 4));
+  TensorData unaligned =
+      read(externalTensor(::onnx::TensorProto::FLOAT, {16384}, "w.bin", 2));
+  EXPECT_FALSE(unaligned.getMapping());
+  EXPECT_TRUE(same(unaligned, 2));
+  writeFile(dir.file("b.bin"), std::string(1 << 17, '\1'));
+  TensorData flags =
+      read(externalTensor(::onnx::TensorProto::BOOL, {1 << 17}, "b.bin", 0));
+  EXPECT_FALSE(flags.getMapping());
+  // The checks come first: past the end is refused, mapped or not.
+  std::string error = errorOf(reader->read(
+      externalTensor(::onnx::TensorProto::FLOAT, {20000}, "w.bin", 4),
+      "initializer 't'"));
+  EXPECT_NE(error.find("is past the end of 'w.bin'"), std::string::npos)
+      << error;
+  // The mapping lives as long as the tensors that point into it.
+  reader.reset();
+  EXPECT_TRUE(same(large, 4));
+}
+
+TEST(TensorReader, ReadsExternalDataUnlessAskedToMap) {
+  TempDir dir;
+  writeFile(dir.file("w.bin"), std::string(1 << 17, '\3'));
+  TensorReader reader(dir.file("model.onnx"), dir.dir);
+  llvm::Expected<TensorData> tensor = reader.read(
+      externalTensor(::onnx::TensorProto::FLOAT, {1 << 15}, "w.bin", 0),
+      "initializer 't'");
+  ASSERT_TRUE(static_cast<bool>(tensor)) << toString(tensor.takeError());
+  EXPECT_FALSE(tensor->getMapping());
+  EXPECT_EQ(tensor->getBytes().size(), 1u << 17);
+}
+
 TEST(ReadTensorProtoFile, RefusesMalformedTensors) {
   TempDir dir;
   auto check = [&](const ::onnx::TensorProto &tensor,

@@ -1,0 +1,672 @@
+//===- WeightView.cpp - Reading weights where they are --------------------===//
+
+#include "dialects/sits/WeightView.h"
+#include "dialects/sits/SitsDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+using namespace mlir;
+using namespace sits;
+
+//===----------------------------------------------------------------------===//
+// Element conversions (bit-exact with the engine format's, so that a view
+// converts as the engine writer always did)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <typename T> T load(const char *p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
+
+template <typename T> void storeBits(char *p, T value) {
+  std::memcpy(p, &value, sizeof(T));
+}
+
+float fromBits(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+float halfToFloat(uint16_t half) {
+  uint32_t sign = static_cast<uint32_t>(half & 0x8000) << 16;
+  uint32_t exponent = (half >> 10) & 0x1f;
+  uint32_t mantissa = half & 0x3ff;
+  if (exponent == 0x1f)
+    return fromBits(sign | 0x7f800000 | (mantissa << 13));
+  if (exponent != 0)
+    return fromBits(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  // Zero or subnormal: mantissa x 2^-24, exact in a float.
+  float value = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+  return sign ? -value : value;
+}
+
+uint16_t floatToHalf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  uint32_t sign = (bits >> 16) & 0x8000;
+  uint32_t exponent = (bits >> 23) & 0xff;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (exponent == 0xff) // Inf or NaN (quiet, non-zero payload).
+    return static_cast<uint16_t>(sign | 0x7c00 | (mantissa ? 0x200 : 0));
+  int32_t halfExp = static_cast<int32_t>(exponent) - 127 + 15;
+  if (halfExp >= 31)
+    return static_cast<uint16_t>(sign | 0x7c00);
+  if (halfExp <= 0) {
+    if (halfExp < -10)
+      return static_cast<uint16_t>(sign);
+    uint32_t full = mantissa | 0x800000;
+    uint32_t shift = static_cast<uint32_t>(14 - halfExp);
+    uint32_t result = full >> shift;
+    uint32_t rest = full & ((1u << shift) - 1);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (result & 1)))
+      ++result;
+    return static_cast<uint16_t>(sign | result);
+  }
+  uint32_t result = (static_cast<uint32_t>(halfExp) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (result & 1)))
+    ++result; // may carry into the exponent, up to infinity: correct
+  return static_cast<uint16_t>(sign | result);
+}
+
+float bfloat16ToFloat(uint16_t value) {
+  return fromBits(static_cast<uint32_t>(value) << 16);
+}
+
+uint16_t floatToBFloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7f800000) == 0x7f800000 && (bits & 0x7fffff))
+    return static_cast<uint16_t>((bits >> 16) | 0x40); // quiet NaN
+  uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+template <WeightElement E> float toFloat(const char *p) {
+  if constexpr (E == WeightElement::F32)
+    return load<float>(p);
+  else if constexpr (E == WeightElement::F16)
+    return halfToFloat(load<uint16_t>(p));
+  else
+    return bfloat16ToFloat(load<uint16_t>(p));
+}
+
+template <WeightElement E> void fromFloat(float value, char *p) {
+  if constexpr (E == WeightElement::F32)
+    storeBits(p, value);
+  else if constexpr (E == WeightElement::F16)
+    storeBits(p, floatToHalf(value));
+  else
+    storeBits(p, floatToBFloat16(value));
+}
+
+/// `value` rounded to `element`'s precision.
+float roundTo(WeightElement element, float value) {
+  if (element == WeightElement::F16)
+    return halfToFloat(floatToHalf(value));
+  if (element == WeightElement::BF16)
+    return bfloat16ToFloat(floatToBFloat16(value));
+  return value;
+}
+
+/// Calls `block(r0, r1, c0, c1)` for rectangles of values (rows [r0, r1),
+/// columns [c0, c1)) that together are values [begin, end) of a transposed
+/// storage: a partial first row, whole rows, a partial last row.
+template <typename Block>
+void forEachBlock(const WeightStorage &storage, int64_t begin, int64_t end,
+                  Block block) {
+  int64_t cols = storage.cols;
+  int64_t at = begin;
+  if (at < end && at % cols != 0) {
+    int64_t r = at / cols, c0 = at % cols;
+    int64_t c1 = std::min(cols, c0 + (end - at));
+    block(r, r + 1, c0, c1);
+    at = r * cols + c1;
+  }
+  if (int64_t fullRows = (end - at) / cols) {
+    block(at / cols, at / cols + fullRows, 0, cols);
+    at += fullRows * cols;
+  }
+  if (at < end)
+    block(at / cols, at / cols + 1, 0, end - at);
+}
+
+/// Calls `op(stored index, destination index)` for values [begin, end) of a
+/// storage that is not transposed, destination indices counting from
+/// `begin`.
+template <typename Op>
+void forEachValue(const WeightStorage &storage, int64_t begin, int64_t end,
+                  Op op) {
+  for (int64_t i = begin; i < end; ++i)
+    op(storage.splat ? 0 : i, i - begin);
+}
+
+#ifdef __SSE2__
+/// Transposes an 8 x 8 block of 16-bit elements: row i of `to` (stride
+/// `toStride` elements) gets column i of `from`.
+inline void transpose8x8(const char *from, int64_t fromStride, char *to,
+                         int64_t toStride) {
+  __m128i a[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i)
+    a[i] = _mm_loadu_si128(
+        reinterpret_cast<const __m128i *>(from + 2 * i * fromStride));
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
+    t[2 * i + 1] = _mm_unpackhi_epi16(a[2 * i], a[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      u[4 * i + 2 * j] = _mm_unpacklo_epi32(t[4 * i + j], t[4 * i + j + 2]);
+      u[4 * i + 2 * j + 1] = _mm_unpackhi_epi32(t[4 * i + j], t[4 * i + j + 2]);
+    }
+  for (int i = 0; i < 4; ++i) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(to + 2 * (2 * i) * toStride),
+                     _mm_unpacklo_epi64(u[i], u[i + 4]));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(to + 2 * (2 * i + 1) * toStride),
+        _mm_unpackhi_epi64(u[i], u[i + 4]));
+  }
+}
+
+/// The same for a 4 x 4 block of 32-bit elements.
+inline void transpose4x4(const char *from, int64_t fromStride, char *to,
+                         int64_t toStride) {
+  __m128i a[4], t[4];
+  for (int i = 0; i < 4; ++i)
+    a[i] = _mm_loadu_si128(
+        reinterpret_cast<const __m128i *>(from + 4 * i * fromStride));
+  t[0] = _mm_unpacklo_epi32(a[0], a[1]);
+  t[1] = _mm_unpacklo_epi32(a[2], a[3]);
+  t[2] = _mm_unpackhi_epi32(a[0], a[1]);
+  t[3] = _mm_unpackhi_epi32(a[2], a[3]);
+  for (int i = 0; i < 2; ++i) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(to + 4 * (2 * i) * toStride),
+                     _mm_unpacklo_epi64(t[2 * i], t[2 * i + 1]));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(to + 4 * (2 * i + 1) * toStride),
+        _mm_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  }
+}
+#endif
+
+/// Writes the transposed tile of values (rows [r0, r1), columns [c0, c1))
+/// of T elements stored as [cols, rows] (`rows` per stored row) to `out`,
+/// row by row `outStride` elements apart: by 8 x 8 (16-bit) or 4 x 4
+/// (32-bit) register transposes where the tile allows.
+template <typename T>
+void transposeTile(const char *data, int64_t rows, int64_t r0, int64_t r1,
+                   int64_t c0, int64_t c1, char *out, int64_t outStride) {
+  constexpr int64_t kSize = sizeof(T);
+  constexpr int64_t kBlock = sizeof(T) == 2 ? 8 : sizeof(T) == 4 ? 4 : 0;
+  auto at = [&](int64_t r, int64_t c) {
+    return out + ((r - r0) * outStride + (c - c0)) * kSize;
+  };
+  auto scalar = [&](int64_t ra, int64_t rb, int64_t ca, int64_t cb) {
+    for (int64_t r = ra; r < rb; ++r)
+      for (int64_t c = ca; c < cb; ++c)
+        std::memcpy(at(r, c), data + (c * rows + r) * kSize, kSize);
+  };
+  int64_t r = r0;
+#ifdef __SSE2__
+  if constexpr (kBlock > 0) {
+    for (; r + kBlock <= r1; r += kBlock) {
+      int64_t c = c0;
+      for (; c + kBlock <= c1; c += kBlock) {
+        const char *from = data + (c * rows + r) * kSize;
+        if constexpr (kBlock == 8)
+          transpose8x8(from, rows, at(r, c), outStride);
+        else
+          transpose4x4(from, rows, at(r, c), outStride);
+      }
+      scalar(r, r + kBlock, c, c1);
+    }
+  }
+#endif
+  scalar(r, r1, c0, c1);
+}
+
+constexpr int64_t kTile = 64;
+
+/// Calls `tile(r0, r1, c0, c1)` for the kTile x kTile tiles of values
+/// [begin, end) of a transposed storage.
+template <typename Tile>
+void forEachTile(const WeightStorage &storage, int64_t begin, int64_t end,
+                 Tile tile) {
+  forEachBlock(
+      storage, begin, end, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+        for (int64_t rt = r0; rt < r1; rt += kTile)
+          for (int64_t ct = c0; ct < c1; ct += kTile)
+            tile(rt, std::min(r1, rt + kTile), ct, std::min(c1, ct + kTile));
+      });
+}
+
+template <typename T>
+void copySameType(const WeightStorage &storage, int64_t begin, int64_t end,
+                  char *destination) {
+  if (storage.transposed && !storage.splat) {
+    // Tiles straight into the destination.
+    forEachTile(storage, begin, end,
+                [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                  transposeTile<T>(storage.data, storage.rows, r0, r1, c0, c1,
+                                   destination +
+                                       (r0 * storage.cols + c0 - begin) *
+                                           static_cast<int64_t>(sizeof(T)),
+                                   storage.cols);
+                });
+    return;
+  }
+  forEachValue(storage, begin, end, [&](int64_t from, int64_t to) {
+    std::memcpy(destination + to * sizeof(T), storage.data + from * sizeof(T),
+                sizeof(T));
+  });
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/// f32 to f16 for 8 values at a time with F16C (round to nearest even, as
+/// floatToHalf); a group holding a NaN is left to floatToHalf, whose NaN
+/// drops the payload.
+__attribute__((target("avx,f16c"))) int64_t
+floatsToHalvesF16C(const char *from, int64_t count, char *to) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m256 values =
+        _mm256_loadu_ps(reinterpret_cast<const float *>(from + 4 * i));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(values, values, _CMP_UNORD_Q)))
+      break;
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(to + 2 * i),
+        _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  return i;
+}
+
+bool cpuHasF16C() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  }();
+  return has;
+}
+#endif
+
+/// Converts `count` contiguous `In` elements to `Out`, rounding through
+/// `value` when it is narrower than `In`.
+template <WeightElement In, WeightElement Out>
+void convertRun(const char *from, int64_t count, char *to,
+                WeightElement value) {
+  constexpr unsigned inBytes = In == WeightElement::F32 ? 4 : 2;
+  constexpr unsigned outBytes = Out == WeightElement::F32 ? 4 : 2;
+  bool rounds = value != In && value != WeightElement::F32;
+  int64_t i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (In == WeightElement::F32 && Out == WeightElement::F16)
+    if (!rounds && cpuHasF16C())
+      i = floatsToHalvesF16C(from, count, to);
+#endif
+  for (; i < count; ++i) {
+    float x = toFloat<In>(from + i * inBytes);
+    if (rounds)
+      x = roundTo(value, x);
+    fromFloat<Out>(x, to + i * outBytes);
+  }
+}
+
+template <WeightElement In, WeightElement Out>
+void convert(const WeightStorage &storage, int64_t begin, int64_t end,
+             char *destination) {
+  constexpr int64_t inBytes = In == WeightElement::F32 ? 4 : 2;
+  constexpr int64_t outBytes = Out == WeightElement::F32 ? 4 : 2;
+  if (storage.splat) {
+    for (int64_t i = begin; i < end; ++i)
+      convertRun<In, Out>(storage.data, 1, destination + (i - begin) * outBytes,
+                          storage.value);
+    return;
+  }
+  if (!storage.transposed) {
+    convertRun<In, Out>(storage.data + begin * inBytes, end - begin,
+                        destination, storage.value);
+    return;
+  }
+  // Each tile transposed as stored into a small buffer, then converted row
+  // by row into place.
+  using Stored =
+      std::conditional_t<In == WeightElement::F32, uint32_t, uint16_t>;
+  Stored tile[kTile * kTile];
+  char *buffer = reinterpret_cast<char *>(tile);
+  forEachTile(storage, begin, end,
+              [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                transposeTile<Stored>(storage.data, storage.rows, r0, r1, c0,
+                                      c1, buffer, kTile);
+                for (int64_t r = r0; r < r1; ++r)
+                  convertRun<In, Out>(
+                      buffer + (r - r0) * kTile * inBytes, c1 - c0,
+                      destination + (r * storage.cols + c0 - begin) * outBytes,
+                      storage.value);
+              });
+}
+
+template <WeightElement In>
+void convertTo(WeightElement out, const WeightStorage &storage, int64_t begin,
+               int64_t end, char *destination) {
+  switch (out) {
+  case WeightElement::F32:
+    return convert<In, WeightElement::F32>(storage, begin, end, destination);
+  case WeightElement::F16:
+    return convert<In, WeightElement::F16>(storage, begin, end, destination);
+  case WeightElement::BF16:
+    return convert<In, WeightElement::BF16>(storage, begin, end, destination);
+  case WeightElement::I8:
+    return;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+std::optional<WeightElement> sits::getWeightElement(Type type) {
+  if (type.isF32())
+    return WeightElement::F32;
+  if (type.isF16())
+    return WeightElement::F16;
+  if (type.isBF16())
+    return WeightElement::BF16;
+  if (type.isInteger(8))
+    return WeightElement::I8;
+  return std::nullopt;
+}
+
+unsigned sits::getWeightElementBytes(WeightElement element) {
+  switch (element) {
+  case WeightElement::F32:
+    return 4;
+  case WeightElement::F16:
+  case WeightElement::BF16:
+    return 2;
+  case WeightElement::I8:
+    return 1;
+  }
+  return 0;
+}
+
+FailureOr<WeightStorage> sits::getWeightStorage(ElementsAttr attr) {
+  auto type = dyn_cast<ShapedType>(attr.getType());
+  if (!type || !type.hasStaticShape())
+    return failure();
+  std::optional<WeightElement> element =
+      getWeightElement(type.getElementType());
+  if (!element)
+    return failure();
+  WeightStorage storage;
+  int64_t count = type.getNumElements();
+  storage.cols = type.getRank() ? type.getShape().back() : 1;
+  storage.rows = storage.cols ? count / storage.cols : 0;
+  if (auto view = dyn_cast<WeightViewAttr>(attr)) {
+    FailureOr<WeightStorage> source = getWeightStorage(view.getSource());
+    if (failed(source) || isa<WeightViewAttr>(view.getSource()))
+      return failure();
+    source->value = *element;
+    source->transposed = view.getTransposed();
+    source->rows = storage.rows;
+    source->cols = storage.cols;
+    return source;
+  }
+  storage.stored = storage.value = *element;
+  ArrayRef<char> bytes;
+  if (auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr)) {
+    bytes = dense.getRawData();
+    storage.splat = dense.isSplat();
+  } else if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return failure();
+    bytes = blob->getData();
+  } else {
+    return failure();
+  }
+  int64_t stored = storage.splat ? std::min<int64_t>(count, 1) : count;
+  if (static_cast<int64_t>(bytes.size()) !=
+      stored * getWeightElementBytes(*element))
+    return failure();
+  storage.data = bytes.data();
+  return storage;
+}
+
+LogicalResult sits::copyWeightValues(const WeightStorage &storage,
+                                     int64_t begin, int64_t end,
+                                     WeightElement out, char *destination) {
+  if (begin < 0 || begin > end || end > storage.numElements())
+    return failure();
+  bool integer = storage.stored == WeightElement::I8 ||
+                 storage.value == WeightElement::I8 || out == WeightElement::I8;
+  if (storage.stored == storage.value && storage.value == out) {
+    unsigned bytes = getWeightElementBytes(out);
+    if (!storage.transposed && !storage.splat) {
+      std::memcpy(destination, storage.data + begin * bytes,
+                  static_cast<size_t>(end - begin) * bytes);
+      return success();
+    }
+    if (bytes == 1)
+      copySameType<uint8_t>(storage, begin, end, destination);
+    else if (bytes == 2)
+      copySameType<uint16_t>(storage, begin, end, destination);
+    else
+      copySameType<uint32_t>(storage, begin, end, destination);
+    return success();
+  }
+  if (integer)
+    return failure();
+  switch (storage.stored) {
+  case WeightElement::F32:
+    convertTo<WeightElement::F32>(out, storage, begin, end, destination);
+    break;
+  case WeightElement::F16:
+    convertTo<WeightElement::F16>(out, storage, begin, end, destination);
+    break;
+  case WeightElement::BF16:
+    convertTo<WeightElement::BF16>(out, storage, begin, end, destination);
+    break;
+  case WeightElement::I8:
+    return failure();
+  }
+  return success();
+}
+
+FailureOr<std::vector<char>> sits::readWeightValues(ElementsAttr attr) {
+  FailureOr<WeightStorage> storage = getWeightStorage(attr);
+  if (failed(storage))
+    return failure();
+  std::vector<char> values(static_cast<size_t>(storage->numElements()) *
+                           getWeightElementBytes(storage->value));
+  if (failed(copyWeightValues(*storage, 0, storage->numElements(),
+                              storage->value, values.data())))
+    return failure();
+  return values;
+}
+
+DenseElementsAttr sits::materializeWeight(ElementsAttr attr) {
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr))
+    return dense;
+  auto type = dyn_cast<RankedTensorType>(attr.getType());
+  FailureOr<std::vector<char>> values = readWeightValues(attr);
+  if (!type || failed(values))
+    return nullptr;
+  return DenseElementsAttr::getFromRawBuffer(type, *values);
+}
+
+int64_t sits::getWeightBytes(ElementsAttr attr) {
+  auto type = cast<ShapedType>(attr.getType());
+  return type.getNumElements() *
+         static_cast<int64_t>((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+static std::string checkView(ShapedType type, ElementsAttr source,
+                             bool transposed);
+
+ElementsAttr sits::getWeightView(ElementsAttr source, ShapedType type,
+                                 bool transposed) {
+  if (auto view = dyn_cast<WeightViewAttr>(source)) {
+    Type inner = view.getSource().getElementType();
+    Type middle = view.getType().getElementType();
+    bool exact = inner == middle ||
+                 (middle.isF32() && (inner.isF16() || inner.isBF16()));
+    if (exact)
+      return getWeightView(view.getSource(), type,
+                           transposed != view.getTransposed());
+    source = materializeWeight(view);
+    if (!source)
+      return nullptr;
+  }
+  auto from = cast<ShapedType>(source.getType());
+  if (!transposed && from.getElementType() == type.getElementType())
+    return from.getShape() == type.getShape() ? source : nullptr;
+  if (!checkView(type, source, transposed).empty())
+    return nullptr;
+  return WeightViewAttr::get(type.getContext(), type, source, transposed);
+}
+
+//===----------------------------------------------------------------------===//
+// Mapped files
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct MappedRanges {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> ranges; ///< base -> size
+};
+MappedRanges &getMappedRanges() {
+  static MappedRanges ranges;
+  return ranges;
+}
+} // namespace
+
+void sits::registerMappedRange(const void *base, size_t size) {
+  MappedRanges &mapped = getMappedRanges();
+  std::lock_guard<std::mutex> lock(mapped.mutex);
+  mapped.ranges[reinterpret_cast<uintptr_t>(base)] = size;
+}
+
+void sits::unregisterMappedRange(const void *base) {
+  MappedRanges &mapped = getMappedRanges();
+  std::lock_guard<std::mutex> lock(mapped.mutex);
+  mapped.ranges.erase(reinterpret_cast<uintptr_t>(base));
+}
+
+void sits::releaseMappedPages(const void *data, size_t size) {
+  uintptr_t begin = reinterpret_cast<uintptr_t>(data), end = begin + size;
+  {
+    MappedRanges &mapped = getMappedRanges();
+    std::lock_guard<std::mutex> lock(mapped.mutex);
+    auto it = mapped.ranges.upper_bound(begin);
+    if (it == mapped.ranges.begin())
+      return;
+    --it;
+    if (end > it->first + it->second)
+      return; // not (all) in one mapping
+  }
+  uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first < last)
+    ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+}
+
+//===----------------------------------------------------------------------===//
+// #sits.weight_view
+//===----------------------------------------------------------------------===//
+
+/// Why `source` cannot be viewed as `type`, or "".
+static std::string checkView(ShapedType type, ElementsAttr source,
+                             bool transposed) {
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  if (!source) {
+    os << "a weight view needs a source constant";
+    return message;
+  }
+  if (isa<WeightViewAttr>(source)) {
+    os << "a weight view cannot view another view (view its source once)";
+    return message;
+  }
+  auto from = dyn_cast<ShapedType>(source.getType());
+  if (!from || !from.hasStaticShape() || !type.hasStaticShape()) {
+    os << "a weight view needs static shapes";
+    return message;
+  }
+  if (transposed) {
+    if (from.getRank() != 2 || type.getRank() != 2 ||
+        from.getDimSize(0) != type.getDimSize(1) ||
+        from.getDimSize(1) != type.getDimSize(0))
+      os << "a transposing weight view of " << from
+         << " must be its transpose, got " << type;
+  } else if (from.getShape() != type.getShape()) {
+    os << "a weight view of " << from << " must have its shape, got " << type;
+  }
+  if (!message.empty())
+    return message;
+  Type a = from.getElementType(), b = type.getElementType();
+  auto isFloat = [](Type t) { return t.isF32() || t.isF16() || t.isBF16(); };
+  if (a != b && !(isFloat(a) && isFloat(b)))
+    os << "a weight view converts between f16, bf16 and f32 only, got " << a
+       << " to " << b;
+  else if (a == b && !transposed)
+    os << "a weight view that neither transposes nor converts its source";
+  return message;
+}
+
+LogicalResult
+WeightViewAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       ShapedType type, ElementsAttr source, bool transposed) {
+  std::string message = checkView(type, source, transposed);
+  if (!message.empty())
+    return emitError() << message;
+  return success();
+}
+
+Attribute WeightViewAttr::parse(AsmParser &parser, Type type) {
+  ElementsAttr source;
+  bool transposed = false;
+  if (parser.parseLess() || parser.parseAttribute(source))
+    return {};
+  if (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseKeyword("transposed"))
+      return {};
+    transposed = true;
+  }
+  if (parser.parseGreater())
+    return {};
+  auto shaped = dyn_cast_or_null<ShapedType>(type);
+  if (!shaped) {
+    parser.emitError(parser.getNameLoc(),
+                     "a weight view needs its type (`: tensor<...>`)");
+    return {};
+  }
+  return parser.getChecked<WeightViewAttr>(parser.getContext(), shaped, source,
+                                           transposed);
+}
+
+void WeightViewAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getSource();
+  if (getTransposed())
+    printer << ", transposed";
+  printer << ">";
+}

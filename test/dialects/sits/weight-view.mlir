@@ -1,0 +1,26 @@
+// #sits.weight_view: a constant read transposed and/or in another float
+// type. It prints and parses back, and the reference executor reads its
+// values (row n of a transposed view is column n of the source; f16 to f32
+// is exact, f32 to f16 rounds to nearest even).
+// RUN: sits-opt %s | sits-opt | FileCheck %s
+// REQUIRES: python-onnx
+// RUN: rm -rf %t && sits-exec %s --function views --output-dir %t
+// RUN: %python -c "import numpy as np; print(np.load('%t/result_0.npy').tolist(), np.load('%t/result_1.npy').tolist())" | FileCheck %s --check-prefix=VALUES
+// VALUES: {{\[\[}}1.0, 4.0], [2.0, 5.0], [3.0, 6.0]] {{\[\[}}1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+
+// CHECK-LABEL: func.func @views
+// CHECK: sits.weight "t" #sits.weight_view<dense<{{\[}}[1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xf16>, transposed> : tensor<3x2xf32>
+// CHECK: sits.weight "r" #sits.weight_view<dense_resource<blob1> : tensor<2x3xf32>> : tensor<2x3xf16>
+func.func @views() -> (tensor<3x2xf32>, tensor<2x3xf16>) {
+  %t = sits.weight "t" #sits.weight_view<dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf16>, transposed> : tensor<3x2xf32>
+  %r = sits.weight "r" #sits.weight_view<dense_resource<blob1> : tensor<2x3xf32>> : tensor<2x3xf16>
+  return %t, %r : tensor<3x2xf32>, tensor<2x3xf16>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x040000000000803F0000004000004040000080400000A0400000C040"
+    }
+  }
+#-}
