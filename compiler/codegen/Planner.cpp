@@ -319,9 +319,8 @@ void ProgramPlanner::fuseNormIntoLinears(RMSNormOp norm) {
   // in memory anyway.
   auto type = dyn_cast<ShapedType>(norm.getWeight().getType());
   auto input = dyn_cast<RankedTensorType>(norm.getInput().getType());
-  if (!options.fuseNorms || !program.isDecode || !type ||
-      type.getRank() != 1 || !input ||
-      input.getRank() != 3 || input.isDynamicDim(2) ||
+  if (!options.fuseNorms || !program.isDecode || !type || type.getRank() != 1 ||
+      !input || input.getRank() != 3 || input.isDynamicDim(2) ||
       input.getDimSize(2) != type.getDimSize(0) ||
       !decodeGemvOnTensorCores(hasTensorCores(), options.weightType,
                                input.getDimSize(2)))

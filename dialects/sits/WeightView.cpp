@@ -2,6 +2,7 @@
 
 #include "dialects/sits/WeightView.h"
 #include "dialects/sits/SitsDialect.h"
+#include "sits/EngineFormat.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -38,67 +39,12 @@ template <typename T> void storeBits(char *p, T value) {
   std::memcpy(p, &value, sizeof(T));
 }
 
-float fromBits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, 4);
-  return value;
-}
-
-float halfToFloat(uint16_t half) {
-  uint32_t sign = static_cast<uint32_t>(half & 0x8000) << 16;
-  uint32_t exponent = (half >> 10) & 0x1f;
-  uint32_t mantissa = half & 0x3ff;
-  if (exponent == 0x1f)
-    return fromBits(sign | 0x7f800000 | (mantissa << 13));
-  if (exponent != 0)
-    return fromBits(sign | ((exponent + 112) << 23) | (mantissa << 13));
-  // Zero or subnormal: mantissa x 2^-24, exact in a float.
-  float value = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
-  return sign ? -value : value;
-}
-
-uint16_t floatToHalf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  uint32_t sign = (bits >> 16) & 0x8000;
-  uint32_t exponent = (bits >> 23) & 0xff;
-  uint32_t mantissa = bits & 0x7fffff;
-  if (exponent == 0xff) // Inf or NaN (quiet, non-zero payload).
-    return static_cast<uint16_t>(sign | 0x7c00 | (mantissa ? 0x200 : 0));
-  int32_t halfExp = static_cast<int32_t>(exponent) - 127 + 15;
-  if (halfExp >= 31)
-    return static_cast<uint16_t>(sign | 0x7c00);
-  if (halfExp <= 0) {
-    if (halfExp < -10)
-      return static_cast<uint16_t>(sign);
-    uint32_t full = mantissa | 0x800000;
-    uint32_t shift = static_cast<uint32_t>(14 - halfExp);
-    uint32_t result = full >> shift;
-    uint32_t rest = full & ((1u << shift) - 1);
-    uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (result & 1)))
-      ++result;
-    return static_cast<uint16_t>(sign | result);
-  }
-  uint32_t result = (static_cast<uint32_t>(halfExp) << 10) | (mantissa >> 13);
-  uint32_t rest = mantissa & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (result & 1)))
-    ++result; // may carry into the exponent, up to infinity: correct
-  return static_cast<uint16_t>(sign | result);
-}
-
-float bfloat16ToFloat(uint16_t value) {
-  return fromBits(static_cast<uint32_t>(value) << 16);
-}
-
-uint16_t floatToBFloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if ((bits & 0x7f800000) == 0x7f800000 && (bits & 0x7fffff))
-    return static_cast<uint16_t>((bits >> 16) | 0x40); // quiet NaN
-  uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
+// The conversions are the engine format's (runtime/format/Format.cpp), so
+// that a view rounds exactly as the engine writer does.
+using format::bfloat16ToFloat;
+using format::floatToBFloat16;
+using format::floatToHalf;
+using format::halfToFloat;
 
 template <WeightElement E> float toFloat(const char *p) {
   if constexpr (E == WeightElement::F32)
