@@ -1,6 +1,7 @@
 //===- EngineWriterTest.cpp - Parallel engine writing and SHA-NI ----------===//
 
 #include "format/EngineWriter.h"
+#include "TempDirTest.h"
 #include "TestEngines.h"
 #include "format/Hash.h"
 
@@ -19,12 +20,10 @@ using namespace sits::format;
 
 namespace {
 
-class EngineWriterTest : public ::testing::Test {
+class EngineWriterTest : public test::TempDirTest {
 protected:
   void SetUp() override {
-    char templ[] = "/tmp/sits-writer-test.XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    dir = templ;
+    TempDirTest::SetUp();
     test::ToyConfig config;
     contents = test::buildToyEngine(config, test::makeToyWeights(config),
                                     test::placeholderModule(config));
@@ -35,21 +34,6 @@ protected:
     contents.weights.resize(used + 2 * kHashChunkBytes + 12345);
     for (size_t i = used; i < contents.weights.size(); ++i)
       contents.weights[i] = static_cast<uint8_t>(rng());
-  }
-  void TearDown() override {
-    for (const std::string &name : listDir())
-      std::remove((dir + "/" + name).c_str());
-    rmdir(dir.c_str());
-  }
-  std::vector<std::string> listDir() {
-    std::vector<std::string> names;
-    if (DIR *d = opendir(dir.c_str())) {
-      while (dirent *entry = readdir(d))
-        if (entry->d_name[0] != '.')
-          names.push_back(entry->d_name);
-      closedir(d);
-    }
-    return names;
   }
   std::vector<uint8_t> readFile(const std::string &path) {
     std::string error;
@@ -67,7 +51,6 @@ protected:
           return true;
         };
   }
-  std::string dir;
   EngineContents contents;
 };
 

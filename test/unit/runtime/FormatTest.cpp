@@ -1,5 +1,6 @@
 //===- FormatTest.cpp - Engine writer/reader round trip and helpers -------===//
 
+#include "TempDirTest.h"
 #include "TestEngines.h"
 #include "format/Hash.h"
 
@@ -242,32 +243,14 @@ TEST(EngineFormat, DescribeSummarizes) {
       << text;
 }
 
-class WriteEngineTest : public ::testing::Test {
+class WriteEngineTest : public test::TempDirTest {
 protected:
   void SetUp() override {
-    char templ[] = "/tmp/sits-write-test.XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    dir = templ;
+    TempDirTest::SetUp();
     test::ToyConfig config;
     contents = test::buildToyEngine(config, test::makeToyWeights(config),
                                     test::placeholderModule(config));
   }
-  void TearDown() override {
-    for (const std::string &name : listDir())
-      std::remove((dir + "/" + name).c_str());
-    rmdir(dir.c_str());
-  }
-  std::vector<std::string> listDir() {
-    std::vector<std::string> names;
-    if (DIR *d = opendir(dir.c_str())) {
-      while (dirent *entry = readdir(d))
-        if (entry->d_name[0] != '.')
-          names.push_back(entry->d_name);
-      closedir(d);
-    }
-    return names;
-  }
-  std::string dir;
   EngineContents contents;
 };
 
