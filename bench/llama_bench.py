@@ -9,9 +9,13 @@ In one process, so that the model is made once:
   1. the model: LlamaForCausalLM(LlamaConfig(shape)) with random weights
      (seeded), in fp16 on the GPU;
   2. the ONNX export: torch.onnx.export(..., dynamo=True), opset 20, the
-     graph computed in float32 (the weights hold fp16 values), external
-     data; this is the exporter of the shared test models, whose graphs the
-     raising recognizes. The export is timed;
+     graph computed in float32 (the weights hold fp16 values; or the fp16
+     graph with --export-dtype fp16), external data; this is the exporter
+     of the shared test models, whose graphs the raising recognizes. By
+     default torch exports a two-layer twin of the model and
+     bench/onnx_graft.py grows it to the model's layers with the model's
+     weights (export_by_layers; --export-method dynamo exports the model
+     itself, minutes for billions of weights). The export is timed;
   3. if --sitsc is given, sitsc compiles it in the background (timed) while
   4. the references run: a gpt-fast style decoder on the same weights
      (static KV cache, precomputed RoPE, fused QKV and gate/up weights,
@@ -22,6 +26,7 @@ gets written. Phases are skipped once the deadline is near.
 """
 
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -69,10 +74,12 @@ class Recorder:
             json.dump(self.data, f, indent=2)
 
 
-def make_model(shape):
+def make_llama(dims, device="cuda", dtype=None):
+    """LlamaForCausalLM with the bench's config (dims as SHAPES gives them)
+    and seeded random weights, on `device` in `dtype` (fp16 by default)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
-    dims = dict(SHAPES[shape])
+    dims = dict(dims)
     theta = dims.pop("rope_theta")
     config = LlamaConfig(
         **dims, max_position_embeddings=MAX_POSITIONS, rms_norm_eps=1e-5,
@@ -80,13 +87,17 @@ def make_model(shape):
         mlp_bias=False,
         rope_parameters={"rope_type": "default", "rope_theta": theta})
     torch.manual_seed(0)
-    with torch.device("cuda"):
+    with torch.device(device):
         model = LlamaForCausalLM(config)
-    model = model.to(torch.float16).eval()
+    return model.to(dtype or torch.float16).eval()
+
+
+def make_model(shape):
+    model = make_llama(SHAPES[shape])
     log("model: %s, %.2f GB fp16, attention %s" % (
         shape, sum(p.numel() for p in model.parameters()) * 2 / 1e9,
         getattr(model.config, "_attn_implementation", "?")))
-    return model, theta
+    return model, SHAPES[shape]["rope_theta"]
 
 
 def export_onnx(model, folder, dtype="fp32"):
@@ -94,7 +105,6 @@ def export_onnx(model, folder, dtype="fp32"):
     models. `fp16`: the fp16 model as it is (f16 weights and activations,
     tables and softmax in f32 with casts), half the bytes to write and read:
     what a Llama-3-8B shape needs to export and compile in minutes."""
-    import copy
     import torch
 
     class Logits(torch.nn.Module):
@@ -108,27 +118,76 @@ def export_onnx(model, folder, dtype="fp32"):
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.onnx")
     float_model = copy.deepcopy(model).float() if dtype == "fp32" else model
-    ids = torch.randint(0, model.config.vocab_size, (2, 16), device="cuda")
+    device = next(model.parameters()).device
+    ids = torch.randint(0, model.config.vocab_size, (2, 16), device=device)
     kwargs = dict(dynamo=True, opset_version=20, input_names=["input_ids"],
                   output_names=["logits"], external_data=True)
     try:
         dims = {"input_ids": {0: torch.export.Dim("batch"),
                               1: torch.export.Dim("seq")}}
         with torch.no_grad():
-            torch.onnx.export(Logits(float_model), (ids,), path,
+            torch.onnx.export(Logits(float_model).eval(), (ids,), path,
                               dynamic_shapes=dims, **kwargs)
     except Exception:
         log("export with Dim objects failed, retrying with dynamic_axes:\n" +
             traceback.format_exc(limit=2))
         with torch.no_grad():
-            torch.onnx.export(Logits(float_model), (ids,), path,
+            torch.onnx.export(Logits(float_model).eval(), (ids,), path,
                               dynamic_axes={"input_ids": {0: "batch",
                                                           1: "seq"}},
                               **kwargs)
     if dtype == "fp32":
         del float_model
-    torch.cuda.empty_cache()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
     return path
+
+
+# The twin's vocabulary: small, and no other dim of the shapes.
+TWIN_VOCAB = 1009
+
+
+def export_by_layers(model, folder, dtype="fp32"):
+    """The export of `model` as bench/onnx_graft.py makes it: torch exports
+    a twin with 2 layers and a vocabulary of TWIN_VOCAB (weights made
+    distinct), the graft grows its graph to the model's layers and writes
+    the model's own weights. The same graph as export_onnx gives, in
+    seconds instead of minutes for billions of weights."""
+    import shutil
+    import torch
+    import onnx
+    import onnx_graft
+    from transformers import LlamaForCausalLM
+    config = copy.deepcopy(model.config)
+    config.num_hidden_layers = 2
+    config.vocab_size = TWIN_VOCAB
+    device = next(model.parameters()).device
+    torch.manual_seed(1)
+    with torch.device(device):
+        twin = LlamaForCausalLM(config)
+    twin = twin.to(model.dtype).eval()
+    with torch.no_grad():
+        for name, p in twin.named_parameters():
+            p.normal_(0, 0.02)
+            if p.ndim == 1:
+                p.add_(1.0)  # norm weights: near one, all distinct
+    twin_folder = os.path.join(folder, "twin")
+    twin_path = export_onnx(twin, twin_folder, dtype)
+    cast = torch.float32 if dtype == "fp32" else model.dtype
+    twin_params = {name: p.detach().to(cast).cpu().numpy()
+                   for name, p in twin.named_parameters()}
+    del twin
+    grown, sources = onnx_graft.graft(
+        onnx.load(twin_path), twin_params, model.config.num_hidden_layers,
+        TWIN_VOCAB, model.config.vocab_size)
+    shutil.rmtree(twin_folder)
+    params = dict(model.named_parameters())
+
+    def fetch(name):
+        return params[name].detach().cpu().numpy()
+
+    onnx_graft.save(grown, sources, fetch, folder)
+    return os.path.join(folder, "model.onnx")
 
 
 def make_fast_decoder(hf, theta, batch, max_len):
@@ -357,6 +416,11 @@ def main():
     parser.add_argument("--export-dtype", choices=["fp32", "fp16"],
                         default="fp32",
                         help="graph type of the ONNX export (see export_onnx)")
+    parser.add_argument("--export-method", choices=["graft", "dynamo"],
+                        default="graft",
+                        help="graft: export a two-layer twin and grow it "
+                             "(export_by_layers); dynamo: export the model "
+                             "itself (minutes for billions of weights)")
     parser.add_argument("--int4-engine",
                         help="also compile an engine with int4 weights "
                              "(--weights=int4) to this file, concurrently")
@@ -387,7 +451,11 @@ def main():
     folder = os.path.join(args.work, "onnx")
     try:
         start = time.time()
-        path = export_onnx(model, folder, args.export_dtype)
+        rec.data["export_method"] = args.export_method
+        if args.export_method == "graft":
+            path = export_by_layers(model, folder, args.export_dtype)
+        else:
+            path = export_onnx(model, folder, args.export_dtype)
         rec.phase("onnx_export_s", time.time() - start)
         size = sum(os.path.getsize(os.path.join(folder, f))
                    for f in os.listdir(folder))

@@ -26,7 +26,10 @@
 # (/tmp/sits-bench). $SITS_BENCH_BUDGET (seconds, default 560) bounds the
 # whole run: optional PyTorch phases are skipped when it runs short.
 # $SITS_BENCH_EXPORT (fp32 or fp16) is the graph type of the ONNX export
-# (default: fp32 for tinyllama, fp16 for llama3-8b).
+# (default: fp32 for tinyllama, fp16 for llama3-8b). The export is of a
+# two-layer twin grown to the model's depth with its weights
+# (bench/onnx_graft.py); SITS_BENCH_EXPORT_METHOD=dynamo exports the model
+# itself (more than 5 minutes for the 8B shape).
 # $SITS_BENCH_KV (default fp16) lists KV caches to measure: with
 # "fp16,int4" (or int8) an engine with that quantized cache is compiled
 # from the same export and measured at $SITS_BENCH_KV_CONTEXTS (default
@@ -147,6 +150,7 @@ for shape in "${SHAPES[@]}"; do
   export_dtype=${SITS_BENCH_EXPORT:-$([ "$shape" = llama3-8b ] && echo fp16 || echo fp32)}
   python3 "$ROOT/bench/llama_bench.py" --shape "$shape" --work "$dir" \
     --export-dtype "$export_dtype" \
+    --export-method "${SITS_BENCH_EXPORT_METHOD:-graft}" \
     --json "$OUT/torch-$shape.json" --contexts "$CONTEXTS" \
     --batches "$BATCHES" --new-tokens 128 --deadline "$deadline" \
     --sitsc "$SITSC" --engine "$engine" --sitsc-args "$ENGINE_OPTIONS" \
