@@ -38,7 +38,8 @@
 #
 # SITS_BENCH_PROFILE=1 prints the kernels of a decode step of the fp16
 # engine with their times (bench/kernel_profile.py: Nsight Compute, batch 1,
-# contexts 32 and 8192) into profile-<shape>-b1-c<context>.json.
+# contexts 32 and 8192) into profile-<shape>-b1-c<context>.json, and of
+# the second engine (int4 or SITS_BENCH_ALT_ARGS) at context 32.
 # SITS_BENCH_SERIAL=1 also runs sits-bench on the fp16 engine with
 # --no-programmatic-launch (every kernel waits for the previous one to end)
 # at batches 1,8 and contexts 32,8192, into serial-<shape>.json: what
@@ -204,6 +205,12 @@ for shape in "${SHAPES[@]}"; do
       "$BENCH" "$int4_engine" --batch "$INT4_BATCHES" \
         --context "$INT4_CONTEXTS" --new-tokens 128 --repeats "$REPEATS" --json "$OUT/$INT4_NAME-$shape.json"
       stamp "$shape: sits-bench (int4) exit $?"
+      if [ "${SITS_BENCH_PROFILE:-0}" = 1 ]; then
+        stamp "$shape: kernel profile (ncu) of the second engine, batch 1, context 32"
+        python3 "$ROOT/bench/kernel_profile.py" "$int4_engine" \
+          --sits-bench "$BENCH" --batch 1 --context 32 \
+          --json "$OUT/profile-$INT4_NAME-$shape-b1-c32.json"
+      fi
       rm -f "$int4_engine"
     else
       stamp "ERROR: $shape: no int4 engine"
