@@ -406,8 +406,10 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.call("sits::gemvTensorCore<Cfg>(x, weights, biases, outs, " +
            residualName + ", tokens, " + gatherArgs +
            (desc.norm ? ", norm_weight" : "") + ")");
-    b.setGrid(
-        Expr::constant((totalTcTiles + tilesPerBlock - 1) / tilesPerBlock));
+    // The blocks loop over the items: at most the two resident per SM.
+    b.setGrid(format::min(
+        Expr::constant((totalTcTiles + tilesPerBlock - 1) / tilesPerBlock),
+        Expr::multiprocessors() * Expr::constant(2)));
   } else if (desc.decode) {
     b.call("sits::gemv<Cfg>(x, weights, biases, outs, " + residualName +
            ", tokens, " + gatherArgs + ")");

@@ -93,6 +93,8 @@ const char *symbolName(uint32_t symbol) {
     return "S";
   case 2:
     return "T";
+  case 3:
+    return "M";
   }
   return "?";
 }
@@ -218,8 +220,9 @@ Expr ceilDiv(const Expr &l, const Expr &r) {
 Expr min(const Expr &l, const Expr &r) { return binary(l, r, ExprOp::Min); }
 Expr max(const Expr &l, const Expr &r) { return binary(l, r, ExprOp::Max); }
 
-SymbolValues makeSymbols(int64_t batch, int64_t seq) {
-  return {batch, seq, batch * seq};
+SymbolValues makeSymbols(int64_t batch, int64_t seq,
+                         int64_t multiprocessors) {
+  return {batch, seq, batch * seq, multiprocessors};
 }
 
 bool checkExpr(const Expr &expr, std::string *error) {

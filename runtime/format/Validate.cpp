@@ -564,7 +564,8 @@ bool validateContents(const EngineContents &contents,
       int64_t maxSeq = isPrefill ? config.maxPrefillTokens : 1;
       int64_t minBatch = isInit ? config.maxBatch : 1;
       for (const SymbolValues &symbols :
-           {makeSymbols(minBatch, 1), makeSymbols(config.maxBatch, maxSeq)}) {
+           {makeSymbols(minBatch, 1, 1),
+            makeSymbols(config.maxBatch, maxSeq, kMaxMultiprocessors)}) {
         if (!checkLaunchAt(contents, program, i, symbols, error))
           return false;
       }

@@ -114,6 +114,7 @@ std::shared_ptr<Engine> Engine::load(const std::string &path,
             "cudaGetDeviceProperties");
   e.deviceName = props.name;
   e.deviceSm = static_cast<uint32_t>(props.major * 10 + props.minor);
+  e.multiprocessors = std::max(1, props.multiProcessorCount);
   e.maxSharedOptin = props.sharedMemPerBlockOptin;
 
   bool allHavePtx = !e.contents.modules.empty();

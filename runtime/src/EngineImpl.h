@@ -22,6 +22,8 @@ struct Engine::Impl {
   int device = 0;
   std::string deviceName;
   uint32_t deviceSm = 0;
+  /// Streaming multiprocessors: the plan's symbol M.
+  int64_t multiprocessors = 1;
   bool usePtx = false;
   /// Largest dynamic shared memory a block may opt into on this device.
   uint64_t maxSharedOptin = 0;

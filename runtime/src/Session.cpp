@@ -225,7 +225,8 @@ void Session::Impl::allocate() {
 PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
                                        uint32_t seq) {
   const format::Program &program = e.contents.programs[programIndex];
-  format::SymbolValues symbols = format::makeSymbols(batch, seq);
+  format::SymbolValues symbols =
+      format::makeSymbols(batch, seq, e.multiprocessors);
   PreparedProgram prepared;
   prepared.reserve(program.launches.size());
   auto fail = [&](size_t index, const std::string &why) -> Error {

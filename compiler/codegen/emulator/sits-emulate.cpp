@@ -65,7 +65,10 @@ const char *kUsage =
     "       sits-emulate ENGINE --cuda KERNELS.cu [--poison] generate "
     "--tokens 1,2,3[;...] --max-new-tokens N\n"
     "  --calibration-log FILE.json  (quantized KV cache) write the "
-    "quantization statistics after the run\n";
+    "quantization statistics after the run\n"
+    "  --multiprocessors N  the SMs of the emulated GPU (the plan's M; "
+    "default 2, so that kernels with a grid of a few blocks per SM loop "
+    "over their work)\n";
 
 struct Options {
   std::string engine, cuda, mode, out, calibrationLog;
@@ -73,6 +76,7 @@ struct Options {
   int64_t prefill = 1, maxNewTokens = 16;
   bool poison = false;
   bool reverse = false;
+  int64_t multiprocessors = 2;
 };
 
 std::vector<std::vector<int32_t>> parseTokens(const std::string &text) {
@@ -126,7 +130,17 @@ Options parseArgs(int argc, char **argv) {
       o.maxNewTokens = std::stol(value(i));
     else if (a == "--out")
       o.out = value(i);
-    else if (a == "--calibration-log")
+    else if (a == "--multiprocessors") {
+      std::string text = value(i);
+      char *end = nullptr;
+      long count = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end || count < 1 ||
+          count > format::kMaxMultiprocessors)
+        die("--multiprocessors must be a number from 1 to " +
+            std::to_string(format::kMaxMultiprocessors) + ", got '" + text +
+            "'");
+      o.multiprocessors = count;
+    } else if (a == "--calibration-log")
       o.calibrationLog = value(i);
     else if (a == "score" || a == "generate")
       o.mode = a;
@@ -284,6 +298,7 @@ private:
   std::vector<char *> addresses;
   int32_t *tokenIds = nullptr, *pastLengths = nullptr, *stepLengths = nullptr;
   float *logits = nullptr;
+  int64_t multiprocessors = 2;
   uint32_t bucketFor(uint32_t batch) const;
 };
 
@@ -302,6 +317,7 @@ Emulator::Emulator(const Options &options, const std::string &object) {
   if (!launchFn || !setReverse)
     die("the compiled kernels lack the emulation entry points");
   setReverse(options.reverse ? 1 : 0);
+  multiprocessors = options.multiprocessors;
   for (const format::KernelRef &kernel : contents.kernels) {
     auto fn = reinterpret_cast<void (*)(void **)>(
         dlsym(library, (kernel.function + "__emulate").c_str()));
@@ -391,7 +407,8 @@ void Emulator::checkGuards(const std::string &what) {
 
 void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq) {
   int index = contents.findProgram(name);
-  format::SymbolValues symbols = format::makeSymbols(batch, seq);
+  format::SymbolValues symbols =
+      format::makeSymbols(batch, seq, multiprocessors);
   const format::Program &program = contents.programs[index];
   for (size_t i = 0; i < program.launches.size(); ++i) {
     const format::Launch &launch = program.launches[i];

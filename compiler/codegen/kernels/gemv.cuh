@@ -156,13 +156,17 @@ __device__ void gemv(const float *__restrict__ x,
 // token g's x at the same k (its B registers). One 32-wide chunk of k is
 // then two mmas per 16-row tile.
 //
-// A block owns kTilesPerBlock tiles of 16 rows over the whole of K; its 8
-// warps take the chunks of K in turn (warp w: chunks w, w + 8, ...), kUnroll
-// chunks per step. The weights of a step travel by cp.async into the lane's
-// own slots of a ring of kStages steps in shared memory, so that kStages - 1
-// steps (8 x 16 bytes each) per lane are in flight while the lane computes;
-// no lane reads another's slots, so no barrier is needed. x comes from L1.
-// The warps' partial sums meet in shared memory and are added in warp order
+// An item is kTilesPerBlock tiles of 16 rows over the whole of K. A block
+// takes items blockIdx.x, blockIdx.x + gridDim.x, ... (the grid is at most
+// two blocks per SM, so that a large matrix is streamed by resident blocks
+// without a gap between items); its 8 warps take the chunks of K in turn
+// (warp w: chunks w, w + 8, ...), kUnroll chunks per step. The weights of a
+// step travel by cp.async into the lane's own slots of a ring of kStages steps
+// in shared memory, so that kStages - 1 steps (8 x 16 bytes each) per lane are
+// in flight while the lane computes; no lane reads another's slots, so no
+// barrier is needed. The ring runs on across the block's items: the next item's
+// first copies are in flight while the last one's sums are added. x comes from
+// L1. The warps' partial sums meet in shared memory and are added in warp order
 // (deterministic; a token's result does not depend on the other tokens of
 // the batch), and the epilogue adds the bias, the residual, or computes
 // act(gate) * up.
@@ -173,8 +177,9 @@ __device__ void gemv(const float *__restrict__ x,
 // first sums the squares of token w's row of x, and every x value is then
 // x / rms * (norm_weight + offset), norm.cuh's formula, before rounding.
 //
-// Launch: grid.x = ceil(kTotalTiles / kTilesPerBlock), block 256, dynamic
-// shared memory gemvTensorCoreSharedBytes<...>().
+// Launch: grid.x = min(ceil(kTotalTiles / kTilesPerBlock), 2 * SMs) (any
+// grid is correct), block 256, dynamic shared memory
+// gemvTensorCoreSharedBytes<...>().
 
 constexpr int kTcWarps = 8;
 constexpr int kTcThreads = kTcWarps * kWarpSize;
@@ -189,8 +194,7 @@ __host__ __device__ constexpr int tcPieces(int mats, int tilesPerBlock,
 
 /// Dynamic shared memory of gemvTensorCore (also computed by Launches.cpp).
 __host__ __device__ constexpr int
-gemvTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll,
-                          int stages) {
+gemvTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll, int stages) {
   return 16 * (stages * tcPieces(mats, tilesPerBlock, unroll) * kTcThreads +
                kTcWarps * mats * tilesPerBlock * kWarpSize);
 }
@@ -215,9 +219,8 @@ __device__ __forceinline__ void tcTileRows(int tile, int *segment,
 
 /// x[e] / rms * (weight[e] + offset) for the 8 floats of `x` and of
 /// `weight` (their bits), norm.cuh's rms_norm formula.
-__device__ __forceinline__ void normalize8(uint4 (&x)[2],
-                                           const uint4 (&weight)[2], float rms,
-                                           float offset) {
+__device__ __forceinline__ void
+normalize8(uint4 (&x)[2], const uint4 (&weight)[2], float rms, float offset) {
   u32 *bits = reinterpret_cast<u32 *>(x);
   const u32 *w = reinterpret_cast<const u32 *>(weight);
   for (int e = 0; e < 8; ++e)
@@ -263,33 +266,52 @@ gemvTensorCore(const float *__restrict__ x,
   const int g = lane / 4, t = lane % 4;
   // Steps of this warp: its chunks, kUnroll at a time.
   const int steps =
-      warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U)
-                     : 0;
+      warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U) : 0;
 
-  // This lane's rows g and g + 8 of every tile, at its k offset 8t (null
-  // past the end of a segment or of the tile space).
+  // The block's items (kTilesPerBlock tiles each): blockIdx.x, then every
+  // gridDim.x-th; the copies run on across items, so that a block streams
+  // its weights without a gap between tiles.
+  constexpr int kItems = (Cfg::kTotalTiles + M - 1) / M;
+  const int items =
+      static_cast<int>(blockIdx.x) < kItems
+          ? (kItems - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x
+          : 0;
+  auto firstTile = [&](int item) {
+    return (static_cast<int>(blockIdx.x) + item * static_cast<int>(gridDim.x)) *
+           M;
+  };
+
+  // This lane's rows g and g + 8 of every tile of item `rowItem`, at its k
+  // offset 8t (null past the end of a segment or of the tile space).
   const Storage *rowPtr[kMats][M][2];
-  for (int m = 0; m < M; ++m) {
-    const int tile = blockIdx.x * M + m;
-    int segment = 0, firstRow = 0;
-    tcTileRows<Cfg>(tile, &segment, &firstRow);
-    for (int mat = 0; mat < kMats; ++mat) {
-      const int s = kGated ? mat : segment;
-      for (int h = 0; h < 2; ++h) {
-        const int row = firstRow + g + 8 * h;
-        rowPtr[mat][m][h] =
-            tile < Cfg::kTotalTiles && row < Cfg::rows(s)
-                ? select<Cfg::kSegments>(weights, s) +
-                      static_cast<long>(row) * Cfg::kK + 8 * t
-                : nullptr;
+  int rowItem = -1;
+  auto setRows = [&](int item) {
+    rowItem = item;
+    for (int m = 0; m < M; ++m) {
+      const int tile = firstTile(item) + m;
+      int segment = 0, firstRow = 0;
+      tcTileRows<Cfg>(tile, &segment, &firstRow);
+      for (int mat = 0; mat < kMats; ++mat) {
+        const int s = kGated ? mat : segment;
+        for (int h = 0; h < 2; ++h) {
+          const int row = firstRow + g + 8 * h;
+          rowPtr[mat][m][h] = tile < Cfg::kTotalTiles && row < Cfg::rows(s)
+                                  ? select<Cfg::kSegments>(weights, s) +
+                                        static_cast<long>(row) * Cfg::kK + 8 * t
+                                  : nullptr;
+        }
       }
     }
-  }
-  // Starts the copies of step `step` into its ring slot (an empty group
-  // past the last step, so that every wait counts the same groups).
-  auto issue = [&](int step) {
-    if (step < steps) {
-      uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
+  };
+  // Starts the copies of the block's step `index` (item index / steps, step
+  // index % steps) into its ring slot (an empty group past the last step,
+  // so that every wait counts the same groups).
+  auto issue = [&](int index) {
+    if (index < items * steps) {
+      const int item = index / steps, step = index - item * steps;
+      if (item != rowItem)
+        setRows(item);
+      uint4 *slot = ring + (index % kStages) * kPieces * kTcThreads + tid;
       const int c0 = warp + step * kTcWarps * U;
       for (int u = 0; u < U; ++u) {
         const int c = c0 + u * kTcWarps;
@@ -348,115 +370,122 @@ gemvTensorCore(const float *__restrict__ x,
         }
       squares = warpSum(squares);
       if (lane == 0)
-        normRms[warp] = sqrtf(squares / static_cast<float>(Cfg::kK) +
-                              Cfg::kNormEpsilon);
+        normRms[warp] =
+            sqrtf(squares / static_cast<float>(Cfg::kK) + Cfg::kNormEpsilon);
       __syncthreads();
       rms = normRms[g];
     }
 
-    float acc[kMats][M][4];
-    for (int mat = 0; mat < kMats; ++mat)
-      for (int m = 0; m < M; ++m)
-        for (int i = 0; i < 4; ++i)
-          acc[mat][m][i] = 0.0f;
-
     if (t0 > 0)
       for (int s = 0; s + 1 < kStages; ++s)
         issue(s);
-    for (int step = 0; step < steps; ++step) {
-      issue(step + kStages - 1);
-      uint4 xv[U][2];
-      // With kNorm, the norm weights of the same k (loaded with x, before
-      // the wait, so that no load is left in the loop of mmas).
-      uint4 gamma[Cfg::kNorm ? U : 1][2];
-      const int c0 = warp + step * kTcWarps * U;
-      for (int u = 0; u < U; ++u) {
-        const int c = c0 + u * kTcWarps;
-        const bool hasX = xRow && c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
-        const float *p = xRow + static_cast<long>(c) * kTcChunk;
-        xv[u][0] = load16If<false>(hasX, p);
-        xv[u][1] = load16If<false>(hasX, p + 4);
-        if constexpr (Cfg::kNorm) {
-          const float *w = normWeight + static_cast<long>(c) * kTcChunk + 8 * t;
-          gamma[u][0] = load16If<false>(hasX, w);
-          gamma[u][1] = load16If<false>(hasX, w + 4);
-        }
-      }
-      copyAsyncWait<kStages - 1>(); // this step's copies have landed
-      const uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
-      for (int u = 0; u < U; ++u) {
-        if constexpr (Cfg::kNorm)
-          normalize8(xv[u], gamma[u], rms, Cfg::kNormWeightOffset);
-        const u32 b0 = packPair<W>(__uint_as_float(xv[u][0].x),
-                                   __uint_as_float(xv[u][0].y));
-        const u32 b1 = packPair<W>(__uint_as_float(xv[u][0].z),
-                                   __uint_as_float(xv[u][0].w));
-        const u32 b2 = packPair<W>(__uint_as_float(xv[u][1].x),
-                                   __uint_as_float(xv[u][1].y));
-        const u32 b3 = packPair<W>(__uint_as_float(xv[u][1].z),
-                                   __uint_as_float(xv[u][1].w));
-        for (int mat = 0; mat < kMats; ++mat)
-          for (int m = 0; m < M; ++m) {
-            const int piece = ((u * kMats + mat) * M + m) * 2;
-            const uint4 lo = slot[piece * kTcThreads];
-            const uint4 hi = slot[(piece + 1) * kTcThreads];
-            // Elements 0-3 of the 16 bytes are one mma's k, 4-7 the next's.
-            mma16816<W>(acc[mat][m], lo.x, hi.x, lo.y, hi.y, b0, b1);
-            mma16816<W>(acc[mat][m], lo.z, hi.z, lo.w, hi.w, b2, b3);
+    for (int item = 0; item < items; ++item) {
+      float acc[kMats][M][4];
+      for (int mat = 0; mat < kMats; ++mat)
+        for (int m = 0; m < M; ++m)
+          for (int i = 0; i < 4; ++i)
+            acc[mat][m][i] = 0.0f;
+
+      for (int step = 0; step < steps; ++step) {
+        const int index = item * steps + step;
+        issue(index + kStages - 1);
+        uint4 xv[U][2];
+        // With kNorm, the norm weights of the same k (loaded with x, before
+        // the wait, so that no load is left in the loop of mmas).
+        uint4 gamma[Cfg::kNorm ? U : 1][2];
+        const int c0 = warp + step * kTcWarps * U;
+        for (int u = 0; u < U; ++u) {
+          const int c = c0 + u * kTcWarps;
+          const bool hasX =
+              xRow && c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
+          const float *p = xRow + static_cast<long>(c) * kTcChunk;
+          xv[u][0] = load16If<false>(hasX, p);
+          xv[u][1] = load16If<false>(hasX, p + 4);
+          if constexpr (Cfg::kNorm) {
+            const float *w =
+                normWeight + static_cast<long>(c) * kTcChunk + 8 * t;
+            gamma[u][0] = load16If<false>(hasX, w);
+            gamma[u][1] = load16If<false>(hasX, w + 4);
           }
-      }
-    }
-    copyAsyncWait<0>();
-
-    for (int mat = 0; mat < kMats; ++mat)
-      for (int m = 0; m < M; ++m)
-        partial[(warp * kMats + mat) * M * kWarpSize + m * kWarpSize + lane] =
-            make_float4(acc[mat][m][0], acc[mat][m][1], acc[mat][m][2],
-                        acc[mat][m][3]);
-    __syncthreads();
-
-    const float *sums = reinterpret_cast<const float *>(partial);
-    constexpr int kPerWarp = kMats * M * kWarpSize * 4;
-    for (int e = tid; e < M * kWarpSize * 4; e += kTcThreads) {
-      const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
-      const int owner = r / 4, i = r % 4;
-      const int token = t0 + 2 * (owner % 4) + (i & 1);
-      const int tile = blockIdx.x * M + m;
-      int segment = 0, firstRow = 0;
-      tcTileRows<Cfg>(tile, &segment, &firstRow);
-      const int row = firstRow + owner / 4 + (i >= 2 ? 8 : 0);
-      if (tile >= Cfg::kTotalTiles || token >= tokens ||
-          row >= Cfg::rows(segment))
-        continue;
-      float value[kMats];
-      for (int mat = 0; mat < kMats; ++mat) {
-        float sum = 0.0f;
-        for (int v = 0; v < kTcWarps; ++v)
-          sum += sums[v * kPerWarp + (mat * M + m) * kWarpSize * 4 + r];
-        value[mat] = sum;
-      }
-      if constexpr (kGated) {
-        if (Cfg::hasBias(0))
-          value[0] += biases[0][row];
-        if (Cfg::hasBias(1))
-          value[kMats - 1] += biases[1][row];
-        outs[0][static_cast<long>(token) * Cfg::rows(0) + row] =
-            activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
-      } else {
-        if constexpr (Cfg::kGatherLast) {
-          if (stepLengths[token] <= 0)
-            continue;
         }
-        float sum = value[0];
-        if (Cfg::hasBias(segment))
-          sum += select<Cfg::kSegments>(biases, segment)[row];
-        const long index = static_cast<long>(token) * Cfg::rows(segment) + row;
-        if constexpr (Cfg::kEpilogue == kResidual)
-          sum += residual[index];
-        select<Cfg::kSegments>(outs, segment)[index] = sum;
+        copyAsyncWait<kStages - 1>(); // this step's copies have landed
+        const uint4 *slot =
+            ring + (index % kStages) * kPieces * kTcThreads + tid;
+        for (int u = 0; u < U; ++u) {
+          if constexpr (Cfg::kNorm)
+            normalize8(xv[u], gamma[u], rms, Cfg::kNormWeightOffset);
+          const u32 b0 = packPair<W>(__uint_as_float(xv[u][0].x),
+                                     __uint_as_float(xv[u][0].y));
+          const u32 b1 = packPair<W>(__uint_as_float(xv[u][0].z),
+                                     __uint_as_float(xv[u][0].w));
+          const u32 b2 = packPair<W>(__uint_as_float(xv[u][1].x),
+                                     __uint_as_float(xv[u][1].y));
+          const u32 b3 = packPair<W>(__uint_as_float(xv[u][1].z),
+                                     __uint_as_float(xv[u][1].w));
+          for (int mat = 0; mat < kMats; ++mat)
+            for (int m = 0; m < M; ++m) {
+              const int piece = ((u * kMats + mat) * M + m) * 2;
+              const uint4 lo = slot[piece * kTcThreads];
+              const uint4 hi = slot[(piece + 1) * kTcThreads];
+              // Elements 0-3 of the 16 bytes are one mma's k, 4-7 the next's.
+              mma16816<W>(acc[mat][m], lo.x, hi.x, lo.y, hi.y, b0, b1);
+              mma16816<W>(acc[mat][m], lo.z, hi.z, lo.w, hi.w, b2, b3);
+            }
+        }
       }
+
+      // The next item's first copies are in flight meanwhile.
+      for (int mat = 0; mat < kMats; ++mat)
+        for (int m = 0; m < M; ++m)
+          partial[(warp * kMats + mat) * M * kWarpSize + m * kWarpSize + lane] =
+              make_float4(acc[mat][m][0], acc[mat][m][1], acc[mat][m][2],
+                          acc[mat][m][3]);
+      __syncthreads();
+
+      const float *sums = reinterpret_cast<const float *>(partial);
+      constexpr int kPerWarp = kMats * M * kWarpSize * 4;
+      for (int e = tid; e < M * kWarpSize * 4; e += kTcThreads) {
+        const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
+        const int owner = r / 4, i = r % 4;
+        const int token = t0 + 2 * (owner % 4) + (i & 1);
+        const int tile = firstTile(item) + m;
+        int segment = 0, firstRow = 0;
+        tcTileRows<Cfg>(tile, &segment, &firstRow);
+        const int row = firstRow + owner / 4 + (i >= 2 ? 8 : 0);
+        if (tile >= Cfg::kTotalTiles || token >= tokens ||
+            row >= Cfg::rows(segment))
+          continue;
+        float value[kMats];
+        for (int mat = 0; mat < kMats; ++mat) {
+          float sum = 0.0f;
+          for (int v = 0; v < kTcWarps; ++v)
+            sum += sums[v * kPerWarp + (mat * M + m) * kWarpSize * 4 + r];
+          value[mat] = sum;
+        }
+        if constexpr (kGated) {
+          if (Cfg::hasBias(0))
+            value[0] += biases[0][row];
+          if (Cfg::hasBias(1))
+            value[kMats - 1] += biases[1][row];
+          outs[0][static_cast<long>(token) * Cfg::rows(0) + row] =
+              activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
+        } else {
+          if constexpr (Cfg::kGatherLast) {
+            if (stepLengths[token] <= 0)
+              continue;
+          }
+          float sum = value[0];
+          if (Cfg::hasBias(segment))
+            sum += select<Cfg::kSegments>(biases, segment)[row];
+          const long index =
+              static_cast<long>(token) * Cfg::rows(segment) + row;
+          if constexpr (Cfg::kEpilogue == kResidual)
+            sum += residual[index];
+          select<Cfg::kSegments>(outs, segment)[index] = sum;
+        }
+      }
+      __syncthreads(); // `partial` is read before the next item reuses it
     }
-    __syncthreads(); // `partial` is read before the next tokens reuse it
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens
 }

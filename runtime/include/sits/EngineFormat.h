@@ -144,8 +144,13 @@ enum class Symbol : uint32_t {
   Batch = 0,  ///< B: sequences in the step (a decode step: the graph bucket).
   Seq = 1,    ///< S: new tokens per sequence in the step (1 in decode).
   Tokens = 2, ///< T = B * S.
+  /// M: the device's streaming multiprocessors, for the grids of kernels
+  /// that loop over their work (a grid of a few blocks per SM).
+  Multiprocessors = 3,
 };
-constexpr uint32_t kNumSymbols = 3;
+constexpr uint32_t kNumSymbols = 4;
+/// The range of M a plan is validated at.
+constexpr int64_t kMaxMultiprocessors = 1024;
 const char *symbolName(uint32_t symbol);
 
 enum class ExprOp : uint32_t {
@@ -177,6 +182,7 @@ struct Expr {
   static Expr batch() { return symbol(Symbol::Batch); }
   static Expr seq() { return symbol(Symbol::Seq); }
   static Expr tokens() { return symbol(Symbol::Tokens); }
+  static Expr multiprocessors() { return symbol(Symbol::Multiprocessors); }
 
   /// Readable infix form, for --inspect and error messages.
   std::string toString() const;
@@ -190,7 +196,9 @@ Expr min(const Expr &lhs, const Expr &rhs);
 Expr max(const Expr &lhs, const Expr &rhs);
 
 using SymbolValues = std::array<int64_t, kNumSymbols>;
-SymbolValues makeSymbols(int64_t batch, int64_t seq);
+/// The symbols of a step of B sequences of S tokens on a device with
+/// `multiprocessors` SMs.
+SymbolValues makeSymbols(int64_t batch, int64_t seq, int64_t multiprocessors);
 
 /// Checks that `expr` is well formed (known ops and symbols, balanced stack,
 /// at most kMaxExprOps terms).

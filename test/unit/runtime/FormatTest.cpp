@@ -81,18 +81,25 @@ TEST(Expr, EvaluatesWithSymbols) {
   int64_t v;
   std::string error;
   ASSERT_TRUE(checkExpr(grid, &error)) << error;
-  ASSERT_TRUE(evalExpr(grid, makeSymbols(4, 100), &v, &error)) << error;
+  ASSERT_TRUE(evalExpr(grid, makeSymbols(4, 100, 132), &v, &error)) << error;
   EXPECT_EQ(v, 10); // ceil(1200 / 128)
   EXPECT_EQ(grid.toString(), "ceil_div((T*3), 128)");
   Expr m = max(min(Expr::batch(), Expr::constant(2)),
                Expr::seq() - Expr::constant(9));
-  ASSERT_TRUE(evalExpr(m, makeSymbols(8, 5), &v, &error));
+  ASSERT_TRUE(evalExpr(m, makeSymbols(8, 5, 132), &v, &error));
   EXPECT_EQ(v, 2);
+  Expr persistent =
+      min(Expr::constant(500), Expr::multiprocessors() * Expr::constant(2));
+  ASSERT_TRUE(evalExpr(persistent, makeSymbols(1, 1, 132), &v, &error));
+  EXPECT_EQ(v, 264);
+  ASSERT_TRUE(evalExpr(persistent, makeSymbols(1, 1, 1024), &v, &error));
+  EXPECT_EQ(v, 500);
+  EXPECT_EQ(persistent.toString(), "min(500, (M*2))");
   ASSERT_TRUE(evalExpr(floorDiv(Expr::constant(-7), Expr::constant(2)),
-                       makeSymbols(1, 1), &v, &error));
+                       makeSymbols(1, 1, 132), &v, &error));
   EXPECT_EQ(v, -4);
   ASSERT_TRUE(evalExpr(ceilDiv(Expr::constant(-7), Expr::constant(2)),
-                       makeSymbols(1, 1), &v, &error));
+                       makeSymbols(1, 1, 132), &v, &error));
   EXPECT_EQ(v, -3);
 }
 
@@ -100,10 +107,10 @@ TEST(Expr, RejectsOverflowDivisionByZeroAndMalformed) {
   int64_t v;
   std::string error;
   Expr big = Expr::constant(INT64_MAX) + Expr::batch();
-  EXPECT_FALSE(evalExpr(big, makeSymbols(1, 1), &v, &error));
+  EXPECT_FALSE(evalExpr(big, makeSymbols(1, 1, 132), &v, &error));
   EXPECT_NE(error.find("overflows"), std::string::npos) << error;
   Expr div = ceilDiv(Expr::tokens(), Expr::seq() - Expr::seq());
-  EXPECT_FALSE(evalExpr(div, makeSymbols(2, 3), &v, &error));
+  EXPECT_FALSE(evalExpr(div, makeSymbols(2, 3, 132), &v, &error));
   EXPECT_NE(error.find("divides by 0"), std::string::npos) << error;
   Expr bad;
   bad.terms = {{ExprOp::Const, 1}, {ExprOp::Add, 0}};
