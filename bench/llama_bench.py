@@ -154,6 +154,7 @@ def export_by_layers(model, folder, dtype="fp32"):
     the model's own weights. The same graph as export_onnx gives, in
     seconds instead of minutes for billions of weights."""
     import shutil
+    import numpy as np
     import torch
     import onnx
     import onnx_graft
@@ -183,8 +184,14 @@ def export_by_layers(model, folder, dtype="fp32"):
     shutil.rmtree(twin_folder)
     params = dict(model.named_parameters())
 
-    def fetch(name):
-        return params[name].detach().cpu().numpy()
+    def fetch(name, transposed, dtype):
+        # Transposed and cast where the weights are (the GPU), then copied.
+        tensor = params[name].detach()
+        if transposed:
+            tensor = tensor.t()
+        cast = torch.float32 if np.dtype(dtype) == np.float32 else \
+            torch.float16
+        return tensor.to(cast).contiguous().cpu().numpy()
 
     onnx_graft.save(grown, sources, fetch, folder)
     return os.path.join(folder, "model.onnx")
@@ -416,6 +423,9 @@ def main():
     parser.add_argument("--export-dtype", choices=["fp32", "fp16"],
                         default="fp32",
                         help="graph type of the ONNX export (see export_onnx)")
+    parser.add_argument("--torch-batches",
+                        help="batches with torch.compile references "
+                             "(default: all of --batches)")
     parser.add_argument("--export-method", choices=["graft", "dynamo"],
                         default="graft",
                         help="graft: export a two-layer twin and grow it "
@@ -496,10 +506,12 @@ def main():
     new = args.new_tokens
     short = [c for c in contexts if c <= 128]
     full_len = max(contexts) + new + 8
+    torch_batches = batches if not args.torch_batches else \
+        [int(b) for b in args.torch_batches.split(",")]
     plans = []
-    if short:
+    if short and 1 in torch_batches:
         plans.append((1, short, max(short) + new + 8, "tight cache"))
-    for batch in batches:
+    for batch in torch_batches:
         rest = [c for c in contexts if batch > 1 or c > 128]
         if rest:
             plans.append((batch, rest, full_len, "full cache"))

@@ -272,10 +272,21 @@ def graft(twin, twin_params, layers, twin_vocab, vocab):
     return twin, sources
 
 
+def from_arrays(fetch):
+    """A fetch for save() from fetch(parameter) -> numpy array in the
+    parameter's layout (transposed and cast here, on the CPU)."""
+    def layout(param, transposed, dtype):
+        array = np.asarray(fetch(param))
+        return np.ascontiguousarray(array.T if transposed else array,
+                                    dtype=dtype)
+    return layout
+
+
 def save(model, sources, fetch, folder, name="model.onnx"):
     """Writes `model` to folder/name with the weights of `sources`, each
-    fetched as fetch(parameter) -> numpy array (transposed and cast here),
-    in one external data file; returns the bytes written."""
+    fetched as fetch(parameter, transposed, numpy dtype) -> a contiguous
+    numpy array in the initializer's layout (from_arrays makes one from
+    arrays), in one external data file; returns the bytes written."""
     os.makedirs(folder, exist_ok=True)
     data_name = name + ".data"
     data_path = os.path.join(folder, data_name)
@@ -288,14 +299,12 @@ def save(model, sources, fetch, folder, name="model.onnx"):
                                      "parameter" % init.name)
                 continue
             param, transposed, dtype, shape = sources[init.name]
-            array = np.asarray(fetch(param))
-            if transposed:
-                array = array.T
-            array = np.ascontiguousarray(array, dtype=dtype)
-            if tuple(array.shape) != tuple(shape):
-                raise GraftError("parameter %s has shape %s, initializer %s "
-                                 "needs %s" % (param, array.shape, init.name,
-                                               shape))
+            array = fetch(param, transposed, dtype)
+            if tuple(array.shape) != tuple(shape) or array.dtype != dtype:
+                raise GraftError("parameter %s came as %s %s, initializer %s "
+                                 "needs %s %s" % (param, array.dtype,
+                                                  array.shape, init.name,
+                                                  np.dtype(dtype), shape))
             padding = (-offset) % ALIGNMENT
             data.write(b"\0" * padding)
             offset += padding

@@ -30,6 +30,8 @@
 # two-layer twin grown to the model's depth with its weights
 # (bench/onnx_graft.py); SITS_BENCH_EXPORT_METHOD=dynamo exports the model
 # itself (more than 5 minutes for the 8B shape).
+# $SITS_BENCH_TORCH_BATCHES (default: the batches) limits the
+# torch.compile references (each batch compiles for about 40 s).
 # $SITS_BENCH_KV (default fp16) lists KV caches to measure: with
 # "fp16,int4" (or int8) an engine with that quantized cache is compiled
 # from the same export and measured at $SITS_BENCH_KV_CONTEXTS (default
@@ -143,7 +145,7 @@ for shape in "${SHAPES[@]}"; do
   fi
   int4_engine="$dir/model-int4.sits"
   int4_args=()
-  [ $INT4 = 1 ] && int4_args=(--int4-engine "$int4_engine" --int4-args "$INT4_OPTIONS")
+  [ $INT4 = 1 ] && int4_args=(--int4-engine "$int4_engine" "--int4-args=$INT4_OPTIONS")
   deadline=$((START + BUDGET - reserve - later))
   stamp "$shape: model, ONNX export, sitsc (background), PyTorch references"
   # The 8B shape exports its fp16 graph (16 GB instead of 32 GB of float32
@@ -152,6 +154,7 @@ for shape in "${SHAPES[@]}"; do
   python3 "$ROOT/bench/llama_bench.py" --shape "$shape" --work "$dir" \
     --export-dtype "$export_dtype" \
     --export-method "${SITS_BENCH_EXPORT_METHOD:-graft}" \
+    --torch-batches "${SITS_BENCH_TORCH_BATCHES:-$BATCHES}" \
     --json "$OUT/torch-$shape.json" --contexts "$CONTEXTS" \
     --batches "$BATCHES" --new-tokens 128 --deadline "$deadline" \
     --sitsc "$SITSC" --engine "$engine" --sitsc-args "$ENGINE_OPTIONS" \

@@ -512,7 +512,9 @@ PlannedLaunch planAppend(const AppendLaunch &desc) {
          (desc.queryRope ? "query, query_table, query_out"
                          : "nullptr, nullptr, nullptr") +
          ", past_lengths, step_lengths, seq_len)");
-  b.setGrid(Expr::tokens());
+  // Blocks of a token share its row (kv_cache.cuh): about one element per
+  // thread.
+  b.setGrid(Expr::tokens(), Expr::constant((width + threads - 1) / threads));
   return b.take();
 }
 

@@ -57,7 +57,9 @@ struct CodegenOptions {
   /// Decode CUDA-graph batch sizes; empty: the runtime's default.
   std::vector<uint32_t> batchBuckets;
   /// Fuse decode rms_norms into the GEMV that reads them (Planner.cpp).
-  bool fuseNorms = true;
+  /// Off by default: the fused GEMVs ran at a third to a half of the plain
+  /// ones' bandwidth on the H200 (docs/performance.md).
+  bool fuseNorms = false;
 };
 
 } // namespace sits::codegen

@@ -58,10 +58,11 @@ cl::opt<int64_t> maxPrefillTokens(
     cl::desc("Tokens per sequence in one prefill chunk (default: 512, at "
              "most --max-seq-len)"),
     cl::init(0), cl::cat(sits::sitsc::getCategory()));
-cl::opt<bool> noNormFusion(
-    "no-norm-fusion",
-    cl::desc("Keep each decode rms_norm a launch of its own instead of "
-             "normalizing in the GEMV that reads it (for comparison)"),
+cl::opt<bool> normFusion(
+    "norm-fusion",
+    cl::desc("Normalize in the decode GEMV that reads each rms_norm instead "
+             "of a launch of its own (measured slower on the H200: "
+             "docs/performance.md)"),
     cl::init(false), cl::cat(sits::sitsc::getCategory()));
 cl::opt<std::string> batchBuckets(
     "batch-buckets",
@@ -76,7 +77,7 @@ codegen::CodegenOptions getCodegenOptions() {
   options.target = *codegen::parseTarget(targetName, &error);
   options.weightType = *codegen::parseWeightType(dtypeName, &error);
   options.maxPrefillTokens = maxPrefillTokens;
-  options.fuseNorms = !noNormFusion;
+  options.fuseNorms = normFusion;
   if (!batchBuckets.empty())
     options.batchBuckets = *codegen::parseBatchBuckets(batchBuckets, &error);
   return options;
@@ -291,7 +292,7 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       " --max-prefill-tokens=" +
       std::to_string(planned->model.maxPrefillTokens) +
       (batchBuckets.empty() ? "" : " --batch-buckets=" + batchBuckets) +
-      (noNormFusion ? " --no-norm-fusion" : "") +
+      (normFusion ? " --norm-fusion" : "") +
       (options.weights == "fp16"
            ? ""
            : " --weights=" + options.weights.getValue() + " --weight-group=" +

@@ -81,7 +81,7 @@ def grow(twin_path, layers, vocab, fetch, folder):
     params = twin_parameters(twin)
     twin_vocab = params["m.model.embed_tokens.weight"].shape[0]
     model, sources = onnx_graft.graft(twin, params, layers, twin_vocab, vocab)
-    onnx_graft.save(model, sources, fetch, folder)
+    onnx_graft.save(model, sources, onnx_graft.from_arrays(fetch), folder)
     return os.path.join(folder, "model.onnx")
 
 

@@ -1,6 +1,8 @@
 //===- kv_cache.cuh - Writing a step's keys and values into the cache -----===//
 //
-// One block per token t = b * S + i, at position p = past_lengths[b] + i.
+// Blocks (t, y) for token t = b * S + i, at position p = past_lengths[b] +
+// i; the gridDim.y blocks of a token share its elements (a token's row is
+// short, and one block walking it would wait on one load after another).
 // Keys (rotated here when their RoPE fused into this kernel) and values go
 // to row p of sequence b in this layer's slice of the cache,
 // `[max_batch, kv_heads, capacity, head_dim]`, in the cache's storage type.
@@ -35,13 +37,15 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
   typedef typename Cfg::Cache C;
   constexpr long kWidth = Cfg::kKvHeads * Cfg::kHeadDim;
   const int t = blockIdx.x, b = t / seqLen, i = t % seqLen;
+  const int first = blockIdx.y * Cfg::kThreads + threadIdx.x;
+  const int stride = gridDim.y * Cfg::kThreads;
 
   if constexpr (Cfg::kQueryRope) {
     typedef typename Cfg::QueryRope Q;
     constexpr long kQueryWidth = Q::kHeads * Q::kHeadDim;
     ropeRow<Q, Cfg::kThreads>(query + t * kQueryWidth,
                               ropeTableRow<Q>(queryTable, pastLengths, b, i),
-                              queryOut + t * kQueryWidth);
+                              queryOut + t * kQueryWidth, first, stride);
   }
 
   const int position = positionOf(pastLengths, b, i);
@@ -52,7 +56,7 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
   const float *tableRow = nullptr;
   if constexpr (Cfg::kKeyRope)
     tableRow = ropeTableRow<typename Cfg::KeyRope>(keyTable, pastLengths, b, i);
-  for (int e = threadIdx.x; e < kWidth; e += Cfg::kThreads) {
+  for (int e = first; e < kWidth; e += stride) {
     const int head = e / Cfg::kHeadDim, d = e % Cfg::kHeadDim;
     float k = keyRow[e];
     if constexpr (Cfg::kKeyRope)

@@ -608,16 +608,16 @@ __device__ void tvcHead(const float *__restrict__ x,
                         const typename Cfg::Weight::Storage *const *weights,
                         float *logits, int tokens, int seqLen,
                         const int *__restrict__ stepLengths, void *scratch) {
-  // This block's rows of the logits.
-  int first, count;
-  if constexpr (Cfg::kTensorCore) {
-    first = blockIdx.x * Cfg::kTilesPerBlock * 16;
-    count = Cfg::kTilesPerBlock * 16;
-  } else {
-    first = blockIdx.x * Cfg::kWarps;
-    count = Cfg::kWarps;
-  }
-  count = min(count, Cfg::kVocab - first);
+  // This block's rows of the logits: items of kItemRows rows, blockIdx.x
+  // and every gridDim.x-th after it (the tensor-core head's grid may be
+  // smaller than its items).
+  constexpr int kItemRows = [] {
+    if constexpr (Cfg::kTensorCore)
+      return Cfg::kTilesPerBlock * 16;
+    else
+      return Cfg::kWarps;
+  }();
+  const long itemStride = static_cast<long>(gridDim.x) * kItemRows;
   __shared__ int anyLeft;
   if (threadIdx.x == 0)
     anyLeft = 0;
@@ -632,8 +632,12 @@ __device__ void tvcHead(const float *__restrict__ x,
         anyLeft = 1;
       continue;
     }
-    for (int i = threadIdx.x; i < count; i += blockDim.x)
-      logits[static_cast<long>(b) * Cfg::kVocab + first + i] = kNegInf;
+    for (long first = static_cast<long>(blockIdx.x) * kItemRows;
+         first < Cfg::kVocab; first += itemStride) {
+      const int count = min(kItemRows, static_cast<int>(Cfg::kVocab - first));
+      for (int i = threadIdx.x; i < count; i += blockDim.x)
+        logits[static_cast<long>(b) * Cfg::kVocab + first + i] = kNegInf;
+    }
   }
   __syncthreads();
   if (!anyLeft)
