@@ -41,7 +41,8 @@
 # SITS_BENCH_PROFILE=1 prints the kernels of a decode step of the fp16
 # engine with their times (bench/kernel_profile.py: Nsight Compute, batch 1,
 # contexts 32 and 8192) into profile-<shape>-b1-c<context>.json, and of
-# the second engine (int4 or SITS_BENCH_ALT_ARGS) at context 32.
+# the second engine (int4 or SITS_BENCH_ALT_ARGS) at context 32, and of
+# each quantized-KV engine at $SITS_BENCH_KV_CONTEXTS.
 # SITS_BENCH_SERIAL=1 also runs sits-bench on the fp16 engine with
 # --no-programmatic-launch (every kernel waits for the previous one to end)
 # at batches 1,8 and contexts 32,8192, into serial-<shape>.json: what
@@ -228,6 +229,13 @@ for shape in "${SHAPES[@]}"; do
     stamp "$shape: sits-bench ($kv KV) exit $?"
     python3 "$ROOT/bench/kv_compare.py" "$OUT/sits-$shape.json" \
       "$OUT/kv-$shape-$kv.json"
+    if [ "${SITS_BENCH_PROFILE:-0}" = 1 ]; then
+      for ctx in ${KV_CONTEXTS//,/ }; do
+        stamp "$shape: kernel profile (ncu) of the $kv KV cache, batch 1, context $ctx"
+        python3 "$ROOT/bench/kernel_profile.py" "$kvengine" --sits-bench "$BENCH" \
+          --batch 1 --context $ctx --json "$OUT/profile-kv$kv-$shape-b1-c$ctx.json"
+      done
+    fi
     rm -f "$kvengine"
   done
 done
