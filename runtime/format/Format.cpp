@@ -220,8 +220,7 @@ Expr ceilDiv(const Expr &l, const Expr &r) {
 Expr min(const Expr &l, const Expr &r) { return binary(l, r, ExprOp::Min); }
 Expr max(const Expr &l, const Expr &r) { return binary(l, r, ExprOp::Max); }
 
-SymbolValues makeSymbols(int64_t batch, int64_t seq,
-                         int64_t multiprocessors) {
+SymbolValues makeSymbols(int64_t batch, int64_t seq, int64_t multiprocessors) {
   return {batch, seq, batch * seq, multiprocessors};
 }
 

@@ -51,11 +51,10 @@ __device__ __forceinline__ float ropeElement(const float *__restrict__ x, int d,
 /// Rotates every head of one token row of width kHeads * kHeadDim: elements
 /// first, first + stride, ... (by default the block's threads).
 template <class Rope, int kThreads>
-__device__ __forceinline__ void ropeRow(const float *__restrict__ in,
-                                        const float *__restrict__ tableRow,
-                                        float *__restrict__ out,
-                                        int first = threadIdx.x,
-                                        int stride = kThreads) {
+__device__ __forceinline__ void
+ropeRow(const float *__restrict__ in, const float *__restrict__ tableRow,
+        float *__restrict__ out, int first = threadIdx.x,
+        int stride = kThreads) {
   constexpr int kWidth = Rope::kHeads * Rope::kHeadDim;
   for (int e = first; e < kWidth; e += stride) {
     const int head = e / Rope::kHeadDim, d = e % Rope::kHeadDim;
