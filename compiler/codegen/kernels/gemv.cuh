@@ -228,6 +228,71 @@ normalize8(uint4 (&x)[2], const uint4 (&weight)[2], float rms, float offset) {
                               (__uint_as_float(w[e]) + offset));
 }
 
+/// The end of an item of gemvTensorCore and gemvQuantTensorCore: the
+/// warps' accumulators of the M tiles from `firstTile` meet in `partial`,
+/// are added in warp order (deterministic) and go through the epilogue
+/// (bias, residual, or act(gate) * up) for tokens t0 .. t0 + 7; `partial`
+/// is free again on return.
+template <class Cfg, int kMats, int M>
+__device__ __forceinline__ void
+tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
+             int t0, const float *const *biases, float *const *outs,
+             const float *__restrict__ residual, int tokens,
+             const int *__restrict__ stepLengths) {
+  constexpr bool kGated = Cfg::kEpilogue == kGlu;
+  const int tid = threadIdx.x;
+  const int lane = tid % kWarpSize, warp = tid / kWarpSize;
+  for (int mat = 0; mat < kMats; ++mat)
+    for (int m = 0; m < M; ++m)
+      partial[(warp * kMats + mat) * M * kWarpSize + m * kWarpSize + lane] =
+          make_float4(acc[mat][m][0], acc[mat][m][1], acc[mat][m][2],
+                      acc[mat][m][3]);
+  __syncthreads();
+
+  const float *sums = reinterpret_cast<const float *>(partial);
+  constexpr int kPerWarp = kMats * M * kWarpSize * 4;
+  for (int e = tid; e < M * kWarpSize * 4; e += kTcThreads) {
+    const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
+    const int owner = r / 4, i = r % 4;
+    const int token = t0 + 2 * (owner % 4) + (i & 1);
+    const int tile = firstTile + m;
+    int segment = 0, firstRow = 0;
+    tcTileRows<Cfg>(tile, &segment, &firstRow);
+    const int row = firstRow + owner / 4 + (i >= 2 ? 8 : 0);
+    if (tile >= Cfg::kTotalTiles || token >= tokens ||
+        row >= Cfg::rows(segment))
+      continue;
+    float value[kMats];
+    for (int mat = 0; mat < kMats; ++mat) {
+      float sum = 0.0f;
+      for (int v = 0; v < kTcWarps; ++v)
+        sum += sums[v * kPerWarp + (mat * M + m) * kWarpSize * 4 + r];
+      value[mat] = sum;
+    }
+    if constexpr (kGated) {
+      if (Cfg::hasBias(0))
+        value[0] += biases[0][row];
+      if (Cfg::hasBias(1))
+        value[kMats - 1] += biases[1][row];
+      outs[0][static_cast<long>(token) * Cfg::rows(0) + row] =
+          activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
+    } else {
+      if constexpr (Cfg::kGatherLast) {
+        if (stepLengths[token] <= 0)
+          continue;
+      }
+      float sum = value[0];
+      if (Cfg::hasBias(segment))
+        sum += select<Cfg::kSegments>(biases, segment)[row];
+      const long index = static_cast<long>(token) * Cfg::rows(segment) + row;
+      if constexpr (Cfg::kEpilogue == kResidual)
+        sum += residual[index];
+      select<Cfg::kSegments>(outs, segment)[index] = sum;
+    }
+  }
+  __syncthreads(); // `partial` is read before the next item reuses it
+}
+
 /// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
 /// hasBias(s), tiles(s) (ceil(rows(s) / 16)), kTotalTiles (all segments',
 /// or the gate's with kGlu), kEpilogue, kActivation, kTilesPerBlock,
@@ -435,56 +500,8 @@ gemvTensorCore(const float *__restrict__ x,
       }
 
       // The next item's first copies are in flight meanwhile.
-      for (int mat = 0; mat < kMats; ++mat)
-        for (int m = 0; m < M; ++m)
-          partial[(warp * kMats + mat) * M * kWarpSize + m * kWarpSize + lane] =
-              make_float4(acc[mat][m][0], acc[mat][m][1], acc[mat][m][2],
-                          acc[mat][m][3]);
-      __syncthreads();
-
-      const float *sums = reinterpret_cast<const float *>(partial);
-      constexpr int kPerWarp = kMats * M * kWarpSize * 4;
-      for (int e = tid; e < M * kWarpSize * 4; e += kTcThreads) {
-        const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
-        const int owner = r / 4, i = r % 4;
-        const int token = t0 + 2 * (owner % 4) + (i & 1);
-        const int tile = firstTile(item) + m;
-        int segment = 0, firstRow = 0;
-        tcTileRows<Cfg>(tile, &segment, &firstRow);
-        const int row = firstRow + owner / 4 + (i >= 2 ? 8 : 0);
-        if (tile >= Cfg::kTotalTiles || token >= tokens ||
-            row >= Cfg::rows(segment))
-          continue;
-        float value[kMats];
-        for (int mat = 0; mat < kMats; ++mat) {
-          float sum = 0.0f;
-          for (int v = 0; v < kTcWarps; ++v)
-            sum += sums[v * kPerWarp + (mat * M + m) * kWarpSize * 4 + r];
-          value[mat] = sum;
-        }
-        if constexpr (kGated) {
-          if (Cfg::hasBias(0))
-            value[0] += biases[0][row];
-          if (Cfg::hasBias(1))
-            value[kMats - 1] += biases[1][row];
-          outs[0][static_cast<long>(token) * Cfg::rows(0) + row] =
-              activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
-        } else {
-          if constexpr (Cfg::kGatherLast) {
-            if (stepLengths[token] <= 0)
-              continue;
-          }
-          float sum = value[0];
-          if (Cfg::hasBias(segment))
-            sum += select<Cfg::kSegments>(biases, segment)[row];
-          const long index =
-              static_cast<long>(token) * Cfg::rows(segment) + row;
-          if constexpr (Cfg::kEpilogue == kResidual)
-            sum += residual[index];
-          select<Cfg::kSegments>(outs, segment)[index] = sum;
-        }
-      }
-      __syncthreads(); // `partial` is read before the next item reuses it
+      tcFinishItem<Cfg>(acc, partial, firstTile(item), t0, biases, outs,
+                        residual, tokens, stepLengths);
     }
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens
