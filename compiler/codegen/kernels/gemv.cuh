@@ -228,6 +228,32 @@ normalize8(uint4 (&x)[2], const uint4 (&weight)[2], float rms, float offset) {
                               (__uint_as_float(w[e]) + offset));
 }
 
+/// Lane (g, t)'s rows g and g + 8 of the M tiles from `firstTile`, for
+/// every matrix (gate and up with kGlu), each `laneOffset` elements in; null
+/// past the end of a segment or of the tile space. `rowStride` is a row's
+/// length in elements of T.
+template <class Cfg, class T, int kMats, int M>
+__device__ __forceinline__ void
+tcRowPointers(int firstTile, const T *const *matrices, long rowStride,
+              int laneOffset, const T *(&rowPtr)[kMats][M][2]) {
+  const int g = (threadIdx.x % kWarpSize) / 4;
+  for (int m = 0; m < M; ++m) {
+    const int tile = firstTile + m;
+    int segment = 0, firstRow = 0;
+    tcTileRows<Cfg>(tile, &segment, &firstRow);
+    for (int mat = 0; mat < kMats; ++mat) {
+      const int s = Cfg::kEpilogue == kGlu ? mat : segment;
+      for (int h = 0; h < 2; ++h) {
+        const int row = firstRow + g + 8 * h;
+        rowPtr[mat][m][h] = tile < Cfg::kTotalTiles && row < Cfg::rows(s)
+                                ? select<Cfg::kSegments>(matrices, s) +
+                                      row * rowStride + laneOffset
+                                : nullptr;
+      }
+    }
+  }
+}
+
 /// The end of an item of gemvTensorCore and gemvQuantTensorCore: the
 /// warps' accumulators of the M tiles from `firstTile` meet in `partial`,
 /// are added in warp order (deterministic) and go through the epilogue
@@ -352,21 +378,7 @@ gemvTensorCore(const float *__restrict__ x,
   int rowItem = -1;
   auto setRows = [&](int item) {
     rowItem = item;
-    for (int m = 0; m < M; ++m) {
-      const int tile = firstTile(item) + m;
-      int segment = 0, firstRow = 0;
-      tcTileRows<Cfg>(tile, &segment, &firstRow);
-      for (int mat = 0; mat < kMats; ++mat) {
-        const int s = kGated ? mat : segment;
-        for (int h = 0; h < 2; ++h) {
-          const int row = firstRow + g + 8 * h;
-          rowPtr[mat][m][h] = tile < Cfg::kTotalTiles && row < Cfg::rows(s)
-                                  ? select<Cfg::kSegments>(weights, s) +
-                                        static_cast<long>(row) * Cfg::kK + 8 * t
-                                  : nullptr;
-        }
-      }
-    }
+    tcRowPointers<Cfg>(firstTile(item), weights, Cfg::kK, 8 * t, rowPtr);
   };
   // Starts the copies of the block's step `index` (item index / steps, step
   // index % steps) into its ring slot (an empty group past the last step,

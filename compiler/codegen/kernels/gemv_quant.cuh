@@ -375,22 +375,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
 
   // This lane's rows g and g + 8 of every tile, at its piece t.
   const u8 *rowPtr[kMats][M][2];
-  for (int m = 0; m < M; ++m) {
-    const int tile = blockIdx.x * M + m;
-    int segment = 0, firstRow = 0;
-    tcTileRows<Cfg>(tile, &segment, &firstRow);
-    for (int mat = 0; mat < kMats; ++mat) {
-      const int s = kGated ? mat : segment;
-      for (int h = 0; h < 2; ++h) {
-        const int row = firstRow + g + 8 * h;
-        rowPtr[mat][m][h] = tile < Cfg::kTotalTiles && row < Cfg::rows(s)
-                                ? select<Cfg::kSegments>(data, s) +
-                                      static_cast<long>(row) * Cfg::kRowBytes +
-                                      16 * t
-                                : nullptr;
-      }
-    }
-  }
+  tcRowPointers<Cfg>(blockIdx.x * M, data, Cfg::kRowBytes, 16 * t, rowPtr);
   for (int e = tid; e < kMats * M * 16 * Cfg::kGroups; e += kTcThreads) {
     const int group = e % Cfg::kGroups, r = (e / Cfg::kGroups) % 16;
     const int m = (e / (Cfg::kGroups * 16)) % M,
