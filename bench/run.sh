@@ -5,6 +5,10 @@
 #   bench/run.sh [tinyllama] [llama3-8b]        (default: both)
 #   SITS_BENCH_WEIGHTS=fp16 bench/run.sh          (no int4 engines)
 #
+# On a machine with a GPU per shape (nvidia-h200-x2) the shapes run side by
+# side, each on its own GPU with its own log (bench-<shape>.log); one
+# after the other otherwise (SITS_BENCH_PARALLEL=0 forces that).
+#
 # Needs .device/sitsc (the static sitsc built from HEAD; or $SITSC), the
 # CUDA toolkit, cmake and ninja (the runtime is built here), and python3
 # with torch, transformers and onnx. For each shape: a Llama of that shape
@@ -117,7 +121,10 @@ stamp "building the runtime in the background"
 ) &
 BUILD_PID=$!
 runtime_ready() {
-  wait "$BUILD_PID" 2>/dev/null
+  # A poll, not `wait`: the shapes may run in subshells.
+  while [ ! -f "$WORK/build.rc" ] && kill -0 "$BUILD_PID" 2>/dev/null; do
+    sleep 1
+  done
   if [ "$(cat "$WORK/build.rc" 2>/dev/null)" != 0 ]; then
     stamp "ERROR: the runtime did not build"
     tail -30 "$WORK/cmake.log" "$WORK/ninja.log"
@@ -127,10 +134,12 @@ runtime_ready() {
   RUN=$(find "$WORK/build" -name sits-run -type f -perm -u+x | head -1)
 }
 
-count=${#SHAPES[@]}
-index=0
-for shape in "${SHAPES[@]}"; do
-  index=$((index + 1))
+# One shape: export, compile, references, sits-bench ($1: the shape, $2: its
+# index in SHAPES).
+bench_shape() {
+  local shape=$1 index=$2
+  local dir engine reserve later int4_engine int4_args deadline export_dtype
+  local onnx kv kvengine begin load_s ctx
   dir="$WORK/$shape"
   rm -rf "$dir"
   mkdir -p "$dir"
@@ -138,11 +147,12 @@ for shape in "${SHAPES[@]}"; do
   # Time left for this shape's sits-bench once PyTorch is done: the 8B
   # shape needs about three times the small one's.
   reserve=$([ "$shape" = llama3-8b ] && echo 170 || echo 70)
-  later=$([ $index -lt $count ] && echo 330 || echo 0)
+  # The later shapes of a serial run.
+  later=$([ "$PARALLEL" = 0 ] && [ $index -lt $count ] && echo 330 || echo 0)
   # The int4 engine's sits-bench (fewer batches and contexts).
   if [ $INT4 = 1 ]; then
     reserve=$((reserve + $([ "$shape" = llama3-8b ] && echo 70 || echo 30)))
-    [ $index -lt $count ] && later=$((later + 70))
+    [ "$PARALLEL" = 0 ] && [ $index -lt $count ] && later=$((later + 70))
   fi
   int4_engine="$dir/model-int4.sits"
   int4_args=()
@@ -175,9 +185,9 @@ for shape in "${SHAPES[@]}"; do
   rm -rf "$dir/onnx" # the engine has what it needs; free the disk
   if [ ! -f "$engine" ]; then
     stamp "ERROR: $shape: no engine"
-    continue
+    return
   fi
-  runtime_ready || exit 3
+  runtime_ready || return
   begin=$(now)
   "$RUN" "$engine" --prompt-ids 1,2,3 --max-new-tokens 2 >"$dir/load.log" 2>&1
   load_s=$(elapsed "$begin")
@@ -238,7 +248,38 @@ for shape in "${SHAPES[@]}"; do
     fi
     rm -f "$kvengine"
   done
-done
+}
+
+count=${#SHAPES[@]}
+# With a GPU for each shape, the shapes run side by side, each on its own
+# GPU (CUDA_VISIBLE_DEVICES) with its own log: one run of both shapes with
+# every reference then fits in ten minutes. SITS_BENCH_PARALLEL=0 runs them
+# one after the other on the first GPU.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+PARALLEL=${SITS_BENCH_PARALLEL:-$([ "$count" -gt 1 ] && [ "$gpus" -ge "$count" ] && echo 1 || echo 0)}
+if [ "$PARALLEL" = 1 ]; then
+  stamp "shapes side by side on $count of $gpus GPUs"
+  pids=()
+  index=0
+  for shape in "${SHAPES[@]}"; do
+    stamp "$shape: GPU $index, log $OUT/bench-$shape.log"
+    CUDA_VISIBLE_DEVICES=$index bench_shape "$shape" $((index + 1)) \
+      >"$OUT/bench-$shape.log" 2>&1 &
+    pids+=($!)
+    index=$((index + 1))
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  for shape in "${SHAPES[@]}"; do
+    stamp "$shape: log"
+    cat "$OUT/bench-$shape.log"
+  done
+else
+  index=0
+  for shape in "${SHAPES[@]}"; do
+    index=$((index + 1))
+    bench_shape "$shape" $index
+  done
+fi
 
 if [ "$TVC" = 1 ] || [ "$TVC" = only ]; then
   tvcdir="$WORK/tvc"
