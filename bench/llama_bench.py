@@ -19,17 +19,14 @@ In one process, so that the model is made once:
   3. if --sitsc is given, sitsc compiles it in the background (timed) while
   4. the references run: a gpt-fast style decoder on the same weights
      (static KV cache, precomputed RoPE, fused QKV and gate/up weights,
-     torch.compile(mode="reduce-overhead") of the decode step: static
-     shapes at batch 1, one compile with a dynamic batch dimension for the
-     larger batches) and Hugging Face `generate` in eager mode; plus the
-     device-to-device copy bandwidth.
+     torch.compile(mode="reduce-overhead") of the decode step) and Hugging
+     Face `generate` in eager mode; plus the device-to-device copy bandwidth.
 Every phase is timed and its errors are recorded, not fatal: the JSON always
 gets written. Phases are skipped once the deadline is near.
 """
 
 import argparse
 import copy
-import functools
 import json
 import os
 import subprocess
@@ -206,18 +203,11 @@ def make_fast_decoder(hf, theta, batch, max_len):
     QKV and gate/up matrices, a static KV cache of `max_len` positions per
     sequence, RoPE tables computed once, K and V repeated for GQA and SDPA
     over the whole cache with a mask (as gpt-fast does), greedy decoding."""
-    return fast_decoder_class()(hf, theta, batch, max_len)
-
-
-@functools.lru_cache(maxsize=None)
-def fast_decoder_class():
-    """The class of make_fast_decoder, made once: dynamo guards on a
-    module's type, so a class per decoder would recompile a shared step."""
     import torch
     import torch.nn.functional as F
 
     class FastDecoder(torch.nn.Module):
-        def __init__(self, hf, theta, batch, max_len):
+        def __init__(self):
             super().__init__()
             c = hf.config
             self.heads = c.num_attention_heads
@@ -300,47 +290,21 @@ def fast_decoder_class():
                 x = x[:, -1:]
             return F.linear(self.rms(x, self.norm), self.head)
 
-    return FastDecoder
-
-
-def compile_decode_step():
-    """torch.compile(mode="reduce-overhead") of one greedy decode step."""
-    import torch
-
-    def decode_one(model, token, pos):
-        return model(token, pos)[:, -1].argmax(-1)
-    return torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
-
-
-def allow_dynamic_buffers():
-    """Lets a module's buffers (the KV caches) have dynamic sizes, so that
-    one compiled step serves several batches (maybe_mark_dynamic)."""
-    import torch
-    for flag in ("force_nn_module_property_static_shapes",
-                 "force_parameter_static_shapes"):
-        if hasattr(torch._dynamo.config, flag):
-            setattr(torch._dynamo.config, flag, False)
+    return FastDecoder()
 
 
 def time_torch_compile(rec, hf, theta, batch, contexts, max_len, new_tokens,
-                       deadline, label, compiled_step=None):
-    """Times `compiled_step` (compile_decode_step()) on a FastDecoder of
-    `batch` x `max_len` at each context. Given a shared compiled step, the
-    batch dimension is marked dynamic, so that the plans that share it
-    compile once; without one, a step of its own, compiled for these
-    static shapes and dropped at the end."""
+                       deadline, label):
     import torch
     decoder = make_fast_decoder(hf, theta, batch, max_len)
-    shared = compiled_step is not None
-    if shared:
-        torch._dynamo.maybe_mark_dynamic(decoder.k_cache, 1)
-        torch._dynamo.maybe_mark_dynamic(decoder.v_cache, 1)
-    else:
-        compiled_step = compile_decode_step()
+
+    def decode_one(model, token, pos):
+        return model(token, pos)[:, -1].argmax(-1)
+
+    compiled_step = torch.compile(decode_one, mode="reduce-overhead",
+                                  fullgraph=True)
 
     def step(token, pos):
-        if shared:
-            torch._dynamo.maybe_mark_dynamic(token, 0)
         return compiled_step(decoder, token, pos)
     compiled = False
     for context in contexts:
@@ -395,10 +359,8 @@ def time_torch_compile(rec, hf, theta, batch, contexts, max_len, new_tokens,
                 label, batch, context, ms))
         except Exception:
             rec.error("torch.compile batch %d context %d" % (batch, context))
-    del decoder
-    if not shared:
-        del compiled_step
-        torch._dynamo.reset()
+    del decoder, compiled_step
+    torch._dynamo.reset()
     torch.cuda.empty_cache()
 
 
@@ -546,10 +508,6 @@ def main():
     full_len = max(contexts) + new + 8
     torch_batches = batches if not args.torch_batches else \
         [int(b) for b in args.torch_batches.split(",")]
-    # Batch 1 (the tight and the full cache) compiles for its static
-    # shapes; the larger batches share one step compiled with a dynamic
-    # batch dimension (about 40 s a compile for the 8B shape, which the ten
-    # minutes of a device call for both shapes do not hold four times).
     plans = []
     if short and 1 in torch_batches:
         plans.append((1, short, max(short) + new + 8, "tight cache"))
@@ -557,26 +515,16 @@ def main():
         rest = [c for c in contexts if batch > 1 or c > 128]
         if rest:
             plans.append((batch, rest, full_len, "full cache"))
-    shared_step = None
     for batch, ctxs, max_len, label in plans:
         if time.time() > args.deadline:
             rec.data["notes"].append("torch.compile batch %d (%s) skipped: "
                                      "deadline" % (batch, label))
             continue
-        if batch > 1 and shared_step is None:
-            allow_dynamic_buffers()
-            shared_step = compile_decode_step()
         try:
             time_torch_compile(rec, model, theta, batch, ctxs, max_len, new,
-                               args.deadline,
-                               label + (", batch dynamic" if batch > 1 else ""),
-                               shared_step if batch > 1 else None)
+                               args.deadline, label)
         except Exception:
             rec.error("torch.compile batch %d" % batch)
-    if shared_step is not None:
-        del shared_step
-        torch._dynamo.reset()
-
     for context in short[:1]:
         if time.time() > args.deadline:
             rec.data["notes"].append("hf generate skipped: deadline")
