@@ -16,6 +16,7 @@
 #include "passes/WeightData.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
@@ -53,8 +54,8 @@ std::variant<HeadWeight, std::string> readHeadWeight(Value weight) {
                       constant.getName().str(), std::move(*values)};
   }
   auto dequantize = weight.getDefiningOp<DequantizeOp>();
-  auto data = dequantize ? dequantize.getData().getDefiningOp<WeightOp>()
-                         : WeightOp();
+  auto data =
+      dequantize ? dequantize.getData().getDefiningOp<WeightOp>() : WeightOp();
   auto scales = dequantize ? dequantize.getScales().getDefiningOp<WeightOp>()
                            : WeightOp();
   if (!data || !scales)
@@ -123,8 +124,9 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
     if (!head.getInput().getType().getElementType().isF32() ||
         !head.getType().getElementType().isF32() ||
         !weightType.getElementType().isF32()) {
-      keep(head, "its activations or weight are not f32 (the proof bounds f32 "
-                 "dot products)",
+      keep(head,
+           "its activations or weight are not f32 (the proof bounds f32 "
+           "dot products)",
            audit);
       return success();
     }
@@ -136,13 +138,14 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
     int64_t r = rank ? static_cast<int64_t>(rank) : hidden / 2;
     if (r < 1 || r >= hidden)
       return head.emitError()
-             << kPassName << ": rank must be between 1 and the hidden size - 1 ("
+             << kPassName
+             << ": rank must be between 1 and the hidden size - 1 ("
              << hidden - 1 << "), got " << r;
     if (candidates < 1 || candidates > vocab)
-      return head.emitError()
-             << kPassName << ": candidates must be between 1 and the "
-                             "vocabulary size ("
-             << vocab << "), got " << candidates.getValue();
+      return head.emitError() << kPassName
+                              << ": candidates must be between 1 and the "
+                                 "vocabulary size ("
+                              << vocab << "), got " << candidates.getValue();
     if (exactTop < 1 || exactTop > candidates)
       return head.emitError()
              << kPassName << ": exact-top must be between 1 and candidates ("
@@ -157,12 +160,18 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
     auto it = factored.find(weight.key);
     if (it == factored.end()) {
       auto start = std::chrono::steady_clock::now();
+      MLIRContext *context = &getContext();
+      // On the context's threads (minutes on one core for a 128K
+      // vocabulary).
+      auto parallel = [&](size_t count, llvm::function_ref<void(size_t)> body) {
+        parallelFor(context, size_t(0), count, body);
+      };
       LowRankFactors factors =
-          factorLowRank(weight.values, vocab, hidden, r);
+          factorLowRank(weight.values, vocab, hidden, r, /*oversampling=*/10,
+                        /*powerIterations=*/2, /*seed=*/0x7f4a7c15, parallel);
       double seconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - start)
                            .count();
-      MLIRContext *context = &getContext();
       Factored f;
       f.name = weight.name;
       f.left = makeFloatAttr(context, {vocab, r}, factors.left, false);
@@ -194,12 +203,10 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
     const Factored &f = it->second;
     OpBuilder builder(head);
     Location loc = head.getLoc();
-    auto left = WeightOp::create(builder, loc,
-                                 builder.getStringAttr(f.name + ".tvc_left"),
-                                 f.left);
-    auto right = WeightOp::create(builder, loc,
-                                  builder.getStringAttr(f.name + ".tvc_right"),
-                                  f.right);
+    auto left = WeightOp::create(
+        builder, loc, builder.getStringAttr(f.name + ".tvc_left"), f.left);
+    auto right = WeightOp::create(
+        builder, loc, builder.getStringAttr(f.name + ".tvc_right"), f.right);
     auto bounds = WeightOp::create(
         builder, loc, builder.getStringAttr(f.name + ".tvc_bounds"), f.bounds);
     auto tvc = TVCLMHeadOp::create(

@@ -1,4 +1,5 @@
-//===- InsertQDQ.cpp - Explicit quantization of weights and the KV cache ---===//
+//===- InsertQDQ.cpp - Explicit quantization of weights and the KV cache
+//---===//
 //
 // Weights are quantized at compile time (round to nearest, absmax groups):
 // the program reads them through sits.dequantize, which a GEMV fuses. The KV
@@ -11,14 +12,17 @@
 
 #include "dialects/sits/QuantMath.h"
 #include "dialects/sits/SitsOps.h"
+#include "dialects/sits/WeightView.h"
 #include "passes/Audit.h"
 #include "passes/Passes.h"
 #include "passes/WeightData.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <atomic>
 #include <cmath>
 #include <map>
 
@@ -79,8 +83,7 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     if (!weightBits)
       return fail("weights must be fp16, int8 or int4, got '" + weights + "'");
     if (!kvBits)
-      return fail("kv-cache must be fp16, int8 or int4, got '" + kvCache +
-                  "'");
+      return fail("kv-cache must be fp16, int8 or int4, got '" + kvCache + "'");
     int64_t unit = *weightBits == 4 ? 32 : 16;
     if (*weightBits &&
         (weightGroup < unit || weightGroup > 65536 || weightGroup % unit))
@@ -117,6 +120,57 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
 
   std::map<std::pair<const void *, unsigned>, QuantizedWeight> quantized;
 
+  /// Reads and quantizes `weight` in blocks of rows on the context's
+  /// threads (an 8B model's weights take minutes on one core, and its LM
+  /// head is 2 GB as f32); the statistics add up in block order, so the
+  /// audit does not depend on the thread count.
+  LogicalResult
+  quantizeInBlocks(WeightOp weight, const quant::GroupLayout &layout,
+                   ArrayRef<float> ratios, std::vector<int8_t> &data,
+                   std::vector<float> &scales, quant::QuantStats &stats) {
+    constexpr int64_t kBlockSlices = 64;
+    const int64_t slices = quant::outerSlices(layout);
+    const int64_t sliceValues = slices ? layout.numElements() / slices : 0;
+    // Weights without a storage view (rare) are read whole first.
+    FailureOr<WeightStorage> storage = getWeightStorage(weight.getValue());
+    std::optional<std::vector<float>> whole;
+    if (failed(storage)) {
+      FailureOr<std::vector<float>> values = readFloatValues(weight.getValue());
+      if (failed(values))
+        return failure();
+      whole = std::move(*values);
+    }
+    const int64_t blocks = (slices + kBlockSlices - 1) / kBlockSlices;
+    std::vector<quant::QuantStats> blockStats(blocks);
+    std::atomic<bool> unreadable{false};
+    parallelFor(&getContext(), 0, blocks, [&](size_t block) {
+      const int64_t begin = static_cast<int64_t>(block) * kBlockSlices;
+      const int64_t end = std::min(slices, begin + kBlockSlices);
+      std::vector<float> values;
+      const float *x = nullptr;
+      if (whole) {
+        x = whole->data() + begin * sliceValues;
+      } else {
+        values.resize((end - begin) * sliceValues);
+        if (failed(copyWeightValues(*storage, begin * sliceValues,
+                                    end * sliceValues, WeightElement::F32,
+                                    reinterpret_cast<char *>(values.data())))) {
+          unreadable = true;
+          return;
+        }
+        x = values.data();
+      }
+      quant::quantizeOuter(x, layout, begin, end, /*halfScales=*/true,
+                           data.data(), scales.data(), &blockStats[block],
+                           ratios);
+    });
+    if (unreadable)
+      return failure();
+    for (const quant::QuantStats &part : blockStats)
+      quant::mergeStats(stats, part);
+    return success();
+  }
+
   FailureOr<QuantizedWeight *> quantizeWeight(WeightOp weight, unsigned bits,
                                               PassAudit &audit) {
     auto key = std::make_pair(weight.getValue().getAsOpaquePointer(), bits);
@@ -124,18 +178,14 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     if (it != quantized.end())
       return &it->second;
     auto type = cast<RankedTensorType>(weight.getType());
-    FailureOr<std::vector<float>> values = readFloatValues(weight.getValue());
-    if (failed(values))
-      return weight.emitError()
-             << kPassName << ": cannot read the values of weight '"
-             << weight.getName() << "'";
     QuantizedWeight result;
     quant::GroupLayout &layout = result.layout;
     layout.shape.assign(type.getShape().begin(), type.getShape().end());
     layout.axis = 1;
     layout.groupSize = weightGroup;
     layout.bits = bits;
-    int64_t packed = quant::GroupLayout::packedRowBytes(type.getDimSize(1), bits);
+    int64_t packed =
+        quant::GroupLayout::packedRowBytes(type.getDimSize(1), bits);
     layout.rowBytes = (packed + 15) / 16 * 16;
     std::vector<int8_t> data(layout.numDataBytes());
     std::vector<float> scales(layout.numScales());
@@ -144,8 +194,11 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     if (weightScale == "mse")
       for (int step = 0; step <= 20; ++step)
         ratios.push_back(1.0f - 0.02f * step);
-    quant::quantize(values->data(), layout, /*halfScales=*/true, data.data(),
-                    scales.data(), &result.stats, ratios);
+    if (failed(quantizeInBlocks(weight, layout, ratios, data, scales,
+                                result.stats)))
+      return weight.emitError()
+             << kPassName << ": cannot read the values of weight '"
+             << weight.getName() << "'";
     result.data = makeI8Attr(&getContext(), layout.dataShape(), data);
     result.scales = makeFloatAttr(&getContext(), layout.scaleShape(), scales,
                                   /*half=*/true);
@@ -155,7 +208,8 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     const quant::QuantStats &stats = result.stats;
     int64_t in = type.getDimSize(1);
     int64_t lastGroup = in % weightGroup ? in % weightGroup : weightGroup;
-    double rms = stats.values ? std::sqrt(stats.squaredError / stats.values) : 0;
+    double rms =
+        stats.values ? std::sqrt(stats.squaredError / stats.values) : 0;
     audit.add("weights_quantized");
     audit.change(
         weight.getLoc(),
@@ -204,8 +258,8 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
         return failure();
       builder.setInsertionPointAfter(weight);
       Location loc = weight.getLoc();
-      auto data = WeightOp::create(builder, loc, builder.getStringAttr((*q)->dataName),
-                                   (*q)->data);
+      auto data = WeightOp::create(
+          builder, loc, builder.getStringAttr((*q)->dataName), (*q)->data);
       auto scales = WeightOp::create(
           builder, loc, builder.getStringAttr((*q)->scalesName), (*q)->scales);
       auto dequantized = DequantizeOp::create(
@@ -236,9 +290,8 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     auto quant = KVQuantAttr::get(
         context, IntegerType::get(context, bits),
         static_cast<unsigned>(kvHotWindow), groupSize(type),
-        KVKeyGroupsAttr::get(context, perChannelKeys
-                                          ? KVKeyGroups::per_channel
-                                          : KVKeyGroups::per_token),
+        KVKeyGroupsAttr::get(context, perChannelKeys ? KVKeyGroups::per_channel
+                                                     : KVKeyGroups::per_token),
         perChannelKeys ? static_cast<unsigned>(kvChannelBlock) : 1u,
         Float16Type::get(context));
     return KVCacheType::get(context, type.getLayers(), type.getMaxBatch(),
@@ -293,21 +346,19 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     }
     KVQuantAttr quant = newType.getQuant();
     std::string keys =
-        perChannelKeys
-            ? llvm::formatv("per channel in blocks of {0} tokens",
-                            quant.getChannelBlock())
-                  .str()
-            : llvm::formatv("per token in groups of {0} channels",
-                            quant.getGroupSize())
-                  .str();
+        perChannelKeys ? llvm::formatv("per channel in blocks of {0} tokens",
+                                       quant.getChannelBlock())
+                             .str()
+                       : llvm::formatv("per token in groups of {0} channels",
+                                       quant.getGroupSize())
+                             .str();
     for (auto &[layer, locations] : layerLocations) {
       audit.add("kv_layers_quantized");
       audit.change(
           locations,
           llvm::formatv("layer {0}: sits.attention over a {1} KV cache of {2} "
                         "tokens",
-                        layer, oldType.getElementType(),
-                        oldType.getCapacity()),
+                        layer, oldType.getElementType(), oldType.getCapacity()),
           llvm::formatv("{0} hot window of {1} tokens + int{2} cold part: "
                         "sits.quantize/sits.dequantize of the keys ({3}) and "
                         "values (per token in groups of {4} channels), f16 "
@@ -342,8 +393,8 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     SmallVector<Type> results;
     for (Type type : func.getResultTypes())
       results.push_back(type == from ? Type(to) : type);
-    func.setFunctionType(
-        FunctionType::get(func.getContext(), entry.getArgumentTypes(), results));
+    func.setFunctionType(FunctionType::get(func.getContext(),
+                                           entry.getArgumentTypes(), results));
   }
 
   /// Quantizes what `read` returns and makes the attentions that read it use
@@ -356,7 +407,8 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
       if (!attention || attention.getKey() != read.getKey() ||
           attention.getValue() != read.getValue())
         return user->emitError()
-               << kPassName << ": a quantized cache must be read by "
+               << kPassName
+               << ": a quantized cache must be read by "
                   "sits.attention (keys and values of one read), found '"
                << user->getName() << "'";
       if (attention.getColdKey() || attention.getMask())
@@ -381,23 +433,20 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
       if (!ShapedType::isDynamic(scaleShape[axis]))
         scaleShape[axis] = (scaleShape[axis] + group - 1) / group;
       auto q = QuantizeOp::create(
-          builder, loc,
-          RankedTensorType::get(dataShape, builder.getI8Type()),
+          builder, loc, RankedTensorType::get(dataShape, builder.getI8Type()),
           RankedTensorType::get(scaleShape, builder.getF16Type()), value,
           builder.getI64IntegerAttr(bits), builder.getI64IntegerAttr(axis),
           builder.getI64IntegerAttr(group));
       audit.add("quantize_inserted");
       audit.add("dequantize_inserted");
-      return DequantizeOp::create(builder, loc, type, q.getData(),
-                                  q.getScales(),
-                                  builder.getI64IntegerAttr(bits),
-                                  builder.getI64IntegerAttr(axis),
-                                  builder.getI64IntegerAttr(group));
+      return DequantizeOp::create(
+          builder, loc, type, q.getData(), q.getScales(),
+          builder.getI64IntegerAttr(bits), builder.getI64IntegerAttr(axis),
+          builder.getI64IntegerAttr(group));
     };
-    Value coldKey =
-        perChannelKeys
-            ? quantized(read.getKey(), 2, quant.getChannelBlock())
-            : quantized(read.getKey(), 3, quant.getGroupSize());
+    Value coldKey = perChannelKeys
+                        ? quantized(read.getKey(), 2, quant.getChannelBlock())
+                        : quantized(read.getKey(), 3, quant.getGroupSize());
     Value coldValue = quantized(read.getValue(), 3, quant.getGroupSize());
     for (AttentionOp attention : attentions) {
       builder.setInsertionPoint(attention);

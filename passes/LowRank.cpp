@@ -67,8 +67,25 @@ double dot(const double *a, const double *b, int64_t n) {
   return sum;
 }
 
+/// Runs body(i) for i in [0, count) with `parallel`, or in order without
+/// it.
+void forEach(ParallelFor parallel, size_t count,
+             llvm::function_ref<void(size_t)> body) {
+  if (parallel)
+    return parallel(count, body);
+  for (size_t i = 0; i < count; ++i)
+    body(i);
+}
+
+/// Rows (of W) per task: a fixed split, so that results do not depend on
+/// the number of threads.
+constexpr int64_t kRowBlock = 256;
+
 /// Modified Gram-Schmidt, twice (once is not enough in floating point);
-/// vectors that vanish (rank deficiency) are replaced by zeros.
+/// vectors that vanish (rank deficiency) are replaced by zeros. Serial: a
+/// few percent of the work at the ranks in use, and classical Gram-Schmidt
+/// (whose projections could run in parallel) lost accuracy on
+/// rank-deficient inputs.
 void orthonormalize(Vectors &vectors) {
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < vectors.size(); ++i) {
@@ -88,31 +105,40 @@ void orthonormalize(Vectors &vectors) {
 
 /// `out[l] = W x[l]` for vectors x of length cols (out: length rows).
 Vectors multiply(llvm::ArrayRef<float> w, int64_t rows, int64_t cols,
-                 const Vectors &x) {
+                 const Vectors &x, ParallelFor parallel) {
   Vectors out(x.size(), std::vector<double>(rows));
-  std::vector<double> row(cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::copy(w.begin() + r * cols, w.begin() + (r + 1) * cols, row.begin());
-    for (size_t l = 0; l < x.size(); ++l)
-      out[l][r] = dot(row.data(), x[l].data(), cols);
-  }
+  forEach(parallel, (rows + kRowBlock - 1) / kRowBlock, [&](size_t block) {
+    std::vector<double> row(cols);
+    const int64_t begin = static_cast<int64_t>(block) * kRowBlock;
+    for (int64_t r = begin; r < std::min(rows, begin + kRowBlock); ++r) {
+      std::copy(w.begin() + r * cols, w.begin() + (r + 1) * cols, row.begin());
+      for (size_t l = 0; l < x.size(); ++l)
+        out[l][r] = dot(row.data(), x[l].data(), cols);
+    }
+  });
   return out;
 }
 
 /// `out[l] = W^T y[l]` for vectors y of length rows (out: length cols).
+/// Split over columns: each task sums its columns over all rows in order.
 Vectors multiplyTransposed(llvm::ArrayRef<float> w, int64_t rows, int64_t cols,
-                           const Vectors &y) {
+                           const Vectors &y, ParallelFor parallel) {
+  constexpr int64_t kColumnBlock = 256;
   Vectors out(y.size(), std::vector<double>(cols, 0.0));
-  std::vector<double> row(cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::copy(w.begin() + r * cols, w.begin() + (r + 1) * cols, row.begin());
-    for (size_t l = 0; l < y.size(); ++l) {
-      double coefficient = y[l][r];
-      double *target = out[l].data();
-      for (int64_t k = 0; k < cols; ++k)
-        target[k] += coefficient * row[k];
-    }
-  }
+  forEach(parallel, (cols + kColumnBlock - 1) / kColumnBlock,
+          [&](size_t block) {
+            const int64_t begin = static_cast<int64_t>(block) * kColumnBlock;
+            const int64_t end = std::min(cols, begin + kColumnBlock);
+            for (int64_t r = 0; r < rows; ++r) {
+              const float *row = w.data() + r * cols;
+              for (size_t l = 0; l < y.size(); ++l) {
+                double coefficient = y[l][r];
+                double *target = out[l].data();
+                for (int64_t k = begin; k < end; ++k)
+                  target[k] += coefficient * static_cast<double>(row[k]);
+              }
+            }
+          });
   return out;
 }
 
@@ -188,7 +214,8 @@ void sits::symmetricEigen(std::vector<double> a, int64_t n,
 LowRankFactors sits::factorLowRank(llvm::ArrayRef<float> w, int64_t rows,
                                    int64_t cols, int64_t rank,
                                    int64_t oversampling,
-                                   int64_t powerIterations, uint64_t seed) {
+                                   int64_t powerIterations, uint64_t seed,
+                                   ParallelFor parallel) {
   LowRankFactors result;
   result.rows = rows;
   result.cols = cols;
@@ -201,17 +228,17 @@ LowRankFactors sits::factorLowRank(llvm::ArrayRef<float> w, int64_t rows,
   for (auto &vector : omega)
     for (double &x : vector)
       x = gaussian.next();
-  Vectors q = multiply(w, rows, cols, omega);
+  Vectors q = multiply(w, rows, cols, omega, parallel);
   orthonormalize(q);
   for (int64_t i = 0; i < powerIterations; ++i) {
-    Vectors z = multiplyTransposed(w, rows, cols, q);
+    Vectors z = multiplyTransposed(w, rows, cols, q, parallel);
     orthonormalize(z);
-    q = multiply(w, rows, cols, z);
+    q = multiply(w, rows, cols, z, parallel);
     orthonormalize(q);
   }
   // B = Q^T W (as rows b_l = W^T q_l); its right singular vectors from the
   // eigenvectors of B B^T.
-  Vectors b = multiplyTransposed(w, rows, cols, q);
+  Vectors b = multiplyTransposed(w, rows, cols, q, parallel);
   std::vector<double> gram(samples * samples);
   for (int64_t i = 0; i < samples; ++i)
     for (int64_t j = 0; j <= i; ++j)
@@ -246,44 +273,55 @@ LowRankFactors sits::factorLowRank(llvm::ArrayRef<float> w, int64_t rows,
   }
   result.left.resize(rows * rank);
   result.bounds.resize(rows * 4);
-  std::vector<double> row(cols), residual(cols), left(rank);
-  double total = 0, kept = 0;
   // f64 rounding of the residual: |fl(r) - r| <= (R + 1) 2^-53 (|w| +
   // sum_r |P_vr| |t_r|) elementwise, so in norm at most `slack` below.
   double unit = (rank + 2) * 0x1p-52;
-  for (int64_t v = 0; v < rows; ++v) {
-    std::copy(w.begin() + v * cols, w.begin() + (v + 1) * cols, row.begin());
-    double omega = std::sqrt(dot(row.data(), row.data(), cols));
-    double leftNorm = 0, leftAbs = 0;
-    for (int64_t i = 0; i < rank; ++i) {
-      float value = static_cast<float>(dot(row.data(), stored[i].data(), cols));
-      result.left[v * rank + i] = value;
-      left[i] = value;
-      leftNorm += double(value) * value;
-      leftAbs += std::fabs(value);
+  // Each row on its own; the energy sums per block of rows, added in order.
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  std::vector<double> blockTotal(blocks, 0.0), blockKept(blocks, 0.0);
+  forEach(parallel, blocks, [&](size_t block) {
+    std::vector<double> row(cols), residual(cols), left(rank);
+    const int64_t begin = static_cast<int64_t>(block) * kRowBlock;
+    for (int64_t v = begin; v < std::min(rows, begin + kRowBlock); ++v) {
+      std::copy(w.begin() + v * cols, w.begin() + (v + 1) * cols, row.begin());
+      double omega = std::sqrt(dot(row.data(), row.data(), cols));
+      double leftNorm = 0, leftAbs = 0;
+      for (int64_t i = 0; i < rank; ++i) {
+        float value =
+            static_cast<float>(dot(row.data(), stored[i].data(), cols));
+        result.left[v * rank + i] = value;
+        left[i] = value;
+        leftNorm += double(value) * value;
+        leftAbs += std::fabs(value);
+      }
+      residual = row;
+      for (int64_t i = 0; i < rank; ++i)
+        for (int64_t k = 0; k < cols; ++k)
+          residual[k] -= left[i] * stored[i][k];
+      double rho = std::sqrt(dot(residual.data(), residual.data(), cols));
+      double slack = unit * (omega + leftAbs * largestRow);
+      double sigma = 0;
+      for (int64_t i = 0; i < rank; ++i) {
+        double projection = dot(stored[i].data(), residual.data(), cols);
+        sigma += projection * projection;
+      }
+      sigma = std::sqrt(sigma);
+      double rhoUp = rho + slack;
+      double sigmaUp = sigma + std::sqrt(double(rank)) * largestRow *
+                                   (2 * slack + cols * 0x1p-52 * rhoUp);
+      float *bounds = result.bounds.data() + v * 4;
+      bounds[0] = roundUp(rhoUp);
+      bounds[1] = roundUp(sigmaUp);
+      bounds[2] = roundUp(std::sqrt(leftNorm));
+      bounds[3] = roundUp(omega);
+      blockTotal[block] += omega * omega;
+      blockKept[block] += omega * omega - rho * rho;
     }
-    residual = row;
-    for (int64_t i = 0; i < rank; ++i)
-      for (int64_t k = 0; k < cols; ++k)
-        residual[k] -= left[i] * stored[i][k];
-    double rho = std::sqrt(dot(residual.data(), residual.data(), cols));
-    double slack = unit * (omega + leftAbs * largestRow);
-    double sigma = 0;
-    for (int64_t i = 0; i < rank; ++i) {
-      double projection = dot(stored[i].data(), residual.data(), cols);
-      sigma += projection * projection;
-    }
-    sigma = std::sqrt(sigma);
-    double rhoUp = rho + slack;
-    double sigmaUp = sigma + std::sqrt(double(rank)) * largestRow *
-                                 (2 * slack + cols * 0x1p-52 * rhoUp);
-    float *bounds = result.bounds.data() + v * 4;
-    bounds[0] = roundUp(rhoUp);
-    bounds[1] = roundUp(sigmaUp);
-    bounds[2] = roundUp(std::sqrt(leftNorm));
-    bounds[3] = roundUp(omega);
-    total += omega * omega;
-    kept += omega * omega - rho * rho;
+  });
+  double total = 0, kept = 0;
+  for (int64_t block = 0; block < blocks; ++block) {
+    total += blockTotal[block];
+    kept += blockKept[block];
   }
   result.capturedEnergy = total > 0 ? kept / total : 1.0;
   return result;

@@ -12,6 +12,7 @@
 #define SITS_PASSES_LOWRANK_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
 #include <vector>
@@ -34,15 +35,22 @@ struct LowRankFactors {
   double capturedEnergy = 0;
 };
 
+/// Runs body(i) for every i in [0, count), possibly on several threads.
+using ParallelFor = llvm::function_ref<void(
+    size_t count, llvm::function_ref<void(size_t)> body)>;
+
 /// Factors `weight` (row-major [rows, cols], rank < cols) with a randomized
 /// range finder (`oversampling` extra columns, `powerIterations` passes of
 /// W W^T, seeded, so results are reproducible) and a Jacobi eigen-solve of
-/// the projected problem.
+/// the projected problem. With `parallel`, the products with W and the
+/// per-row bounds run on its threads, split in a fixed way: the results do
+/// not depend on the number of threads.
 LowRankFactors factorLowRank(llvm::ArrayRef<float> weight, int64_t rows,
                              int64_t cols, int64_t rank,
                              int64_t oversampling = 10,
                              int64_t powerIterations = 2,
-                             uint64_t seed = 0x7f4a7c15);
+                             uint64_t seed = 0x7f4a7c15,
+                             ParallelFor parallel = nullptr);
 
 /// Eigen-decomposition of a symmetric `n x n` matrix (row-major) by cyclic
 /// Jacobi rotations: eigenvalues (descending) and the matching eigenvectors

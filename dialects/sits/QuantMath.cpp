@@ -149,11 +149,11 @@ struct GroupWalk {
   unsigned bits;
 
   explicit GroupWalk(const GroupLayout &layout)
-      : outer(product(llvm::ArrayRef<int64_t>(layout.shape)
-                          .take_front(layout.axis))),
+      : outer(product(
+            llvm::ArrayRef<int64_t>(layout.shape).take_front(layout.axis))),
         extent(layout.shape[layout.axis]),
-        inner(product(llvm::ArrayRef<int64_t>(layout.shape)
-                          .drop_front(layout.axis + 1))),
+        inner(product(
+            llvm::ArrayRef<int64_t>(layout.shape).drop_front(layout.axis + 1))),
         groupSize(layout.groupSize),
         groups((extent + layout.groupSize - 1) / layout.groupSize),
         lastDim(layout.shape.back()), rowBytes(layout.rowBytes),
@@ -190,8 +190,8 @@ struct GroupWalk {
 /// Sum of squared errors of quantizing `x[flat(a)]`, a in [begin, end),
 /// with `scale`.
 template <typename Flat>
-static double groupError(const float *x, Flat flat, int64_t begin,
-                         int64_t end, float scale, unsigned bits) {
+static double groupError(const float *x, Flat flat, int64_t begin, int64_t end,
+                         float scale, unsigned bits) {
   double sum = 0;
   for (int64_t a = begin; a < end; ++a) {
     float value = x[flat(a)];
@@ -202,12 +202,26 @@ static double groupError(const float *x, Flat flat, int64_t begin,
   return sum;
 }
 
-void sits::quant::quantize(const float *x, const GroupLayout &layout,
-                           bool halfScales, int8_t *data, float *scales,
-                           QuantStats *stats, llvm::ArrayRef<float> clipRatios) {
+int64_t sits::quant::outerSlices(const GroupLayout &layout) {
+  return GroupWalk(layout).outer;
+}
+
+void sits::quant::quantizeOuter(const float *x, const GroupLayout &layout,
+                                int64_t outerBegin, int64_t outerEnd,
+                                bool halfScales, int8_t *data, float *scales,
+                                QuantStats *stats,
+                                llvm::ArrayRef<float> clipRatios) {
   GroupWalk walk(layout);
-  std::fill(data, data + layout.numDataBytes(), int8_t(0));
-  for (int64_t o = 0; o < walk.outer; ++o)
+  if (outerBegin >= outerEnd || walk.lastDim == 0)
+    return;
+  // The slices own whole stored rows: a slice is extent * inner elements,
+  // a multiple of the last dimension (axis < rank - 1), or one row.
+  const int64_t sliceRows = walk.extent * walk.inner / walk.lastDim;
+  std::fill(data + outerBegin * sliceRows * walk.rowBytes,
+            data + outerEnd * sliceRows * walk.rowBytes, int8_t(0));
+  // `x` holds the slices from outerBegin.
+  x -= walk.element(outerBegin, 0, 0);
+  for (int64_t o = outerBegin; o < outerEnd; ++o)
     for (int64_t g = 0; g < walk.groups; ++g) {
       int64_t begin = g * walk.groupSize;
       int64_t end = std::min(walk.extent, begin + walk.groupSize);
@@ -219,16 +233,17 @@ void sits::quant::quantize(const float *x, const GroupLayout &layout,
           nonFinite |= !std::isfinite(value);
           absMax = std::max(absMax, std::fabs(value));
         }
-        float scale =
-            groupScale(nonFinite ? std::numeric_limits<float>::infinity()
-                                 : absMax,
-                       layout.bits, halfScales);
+        float scale = groupScale(
+            nonFinite ? std::numeric_limits<float>::infinity() : absMax,
+            layout.bits, halfScales);
         if (!nonFinite && !clipRatios.empty()) {
           auto flat = [&](int64_t a) { return walk.element(o, a, i); };
           double best = std::numeric_limits<double>::infinity();
           for (float ratio : clipRatios) {
-            float candidate = groupScale(absMax * ratio, layout.bits, halfScales);
-            double error = groupError(x, flat, begin, end, candidate, layout.bits);
+            float candidate =
+                groupScale(absMax * ratio, layout.bits, halfScales);
+            double error =
+                groupError(x, flat, begin, end, candidate, layout.bits);
             if (error < best) {
               best = error;
               scale = candidate;
@@ -246,7 +261,8 @@ void sits::quant::quantize(const float *x, const GroupLayout &layout,
             double error = double(x[flat]) - double(scale * float(level));
             if (std::isfinite(error)) {
               stats->squaredError += error * error;
-              stats->maxAbsError = std::max(stats->maxAbsError, std::fabs(error));
+              stats->maxAbsError =
+                  std::max(stats->maxAbsError, std::fabs(error));
             }
           }
         }
@@ -255,15 +271,39 @@ void sits::quant::quantize(const float *x, const GroupLayout &layout,
         ++stats->groups;
         stats->values += end - begin;
         if (std::isfinite(scale)) {
-          stats->scaleMin =
-              stats->finiteScales ? std::min<double>(stats->scaleMin, scale)
-                                  : scale;
+          stats->scaleMin = stats->finiteScales
+                                ? std::min<double>(stats->scaleMin, scale)
+                                : scale;
           stats->scaleMax = std::max<double>(stats->scaleMax, scale);
           stats->scaleSum += scale;
           ++stats->finiteScales;
         }
       }
     }
+}
+
+void sits::quant::quantize(const float *x, const GroupLayout &layout,
+                           bool halfScales, int8_t *data, float *scales,
+                           QuantStats *stats,
+                           llvm::ArrayRef<float> clipRatios) {
+  quantizeOuter(x, layout, 0, outerSlices(layout), halfScales, data, scales,
+                stats, clipRatios);
+}
+
+void sits::quant::mergeStats(QuantStats &into, const QuantStats &from) {
+  into.groups += from.groups;
+  into.values += from.values;
+  into.clipped += from.clipped;
+  if (from.finiteScales) {
+    into.scaleMin = into.finiteScales ? std::min(into.scaleMin, from.scaleMin)
+                                      : from.scaleMin;
+    into.scaleMax = into.finiteScales ? std::max(into.scaleMax, from.scaleMax)
+                                      : from.scaleMax;
+    into.scaleSum += from.scaleSum;
+    into.finiteScales += from.finiteScales;
+  }
+  into.squaredError += from.squaredError;
+  into.maxAbsError = std::max(into.maxAbsError, from.maxAbsError);
 }
 
 void sits::quant::dequantize(const int8_t *data, const float *scales,

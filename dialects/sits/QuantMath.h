@@ -1,4 +1,5 @@
-//===- QuantMath.h - The exact rounding of sits.quantize/dequantize -*- C++ -*-//
+//===- QuantMath.h - The exact rounding of sits.quantize/dequantize -*- C++
+//-*-//
 //
 // The arithmetic that `sits.quantize` and `sits.dequantize` specify
 // (SitsOps.td), in one place: `--sits-insert-qdq` quantizes weights with it at
@@ -87,6 +88,23 @@ struct QuantStats {
 void quantize(const float *x, const GroupLayout &layout, bool halfScales,
               int8_t *data, float *scales, QuantStats *stats = nullptr,
               llvm::ArrayRef<float> clipRatios = {});
+
+/// The outer slices of `layout` (the dimensions before its axis): quantize
+/// in parts with quantizeOuter.
+int64_t outerSlices(const GroupLayout &layout);
+
+/// quantize for the outer slices [outerBegin, outerEnd) only: `x` holds
+/// their values; `data` and `scales` are the whole tensor's, of which the
+/// slices' rows and scales are written (slices own whole stored rows, so
+/// disjoint ranges may be quantized concurrently). `stats` gets the
+/// slices' statistics; mergeStats adds such parts up.
+void quantizeOuter(const float *x, const GroupLayout &layout,
+                   int64_t outerBegin, int64_t outerEnd, bool halfScales,
+                   int8_t *data, float *scales, QuantStats *stats = nullptr,
+                   llvm::ArrayRef<float> clipRatios = {});
+
+/// Adds the statistics of another part of a tensor to `into`.
+void mergeStats(QuantStats &into, const QuantStats &from);
 
 /// sits.dequantize: `out[i] = scale(i) * q(i)`, one f32 product.
 void dequantize(const int8_t *data, const float *scales,
