@@ -398,9 +398,13 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
            (tensorGemv ? "gemvQuantTensorCore" : "gemvQuant") +
            "<Cfg>(x, data, scales, biases, outs, " + residualName +
            ", tokens, " + gatherArgs + ")");
+    // The tensor-core blocks loop over the items: at most the two resident
+    // per SM.
     b.setGrid(
         tensorGemv
-            ? Expr::constant((totalTcTiles + tilesPerBlock - 1) / tilesPerBlock)
+            ? format::min(Expr::constant((totalTcTiles + tilesPerBlock - 1) /
+                                         tilesPerBlock),
+                          Expr::multiprocessors() * Expr::constant(2))
             : Expr::constant((totalRows + kGemvWarps - 1) / kGemvWarps));
   } else if (tensorGemv) {
     b.call("sits::gemvTensorCore<Cfg>(x, weights, biases, outs, " +

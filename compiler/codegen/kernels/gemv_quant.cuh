@@ -318,8 +318,9 @@ __device__ void gemvQuant(const float *__restrict__ x, const u8 *const *data,
 // For each 32-bit word of a piece, levelPairs gives the A registers, and the
 // lane packs token g's x at the same inputs into B (in the same order), so
 // a piece is V / 4 mmas into a zeroed f32 tile that is then scaled by rows
-// g's and g + 8's scales of the chunk's group (from shared memory, loaded
-// once per block) and added to the accumulators.
+// g's and g + 8's scales of the chunk's group (from a table in shared
+// memory, loaded for each item while the next item's first copies are in
+// flight) and added to the accumulators. Persistent, as gemvTensorCore.
 
 /// Dynamic shared memory of gemvQuantTensorCore (also in Launches).
 __host__ __device__ constexpr int
@@ -333,8 +334,9 @@ gemvQuantTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll,
 /// 4 V), kGroups, kRowBytes, kK (a multiple of 8), kSegments, rows(s),
 /// hasBias(s), tiles(s), kTotalTiles, kEpilogue, kActivation,
 /// kTilesPerBlock, kUnroll, kStages, kGatherLast. Arguments as gemvQuant.
-/// Launch: grid ceil(kTotalTiles / kTilesPerBlock), block 256, dynamic
-/// shared memory gemvQuantTensorCoreSharedBytes(...).
+/// Launch: any grid (persistent: each block loops over its items of
+/// kTilesPerBlock tiles; at most two blocks per SM are resident), block
+/// 256, dynamic shared memory gemvQuantTensorCoreSharedBytes(...).
 template <class Cfg>
 __device__ void
 gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
@@ -363,7 +365,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   uint4 *ring = shared; // [kStages][kPieces][kTcThreads]
   float4 *partial =
       reinterpret_cast<float4 *>(shared + kStages * kPieces * kTcThreads);
-  // [mat][m][16 rows][kGroups]: the block's scales as f32.
+  // [mat][m][16 rows][kGroups]: the current item's scales as f32.
   float *scaleTable =
       reinterpret_cast<float *>(partial + kTcWarps * kMats * M * kWarpSize);
 
@@ -373,29 +375,53 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   const int steps =
       warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U) : 0;
 
-  // This lane's rows g and g + 8 of every tile, at its piece t.
-  const u8 *rowPtr[kMats][M][2];
-  tcRowPointers<Cfg>(blockIdx.x * M, data, Cfg::kRowBytes, 16 * t, rowPtr);
-  for (int e = tid; e < kMats * M * 16 * Cfg::kGroups; e += kTcThreads) {
-    const int group = e % Cfg::kGroups, r = (e / Cfg::kGroups) % 16;
-    const int m = (e / (Cfg::kGroups * 16)) % M,
-              mat = e / (Cfg::kGroups * 16 * M);
-    const int tile = blockIdx.x * M + m;
-    int segment = 0, firstRow = 0;
-    tcTileRows<Cfg>(tile, &segment, &firstRow);
-    const int s = kGated ? mat : segment;
-    const int row = firstRow + r;
-    scaleTable[e] =
-        tile < Cfg::kTotalTiles && row < Cfg::rows(s)
-            ? halfToFloat(select<Cfg::kSegments>(
-                  scales, s)[static_cast<long>(row) * Cfg::kGroups + group])
-            : 0.0f;
-  }
-  __syncthreads();
+  // The block's items (M tiles each): blockIdx.x, then every gridDim.x-th,
+  // as gemvTensorCore's; the copies run on across items.
+  constexpr int kItems = (Cfg::kTotalTiles + M - 1) / M;
+  const int items =
+      static_cast<int>(blockIdx.x) < kItems
+          ? (kItems - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x
+          : 0;
+  auto firstTile = [&](int item) {
+    return (static_cast<int>(blockIdx.x) + item * static_cast<int>(gridDim.x)) *
+           M;
+  };
 
-  auto issue = [&](int step) {
-    if (step < steps) {
-      uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
+  // The scales of item `item`'s rows as f32 into the table (all threads;
+  // the caller synchronizes before they are read).
+  auto loadScales = [&](int item) {
+    for (int e = tid; e < kMats * M * 16 * Cfg::kGroups; e += kTcThreads) {
+      const int group = e % Cfg::kGroups, r = (e / Cfg::kGroups) % 16;
+      const int m = (e / (Cfg::kGroups * 16)) % M,
+                mat = e / (Cfg::kGroups * 16 * M);
+      const int tile = firstTile(item) + m;
+      int segment = 0, firstRow = 0;
+      tcTileRows<Cfg>(tile, &segment, &firstRow);
+      const int s = kGated ? mat : segment;
+      const int row = firstRow + r;
+      scaleTable[e] =
+          tile < Cfg::kTotalTiles && row < Cfg::rows(s)
+              ? halfToFloat(select<Cfg::kSegments>(
+                    scales, s)[static_cast<long>(row) * Cfg::kGroups + group])
+              : 0.0f;
+    }
+  };
+
+  // This lane's rows g and g + 8 of every tile of item `rowItem`, at its
+  // piece t.
+  const u8 *rowPtr[kMats][M][2];
+  int rowItem = -1;
+  // Starts the copies of the block's step `index` (item index / steps, step
+  // index % steps) into its ring slot (an empty group past the last step).
+  auto issue = [&](int index) {
+    if (index < items * steps) {
+      const int item = index / steps, step = index - item * steps;
+      if (item != rowItem) {
+        rowItem = item;
+        tcRowPointers<Cfg>(firstTile(item), data, Cfg::kRowBytes, 16 * t,
+                           rowPtr);
+      }
+      uint4 *slot = ring + (index % kStages) * kPieces * kTcThreads + tid;
       const int c0 = warp + step * kTcWarps * U;
       for (int u = 0; u < U; ++u) {
         const int c = c0 + u * kTcWarps;
@@ -415,11 +441,15 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     copyAsyncCommit();
   };
 
-  // Weights and scales are constants: the scale table and the first steps'
-  // copies come before the wait for the kernels that produce x (common.cuh).
+  // Weights and scales are constants: the first item's scale table and the
+  // first steps' copies come before the wait for the kernels that produce x
+  // (common.cuh).
+  if (items > 0)
+    loadScales(0);
   for (int s = 0; s + 1 < kStages; ++s)
     issue(s);
   waitForPrecedingKernels();
+  __syncthreads();
 
   for (int t0 = 0; t0 < tokens; t0 += 8) {
     const float *xRow = nullptr;
@@ -435,86 +465,102 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
         xRow = x + source * Cfg::kK + V * t;
     }
 
-    float acc[kMats][M][4];
-    for (int mat = 0; mat < kMats; ++mat)
-      for (int m = 0; m < M; ++m)
-        for (int i = 0; i < 4; ++i)
-          acc[mat][m][i] = 0.0f;
-
-    if (t0 > 0)
+    if (t0 > 0) {
       for (int s = 0; s + 1 < kStages; ++s)
         issue(s);
-    for (int step = 0; step < steps; ++step) {
-      issue(step + kStages - 1);
-      copyAsyncWait<kStages - 1>(); // this step's copies have landed
-      const uint4 *slot = ring + (step % kStages) * kPieces * kTcThreads + tid;
-      const int c0 = warp + step * kTcWarps * U;
-      for (int u = 0; u < U; ++u) {
-        const int c = c0 + u * kTcWarps;
-        if (c >= kChunks)
-          break; // the same for the whole warp
-        // Token g's x at this lane's V inputs, as B pairs in the order of
-        // levelPairs.
-        u32 b[kMmas][2];
-        const int k0 = c * kChunk + V * t;
-        const float *p = xRow + static_cast<long>(c) * kChunk;
-        for (int w = 0; w < 4; ++w) {
-          constexpr int kPerWord = V / 4; // levels per 32-bit word
-          float xs[kPerWord];
-          for (int q = 0; q < kPerWord; q += 4) {
-            const int k = k0 + w * kPerWord + q;
-            const uint4 v =
-                load16If<false>(xRow && k < Cfg::kK, p + w * kPerWord + q);
-            xs[q] = __uint_as_float(v.x);
-            xs[q + 1] = __uint_as_float(v.y);
-            xs[q + 2] = __uint_as_float(v.z);
-            xs[q + 3] = __uint_as_float(v.w);
-          }
-          if constexpr (Cfg::kBits == 8) {
-            b[w][0] = qweights::packOperands<W>(xs[0], xs[1]);
-            b[w][1] = qweights::packOperands<W>(xs[2], xs[3]);
-          } else {
-            b[2 * w][0] = qweights::packOperands<W>(xs[0], xs[4]);
-            b[2 * w][1] = qweights::packOperands<W>(xs[1], xs[5]);
-            b[2 * w + 1][0] = qweights::packOperands<W>(xs[2], xs[6]);
-            b[2 * w + 1][1] = qweights::packOperands<W>(xs[3], xs[7]);
-          }
-        }
-        const int group = c * kChunk / Cfg::kGroup;
-        for (int mat = 0; mat < kMats; ++mat)
-          for (int m = 0; m < M; ++m) {
-            const int piece = ((u * kMats + mat) * M + m) * 2;
-            const uint4 lo = slot[piece * kTcThreads];
-            const uint4 hi = slot[(piece + 1) * kTcThreads];
-            const u32 loWords[4] = {lo.x, lo.y, lo.z, lo.w};
-            const u32 hiWords[4] = {hi.x, hi.y, hi.z, hi.w};
-            float tile[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            for (int w = 0; w < 4; ++w) {
-              u32 a[4], a8[4]; // rows g and g + 8
-              qweights::levelPairs<W, Cfg::kBits>(loWords[w], a);
-              qweights::levelPairs<W, Cfg::kBits>(hiWords[w], a8);
-              if constexpr (Cfg::kBits == 8) {
-                mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[w][0], b[w][1]);
-              } else {
-                mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[2 * w][0],
-                            b[2 * w][1]);
-                mma16816<W>(tile, a[2], a8[2], a[3], a8[3], b[2 * w + 1][0],
-                            b[2 * w + 1][1]);
-              }
-            }
-            const float *rowScales =
-                scaleTable + ((mat * M + m) * 16 + g) * Cfg::kGroups + group;
-            const float s0 = rowScales[0], s8 = rowScales[8 * Cfg::kGroups];
-            acc[mat][m][0] += s0 * tile[0];
-            acc[mat][m][1] += s0 * tile[1];
-            acc[mat][m][2] += s8 * tile[2];
-            acc[mat][m][3] += s8 * tile[3];
-          }
+      if (items > 1) { // the table holds the last item's scales
+        loadScales(0);
+        __syncthreads();
       }
     }
-    copyAsyncWait<0>();
-    tcFinishItem<Cfg>(acc, partial, blockIdx.x * M, t0, biases, outs, residual,
-                      tokens, stepLengths);
+    for (int item = 0; item < items; ++item) {
+      float acc[kMats][M][4];
+      for (int mat = 0; mat < kMats; ++mat)
+        for (int m = 0; m < M; ++m)
+          for (int i = 0; i < 4; ++i)
+            acc[mat][m][i] = 0.0f;
+
+      for (int step = 0; step < steps; ++step) {
+        const int index = item * steps + step;
+        issue(index + kStages - 1);
+        copyAsyncWait<kStages - 1>(); // this step's copies have landed
+        const uint4 *slot =
+            ring + (index % kStages) * kPieces * kTcThreads + tid;
+        const int c0 = warp + step * kTcWarps * U;
+        for (int u = 0; u < U; ++u) {
+          const int c = c0 + u * kTcWarps;
+          if (c >= kChunks)
+            break; // the same for the whole warp
+          // Token g's x at this lane's V inputs, as B pairs in the order of
+          // levelPairs.
+          u32 b[kMmas][2];
+          const int k0 = c * kChunk + V * t;
+          const float *p = xRow + static_cast<long>(c) * kChunk;
+          for (int w = 0; w < 4; ++w) {
+            constexpr int kPerWord = V / 4; // levels per 32-bit word
+            float xs[kPerWord];
+            for (int q = 0; q < kPerWord; q += 4) {
+              const int k = k0 + w * kPerWord + q;
+              const uint4 v =
+                  load16If<false>(xRow && k < Cfg::kK, p + w * kPerWord + q);
+              xs[q] = __uint_as_float(v.x);
+              xs[q + 1] = __uint_as_float(v.y);
+              xs[q + 2] = __uint_as_float(v.z);
+              xs[q + 3] = __uint_as_float(v.w);
+            }
+            if constexpr (Cfg::kBits == 8) {
+              b[w][0] = qweights::packOperands<W>(xs[0], xs[1]);
+              b[w][1] = qweights::packOperands<W>(xs[2], xs[3]);
+            } else {
+              b[2 * w][0] = qweights::packOperands<W>(xs[0], xs[4]);
+              b[2 * w][1] = qweights::packOperands<W>(xs[1], xs[5]);
+              b[2 * w + 1][0] = qweights::packOperands<W>(xs[2], xs[6]);
+              b[2 * w + 1][1] = qweights::packOperands<W>(xs[3], xs[7]);
+            }
+          }
+          const int group = c * kChunk / Cfg::kGroup;
+          for (int mat = 0; mat < kMats; ++mat)
+            for (int m = 0; m < M; ++m) {
+              const int piece = ((u * kMats + mat) * M + m) * 2;
+              const uint4 lo = slot[piece * kTcThreads];
+              const uint4 hi = slot[(piece + 1) * kTcThreads];
+              const u32 loWords[4] = {lo.x, lo.y, lo.z, lo.w};
+              const u32 hiWords[4] = {hi.x, hi.y, hi.z, hi.w};
+              float tile[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+              for (int w = 0; w < 4; ++w) {
+                u32 a[4], a8[4]; // rows g and g + 8
+                qweights::levelPairs<W, Cfg::kBits>(loWords[w], a);
+                qweights::levelPairs<W, Cfg::kBits>(hiWords[w], a8);
+                if constexpr (Cfg::kBits == 8) {
+                  mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[w][0],
+                              b[w][1]);
+                } else {
+                  mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[2 * w][0],
+                              b[2 * w][1]);
+                  mma16816<W>(tile, a[2], a8[2], a[3], a8[3], b[2 * w + 1][0],
+                              b[2 * w + 1][1]);
+                }
+              }
+              const float *rowScales =
+                  scaleTable + ((mat * M + m) * 16 + g) * Cfg::kGroups + group;
+              const float s0 = rowScales[0], s8 = rowScales[8 * Cfg::kGroups];
+              acc[mat][m][0] += s0 * tile[0];
+              acc[mat][m][1] += s0 * tile[1];
+              acc[mat][m][2] += s8 * tile[2];
+              acc[mat][m][3] += s8 * tile[3];
+            }
+        }
+      }
+
+      // The next item's first copies are in flight meanwhile.
+      tcFinishItem<Cfg>(acc, partial, firstTile(item), t0, biases, outs,
+                        residual, tokens, stepLengths);
+      // tcFinishItem ends with a barrier: every read of the table is done.
+      if (item + 1 < items) {
+        loadScales(item + 1);
+        __syncthreads();
+      }
+    }
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens
 }
