@@ -187,7 +187,10 @@ bench_shape() {
     stamp "ERROR: $shape: no engine"
     return
   fi
-  runtime_ready || return
+  if ! runtime_ready; then
+    touch "$WORK/failed" # the exit status, also from a side-by-side shape
+    return
+  fi
   begin=$(now)
   "$RUN" "$engine" --prompt-ids 1,2,3 --max-new-tokens 2 >"$dir/load.log" 2>&1
   load_s=$(elapsed "$begin")
@@ -257,6 +260,11 @@ count=${#SHAPES[@]}
 # one after the other on the first GPU.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 PARALLEL=${SITS_BENCH_PARALLEL:-$([ "$count" -gt 1 ] && [ "$gpus" -ge "$count" ] && echo 1 || echo 0)}
+if [ "$PARALLEL" = 1 ] && [ "$gpus" -lt "$count" ]; then
+  stamp "ERROR: SITS_BENCH_PARALLEL=1 needs a GPU per shape ($count), found $gpus"
+  exit 2
+fi
+rm -f "$WORK/failed"
 if [ "$PARALLEL" = 1 ]; then
   stamp "shapes side by side on $count of $gpus GPUs"
   pids=()
@@ -308,5 +316,9 @@ fi
 if [ ${#SHAPES[@]} -gt 0 ]; then
   stamp "report"
   python3 "$ROOT/bench/report.py" --out "$OUT/summary.md" "$OUT"
+fi
+if [ -f "$WORK/failed" ]; then
+  stamp "ERROR: the runtime did not build"
+  exit 3
 fi
 stamp "done"
