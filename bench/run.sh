@@ -127,7 +127,7 @@ runtime_ready() {
   done
   if [ "$(cat "$WORK/build.rc" 2>/dev/null)" != 0 ]; then
     stamp "ERROR: the runtime did not build"
-    tail -30 "$WORK/cmake.log" "$WORK/ninja.log"
+    tail -n 30 "$WORK/cmake.log" "$WORK/ninja.log"
     return 1
   fi
   BENCH=$(find "$WORK/build" -name sits-bench -type f -perm -u+x | head -1)
