@@ -2,7 +2,7 @@
 """Per-kernel time of one decode step, from Nsight Compute on the GPU machine.
 
     bench/kernel_profile.py ENGINE --sits-bench PATH [--batch 1] [--context 32]
-                            [--ncu ncu] [--json FILE]
+                            [--ncu ncu] [--json FILE] [--bench-arg ARG ...]
 
 Runs sits-bench without CUDA graphs under `ncu` (clocks left alone, only
 gpu__time_duration), skips the prefill and warm-up launches, and prints the
@@ -39,6 +39,9 @@ def main():
     p.add_argument("--context", type=int, default=32)
     p.add_argument("--steps", type=int, default=4, help="decode steps profiled")
     p.add_argument("--json")
+    p.add_argument("--bench-arg", action="append", default=[],
+                   help="another sits-bench argument (e.g. "
+                   "--bench-arg=--tvc-no-fallback)")
     a = p.parse_args()
     if not a.ncu:
         found = ([shutil.which("ncu")] +
@@ -56,7 +59,7 @@ def main():
            "gpu__time_duration.sum", "--csv", "--print-units", "base",
            a.sits_bench, a.engine, "--batch", str(a.batch), "--context",
            str(a.context), "--new-tokens", str(a.steps + 1), "--repeats", "1",
-           "--no-cuda-graph"]
+           "--no-cuda-graph"] + a.bench_arg
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])

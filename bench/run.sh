@@ -59,8 +59,11 @@
 # $SITS_BENCH_TVC_CANDIDATES (64) candidates): sits-bench's LM-head time of
 # the plain engine against the TVC engine with --tvc-no-fallback (benchmark
 # only: the proof taken as succeeding), and a normal TVC run's fallback rate
-# on the random weights. Writes tvc-*.json and tvc.md. The TVC compile runs
-# the randomized SVD of the 128256 x 4096 head on one core (minutes).
+# on the random weights. Writes tvc-*.json and tvc.md; with
+# SITS_BENCH_PROFILE=1 also the kernels of both heads at batch 1
+# (tvc-profile-plain.json, tvc-profile-proved.json). The TVC compile runs
+# the randomized SVD of the 128256 x 4096 head on all cores (about 55 s on
+# the H200's 16).
 
 set -u
 ROOT=$(pwd)
@@ -307,6 +310,14 @@ if [ "$TVC" = 1 ] || [ "$TVC" = only ]; then
     "$BENCH" "$tvcdir/tvc.sits" "${tvc_bench[@]}" --json "$OUT/tvc-fallback.json"
     python3 "$ROOT/bench/tvc_head.py" report --out "$OUT/tvc.md" \
       "$OUT/tvc-plain.json" "$OUT/tvc-proved.json" "$OUT/tvc-fallback.json"
+    if [ "${SITS_BENCH_PROFILE:-0}" = 1 ]; then
+      stamp "tvc: kernel profiles (ncu), batch 1: plain head, TVC proved"
+      python3 "$ROOT/bench/kernel_profile.py" "$tvcdir/plain.sits" \
+        --sits-bench "$BENCH" --json "$OUT/tvc-profile-plain.json"
+      python3 "$ROOT/bench/kernel_profile.py" "$tvcdir/tvc.sits" \
+        --sits-bench "$BENCH" --bench-arg=--tvc-no-fallback \
+        --json "$OUT/tvc-profile-proved.json"
+    fi
   else
     stamp "ERROR: tvc: no engines (see $tvcdir/sitsc-*.log)"
   fi
