@@ -254,6 +254,24 @@ tcRowPointers(int firstTile, const T *const *matrices, long rowStride,
   }
 }
 
+/// The items (kTilesPerBlock tiles each) of block blockIdx.x of a
+/// persistent tensor-core GEMV: blockIdx.x, then every gridDim.x-th; the
+/// block's copies run on across its items, so that it streams its weights
+/// without a gap between tiles.
+template <class Cfg> __device__ __forceinline__ int tcBlockItems() {
+  constexpr int kItems =
+      (Cfg::kTotalTiles + Cfg::kTilesPerBlock - 1) / Cfg::kTilesPerBlock;
+  const int block = static_cast<int>(blockIdx.x);
+  const int grid = static_cast<int>(gridDim.x);
+  return block < kItems ? (kItems - block + grid - 1) / grid : 0;
+}
+
+/// The first tile of the block's item `item` (tcBlockItems).
+template <class Cfg> __device__ __forceinline__ int tcItemFirstTile(int item) {
+  return (static_cast<int>(blockIdx.x) + item * static_cast<int>(gridDim.x)) *
+         Cfg::kTilesPerBlock;
+}
+
 /// The end of an item of gemvTensorCore and gemvQuantTensorCore: the
 /// warps' accumulators of the M tiles from `firstTile` meet in `partial`,
 /// are added in warp order (deterministic) and go through the epilogue
@@ -359,18 +377,8 @@ gemvTensorCore(const float *__restrict__ x,
   const int steps =
       warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U) : 0;
 
-  // The block's items (kTilesPerBlock tiles each): blockIdx.x, then every
-  // gridDim.x-th; the copies run on across items, so that a block streams
-  // its weights without a gap between tiles.
-  constexpr int kItems = (Cfg::kTotalTiles + M - 1) / M;
-  const int items =
-      static_cast<int>(blockIdx.x) < kItems
-          ? (kItems - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x
-          : 0;
-  auto firstTile = [&](int item) {
-    return (static_cast<int>(blockIdx.x) + item * static_cast<int>(gridDim.x)) *
-           M;
-  };
+  const int items = tcBlockItems<Cfg>();
+  auto firstTile = [](int item) { return tcItemFirstTile<Cfg>(item); };
 
   // This lane's rows g and g + 8 of every tile of item `rowItem`, at its k
   // offset 8t (null past the end of a segment or of the tile space).

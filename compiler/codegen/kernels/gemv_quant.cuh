@@ -375,17 +375,9 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   const int steps =
       warp < kChunks ? (kChunks - warp + kTcWarps * U - 1) / (kTcWarps * U) : 0;
 
-  // The block's items (M tiles each): blockIdx.x, then every gridDim.x-th,
-  // as gemvTensorCore's; the copies run on across items.
-  constexpr int kItems = (Cfg::kTotalTiles + M - 1) / M;
-  const int items =
-      static_cast<int>(blockIdx.x) < kItems
-          ? (kItems - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x
-          : 0;
-  auto firstTile = [&](int item) {
-    return (static_cast<int>(blockIdx.x) + item * static_cast<int>(gridDim.x)) *
-           M;
-  };
+  // The block's items, as gemvTensorCore's.
+  const int items = tcBlockItems<Cfg>();
+  auto firstTile = [](int item) { return tcItemFirstTile<Cfg>(item); };
 
   // The scales of item `item`'s rows as f32 into the table (all threads;
   // the caller synchronizes before they are read).
