@@ -26,6 +26,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <thread>
 
 using namespace sits;
 using namespace sits::reference;
@@ -49,11 +50,10 @@ bool sameFloat(float a, float b) {
 }
 
 TEST(QuantMath, RoundToHalfMatchesAPFloat) {
-  const float edges[] = {0.0f,      -0.0f,       65504.0f,    65519.996f,
-                         65520.0f,  -65520.0f,   0x1p-24f,    0x1p-25f,
-                         0x1.8p-25f, 0x1.8p-24f, 0x1p-14f,    0x1.ffcp-15f,
-                         1e-30f,    3.0e38f,     INFINITY,    -INFINITY,
-                         NAN,       0.142857149f};
+  const float edges[] = {
+      0.0f,     -0.0f,    65504.0f,   65519.996f, 65520.0f, -65520.0f,
+      0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1.8p-24f, 0x1p-14f, 0x1.ffcp-15f,
+      1e-30f,   3.0e38f,  INFINITY,   -INFINITY,  NAN,      0.142857149f};
   for (float value : edges)
     EXPECT_TRUE(sameFloat(quant::roundToHalf(value), halfByAPFloat(value)))
         << value;
@@ -95,16 +95,16 @@ TEST(QuantMath, Int4ByHand) {
   // Group 0: absmax 7 -> scale 1: ties go to even (0.5 -> 0, 1.5 -> 2,
   // 2.5 -> 2, -2.5 -> -2). Group 1: all ones -> scale f16(1/7) = 1170 *
   // 2^-13, and 1 / scale = 7.0017 -> 7.
-  std::vector<float> values = {7.0f, 0.5f, 1.5f, 2.5f, -2.5f, -7.0f, 3.49f,
-                               0.0f, 1, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<float> values = {7.0f,  0.5f, 1.5f, 2.5f, -2.5f, -7.0f,
+                               3.49f, 0.0f, 1,    1,    1,     1,
+                               1,     1,    1,    1};
   Row row = quantizeRow(values, 8, 4, /*padding=*/8);
   ASSERT_EQ(row.scales.size(), 2u);
   EXPECT_EQ(row.scales[0], 1.0f);
   EXPECT_EQ(row.scales[1], 1170.0f * 0x1p-13f);
   std::vector<int8_t> expected = {
       // (7, 0), (2, 2), (-2, -7), (3, 0): low nibble first.
-      0x07, 0x22, static_cast<int8_t>(0x9E), 0x03,
-      0x77, 0x77, 0x77, 0x77,
+      0x07, 0x22, static_cast<int8_t>(0x9E), 0x03, 0x77, 0x77, 0x77, 0x77,
       // 8 bytes of padding, zero.
       0, 0, 0, 0, 0, 0, 0, 0};
   EXPECT_EQ(row.data, expected);
@@ -135,8 +135,8 @@ TEST(QuantMath, SpecialGroups) {
   float nan = std::numeric_limits<float>::quiet_NaN();
   // Zero group, a group with NaN, one with infinity, one whose scale
   // saturates at 65504 (and clips), one whose f16 scale underflows to 0.
-  std::vector<float> values = {0,   0,  1,    nan,       2,    INFINITY,
-                               1e6, 5e5, 1e-9f, -1e-9f};
+  std::vector<float> values = {0,        0,   1,   nan,   2,
+                               INFINITY, 1e6, 5e5, 1e-9f, -1e-9f};
   Row row = quantizeRow(values, 2, 4);
   EXPECT_EQ(row.scales[0], 0.0f);
   EXPECT_TRUE(std::isnan(row.scales[1]));
@@ -174,6 +174,70 @@ TEST(QuantMath, ErrorIsAtMostHalfAScale) {
       EXPECT_LE(std::fabs(values[i] - back[i]), scale * 0.5f * (1 + 1e-6f))
           << "bits " << bits << ", element " << i;
     }
+  }
+}
+
+TEST(QuantMath, PartsQuantizedConcurrentlyEqualTheWhole) {
+  // sitsc quantizes a weight in blocks of rows on several threads
+  // (quantizeOuter, mergeStats): the bytes, scales and statistics must be
+  // those of one pass over the whole tensor, int4 nibbles of neighbouring
+  // rows included.
+  for (unsigned bits : {4u, 8u}) {
+    quant::GroupLayout layout;
+    layout.shape = {37, 70}; // odd rows, a partial group, padded rows
+    layout.axis = 1;
+    layout.groupSize = 32;
+    layout.bits = bits;
+    layout.rowBytes =
+        (quant::GroupLayout::packedRowBytes(70, bits) + 15) / 16 * 16;
+    ASSERT_FALSE(layout.check());
+    std::mt19937 random(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(layout.numElements());
+    for (float &value : values)
+      value = normal(random);
+    values[5] = 40.0f; // an outlier: scales far apart
+    const std::vector<float> ratios = {1.0f, 0.9f, 0.8f};
+
+    std::vector<int8_t> wholeData(layout.numDataBytes(), 0x55);
+    std::vector<float> wholeScales(layout.numScales());
+    quant::QuantStats wholeStats;
+    quant::quantize(values.data(), layout, true, wholeData.data(),
+                    wholeScales.data(), &wholeStats, ratios);
+
+    ASSERT_EQ(quant::outerSlices(layout), 37);
+    std::vector<int8_t> data(layout.numDataBytes(), 0x55);
+    std::vector<float> scales(layout.numScales());
+    const int64_t bounds[] = {0, 5, 6, 20, 37};
+    std::vector<quant::QuantStats> parts(4);
+    std::vector<std::thread> threads;
+    for (int part = 0; part < 4; ++part)
+      threads.emplace_back([&, part] {
+        quant::quantizeOuter(values.data() + bounds[part] * 70, layout,
+                             bounds[part], bounds[part + 1], true, data.data(),
+                             scales.data(), &parts[part], ratios);
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+    quant::QuantStats stats;
+    for (const quant::QuantStats &part : parts)
+      quant::mergeStats(stats, part);
+
+    EXPECT_EQ(data, wholeData) << bits;
+    EXPECT_EQ(scales, wholeScales) << bits;
+    EXPECT_EQ(stats.groups, wholeStats.groups);
+    EXPECT_EQ(stats.values, wholeStats.values);
+    EXPECT_EQ(stats.clipped, wholeStats.clipped);
+    EXPECT_EQ(stats.finiteScales, wholeStats.finiteScales);
+    EXPECT_EQ(stats.scaleMin, wholeStats.scaleMin);
+    EXPECT_EQ(stats.scaleMax, wholeStats.scaleMax);
+    EXPECT_EQ(stats.maxAbsError, wholeStats.maxAbsError);
+    EXPECT_NEAR(stats.scaleSum, wholeStats.scaleSum,
+                1e-12 * wholeStats.scaleSum);
+    EXPECT_NEAR(stats.squaredError, wholeStats.squaredError,
+                1e-12 * wholeStats.squaredError);
+    EXPECT_GT(stats.squaredError, 0.0);
+    EXPECT_EQ(stats.groups, 37 * 3);
   }
 }
 
@@ -233,8 +297,8 @@ protected:
   }
 
   mlir::OwningOpRef<mlir::ModuleOp> compile(const std::string &pipeline) {
-    auto module =
-        mlir::parseSourceString<mlir::ModuleOp>(test::decoderSource(), &context);
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(test::decoderSource(),
+                                                          &context);
     EXPECT_TRUE(module);
     mlir::PassManager pm(&context);
     EXPECT_TRUE(mlir::succeeded(mlir::parsePassPipeline(pipeline, pm)));
@@ -257,9 +321,8 @@ TEST_F(QuantExecution, KernelsMatchQuantMath) {
   std::vector<float> values = {7, 0.5f, 1.5f, -2.5f, 0.3f, -0.9f,
                                1, 2,    3,    4,     5,    6};
   Executor executor(*module);
-  auto results =
-      executor.run("main", {Tensor::fromFloats(ElementType::F32, {2, 6},
-                                               values)});
+  auto results = executor.run(
+      "main", {Tensor::fromFloats(ElementType::F32, {2, 6}, values)});
   ASSERT_TRUE(bool(results)) << llvm::toString(results.takeError());
   quant::GroupLayout layout;
   layout.shape = {2, 6};
@@ -292,9 +355,9 @@ void expectPrefillEqualsDecode(mlir::ModuleOp module, int64_t length) {
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < length; ++i)
     ids.push_back((i * 11 + 5) % test::kDecoderVocab);
-  llvm::Expected<Tensor> prefill = runLogits(
-      executor, module, program->prefill,
-      Tensor::fromInts(ElementType::I64, {1, length}, ids));
+  llvm::Expected<Tensor> prefill =
+      runLogits(executor, module, program->prefill,
+                Tensor::fromInts(ElementType::I64, {1, length}, ids));
   ASSERT_TRUE(bool(prefill)) << llvm::toString(prefill.takeError());
   // Decode: prefill the first token, then one token per step; the logits of
   // step t are those of position t.

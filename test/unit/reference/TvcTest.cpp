@@ -24,6 +24,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <thread>
 
 using namespace sits;
 using namespace sits::reference;
@@ -90,10 +91,10 @@ protected:
         "  %plain = sits.lm_head %h, %w : " + in + ", " + t + " -> " + out +
         "\n  %tvc = sits.tvc_lm_head %h, %w preview(%p, %t) bounds(%b) "
         "{candidates = " +
-        std::to_string(candidates) + ", exact_top = " +
-        std::to_string(exactTop) + "} : " + in + ", " + t + ", " + p + ", " +
-        r + ", " + b + " -> " + out + "\n  return %plain, %tvc : " + out +
-        ", " + out + "\n}\n";
+        std::to_string(candidates) +
+        ", exact_top = " + std::to_string(exactTop) + "} : " + in + ", " + t +
+        ", " + p + ", " + r + ", " + b + " -> " + out +
+        "\n  return %plain, %tvc : " + out + ", " + out + "\n}\n";
     auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
     EXPECT_TRUE(module);
     if (!module)
@@ -122,9 +123,8 @@ protected:
 
 /// A head of rank `rank` plus noise of scale `noise`, with `duplicates` rows
 /// copied from others (exact ties).
-std::vector<float> makeHead(std::mt19937 &random, int64_t vocab,
-                            int64_t hidden, int64_t rank, float noise,
-                            int64_t duplicates) {
+std::vector<float> makeHead(std::mt19937 &random, int64_t vocab, int64_t hidden,
+                            int64_t rank, float noise, int64_t duplicates) {
   std::vector<float> a = gaussian(random, vocab * rank, 1.0f);
   std::vector<float> b = gaussian(random, rank * hidden, 1.0f);
   std::vector<float> w = gaussian(random, vocab * hidden, noise);
@@ -160,7 +160,8 @@ TEST_F(Tvc, GreedyAndTopKMatchThePlainHead) {
       h[row * hidden + k] = 3.0f * w[source * hidden + k];
   }
   for (int64_t exactTop : {1, 5}) {
-    ExecutorStatistics stats = check(w, vocab, hidden, 6, 16, exactTop, h, rows);
+    ExecutorStatistics stats =
+        check(w, vocab, hidden, 6, 16, exactTop, h, rows);
     EXPECT_EQ(stats.tvcRows, rows);
     // Both outcomes happen: proofs on most rows, fallbacks on the ties.
     EXPECT_GT(stats.tvcProved, rows / 2) << "exact_top " << exactTop;
@@ -229,6 +230,34 @@ std::vector<long double> randomOrthonormal(std::mt19937 &random, int64_t rows,
         q[c * rows + i] /= std::sqrt(n);
     }
   return q;
+}
+
+TEST(LowRank, ThreadsGiveTheSameFactors) {
+  // FuseTVC factors on the context's threads; the split is fixed, so the
+  // factors and bounds must be bit for bit those of the serial run.
+  const int64_t rows = 700, cols = 48, rank = 6;
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> w(rows * cols);
+  for (float &value : w)
+    value = normal(random);
+  LowRankFactors serial = factorLowRank(w, rows, cols, rank);
+  // Tasks in reverse order, two at a time, as another thread count would.
+  auto parallel = [](size_t count, llvm::function_ref<void(size_t)> body) {
+    for (size_t i = count; i > 0; i -= std::min<size_t>(i, 2)) {
+      std::thread first([&] { body(i - 1); });
+      if (i >= 2)
+        body(i - 2);
+      first.join();
+    }
+  };
+  LowRankFactors threaded =
+      factorLowRank(w, rows, cols, rank, 10, 2, 0x7f4a7c15, parallel);
+  EXPECT_EQ(threaded.left, serial.left);
+  EXPECT_EQ(threaded.right, serial.right);
+  EXPECT_EQ(threaded.bounds, serial.bounds);
+  EXPECT_EQ(threaded.singularValues, serial.singularValues);
+  EXPECT_EQ(threaded.capturedEnergy, serial.capturedEnergy);
 }
 
 TEST(LowRank, RecoversAKnownSpectrumAndBoundsHold) {
