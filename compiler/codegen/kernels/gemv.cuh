@@ -465,11 +465,7 @@ gemvTensorCore(const float *__restrict__ x,
       for (int s = 0; s + 1 < kStages; ++s)
         issue(s);
     for (int item = 0; item < items; ++item) {
-      float acc[kMats][M][4];
-      for (int mat = 0; mat < kMats; ++mat)
-        for (int m = 0; m < M; ++m)
-          for (int i = 0; i < 4; ++i)
-            acc[mat][m][i] = 0.0f;
+      float acc[kMats][M][4] = {}; // the item's f32 accumulators
 
       for (int step = 0; step < steps; ++step) {
         const int index = item * steps + step;
