@@ -1,5 +1,4 @@
-//===- InsertQDQ.cpp - Explicit quantization of weights and the KV cache
-//---===//
+//===- InsertQDQ.cpp - Explicit quantization of weights and the KV cache -===//
 //
 // Weights are quantized at compile time (round to nearest, absmax groups):
 // the program reads them through sits.dequantize, which a GEMV fuses. The KV

@@ -1,5 +1,4 @@
-//===- QuantMath.h - The exact rounding of sits.quantize/dequantize -*- C++
-//-*-//
+//===- QuantMath.h - Exact rounding of sits.quantize/dequantize -*- C++ -*-===//
 //
 // The arithmetic that `sits.quantize` and `sits.dequantize` specify
 // (SitsOps.td), in one place: `--sits-insert-qdq` quantizes weights with it at
