@@ -311,6 +311,16 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     constexpr int64_t kManyBlocks = 4 * 2 * 132;
     if (!gated && totalTcTiles >= 2 * kManyBlocks)
       tilesPerBlock = 2;
+    // Quantized GEMVs other than the LM head: the tiles asked for, at most
+    // 4 / mats (a step's copies stay 8 pieces a lane) and what fits.
+    if (quantized && !desc.gatherLast)
+      for (int64_t tiles = std::min<int64_t>(desc.quantTiles, 4 / mats);
+           tiles > 1; tiles /= 2)
+        if (gemvQuantSharedBytes(mats, tiles, 4 / (mats * tiles), kTcStages,
+                                 quantGroups) <= kMaxSharedBytes) {
+          tilesPerBlock = tiles;
+          break;
+        }
     int64_t unroll = 4 / (mats * tilesPerBlock);
     b.constant(segmentFunction("int", "tiles", tcTiles));
     b.intConstant("kTotalTiles", totalTcTiles);

@@ -90,6 +90,9 @@ struct LinearLaunch {
   /// Decode GEMVs read quantized weights directly (gemv_quant.cuh); the
   /// prefill GEMM reads them dequantized (planDequantize), so bits is 0.
   LinearQuant quant;
+  /// Tiles per item asked for the quantized tensor-core GEMV
+  /// (CodegenOptions::quantGemvTiles); planLinear takes at most what fits.
+  int64_t quantTiles = 1;
   /// The rms_norm that produces `input` (whose input `input` then is),
   /// fused into the GEMV's load of x: decode GEMVs on tensor cores only
   /// (decodeGemvOnTensorCores).

@@ -94,6 +94,7 @@ LogicalResult ProgramPlanner::checkDequantizeUsers(DequantizeOp dequantize) {
 
 void ProgramPlanner::addLinearLaunch(LinearLaunch desc,
                                      ArrayRef<Operation *> ops) {
+  desc.quantTiles = options.quantGemvTiles;
   if (desc.quant.bits && !desc.decode) {
     SmallVector<unsigned> scratches;
     for (LinearSegment &segment : desc.segments) {

@@ -60,6 +60,12 @@ struct CodegenOptions {
   /// Off by default: the fused GEMVs ran at a third to a half of the plain
   /// ones' bandwidth on the H200 (docs/performance.md).
   bool fuseNorms = false;
+  /// 16-row tiles per item of the quantized tensor-core decode GEMVs (1, 2
+  /// or 4; the LM head picks its own): more tiles feed each load of x to
+  /// more rows (x is read as f32 per 32 int4 levels), at the cost of shared
+  /// memory (sitsc --gemv-quant-tiles, an experiment: 1 is what was
+  /// measured).
+  int64_t quantGemvTiles = 1;
 };
 
 } // namespace sits::codegen

@@ -64,6 +64,12 @@ cl::opt<bool> normFusion(
              "of a launch of its own (measured slower on the H200: "
              "docs/performance.md)"),
     cl::init(false), cl::cat(sits::sitsc::getCategory()));
+cl::opt<int64_t> gemvQuantTiles(
+    "gemv-quant-tiles",
+    cl::desc("16-row tiles per item of the int8/int4 decode GEMVs: 1 "
+             "(default, what was measured), 2 or 4 (an experiment: each load "
+             "of x feeds more rows; at most what fits in shared memory)"),
+    cl::init(1), cl::cat(sits::sitsc::getCategory()));
 cl::opt<std::string> batchBuckets(
     "batch-buckets",
     cl::desc("Decode batch sizes to capture CUDA graphs for, e.g. 1,2,4,8 "
@@ -78,6 +84,7 @@ codegen::CodegenOptions getCodegenOptions() {
   options.weightType = *codegen::parseWeightType(dtypeName, &error);
   options.maxPrefillTokens = maxPrefillTokens;
   options.fuseNorms = normFusion;
+  options.quantGemvTiles = gemvQuantTiles;
   if (!batchBuckets.empty())
     options.batchBuckets = *codegen::parseBatchBuckets(batchBuckets, &error);
   return options;
@@ -213,6 +220,9 @@ std::optional<std::string> sits::sitsc::validateEngineOptions() {
       (maxPrefillTokens < 1 || maxPrefillTokens > (int64_t{1} << 24)))
     return "--max-prefill-tokens must be between 1 and 16777216, got " +
            std::to_string(maxPrefillTokens);
+  if (gemvQuantTiles != 1 && gemvQuantTiles != 2 && gemvQuantTiles != 4)
+    return "--gemv-quant-tiles must be 1, 2 or 4, got " +
+           std::to_string(gemvQuantTiles);
   return std::nullopt;
 }
 
@@ -293,6 +303,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       std::to_string(planned->model.maxPrefillTokens) +
       (batchBuckets.empty() ? "" : " --batch-buckets=" + batchBuckets) +
       (normFusion ? " --norm-fusion" : "") +
+      (gemvQuantTiles != 1
+           ? " --gemv-quant-tiles=" + std::to_string(gemvQuantTiles)
+           : std::string()) +
       (options.weights == "fp16"
            ? ""
            : " --weights=" + options.weights.getValue() + " --weight-group=" +

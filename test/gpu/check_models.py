@@ -152,7 +152,7 @@ class Checker:
                    "--dtype=" + dtype.split("+")[0]] + ENGINE_OPTIONS
         if "+" in dtype:
             command.append("--weights=" + dtype.split("+")[1])
-        return command
+        return command + self.args.sitsc_arg
 
     def compile(self, model, dtype):
         variants = [("", [])]
@@ -454,6 +454,9 @@ def main():
     parser.add_argument("--skip-logits", action="store_true",
                         help="skip the teacher-forced logits (other tests "
                              "cover them)")
+    parser.add_argument("--sitsc-arg", action="append", default=[],
+                        help="another sitsc option for every engine (e.g. "
+                        "--sitsc-arg=--gemv-quant-tiles=4)")
     parser.add_argument("--weights", default="fp16",
                         help="weight schemes: fp16 (the --dtypes engines), "
                              "int8, int4 (fp16 engines with quantized linear "
