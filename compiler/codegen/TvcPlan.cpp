@@ -30,8 +30,22 @@ using format::Expr;
 namespace {
 
 constexpr int64_t kThreads = 256; ///< tvc.cuh's kTvcThreads
+constexpr int64_t kWarps = kThreads / 32;
 constexpr int64_t kSelectThreads = 1024;
 constexpr int64_t kMaxSelect = 16384; ///< 12 bytes each in shared memory
+constexpr int64_t kResidualColumns = 32; ///< inputs per tvcResidual block
+
+/// tvc.cuh's tvcAligned, tvcPreviewSharedBytes and tvcSelectSharedBytes.
+constexpr uint64_t aligned16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+uint64_t previewSharedBytes(int64_t batch, int64_t chunk, int64_t rank) {
+  return aligned16(8 * batch * chunk) + aligned16(4 * 256 * batch) +
+         aligned16(24 * batch) + aligned16(32 * batch) + aligned16(4 * batch) +
+         aligned16(4 * (kWarps + 2)) + aligned16(4 * batch * rank);
+}
+uint64_t selectSharedBytes(int64_t kept) {
+  return aligned16(8 * kept) + aligned16(4 * kept) + aligned16(4 * 256) +
+         aligned16(24) + aligned16(4 * (32 + 2)) + aligned16(8 * 32);
+}
 constexpr double kSlack = 1.0 + 0x1p-30;
 
 /// `g(n)` for unit roundoff `u`.
@@ -279,36 +293,30 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
       return head.emitError() << "codegen: cannot read the TVC head's weights";
   }
 
-  // Preview chunks (a block each): the smallest that lets the selection fit
-  // in shared memory, from 1024 rows (for a 128K vocabulary about one block
-  // per SM, each with 32 KB of loads in flight, and a selection sort of 8192
-  // entries for 64 candidates; 128 rows for small vocabularies, where the
-  // committed test models then exercise the merge of several chunks).
-  int64_t chunk = 0, keep = 0, chunks = 0, select = 0;
-  uint64_t previewShared = 0;
+  // Preview chunks (a block each): the smallest that lets the union of the
+  // chunks' kept rows fit in the selection's shared memory, from 1024 rows
+  // (for a 128K vocabulary about one block per SM; 128 rows for small
+  // vocabularies, where the committed test models then exercise the merge
+  // of several chunks).
+  int64_t chunk = 0, keep = 0, chunks = 0;
+  uint64_t previewShared = 0, selectShared = 0;
   for (int64_t c = std::min<int64_t>(vocab >= 8192 ? 1024 : 128,
                                      powerOfTwoAtLeast(vocab));
        c <= 8192; c *= 2) {
     int64_t kp = std::min(candidates + 1, c);
     int64_t n = (vocab + c - 1) / c;
-    int64_t s = powerOfTwoAtLeast(std::max(n * kp, candidates + 1));
-    uint64_t shared =
-        batch * c * 8 + c * 4 + batch * 32 + batch * 4 + batch * rank * 4;
-    if (s <= kMaxSelect && shared <= uint64_t(kMaxSharedBytes)) {
-      chunk = c, keep = kp, chunks = n, select = s, previewShared = shared;
+    uint64_t shared = previewSharedBytes(batch, c, rank);
+    uint64_t select = selectSharedBytes(n * kp);
+    if (n * kp <= kMaxSelect && shared <= uint64_t(kMaxSharedBytes) &&
+        select <= uint64_t(kMaxSharedBytes)) {
+      chunk = c, keep = kp, chunks = n, previewShared = shared;
+      selectShared = select;
       break;
     }
     if (c >= vocab)
       break;
   }
-  if (!chunk)
-    return head.emitError()
-           << "codegen: the TVC head's GPU candidate selection does not fit "
-              "in shared memory (candidates "
-           << candidates << ", vocabulary " << vocab << ", rank " << rank
-           << ", max batch " << batch
-           << "); use fewer --tvc-candidates, a smaller rank or --max-batch";
-  const int64_t residualBlocks = (hidden + kThreads - 1) / kThreads;
+  const int64_t residualBlocks = (hidden + kResidualColumns - 1) / kResidualColumns;
   if (rank * 4 > 32 * 1024)
     return head.emitError()
            << "codegen: the TVC head's rank " << rank
@@ -336,7 +344,6 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
       "static constexpr int kChunk = " + std::to_string(chunk) + ";",
       "static constexpr int kChunks = " + std::to_string(chunks) + ";",
       "static constexpr int kKeep = " + std::to_string(keep) + ";",
-      "static constexpr int kSelect = " + std::to_string(select) + ";",
       "static constexpr int kResidualBlocks = " +
           std::to_string(residualBlocks) + ";",
       std::string("static constexpr bool kRoundInput = ") +
@@ -408,7 +415,8 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     b.param("void *", "scratch", scratchArg);
     b.param("int", "seq_len", seqArg);
     b.param("const int *", "step_lengths", stepArg);
-    b.planned.launch.grid = {Expr::constant((rank + 7) / 8), Expr::batch(),
+    // Two rank rows a block (tvc.cuh: kTvcProjectSplit warps each).
+    b.planned.launch.grid = {Expr::constant((rank + 1) / 2), Expr::batch(),
                              Expr::constant(1)};
     add(b, "sits::tvcProject<Cfg>(x, right, scratch, seq_len, step_lengths)");
   }
@@ -442,7 +450,7 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     b.param("const int *", "step_lengths", stepArg);
     b.planned.launch.grid = {Expr::batch(), Expr::constant(1),
                              Expr::constant(1)};
-    b.planned.launch.sharedBytes = Expr::constant(select * 12);
+    b.planned.launch.sharedBytes = Expr::constant(selectShared);
     add(b, "sits::tvcSelect<Cfg>(scratch, step_lengths)");
   }
   {

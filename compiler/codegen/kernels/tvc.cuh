@@ -10,9 +10,10 @@
 // needs the host:
 //
 //   tvcProject   z = T h (f32), a_r = g(H) sum_k |T_rk| |h_k| (f64)
-//   tvcResidual  |e|^2 and |h|^2 in blocks of 256 k, e = h - T^T z (f64)
+//   tvcResidual  |e|^2 and |h|^2 in blocks of 32 k, e = h - T^T z (f64)
 //   tvcPreview   p_v = P_v . z (f32) and U_v (f64) for a chunk of rows, and
-//                the chunk's kKeep largest U_v (bitonic sort in shared)
+//                the chunk's kKeep largest U_v (radix selection in shared,
+//                tvc_select.cuh)
 //   tvcSelect    the kCandidates largest U_v of the union of the chunks'
 //                (ties: lower index first), and the largest other U_v
 //   tvcExact     the candidates' logits, summed exactly as the plain LM head
@@ -43,6 +44,7 @@
 
 #include "sits/common.cuh"
 #include "sits/gemv.cuh"
+#include "sits/tvc_select.cuh"
 
 namespace sits {
 
@@ -115,76 +117,83 @@ template <class Cfg> __device__ __forceinline__ float tvcInput(float value) {
     return value;
 }
 
-/// Entry i comes before entry j in the candidates' order: larger bound,
-/// then lower index.
-__device__ __forceinline__ bool tvcBefore(u64 keyI, int indexI, u64 keyJ,
-                                          int indexJ) {
-  return keyI > keyJ || (keyI == keyJ && indexI < indexJ);
-}
-
-/// Sorts `count` (a power of two) keys with their indices into the
-/// candidates' order. Every thread of the block calls it.
-__device__ void tvcBitonicSort(u64 *keys, int *indices, int count) {
-  for (int k = 2; k <= count; k <<= 1) {
-    for (int j = k >> 1; j > 0; j >>= 1) {
-      for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        const int partner = i ^ j;
-        if (partner > i) {
-          const bool forward = (i & k) == 0;
-          const bool swap = forward
-                                ? tvcBefore(keys[partner], indices[partner],
-                                            keys[i], indices[i])
-                                : tvcBefore(keys[i], indices[i], keys[partner],
-                                            indices[partner]);
-          if (swap) {
-            const u64 key = keys[i];
-            keys[i] = keys[partner];
-            keys[partner] = key;
-            const int index = indices[i];
-            indices[i] = indices[partner];
-            indices[partner] = index;
-          }
-        }
-      }
-      __syncthreads();
-    }
-  }
-}
-
 //===----------------------------------------------------------------------===//
-// 1. z = T h and a (grid (ceil(R / 8), B), block 256: a warp per rank row)
+// 1. z = T h and a (grid (ceil(R / 2), B), block 256: four warps per rank
+//    row, each a quarter of the inputs)
 //===----------------------------------------------------------------------===//
+
+constexpr int kTvcProjectSplit = 4; ///< warps per rank row
 
 template <class Cfg>
 __device__ void tvcProject(const float *__restrict__ x,
                            const float *__restrict__ right, void *scratch,
                            int seqLen, const int *__restrict__ stepLengths) {
+  constexpr int kSplit = kTvcProjectSplit;
+  __shared__ float zParts[kTvcWarps];
+  __shared__ double aParts[kTvcWarps];
   const int b = blockIdx.y;
   const float *h = tvcInputRow<Cfg>(x, b, seqLen, stepLengths);
-  const int lane = threadIdx.x % kWarpSize;
-  const int r = blockIdx.x * kTvcWarps + threadIdx.x / kWarpSize;
-  if (!h || r >= Cfg::kRank)
-    return;
-  const float *row = right + static_cast<long>(r) * Cfg::kK;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int part = warp % kSplit;
+  const int r = blockIdx.x * (kTvcWarps / kSplit) + warp / kSplit;
+  if (!h)
+    return; // the whole block
+  const float *row = right + static_cast<long>(r < Cfg::kRank ? r : 0) * Cfg::kK;
   float z = 0.0f;
   double magnitude = 0.0;
-  for (int k = lane; k < Cfg::kK; k += kWarpSize) {
-    const float t = row[k], value = tvcInput<Cfg>(h[k]);
-    z += t * value;
-    magnitude +=
-        fabs(static_cast<double>(t)) * fabs(static_cast<double>(value));
+  // Four inputs a lane and load, kAhead loads in flight, the row's chunks
+  // of 128 inputs dealt to the kSplit warps in turn: the row is read in one
+  // or two round trips rather than one per 128 bytes.
+  constexpr int kVec = Cfg::kK % 4 == 0 ? 4 : 1, kAhead = 8;
+  constexpr int kStride = kVec * kWarpSize;
+  for (int k0 = kVec * lane + part * kStride; r < Cfg::kRank && k0 < Cfg::kK;
+       k0 += kStride * kSplit * kAhead) {
+    float t[kAhead][kVec], value[kAhead][kVec];
+    for (int a = 0; a < kAhead; ++a) {
+      const int k = k0 + a * kStride * kSplit;
+      if constexpr (kVec == 4) {
+        const uint4 tw = load16If<true>(k < Cfg::kK, row + k);
+        const uint4 hw = load16If<false>(k < Cfg::kK, h + k);
+        const u32 tb[4] = {tw.x, tw.y, tw.z, tw.w};
+        const u32 hb[4] = {hw.x, hw.y, hw.z, hw.w};
+        for (int e = 0; e < 4; ++e) {
+          t[a][e] = __uint_as_float(tb[e]);
+          value[a][e] = __uint_as_float(hb[e]);
+        }
+      } else {
+        t[a][0] = k < Cfg::kK ? row[k] : 0.0f;
+        value[a][0] = k < Cfg::kK ? h[k] : 0.0f;
+      }
+    }
+    for (int a = 0; a < kAhead; ++a)
+      for (int e = 0; e < kVec; ++e) {
+        const float v = tvcInput<Cfg>(value[a][e]);
+        z += t[a][e] * v;
+        magnitude += fabs(static_cast<double>(t[a][e])) *
+                     fabs(static_cast<double>(v));
+      }
   }
   z = warpSum(z);
   magnitude = tvcWarpSum(magnitude);
   if (lane == 0) {
-    tvcRegion<float>(scratch, Cfg::kOffZ, b, Cfg::kRank)[r] = z;
-    tvcRegion<double>(scratch, Cfg::kOffA, b, Cfg::kRank)[r] =
-        Cfg::kGammaH * magnitude;
+    zParts[warp] = z;
+    aParts[warp] = magnitude;
   }
+  __syncthreads();
+  if (part != 0 || lane != 0 || r >= Cfg::kRank)
+    return;
+  for (int q = 1; q < kSplit; ++q) {
+    z += zParts[warp + q];
+    magnitude += aParts[warp + q];
+  }
+  tvcRegion<float>(scratch, Cfg::kOffZ, b, Cfg::kRank)[r] = z;
+  tvcRegion<double>(scratch, Cfg::kOffA, b, Cfg::kRank)[r] =
+      Cfg::kGammaH * magnitude;
 }
 
 //===----------------------------------------------------------------------===//
-// 2. |e|^2, |h|^2 (grid (kResidualBlocks, B), block 256: a thread per k)
+// 2. |e|^2, |h|^2 (grid (kResidualBlocks, B), block 256: 32 inputs a block,
+//    a lane per input, the warps splitting the rank)
 //===----------------------------------------------------------------------===//
 
 template <class Cfg>
@@ -192,7 +201,7 @@ __device__ void tvcResidual(const float *__restrict__ x,
                             const float *__restrict__ right, void *scratch,
                             int seqLen, const int *__restrict__ stepLengths) {
   __shared__ float z[Cfg::kRank];
-  __shared__ double sums[2][kTvcWarps];
+  __shared__ double parts[kTvcWarps][kWarpSize];
   const int b = blockIdx.y;
   const float *h = tvcInputRow<Cfg>(x, b, seqLen, stepLengths);
   if (!h)
@@ -201,35 +210,37 @@ __device__ void tvcResidual(const float *__restrict__ x,
   for (int r = threadIdx.x; r < Cfg::kRank; r += kTvcThreads)
     z[r] = zIn[r];
   __syncthreads();
-  const int k = blockIdx.x * kTvcThreads + threadIdx.x;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int k = blockIdx.x * kWarpSize + lane;
+  // Warp w sums the ranks w, w + 8, ... of (T^T z)_k; the warps' sums are
+  // then added in order.
+  double part = 0.0;
+  if (k < Cfg::kK)
+    for (int r = warp; r < Cfg::kRank; r += kTvcWarps)
+      part += static_cast<double>(right[static_cast<long>(r) * Cfg::kK + k]) *
+              static_cast<double>(z[r]);
+  parts[warp][lane] = part;
+  __syncthreads();
+  if (warp != 0)
+    return;
   double e = 0.0, value = 0.0;
   if (k < Cfg::kK) {
     value = tvcInput<Cfg>(h[k]);
     e = value;
-    for (int r = 0; r < Cfg::kRank; ++r)
-      e -= static_cast<double>(right[static_cast<long>(r) * Cfg::kK + k]) *
-           static_cast<double>(z[r]);
-  }
-  double eSquares = tvcWarpSum(e * e), hSquares = tvcWarpSum(value * value);
-  const int warp = threadIdx.x / kWarpSize;
-  if (threadIdx.x % kWarpSize == 0) {
-    sums[0][warp] = eSquares;
-    sums[1][warp] = hSquares;
-  }
-  __syncthreads();
-  if (threadIdx.x < 2) {
-    double total = 0.0;
     for (int w = 0; w < kTvcWarps; ++w)
-      total += sums[threadIdx.x][w];
-    tvcRegion<double>(scratch, Cfg::kOffNorms, b,
-                      2 * Cfg::kResidualBlocks)[2 * blockIdx.x + threadIdx.x] =
-        total;
+      e -= parts[w][lane];
   }
+  const double eSquares = tvcWarpSum(e * e);
+  const double hSquares = tvcWarpSum(value * value);
+  if (lane < 2)
+    tvcRegion<double>(scratch, Cfg::kOffNorms, b,
+                      2 * Cfg::kResidualBlocks)[2 * blockIdx.x + lane] =
+        lane == 0 ? eSquares : hSquares;
 }
 
 //===----------------------------------------------------------------------===//
-// 3. Previews and bounds of a chunk of rows, the chunk's kKeep largest
-//    (grid kChunks, block 256, dynamic shared: see TvcPlan.cpp)
+// 3. Previews and bounds of a chunk of rows, the chunk's kKeep first
+//    (grid kChunks, block 256, dynamic shared tvcPreviewSharedBytes)
 //===----------------------------------------------------------------------===//
 
 /// Per sequence, what every bound of the step uses.
@@ -237,18 +248,44 @@ struct TvcNorms {
   double ne, nz, na, nh;
 };
 
+/// Bytes of a region of `bytes`, rounded up to 16.
+__host__ __device__ constexpr long tvcAligned(long bytes) {
+  return (bytes + 15) / 16 * 16;
+}
+
+/// tvcPreview's dynamic shared memory (also in TvcPlan.cpp): keys
+/// [batch][chunk], histograms [batch][256], selection states, norms and
+/// NaN flags [batch], the compaction's scan, z [batch][rank].
+__host__ __device__ constexpr long tvcPreviewSharedBytes(long batch,
+                                                         long chunk,
+                                                         long rank) {
+  return tvcAligned(8 * batch * chunk) + tvcAligned(4 * 256 * batch) +
+         tvcAligned(24 * batch) + tvcAligned(32 * batch) +
+         tvcAligned(4 * batch) + tvcAligned(4 * (kTvcWarps + 2)) +
+         tvcAligned(4 * batch * rank);
+}
+
 template <class Cfg>
 __device__ void tvcPreview(const float *__restrict__ left,
                            const float *__restrict__ bounds, void *scratch,
                            int tokens, const int *__restrict__ stepLengths) {
+  static_assert(sizeof(TvcRadix) == 24 && sizeof(TvcNorms) == 32,
+                "tvcPreviewSharedBytes's sizes");
   SITS_DYNAMIC_SHARED(unsigned char, shared);
-  // [kMaxBatch][kChunk] keys, [kChunk] indices, [kMaxBatch] norms and NaN
-  // flags, [kMaxBatch][kRank] z.
-  u64 *keys = reinterpret_cast<u64 *>(shared);
-  int *indices = reinterpret_cast<int *>(keys + Cfg::kMaxBatch * Cfg::kChunk);
-  TvcNorms *norms = reinterpret_cast<TvcNorms *>(indices + Cfg::kChunk);
-  int *sawNaN = reinterpret_cast<int *>(norms + Cfg::kMaxBatch);
-  float *z = reinterpret_cast<float *>(sawNaN + Cfg::kMaxBatch);
+  constexpr long B = Cfg::kMaxBatch;
+  unsigned char *next = shared;
+  auto region = [&](long bytes) {
+    unsigned char *at = next;
+    next += tvcAligned(bytes);
+    return at;
+  };
+  u64 *keys = reinterpret_cast<u64 *>(region(8 * B * Cfg::kChunk));
+  unsigned *hist = reinterpret_cast<unsigned *>(region(4 * 256 * B));
+  TvcRadix *state = reinterpret_cast<TvcRadix *>(region(24 * B));
+  TvcNorms *norms = reinterpret_cast<TvcNorms *>(region(32 * B));
+  int *sawNaN = reinterpret_cast<int *>(region(4 * B));
+  int *scan = reinterpret_cast<int *>(region(4 * (kTvcWarps + 2)));
+  float *z = reinterpret_cast<float *>(region(4 * B * Cfg::kRank));
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int first = blockIdx.x * Cfg::kChunk;
 
@@ -299,64 +336,84 @@ __device__ void tvcPreview(const float *__restrict__ left,
   }
   __syncthreads();
 
-  // A warp takes kRows rows at once (their loads in flight together), up to
-  // kTile sequences per pass, the rank in slices of 256 (8 loads per lane
-  // and row); lane row * kTile + t then bounds row `row` for sequence t.
-  constexpr int kTile = 4, kRows = 4, kSlice = 256, kPer = kSlice / kWarpSize;
+  // A warp takes kRows rows at once (16 loads of 16 bytes in flight per
+  // lane, and the rows' bounds), kTile sequences per pass, the rank in
+  // slices of 128 (4 per lane); lane row * kTile + t then bounds row `row`
+  // for sequence t.
+  constexpr int kRows = 16, kTile = 2, kSlice = 4 * kWarpSize;
+  static_assert(kRows * kTile == kWarpSize, "a lane per (row, sequence)");
+  constexpr bool kVec = Cfg::kRank % 4 == 0;
+  const int myRow = lane / kTile, myTile = lane % kTile;
   for (int i0 = warp * kRows; i0 < Cfg::kChunk; i0 += kTvcWarps * kRows) {
+    const int myV = first + i0 + myRow;
+    const bool myLive = i0 + myRow < Cfg::kChunk && myV < Cfg::kVocab;
+    const uint4 myBound = load16If<true>(
+        myLive && myTile == 0, bounds + 4 * static_cast<long>(myLive ? myV : 0));
     for (int b0 = 0; b0 < tokens; b0 += kTile) {
-      float acc[kRows][kTile];
-      for (int row = 0; row < kRows; ++row)
-        for (int t = 0; t < kTile; ++t)
-          acc[row][t] = 0.0f;
+      float acc[kRows][kTile] = {};
       for (int r0 = 0; r0 < Cfg::kRank; r0 += kSlice) {
-        float p[kRows][kPer];
+        const int r = r0 + 4 * lane;
+        float p[kRows][4];
         for (int row = 0; row < kRows; ++row) {
           const int v = first + i0 + row;
-          for (int j = 0; j < kPer; ++j) {
-            const int r = r0 + lane + kWarpSize * j;
-            p[row][j] = v < Cfg::kVocab && r < Cfg::kRank
-                            ? left[static_cast<long>(v) * Cfg::kRank + r]
-                            : 0.0f;
+          const bool inside = i0 + row < Cfg::kChunk && v < Cfg::kVocab;
+          const float *at = left + static_cast<long>(inside ? v : 0) *
+                                       Cfg::kRank + r;
+          if constexpr (kVec) {
+            // Through L1: the next sequences' pass reads the rows again.
+            const uint4 w = load16If<false>(inside && r < Cfg::kRank, at);
+            p[row][0] = __uint_as_float(w.x);
+            p[row][1] = __uint_as_float(w.y);
+            p[row][2] = __uint_as_float(w.z);
+            p[row][3] = __uint_as_float(w.w);
+          } else {
+            for (int j = 0; j < 4; ++j)
+              p[row][j] = inside && r + j < Cfg::kRank ? at[j] : 0.0f;
           }
         }
-        for (int j = 0; j < kPer; ++j) {
-          const int r = r0 + lane + kWarpSize * j;
-          if (r >= Cfg::kRank)
+        for (int t = 0; t < kTile; ++t) {
+          if (b0 + t >= tokens)
             break;
-          for (int t = 0; t < kTile; ++t) {
-            if (b0 + t >= tokens)
-              break;
-            const float zr = z[(b0 + t) * Cfg::kRank + r];
-            for (int row = 0; row < kRows; ++row)
-              acc[row][t] += p[row][j] * zr;
-          }
+          float zt[4];
+          for (int j = 0; j < 4; ++j)
+            zt[j] = r + j < Cfg::kRank ? z[(b0 + t) * Cfg::kRank + r + j]
+                                       : 0.0f;
+          for (int row = 0; row < kRows; ++row)
+            for (int j = 0; j < 4; ++j)
+              acc[row][t] += p[row][j] * zt[j];
         }
       }
       double mine = 0.0; // this lane's (row, t) preview
       for (int row = 0; row < kRows; ++row)
         for (int t = 0; t < kTile; ++t) {
+          if (b0 + t >= tokens)
+            break;
           const float sum = warpSum(acc[row][t]);
           if (lane == row * kTile + t)
             mine = sum;
         }
-      const int row = lane / kTile, t = lane % kTile;
-      const int i = i0 + row, v = first + i, b = b0 + t;
-      if (row >= kRows || b >= tokens || i >= Cfg::kChunk)
+      // The bound is in the lane of the row's first sequence.
+      const u32 bw[4] = {
+          __shfl_sync(kFullMask, myBound.x, lane - myTile),
+          __shfl_sync(kFullMask, myBound.y, lane - myTile),
+          __shfl_sync(kFullMask, myBound.z, lane - myTile),
+          __shfl_sync(kFullMask, myBound.w, lane - myTile)};
+      const int i = i0 + myRow, b = b0 + myTile;
+      if (i >= Cfg::kChunk || b >= tokens)
         continue;
-      if (v >= Cfg::kVocab) {
+      if (first + i >= Cfg::kVocab) {
         keys[b * Cfg::kChunk + i] = 0; // padding: after every row
         continue;
       }
       if (stepLengths[b] <= 0)
         continue;
       const TvcNorms n = norms[b];
-      const float *bound = bounds + 4 * static_cast<long>(v);
       const double slack =
-          static_cast<double>(bound[0]) * n.ne +
-          static_cast<double>(bound[1]) * n.nz +
-          static_cast<double>(bound[2]) * (Cfg::kGammaRank * n.nz + n.na) +
-          Cfg::kGammaDot * static_cast<double>(bound[3]) * n.nh;
+          static_cast<double>(__uint_as_float(bw[0])) * n.ne +
+          static_cast<double>(__uint_as_float(bw[1])) * n.nz +
+          static_cast<double>(__uint_as_float(bw[2])) *
+              (Cfg::kGammaRank * n.nz + n.na) +
+          Cfg::kGammaDot * static_cast<double>(__uint_as_float(bw[3])) * n.nh;
       const double upper = mine + slack * kTvcNormSlack + 0x1p-50 * fabs(mine);
       if (upper != upper) {
         sawNaN[b] = 1;
@@ -368,71 +425,120 @@ __device__ void tvcPreview(const float *__restrict__ left,
   }
   __syncthreads();
 
-  // The chunk's kKeep first rows in the candidates' order, per sequence.
+  // The chunk's kKeep first rows, per live sequence (padding rows are
+  // entries too, with key 0: kKeep are always written).
+  tvcRadixSelect(
+      tokens, Cfg::kChunk, Cfg::kKeep,
+      [&](int b, int i) { return keys[b * Cfg::kChunk + i]; },
+      [&](int, int i) { return first + i; },
+      [&](int b) { return stepLengths[b] > 0; }, hist, state, scan);
+  const long slot = static_cast<long>(blockIdx.x) * Cfg::kKeep;
   for (int b = 0; b < tokens; ++b) {
     if (stepLengths[b] <= 0)
       continue;
-    for (int i = threadIdx.x; i < Cfg::kChunk; i += kTvcThreads)
-      indices[i] = first + i < Cfg::kVocab ? first + i : 0x7fffffff;
-    __syncthreads();
-    tvcBitonicSort(keys + b * Cfg::kChunk, indices, Cfg::kChunk);
-    const long slot = static_cast<long>(blockIdx.x) * Cfg::kKeep;
     u64 *keptKeys =
         tvcRegion<u64>(scratch, Cfg::kOffKeys, b,
                        static_cast<long>(Cfg::kChunks) * Cfg::kKeep);
     int *keptRows =
         tvcRegion<int>(scratch, Cfg::kOffRows, b,
                        static_cast<long>(Cfg::kChunks) * Cfg::kKeep);
-    for (int i = threadIdx.x; i < Cfg::kKeep; i += kTvcThreads) {
-      keptKeys[slot + i] = keys[b * Cfg::kChunk + i];
-      keptRows[slot + i] = indices[i];
-    }
+    const TvcRadix s = state[b];
+    const u64 *chunkKeys = keys + b * Cfg::kChunk;
+    tvcCompact(
+        Cfg::kChunk, Cfg::kKeep,
+        [&](int i) {
+          return tvcComparePrefix(s, chunkKeys[i], tvcRank(first + i)) >= 0;
+        },
+        [&](int k, int i) {
+          keptKeys[slot + k] = chunkKeys[i];
+          keptRows[slot + k] = first + i;
+        },
+        scan + 2);
     if (threadIdx.x == 0)
       tvcRegion<int>(scratch, Cfg::kOffNaN, b, Cfg::kChunks)[blockIdx.x] =
           sawNaN[b];
-    __syncthreads(); // `indices` is refilled for the next sequence
   }
 }
 
 //===----------------------------------------------------------------------===//
-// 4. The candidates (grid B, block 1024, dynamic shared kSelect * 12 bytes)
+// 4. The candidates (grid B, block 1024, dynamic shared
+//    tvcSelectSharedBytes)
 //===----------------------------------------------------------------------===//
+
+/// tvcSelect's dynamic shared memory (also in TvcPlan.cpp): the kept keys
+/// and rows, a histogram, the state, the scan.
+__host__ __device__ constexpr long tvcSelectSharedBytes(long kept) {
+  return tvcAligned(8 * kept) + tvcAligned(4 * kept) + tvcAligned(4 * 256) +
+         tvcAligned(24) + tvcAligned(4 * (32 + 2)) + tvcAligned(8 * 32);
+}
 
 template <class Cfg>
 __device__ void tvcSelect(void *scratch, const int *__restrict__ stepLengths) {
   SITS_DYNAMIC_SHARED(unsigned char, shared);
-  u64 *keys = reinterpret_cast<u64 *>(shared);
-  int *indices = reinterpret_cast<int *>(keys + Cfg::kSelect);
+  constexpr int kKept = Cfg::kChunks * Cfg::kKeep;
+  unsigned char *next = shared;
+  auto region = [&](long bytes) {
+    unsigned char *at = next;
+    next += tvcAligned(bytes);
+    return at;
+  };
+  u64 *keys = reinterpret_cast<u64 *>(region(8L * kKept));
+  int *rows = reinterpret_cast<int *>(region(4L * kKept));
+  unsigned *hist = reinterpret_cast<unsigned *>(region(4 * 256));
+  TvcRadix *state = reinterpret_cast<TvcRadix *>(region(24));
+  int *scan = reinterpret_cast<int *>(region(4 * (32 + 2)));
+  u64 *largest = reinterpret_cast<u64 *>(region(8 * 32));
   __shared__ int sawNaN;
   const int b = blockIdx.x;
   if (stepLengths[b] <= 0)
     return;
-  constexpr int kKept = Cfg::kChunks * Cfg::kKeep;
   const u64 *keptKeys = tvcRegion<u64>(scratch, Cfg::kOffKeys, b, kKept);
   const int *keptRows = tvcRegion<int>(scratch, Cfg::kOffRows, b, kKept);
   if (threadIdx.x == 0)
     sawNaN = 0;
   __syncthreads();
-  for (int i = threadIdx.x; i < Cfg::kSelect; i += blockDim.x) {
-    keys[i] = i < kKept ? keptKeys[i] : 0;
-    indices[i] = i < kKept ? keptRows[i] : 0x7fffffff;
+  for (int i = threadIdx.x; i < kKept; i += blockDim.x) {
+    keys[i] = keptKeys[i];
+    rows[i] = keptRows[i];
   }
   const int *nan = tvcRegion<int>(scratch, Cfg::kOffNaN, b, Cfg::kChunks);
   for (int i = threadIdx.x; i < Cfg::kChunks; i += blockDim.x)
     if (nan[i])
       sawNaN = 1;
   __syncthreads();
-  tvcBitonicSort(keys, indices, Cfg::kSelect);
+  tvcRadixSelect(
+      1, kKept, Cfg::kCandidates, [&](int, int i) { return keys[i]; },
+      [&](int, int i) { return rows[i]; }, [](int) { return true; }, hist,
+      state, scan);
+  const TvcRadix s = state[0];
+  auto selected = [&](int i) {
+    return tvcComparePrefix(s, keys[i], tvcRank(rows[i])) >= 0;
+  };
   int *candidates =
       tvcRegion<int>(scratch, Cfg::kOffCandidates, b, Cfg::kCandidates);
-  for (int i = threadIdx.x; i < Cfg::kCandidates; i += blockDim.x)
-    candidates[i] = indices[i];
+  tvcCompact(
+      kKept, Cfg::kCandidates, selected,
+      [&](int k, int i) { candidates[k] = rows[i]; }, scan + 2);
+  // The largest bound of the other rows (padding rows are none; no other
+  // row: -inf).
+  u64 mine = 0;
+  for (int i = threadIdx.x; i < kKept; i += blockDim.x)
+    if (rows[i] < Cfg::kVocab && !selected(i) && keys[i] > mine)
+      mine = keys[i];
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const u64 other = __shfl_xor_sync(kFullMask, mine, offset);
+    mine = other > mine ? other : mine;
+  }
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  if (lane == 0)
+    largest[warp] = mine;
+  __syncthreads();
   if (threadIdx.x == 0) {
-    // The largest bound of the other rows (none: -inf).
-    const bool other = Cfg::kCandidates < Cfg::kSelect &&
-                       indices[Cfg::kCandidates] != 0x7fffffff;
+    u64 other = 0;
+    for (int w = 0; w < static_cast<int>(blockDim.x) / kWarpSize; ++w)
+      other = largest[w] > other ? largest[w] : other;
     tvcRegion<double>(scratch, Cfg::kOffNext, b, 1)[0] =
-        other ? tvcKeyValue(keys[Cfg::kCandidates]) : -0x1p+1023 * 2.0;
+        other ? tvcKeyValue(other) : -0x1p+1023 * 2.0;
     tvcRegion<int>(scratch, Cfg::kOffFlags, b, 2)[1] = sawNaN;
   }
 }
