@@ -211,8 +211,9 @@ static int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
 static int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
                                     int64_t unroll, int64_t stages,
                                     int64_t groups) {
+  const int64_t table = (2 * mats * tilesPerBlock * 16 * groups + 15) / 16 * 16;
   return gemvTensorCoreSharedBytes(mats, tilesPerBlock, unroll, stages) +
-         4 * mats * tilesPerBlock * 16 * groups;
+         2 * table;
 }
 
 bool decodeGemvOnTensorCores(bool tensorCores, DType weightType, int64_t k) {

@@ -117,7 +117,10 @@ storeSplitPartial(void *sharedBytes, const float (&rowMax)[G],
 
 /// After every block's partial: the last block of (b, kvHead) to arrive
 /// combines the splits [splitBegin, splitEnd) into `out`; a padding
-/// sequence gets zeros. Called by every thread of every block.
+/// sequence gets zeros. When the keys lie in one split (a short context),
+/// that split's block combines at once and no block counts: the others
+/// leave without waiting on the counter's atomics. Called by every thread
+/// of every block.
 template <class Cfg>
 __device__ __forceinline__ void
 combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
@@ -141,18 +144,25 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
         headOut[idx] = 0.0f;
     return;
   }
-  __threadfence(); // the partial is visible before the count says so
-  __syncthreads();
-  if (tid == 0) {
-    int *counter = counters + b * Cfg::kKvHeads + kvHead;
-    isLast = atomicAdd(counter, 1) == kSplits - 1;
-    if (isLast)
-      *counter = 0; // ready for the next launch
+  if (splitEnd - splitBegin == 1) {
+    // The same test in every block of (b, kvHead): the counter stays 0.
+    if (split != splitBegin)
+      return;
+    __syncthreads(); // the block's partial is written (read back below)
+  } else {
+    __threadfence(); // the partial is visible before the count says so
+    __syncthreads();
+    if (tid == 0) {
+      int *counter = counters + b * Cfg::kKvHeads + kvHead;
+      isLast = atomicAdd(counter, 1) == kSplits - 1;
+      if (isLast)
+        *counter = 0; // ready for the next launch
+    }
+    __syncthreads();
+    if (!isLast)
+      return;
+    __threadfence();
   }
-  __syncthreads();
-  if (!isLast)
-    return;
-  __threadfence();
 
   // weight[h][s] = exp(max_s - best_h) / sum_h, a warp per head.
   float *weight = reinterpret_cast<float *>(sharedBytes); // [G][kSplits + 1]

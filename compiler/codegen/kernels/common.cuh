@@ -219,6 +219,26 @@ __device__ __forceinline__ void copyAsync16(void *sharedDst, const void *src,
 #endif
 }
 
+/// Starts an asynchronous copy of kBytes (4 or 8) from global to shared
+/// memory (cp.async.ca: the .cg form copies 16 bytes only).
+template <int kBytes>
+__device__ __forceinline__ void copyAsyncSmall(void *sharedDst,
+                                               const void *src) {
+  static_assert(kBytes == 4 || kBytes == 8, "cp.async copies 4, 8 or 16");
+#ifdef SITS_EMULATE
+  SITS_ASSERT_ALIGNED(src, kBytes);
+  std::memcpy(sharedDst, src, kBytes);
+#else
+  unsigned dst;
+  asm("{\n  .reg .u64 a;\n  cvta.to.shared.u64 a, %1;\n  cvt.u32.u64 %0, a;\n}"
+      : "=r"(dst)
+      : "l"(sharedDst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src),
+               "n"(kBytes)
+               : "memory");
+#endif
+}
+
 /// Closes the group of this thread's copies started since the last commit.
 __device__ __forceinline__ void copyAsyncCommit() {
 #ifndef SITS_EMULATE

@@ -272,16 +272,57 @@ template <class Cfg> __device__ __forceinline__ int tcItemFirstTile(int item) {
          Cfg::kTilesPerBlock;
 }
 
+/// Elements of an item's output tile per thread of tcFinishItem.
+template <int M>
+constexpr int kTcItemElements = (M * kWarpSize * 4 + kTcThreads - 1) /
+                                kTcThreads;
+
+/// Element e (< M * 128) of the item's output tiles from `firstTile`, for
+/// tokens t0 .. t0 + 7: its token, row and segment (false: outside).
+template <class Cfg>
+__device__ __forceinline__ bool tcItemElement(int e, int firstTile, int t0,
+                                              int tokens, int *token,
+                                              int *row, int *segment) {
+  const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
+  const int owner = r / 4, i = r % 4;
+  *token = t0 + 2 * (owner % 4) + (i & 1);
+  const int tile = firstTile + m;
+  int firstRow = 0;
+  *segment = 0;
+  tcTileRows<Cfg>(tile, segment, &firstRow);
+  *row = firstRow + owner / 4 + (i >= 2 ? 8 : 0);
+  return tile < Cfg::kTotalTiles && *token < tokens &&
+         *row < Cfg::rows(*segment);
+}
+
+/// With a residual epilogue, this thread's residual values of the item
+/// (loaded when the item starts, so that its end does not wait for them).
+template <class Cfg, int M>
+__device__ __forceinline__ void
+tcLoadResidual(int firstTile, int t0, const float *__restrict__ residual,
+               int tokens, float (&values)[kTcItemElements<M>]) {
+  if constexpr (Cfg::kEpilogue == kResidual) {
+    int j = 0;
+    for (int e = threadIdx.x; e < M * kWarpSize * 4; e += kTcThreads, ++j) {
+      int token, row, segment;
+      values[j] =
+          tcItemElement<Cfg>(e, firstTile, t0, tokens, &token, &row, &segment)
+              ? residual[static_cast<long>(token) * Cfg::rows(segment) + row]
+              : 0.0f;
+    }
+  }
+}
+
 /// The end of an item of gemvTensorCore and gemvQuantTensorCore: the
 /// warps' accumulators of the M tiles from `firstTile` meet in `partial`,
 /// are added in warp order (deterministic) and go through the epilogue
-/// (bias, residual, or act(gate) * up) for tokens t0 .. t0 + 7; `partial`
-/// is free again on return.
+/// (bias, the residual values of tcLoadResidual, or act(gate) * up) for
+/// tokens t0 .. t0 + 7; `partial` is free again on return.
 template <class Cfg, int kMats, int M>
 __device__ __forceinline__ void
 tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
              int t0, const float *const *biases, float *const *outs,
-             const float *__restrict__ residual, int tokens,
+             const float (&residualValues)[kTcItemElements<M>], int tokens,
              const int *__restrict__ stepLengths) {
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
   const int tid = threadIdx.x;
@@ -295,16 +336,11 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
 
   const float *sums = reinterpret_cast<const float *>(partial);
   constexpr int kPerWarp = kMats * M * kWarpSize * 4;
-  for (int e = tid; e < M * kWarpSize * 4; e += kTcThreads) {
+  int j = 0;
+  for (int e = tid; e < M * kWarpSize * 4; e += kTcThreads, ++j) {
     const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
-    const int owner = r / 4, i = r % 4;
-    const int token = t0 + 2 * (owner % 4) + (i & 1);
-    const int tile = firstTile + m;
-    int segment = 0, firstRow = 0;
-    tcTileRows<Cfg>(tile, &segment, &firstRow);
-    const int row = firstRow + owner / 4 + (i >= 2 ? 8 : 0);
-    if (tile >= Cfg::kTotalTiles || token >= tokens ||
-        row >= Cfg::rows(segment))
+    int token, row, segment;
+    if (!tcItemElement<Cfg>(e, firstTile, t0, tokens, &token, &row, &segment))
       continue;
     float value[kMats];
     for (int mat = 0; mat < kMats; ++mat) {
@@ -330,7 +366,7 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
         sum += select<Cfg::kSegments>(biases, segment)[row];
       const long index = static_cast<long>(token) * Cfg::rows(segment) + row;
       if constexpr (Cfg::kEpilogue == kResidual)
-        sum += residual[index];
+        sum += residualValues[j];
       select<Cfg::kSegments>(outs, segment)[index] = sum;
     }
   }
@@ -466,6 +502,9 @@ gemvTensorCore(const float *__restrict__ x,
         issue(s);
     for (int item = 0; item < items; ++item) {
       float acc[kMats][M][4] = {}; // the item's f32 accumulators
+      float residualValues[kTcItemElements<M>] = {};
+      tcLoadResidual<Cfg, M>(firstTile(item), t0, residual, tokens,
+                             residualValues);
 
       for (int step = 0; step < steps; ++step) {
         const int index = item * steps + step;
@@ -517,7 +556,7 @@ gemvTensorCore(const float *__restrict__ x,
 
       // The next item's first copies are in flight meanwhile.
       tcFinishItem<Cfg>(acc, partial, firstTile(item), t0, biases, outs,
-                        residual, tokens, stepLengths);
+                        residualValues, tokens, stepLengths);
     }
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens

@@ -172,6 +172,37 @@ __device__ __forceinline__ void levelsToFloat(const uint4 &raw, float *out) {
   }
 }
 
+/// kBytes (16, 8, 4 or 2) of scales at `src` (aligned to kBytes), in the
+/// first bytes of a uint4.
+template <int kBytes>
+__device__ __forceinline__ uint4 loadPiece(const u16 *src) {
+  const u32 *words = reinterpret_cast<const u32 *>(src);
+  if constexpr (kBytes == 16)
+    return *reinterpret_cast<const uint4 *>(src);
+  else if constexpr (kBytes == 8)
+    return make_uint4(words[0], words[1], 0u, 0u);
+  else if constexpr (kBytes == 4)
+    return make_uint4(words[0], 0u, 0u, 0u);
+  else
+    return make_uint4(src[0], 0u, 0u, 0u);
+}
+
+/// The first kBytes of `piece` to shared memory at `dst`.
+template <int kBytes>
+__device__ __forceinline__ void storePiece(void *dst, const uint4 &piece) {
+  if constexpr (kBytes == 16) {
+    *reinterpret_cast<uint4 *>(dst) = piece;
+  } else {
+    u32 *words = reinterpret_cast<u32 *>(dst);
+    if constexpr (kBytes >= 4)
+      words[0] = piece.x;
+    if constexpr (kBytes == 8)
+      words[1] = piece.y;
+    if constexpr (kBytes == 2)
+      *reinterpret_cast<u16 *>(dst) = static_cast<u16>(piece.x);
+  }
+}
+
 /// Levels per 16-byte piece.
 template <int kBits> __host__ __device__ constexpr int quantPieceValues() {
   return kBits == 8 ? 16 : 32;
@@ -318,16 +349,26 @@ __device__ void gemvQuant(const float *__restrict__ x, const u8 *const *data,
 // For each 32-bit word of a piece, levelPairs gives the A registers, and the
 // lane packs token g's x at the same inputs into B (in the same order), so
 // a piece is V / 4 mmas into a zeroed f32 tile that is then scaled by rows
-// g's and g + 8's scales of the chunk's group (from a table in shared
-// memory, loaded for each item while the next item's first copies are in
-// flight) and added to the accumulators. Persistent, as gemvTensorCore.
+// g's and g + 8's scales of the chunk's group and added to the accumulators.
+// The scales of an item's rows are loaded into registers when the item
+// before it starts and stored into the other of two tables in shared memory
+// when it ends, so that no item waits for a load of its scales.
+// Persistent, as gemvTensorCore.
 
-/// Dynamic shared memory of gemvQuantTensorCore (also in Launches).
+/// Bytes of one table of an item's scales (f16), whole 16-byte pieces.
+__host__ __device__ constexpr int gemvQuantScaleTableBytes(int mats,
+                                                           int tilesPerBlock,
+                                                           int groups) {
+  return (2 * mats * tilesPerBlock * 16 * groups + 15) / 16 * 16;
+}
+
+/// Dynamic shared memory of gemvQuantTensorCore (also in Launches): the
+/// ring, the partial sums and two scale tables.
 __host__ __device__ constexpr int
 gemvQuantTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll,
                                int stages, int groups) {
   return gemvTensorCoreSharedBytes(mats, tilesPerBlock, unroll, stages) +
-         4 * mats * tilesPerBlock * 16 * groups;
+         2 * gemvQuantScaleTableBytes(mats, tilesPerBlock, groups);
 }
 
 /// Config: Weight (F16/BF16: the mma type), kBits, kGroup (a multiple of
@@ -365,9 +406,12 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   uint4 *ring = shared; // [kStages][kPieces][kTcThreads]
   float4 *partial =
       reinterpret_cast<float4 *>(shared + kStages * kPieces * kTcThreads);
-  // [mat][m][16 rows][kGroups]: the current item's scales as f32.
-  float *scaleTable =
-      reinterpret_cast<float *>(partial + kTcWarps * kMats * M * kWarpSize);
+  // Two tables [mat][m][16 rows][kGroups] of f16 scales: item i's in table
+  // i % 2.
+  constexpr int kTableBytes =
+      gemvQuantScaleTableBytes(kMats, M, Cfg::kGroups);
+  unsigned char *scaleTables = reinterpret_cast<unsigned char *>(
+      partial + kTcWarps * kMats * M * kWarpSize);
 
   const int tid = threadIdx.x;
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
@@ -379,23 +423,46 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   const int items = tcBlockItems<Cfg>();
   auto firstTile = [](int item) { return tcItemFirstTile<Cfg>(item); };
 
-  // The scales of item `item`'s rows as f32 into the table (all threads;
-  // the caller synchronizes before they are read).
-  auto loadScales = [&](int item) {
-    for (int e = tid; e < kMats * M * 16 * Cfg::kGroups; e += kTcThreads) {
-      const int group = e % Cfg::kGroups, r = (e / Cfg::kGroups) % 16;
-      const int m = (e / (Cfg::kGroups * 16)) % M,
-                mat = e / (Cfg::kGroups * 16 * M);
-      const int tile = firstTile(item) + m;
-      int segment = 0, firstRow = 0;
-      tcTileRows<Cfg>(tile, &segment, &firstRow);
-      const int s = kGated ? mat : segment;
-      const int row = firstRow + r;
-      scaleTable[e] =
-          tile < Cfg::kTotalTiles && row < Cfg::rows(s)
-              ? halfToFloat(select<Cfg::kSegments>(
-                    scales, s)[static_cast<long>(row) * Cfg::kGroups + group])
-              : 0.0f;
+  // An item's scales, in pieces of 16, 8, 4 or 2 bytes (as a row's length
+  // allows; kPieces per row): piece e's source row, or false outside the
+  // rows (such rows are never written, so their scales are never read).
+  constexpr int kRowBytes = 2 * Cfg::kGroups;
+  constexpr int kScalePiece = kRowBytes % 16 == 0  ? 16
+                              : kRowBytes % 8 == 0 ? 8
+                              : kRowBytes % 4 == 0 ? 4
+                                                   : 2;
+  constexpr int kRowPieces = kRowBytes / kScalePiece;
+  constexpr int kTablePieces = kMats * M * 16 * kRowPieces;
+  constexpr int kScalesPerThread =
+      (kTablePieces + kTcThreads - 1) / kTcThreads;
+  auto scalePiece = [&](int item, int e, const u16 **src) {
+    const int piece = e % kRowPieces, r = (e / kRowPieces) % 16;
+    const int m = (e / (kRowPieces * 16)) % M, mat = e / (kRowPieces * 16 * M);
+    const int tile = firstTile(item) + m;
+    int segment = 0, firstRow = 0;
+    tcTileRows<Cfg>(tile, &segment, &firstRow);
+    const int s = kGated ? mat : segment;
+    const int row = firstRow + r;
+    *src = select<Cfg::kSegments>(scales, s) +
+           static_cast<long>(row) * Cfg::kGroups + piece * (kScalePiece / 2);
+    return e < kTablePieces && tile < Cfg::kTotalTiles && row < Cfg::rows(s);
+  };
+  // This thread's pieces of item `item`'s scales, into registers.
+  auto fetchScales = [&](int item, uint4 (&pieces)[kScalesPerThread]) {
+    for (int j = 0; j < kScalesPerThread; ++j) {
+      const u16 *src;
+      if (scalePiece(item, tid + j * kTcThreads, &src))
+        pieces[j] = qweights::loadPiece<kScalePiece>(src);
+    }
+  };
+  // ... and from there into the item's table (visible after a barrier).
+  auto storeScales = [&](int item, const uint4 (&pieces)[kScalesPerThread]) {
+    unsigned char *table = scaleTables + (item % 2) * kTableBytes;
+    for (int j = 0; j < kScalesPerThread; ++j) {
+      const int e = tid + j * kTcThreads;
+      const u16 *src;
+      if (scalePiece(item, e, &src))
+        qweights::storePiece<kScalePiece>(table + e * kScalePiece, pieces[j]);
     }
   };
 
@@ -433,11 +500,14 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     copyAsyncCommit();
   };
 
-  // Weights and scales are constants: the first item's scale table and the
+  // Weights and scales are constants: the first item's scales and the
   // first steps' copies come before the wait for the kernels that produce x
   // (common.cuh).
-  if (items > 0)
-    loadScales(0);
+  uint4 scalePieces[kScalesPerThread];
+  if (items > 0) {
+    fetchScales(0, scalePieces);
+    storeScales(0, scalePieces);
+  }
   for (int s = 0; s + 1 < kStages; ++s)
     issue(s);
   waitForPrecedingKernels();
@@ -460,13 +530,21 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     if (t0 > 0) {
       for (int s = 0; s + 1 < kStages; ++s)
         issue(s);
-      if (items > 1) { // the table holds the last item's scales
-        loadScales(0);
+      if (items > 1) { // table 0 holds a later item's scales
+        fetchScales(0, scalePieces);
+        storeScales(0, scalePieces);
         __syncthreads();
       }
     }
     for (int item = 0; item < items; ++item) {
       float acc[kMats][M][4] = {}; // the item's f32 accumulators
+      float residualValues[kTcItemElements<M>] = {};
+      tcLoadResidual<Cfg, M>(firstTile(item), t0, residual, tokens,
+                             residualValues);
+      if (item + 1 < items)
+        fetchScales(item + 1, scalePieces); // in flight during the item
+      const u16 *table =
+          reinterpret_cast<const u16 *>(scaleTables + (item % 2) * kTableBytes);
 
       for (int step = 0; step < steps; ++step) {
         const int index = item * steps + step;
@@ -529,9 +607,10 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
                               b[2 * w + 1][1]);
                 }
               }
-              const float *rowScales =
-                  scaleTable + ((mat * M + m) * 16 + g) * Cfg::kGroups + group;
-              const float s0 = rowScales[0], s8 = rowScales[8 * Cfg::kGroups];
+              const u16 *rowScales =
+                  table + ((mat * M + m) * 16 + g) * Cfg::kGroups + group;
+              const float s0 = halfToFloat(rowScales[0]);
+              const float s8 = halfToFloat(rowScales[8 * Cfg::kGroups]);
               acc[mat][m][0] += s0 * tile[0];
               acc[mat][m][1] += s0 * tile[1];
               acc[mat][m][2] += s8 * tile[2];
@@ -540,14 +619,14 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
         }
       }
 
-      // The next item's first copies are in flight meanwhile.
+      // The next item's scales go to the other table (last read by the
+      // item before this one, whose tcFinishItem ended with a barrier); the
+      // barrier in this one's makes them visible. The next item's first
+      // copies are in flight meanwhile.
+      if (item + 1 < items)
+        storeScales(item + 1, scalePieces);
       tcFinishItem<Cfg>(acc, partial, firstTile(item), t0, biases, outs,
-                        residual, tokens, stepLengths);
-      // tcFinishItem ends with a barrier: every read of the table is done.
-      if (item + 1 < items) {
-        loadScales(item + 1);
-        __syncthreads();
-      }
+                        residualValues, tokens, stepLengths);
     }
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens

@@ -85,26 +85,6 @@ __device__ __forceinline__ int coldLevel(const signed char *row, int d) {
   }
 }
 
-/// Starts an asynchronous copy of kBytes (4 or 8) from global to shared
-/// memory (cp.async.ca: the .cg form copies 16 bytes only).
-template <int kBytes>
-__device__ __forceinline__ void copyAsyncSmall(void *sharedDst,
-                                               const void *src) {
-  static_assert(kBytes == 4 || kBytes == 8, "cp.async copies 4, 8 or 16");
-#ifdef SITS_EMULATE
-  SITS_ASSERT_ALIGNED(src, kBytes);
-  std::memcpy(sharedDst, src, kBytes);
-#else
-  unsigned dst;
-  asm("{\n  .reg .u64 a;\n  cvta.to.shared.u64 a, %1;\n  cvt.u32.u64 %0, a;\n}"
-      : "=r"(dst)
-      : "l"(sharedDst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src),
-               "n"(kBytes)
-               : "memory");
-#endif
-}
-
 /// Eight cold channels (the first 8 or 4 bytes of `raw`) times their
 /// scales, as sits.dequantize: one f32 product each.
 template <int kBits>
