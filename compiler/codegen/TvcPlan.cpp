@@ -316,7 +316,8 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     if (c >= vocab)
       break;
   }
-  const int64_t residualBlocks = (hidden + kResidualColumns - 1) / kResidualColumns;
+  const int64_t residualBlocks =
+      (hidden + kResidualColumns - 1) / kResidualColumns;
   if (rank * 4 > 32 * 1024)
     return head.emitError()
            << "codegen: the TVC head's rank " << rank

@@ -274,15 +274,15 @@ template <class Cfg> __device__ __forceinline__ int tcItemFirstTile(int item) {
 
 /// Elements of an item's output tile per thread of tcFinishItem.
 template <int M>
-constexpr int kTcItemElements = (M * kWarpSize * 4 + kTcThreads - 1) /
-                                kTcThreads;
+constexpr int
+    kTcItemElements = (M * kWarpSize * 4 + kTcThreads - 1) / kTcThreads;
 
 /// Element e (< M * 128) of the item's output tiles from `firstTile`, for
 /// tokens t0 .. t0 + 7: its token, row and segment (false: outside).
 template <class Cfg>
 __device__ __forceinline__ bool tcItemElement(int e, int firstTile, int t0,
-                                              int tokens, int *token,
-                                              int *row, int *segment) {
+                                              int tokens, int *token, int *row,
+                                              int *segment) {
   const int m = e / (kWarpSize * 4), r = e % (kWarpSize * 4);
   const int owner = r / 4, i = r % 4;
   *token = t0 + 2 * (owner % 4) + (i & 1);

@@ -356,9 +356,8 @@ __device__ void gemvQuant(const float *__restrict__ x, const u8 *const *data,
 // Persistent, as gemvTensorCore.
 
 /// Bytes of one table of an item's scales (f16), whole 16-byte pieces.
-__host__ __device__ constexpr int gemvQuantScaleTableBytes(int mats,
-                                                           int tilesPerBlock,
-                                                           int groups) {
+__host__ __device__ constexpr int
+gemvQuantScaleTableBytes(int mats, int tilesPerBlock, int groups) {
   return (2 * mats * tilesPerBlock * 16 * groups + 15) / 16 * 16;
 }
 
@@ -408,8 +407,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
       reinterpret_cast<float4 *>(shared + kStages * kPieces * kTcThreads);
   // Two tables [mat][m][16 rows][kGroups] of f16 scales: item i's in table
   // i % 2.
-  constexpr int kTableBytes =
-      gemvQuantScaleTableBytes(kMats, M, Cfg::kGroups);
+  constexpr int kTableBytes = gemvQuantScaleTableBytes(kMats, M, Cfg::kGroups);
   unsigned char *scaleTables = reinterpret_cast<unsigned char *>(
       partial + kTcWarps * kMats * M * kWarpSize);
 
@@ -433,8 +431,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
                                                    : 2;
   constexpr int kRowPieces = kRowBytes / kScalePiece;
   constexpr int kTablePieces = kMats * M * 16 * kRowPieces;
-  constexpr int kScalesPerThread =
-      (kTablePieces + kTcThreads - 1) / kTcThreads;
+  constexpr int kScalesPerThread = (kTablePieces + kTcThreads - 1) / kTcThreads;
   auto scalePiece = [&](int item, int e, const u16 **src) {
     const int piece = e % kRowPieces, r = (e / kRowPieces) % 16;
     const int m = (e / (kRowPieces * 16)) % M, mat = e / (kRowPieces * 16 * M);
@@ -448,7 +445,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     return e < kTablePieces && tile < Cfg::kTotalTiles && row < Cfg::rows(s);
   };
   // This thread's pieces of item `item`'s scales, into registers.
-  auto fetchScales = [&](int item, uint4 (&pieces)[kScalesPerThread]) {
+  auto fetchScales = [&](int item, uint4(&pieces)[kScalesPerThread]) {
     for (int j = 0; j < kScalesPerThread; ++j) {
       const u16 *src;
       if (scalePiece(item, tid + j * kTcThreads, &src))
@@ -456,7 +453,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     }
   };
   // ... and from there into the item's table (visible after a barrier).
-  auto storeScales = [&](int item, const uint4 (&pieces)[kScalesPerThread]) {
+  auto storeScales = [&](int item, const uint4(&pieces)[kScalesPerThread]) {
     unsigned char *table = scaleTables + (item % 2) * kTableBytes;
     for (int j = 0; j < kScalesPerThread; ++j) {
       const int e = tid + j * kTcThreads;

@@ -138,7 +138,8 @@ __device__ void tvcProject(const float *__restrict__ x,
   const int r = blockIdx.x * (kTvcWarps / kSplit) + warp / kSplit;
   if (!h)
     return; // the whole block
-  const float *row = right + static_cast<long>(r < Cfg::kRank ? r : 0) * Cfg::kK;
+  const float *row =
+      right + static_cast<long>(r < Cfg::kRank ? r : 0) * Cfg::kK;
   float z = 0.0f;
   double magnitude = 0.0;
   // Four inputs a lane and load, kAhead loads in flight, the row's chunks
@@ -169,8 +170,8 @@ __device__ void tvcProject(const float *__restrict__ x,
       for (int e = 0; e < kVec; ++e) {
         const float v = tvcInput<Cfg>(value[a][e]);
         z += t[a][e] * v;
-        magnitude += fabs(static_cast<double>(t[a][e])) *
-                     fabs(static_cast<double>(v));
+        magnitude +=
+            fabs(static_cast<double>(t[a][e])) * fabs(static_cast<double>(v));
       }
   }
   z = warpSum(z);
@@ -256,8 +257,7 @@ __host__ __device__ constexpr long tvcAligned(long bytes) {
 /// tvcPreview's dynamic shared memory (also in TvcPlan.cpp): keys
 /// [batch][chunk], histograms [batch][256], selection states, norms and
 /// NaN flags [batch], the compaction's scan, z [batch][rank].
-__host__ __device__ constexpr long tvcPreviewSharedBytes(long batch,
-                                                         long chunk,
+__host__ __device__ constexpr long tvcPreviewSharedBytes(long batch, long chunk,
                                                          long rank) {
   return tvcAligned(8 * batch * chunk) + tvcAligned(4 * 256 * batch) +
          tvcAligned(24 * batch) + tvcAligned(32 * batch) +
@@ -347,8 +347,9 @@ __device__ void tvcPreview(const float *__restrict__ left,
   for (int i0 = warp * kRows; i0 < Cfg::kChunk; i0 += kTvcWarps * kRows) {
     const int myV = first + i0 + myRow;
     const bool myLive = i0 + myRow < Cfg::kChunk && myV < Cfg::kVocab;
-    const uint4 myBound = load16If<true>(
-        myLive && myTile == 0, bounds + 4 * static_cast<long>(myLive ? myV : 0));
+    const uint4 myBound =
+        load16If<true>(myLive && myTile == 0,
+                       bounds + 4 * static_cast<long>(myLive ? myV : 0));
     for (int b0 = 0; b0 < tokens; b0 += kTile) {
       float acc[kRows][kTile] = {};
       for (int r0 = 0; r0 < Cfg::kRank; r0 += kSlice) {
@@ -357,8 +358,8 @@ __device__ void tvcPreview(const float *__restrict__ left,
         for (int row = 0; row < kRows; ++row) {
           const int v = first + i0 + row;
           const bool inside = i0 + row < Cfg::kChunk && v < Cfg::kVocab;
-          const float *at = left + static_cast<long>(inside ? v : 0) *
-                                       Cfg::kRank + r;
+          const float *at =
+              left + static_cast<long>(inside ? v : 0) * Cfg::kRank + r;
           if constexpr (kVec) {
             // Through L1: the next sequences' pass reads the rows again.
             const uint4 w = load16If<false>(inside && r < Cfg::kRank, at);
@@ -376,8 +377,8 @@ __device__ void tvcPreview(const float *__restrict__ left,
             break;
           float zt[4];
           for (int j = 0; j < 4; ++j)
-            zt[j] = r + j < Cfg::kRank ? z[(b0 + t) * Cfg::kRank + r + j]
-                                       : 0.0f;
+            zt[j] =
+                r + j < Cfg::kRank ? z[(b0 + t) * Cfg::kRank + r + j] : 0.0f;
           for (int row = 0; row < kRows; ++row)
             for (int j = 0; j < 4; ++j)
               acc[row][t] += p[row][j] * zt[j];
@@ -393,11 +394,10 @@ __device__ void tvcPreview(const float *__restrict__ left,
             mine = sum;
         }
       // The bound is in the lane of the row's first sequence.
-      const u32 bw[4] = {
-          __shfl_sync(kFullMask, myBound.x, lane - myTile),
-          __shfl_sync(kFullMask, myBound.y, lane - myTile),
-          __shfl_sync(kFullMask, myBound.z, lane - myTile),
-          __shfl_sync(kFullMask, myBound.w, lane - myTile)};
+      const u32 bw[4] = {__shfl_sync(kFullMask, myBound.x, lane - myTile),
+                         __shfl_sync(kFullMask, myBound.y, lane - myTile),
+                         __shfl_sync(kFullMask, myBound.z, lane - myTile),
+                         __shfl_sync(kFullMask, myBound.w, lane - myTile)};
       const int i = i0 + myRow, b = b0 + myTile;
       if (i >= Cfg::kChunk || b >= tokens)
         continue;

@@ -69,9 +69,9 @@ __device__ __forceinline__ int tvcDigit(int bits, u64 key, unsigned rank) {
 /// entry i is selected iff tvcComparePrefix(state[b], ...) >= 0. Shared:
 /// hist [sequences][256], state [sequences], open [2].
 template <class KeyOf, class RowOf, class Live>
-__device__ void tvcRadixSelect(int sequences, int count, int want,
-                               KeyOf keyOf, RowOf rowOf, Live live,
-                               unsigned *hist, TvcRadix *state, int *open) {
+__device__ void tvcRadixSelect(int sequences, int count, int want, KeyOf keyOf,
+                               RowOf rowOf, Live live, unsigned *hist,
+                               TvcRadix *state, int *open) {
   const int tid = threadIdx.x, threads = blockDim.x;
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
   for (int b = tid; b < sequences; b += threads) {
@@ -136,8 +136,8 @@ __device__ void tvcRadixSelect(int sequences, int count, int want,
         else
           next.rankPrefix = (s.rankPrefix << 8) | static_cast<unsigned>(digit);
         next.bits = s.bits + 8;
-        next.done = static_cast<int>(bins[digit]) == next.needed ||
-                    next.bits == 96;
+        next.done =
+            static_cast<int>(bins[digit]) == next.needed || next.bits == 96;
         state[b] = next;
         if (!next.done)
           open[pass & 1] = 1;

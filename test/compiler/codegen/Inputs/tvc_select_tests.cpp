@@ -51,9 +51,9 @@ void entry(void **args) {
     sits::tvcCompact(
         c.count, c.want,
         [&](int i) {
-          return sits::tvcComparePrefix(s, c.keys[b * c.count + i],
-                                        sits::tvcRank(c.rows[b * c.count +
-                                                             i])) >= 0;
+          return sits::tvcComparePrefix(
+                     s, c.keys[b * c.count + i],
+                     sits::tvcRank(c.rows[b * c.count + i])) >= 0;
         },
         [&](int k, int i) { c.out[b * c.want + k] = c.rows[b * c.count + i]; },
         scan + 2);
@@ -86,13 +86,13 @@ void run(const std::string &name, int sequences, int count, int want,
   c.out.assign(static_cast<size_t>(sequences) * want, -1);
   Case *arg = &c;
   void *args[] = {&arg};
-  unsigned grid[3] = {1, 1, 1}, block[3] = {static_cast<unsigned>(threads),
-                                            1, 1};
-  unsigned shared = sequences * (256 * 4 + sizeof(sits::TvcRadix)) +
-                    4 * (threads / 32 + 2);
+  unsigned grid[3] = {1, 1, 1},
+           block[3] = {static_cast<unsigned>(threads), 1, 1};
+  unsigned shared =
+      sequences * (256 * 4 + sizeof(sits::TvcRadix)) + 4 * (threads / 32 + 2);
   char error[512];
-  bool ok = !sits_emu_launch(entry, grid, block, shared, args, error,
-                             sizeof(error));
+  bool ok =
+      !sits_emu_launch(entry, grid, block, shared, args, error, sizeof(error));
   if (!ok)
     std::printf("launch failed: %s\n", error);
   int wrong = 0;
