@@ -156,7 +156,7 @@ template <class Cfg, bool kTensor> void entry(void **args) {
 }
 
 template <class Cfg, bool kTensor>
-void checkGemv(const std::string &name, int tokens) {
+void checkGemv(const std::string &name, int tokens, unsigned gridBlocks = 0) {
   typedef typename Cfg::Weight W;
   constexpr int K = Cfg::kK;
   constexpr bool kGated = Cfg::kEpilogue == sits::kGlu;
@@ -203,8 +203,12 @@ void checkGemv(const std::string &name, int tokens) {
   pointers[16] = &lp;
   bool ok;
   if constexpr (kTensor) {
-    const unsigned blocks =
-        (Cfg::kTotalTiles + Cfg::kTilesPerBlock - 1) / Cfg::kTilesPerBlock;
+    // One item per block, or gridBlocks blocks looping over several (the
+    // next item's scales loaded during an item, two tables in turn).
+    const unsigned blocks = gridBlocks
+                                ? gridBlocks
+                                : (Cfg::kTotalTiles + Cfg::kTilesPerBlock - 1) /
+                                      Cfg::kTilesPerBlock;
     ok = launch(entry<Cfg, true>, blocks, sits::kTcThreads,
                 sits::gemvQuantTensorCoreSharedBytes(
                     kGated ? 2 : 1, Cfg::kTilesPerBlock, Cfg::kUnroll,
@@ -287,6 +291,16 @@ void gemvCases() {
   typedef Config<F16, 4, 128, 264, 300, 0, 0, 1, sits::kPlain, true, 2, 2>
       Head4;
   checkGemv<Head4, true>("tc int4 f16 lm_head gather K=264 rows 300", 8);
+  // Persistent blocks over several items each; rows of scales copied in
+  // pieces of 16 bytes (8 groups), 4 bytes (2 groups) and 2 bytes (3).
+  typedef Config<F16, 4, 128, 1024, 200, 0, 0, 1, sits::kResidual, false, 1, 4>
+      Res4;
+  for (int b : {1, 8})
+    checkGemv<Res4, true>("tc int4 f16 residual K=1024 G=128 2 blocks", b, 2);
+  typedef Config<F16, 8, 64, 128, 120, 120, 0, 2, sits::kGlu, false, 1, 2> Glu8;
+  checkGemv<Glu8, true>("tc int8 f16 gate/up K=128 G=64 3 blocks", 3, 3);
+  for (int b : {1, 11})
+    checkGemv<Qkv4, true>("tc int4 f16 qkv K=328 G=128 2 tiles 1 block", b, 1);
   // CUDA cores: small groups (16 int8, 32 int4), K not a multiple of 4.
   typedef Config<F32, 8, 16, 90, 40, 24, 0, 2, sits::kPlain, false, 1, 1> Cc8;
   for (int b : {1, 9})
