@@ -4,9 +4,11 @@
 // (kv_quant.cuh). A lane's 8 channels of a key or value come from the hot
 // ring (16 bytes of FP16/BF16) while the token is in the hot window, else
 // from the cold rows (8 bytes of int8 or 4 of int4, by cp.async into the
-// same ring slot) and are dequantized in registers with their f16 scale
-// (sits.dequantize: f32 scale times level), so the cache is read once, at
-// its stored size, with no separate dequantization pass. Cold or hot is
+// same ring slot, with the 4 bytes that hold the row's per-token scale in
+// bytes 8-11 of the slot) and are dequantized in registers with their f16
+// scale (sits.dequantize: f32 scale times level), so the cache is read
+// once, at its stored size, with no separate dequantization pass and no
+// load waited for inside the loop over keys. Cold or hot is
 // decided per key exactly as sits.attention's cold operands define: value j
 // is cold when past - j >= kHotWindow, key j when past - last(j) >=
 // kHotWindow (last(j) the last token of j's per-channel block).
@@ -76,6 +78,16 @@ __device__ void attentionDecodeKVQ(
     return past - ((key / CB) * CB + CB - 1) >= N;
   };
   auto valueIsCold = [&](int key) { return past - key >= N; };
+  // This lane's per-token scale of cold row `row`, and its value from the
+  // 4 bytes copied into bytes 8-11 of the row's ring slot.
+  auto tokenScaleIndex = [&](int row) {
+    return (seqHead * Cfg::kCapacity + row) * Cfg::kGroups + d0 / Cfg::kGroup;
+  };
+  auto slotScale = [&](const uint4 &raw, int row) {
+    const u32 word = raw.z;
+    return halfToFloat(static_cast<u16>(
+        (tokenScaleIndex(row) & 1) ? word >> 16 : word & 0xffffu));
+  };
   float *myPartial =
       partial +
       ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
@@ -123,18 +135,34 @@ __device__ void attentionDecodeKVQ(
               hotBase + static_cast<long>(row % Cfg::kHotRows) * D + d0;
           const long cold = (seqHead * Cfg::kCapacity + row) * Cfg::kRowBytes +
                             d0 * Cfg::kBits / 8;
-          if (valid && keyIsCold(key))
+          // A cold row's per-token scale rides in bytes 8-11 of its slot:
+          // the aligned 4 bytes that hold it (the scale region's padding
+          // covers the word of its last scale).
+          const long scale = tokenScaleIndex(row);
+          if (valid && keyIsCold(key)) {
             copyAsyncSmall<kColdBytes>(slot + (2 * u) * kDecodeThreads,
                                        keyCold + cold);
-          else
+            if constexpr (!Cfg::kPerChannelKeys)
+              copyAsyncSmall<4>(
+                  reinterpret_cast<unsigned char *>(slot +
+                                                    (2 * u) * kDecodeThreads) +
+                      8,
+                  keyScales + (scale & ~1L));
+          } else {
             copyAsync16<false>(slot + (2 * u) * kDecodeThreads, keyHot + hot,
                                valid);
-          if (valid && valueIsCold(key))
+          }
+          if (valid && valueIsCold(key)) {
             copyAsyncSmall<kColdBytes>(slot + (2 * u + 1) * kDecodeThreads,
                                        valueCold + cold);
-          else
+            copyAsyncSmall<4>(reinterpret_cast<unsigned char *>(
+                                  slot + (2 * u + 1) * kDecodeThreads) +
+                                  8,
+                              valueScales + (scale & ~1L));
+          } else {
             copyAsync16<false>(slot + (2 * u + 1) * kDecodeThreads,
                                valueHot + hot, valid);
+          }
         }
       }
       copyAsyncCommit();
@@ -165,9 +193,7 @@ __device__ void attentionDecodeKVQ(
             }
             unpackCold<Cfg::kBits>(raw, blockScales, k);
           } else {
-            const float s = halfToFloat(
-                keyScales[(seqHead * Cfg::kCapacity + key) * Cfg::kGroups +
-                          d0 / Cfg::kGroup]);
+            const float s = slotScale(raw, key);
             const float scales[8] = {s, s, s, s, s, s, s, s};
             unpackCold<Cfg::kBits>(raw, scales, k);
           }
@@ -214,12 +240,10 @@ __device__ void attentionDecodeKVQ(
           float v[8];
           const int key = keyOf(step, u);
           if (key < k1 && valueIsCold(key)) {
-            const float s = halfToFloat(
-                valueScales[(seqHead * Cfg::kCapacity + key) * Cfg::kGroups +
-                            d0 / Cfg::kGroup]);
+            const uint4 raw = slot[(2 * u + 1) * kDecodeThreads];
+            const float s = slotScale(raw, key);
             const float scales[8] = {s, s, s, s, s, s, s, s};
-            unpackCold<Cfg::kBits>(slot[(2 * u + 1) * kDecodeThreads], scales,
-                                   v);
+            unpackCold<Cfg::kBits>(raw, scales, v);
           } else {
             unpack16<C>(slot[(2 * u + 1) * kDecodeThreads], v);
           }
