@@ -265,6 +265,30 @@ __host__ __device__ constexpr long tvcPreviewSharedBytes(long batch, long chunk,
          tvcAligned(4 * batch * rank);
 }
 
+/// Lane j's share of 32 values summed over the warp: lane j gets the sum
+/// of value j (row j / kTile, sequence j % kTile of `values`) over the 32
+/// lanes, in 31 shuffles (32 warp sums take 160). Each step halves the
+/// values a lane holds: it keeps the half its lane bit selects and adds the
+/// partner's copy of it.
+template <int kRows, int kTile>
+__device__ __forceinline__ float
+tvcTransposeSum(const float (&values)[kRows][kTile]) {
+  static_assert(kRows * kTile == kWarpSize, "a value per lane");
+  const int lane = threadIdx.x % kWarpSize;
+  float v[kWarpSize];
+  for (int j = 0; j < kWarpSize; ++j)
+    v[j] = values[j / kTile][j % kTile];
+  for (int half = kWarpSize / 2; half > 0; half /= 2) {
+    const bool upper = (lane & half) != 0;
+    for (int j = 0; j < half; ++j) {
+      const float keep = upper ? v[j + half] : v[j];
+      const float send = upper ? v[j] : v[j + half];
+      v[j] = keep + __shfl_xor_sync(kFullMask, send, half);
+    }
+  }
+  return v[0];
+}
+
 template <class Cfg>
 __device__ void tvcPreview(const float *__restrict__ left,
                            const float *__restrict__ bounds, void *scratch,
@@ -384,15 +408,8 @@ __device__ void tvcPreview(const float *__restrict__ left,
               acc[row][t] += p[row][j] * zt[j];
         }
       }
-      double mine = 0.0; // this lane's (row, t) preview
-      for (int row = 0; row < kRows; ++row)
-        for (int t = 0; t < kTile; ++t) {
-          if (b0 + t >= tokens)
-            break;
-          const float sum = warpSum(acc[row][t]);
-          if (lane == row * kTile + t)
-            mine = sum;
-        }
+      // This lane's (row, t) preview: the 32 sums of the warp at once.
+      const double mine = tvcTransposeSum(acc);
       // The bound is in the lane of the row's first sequence.
       const u32 bw[4] = {__shfl_sync(kFullMask, myBound.x, lane - myTile),
                          __shfl_sync(kFullMask, myBound.y, lane - myTile),

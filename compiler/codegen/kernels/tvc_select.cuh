@@ -64,6 +64,19 @@ __device__ __forceinline__ int tvcDigit(int bits, u64 key, unsigned rank) {
                    : static_cast<int>((rank >> (88 - bits)) & 0xffu);
 }
 
+/// The sum of `value` over lanes 0 .. this lane (every lane of the warp
+/// calls it).
+__device__ __forceinline__ int tvcWarpInclusiveSum(int value) {
+  const int lane = threadIdx.x % kWarpSize;
+  for (int offset = 1; offset < kWarpSize; offset <<= 1) {
+    const int other =
+        __shfl_sync(kFullMask, value, lane >= offset ? lane - offset : lane);
+    if (lane >= offset)
+      value += other;
+  }
+  return value;
+}
+
 /// Selects, for each sequence b < `sequences` with live(b), the first
 /// `want` of its `count` entries (keyOf(b, i), rowOf(b, i)); afterwards
 /// entry i is selected iff tvcComparePrefix(state[b], ...) >= 0. Shared:
@@ -114,13 +127,7 @@ __device__ void tvcRadixSelect(int sequences, int count, int want, KeyOf keyOf,
       int local = 0;
       for (int j = 0; j < 8; ++j)
         local += static_cast<int>(bins[255 - 8 * lane - j]);
-      int inclusive = local;
-      for (int offset = 1; offset < kWarpSize; offset <<= 1) {
-        const int other = __shfl_sync(kFullMask, inclusive,
-                                      lane >= offset ? lane - offset : lane);
-        if (lane >= offset)
-          inclusive += other;
-      }
+      const int inclusive = tvcWarpInclusiveSum(local);
       if (inclusive >= s.needed && inclusive - local < s.needed) {
         int above = inclusive - local, digit = 255 - 8 * lane;
         for (int j = 0; j < 7; ++j, --digit) {
@@ -162,13 +169,7 @@ __device__ void tvcCompact(int count, int want, Selected selected, Emit emit,
   int mine = 0;
   for (int i = begin; i < end; ++i)
     mine += selected(i) ? 1 : 0;
-  int inclusive = mine;
-  for (int offset = 1; offset < kWarpSize; offset <<= 1) {
-    const int other = __shfl_sync(kFullMask, inclusive,
-                                  lane >= offset ? lane - offset : lane);
-    if (lane >= offset)
-      inclusive += other;
-  }
+  const int inclusive = tvcWarpInclusiveSum(mine);
   if (lane == kWarpSize - 1)
     scan[warp] = inclusive;
   __syncthreads();
