@@ -316,6 +316,13 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     if (c >= vocab)
       break;
   }
+  if (!chunk)
+    return head.emitError()
+           << "codegen: the TVC head's GPU candidate selection does not fit "
+              "in shared memory (candidates "
+           << candidates << ", vocabulary " << vocab << ", rank " << rank
+           << ", max batch " << batch
+           << "); use fewer --tvc-candidates, a smaller rank or --max-batch";
   const int64_t residualBlocks =
       (hidden + kResidualColumns - 1) / kResidualColumns;
   if (rank * 4 > 32 * 1024)
