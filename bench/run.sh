@@ -4,6 +4,8 @@
 #
 #   bench/run.sh [tinyllama] [llama3-8b]        (default: both)
 #   SITS_BENCH_WEIGHTS=fp16 bench/run.sh          (no int4 engines)
+#   bench/run.sh llama3-8b-l2    (the 8B shape's first two layers and head:
+#                                 its kernels profiled in a minute or two)
 #
 # On a machine with a GPU per shape (nvidia-h200-x2) the shapes run side by
 # side, each on its own GPU with its own log (bench-<shape>.log); one
