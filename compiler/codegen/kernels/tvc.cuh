@@ -42,80 +42,11 @@
 #ifndef SITS_KERNELS_TVC_CUH
 #define SITS_KERNELS_TVC_CUH
 
-#include "sits/common.cuh"
 #include "sits/gemv.cuh"
+#include "sits/tvc_common.cuh"
 #include "sits/tvc_select.cuh"
 
 namespace sits {
-
-typedef unsigned long long u64;
-
-constexpr int kTvcThreads = 256;
-constexpr int kTvcWarps = kTvcThreads / kWarpSize;
-constexpr double kTvcNormSlack = 1.0 + 0x1p-32;
-
-__device__ __forceinline__ u64 tvcDoubleBits(double value) {
-#ifdef SITS_EMULATE
-  u64 bits;
-  std::memcpy(&bits, &value, 8);
-  return bits;
-#else
-  return static_cast<u64>(__double_as_longlong(value));
-#endif
-}
-
-__device__ __forceinline__ double tvcBitsDouble(u64 bits) {
-#ifdef SITS_EMULATE
-  double value;
-  std::memcpy(&value, &bits, 8);
-  return value;
-#else
-  return __longlong_as_double(static_cast<long long>(bits));
-#endif
-}
-
-/// Order-preserving key of a (non-NaN) double: larger value, larger key;
-/// every key is above 0, the key of padding.
-__device__ __forceinline__ u64 tvcKey(double value) {
-  const u64 bits = tvcDoubleBits(value);
-  return (bits >> 63) ? ~bits : bits | (1ull << 63);
-}
-__device__ __forceinline__ double tvcKeyValue(u64 key) {
-  return tvcBitsDouble((key >> 63) ? key & ~(1ull << 63) : ~key);
-}
-
-__device__ __forceinline__ double tvcWarpSum(double value) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
-    value += __shfl_xor_sync(kFullMask, value, offset);
-  return value;
-}
-
-/// Region `offset` of the scratch, as `T *`, at sequence b's part of
-/// `perSequence` elements.
-template <class T>
-__device__ __forceinline__ T *tvcRegion(void *scratch, long offset, int b,
-                                        long perSequence) {
-  return reinterpret_cast<T *>(static_cast<char *>(scratch) + offset) +
-         b * perSequence;
-}
-
-/// The input row the head multiplies for sequence b (null: step length 0).
-template <class Cfg>
-__device__ __forceinline__ const float *
-tvcInputRow(const float *x, int b, int seqLen, const int *stepLengths) {
-  const int length = stepLengths[b];
-  if (length <= 0)
-    return nullptr;
-  return x + (static_cast<long>(b) * seqLen + length - 1) * Cfg::kK;
-}
-
-/// h_k as the head multiplies it.
-template <class Cfg> __device__ __forceinline__ float tvcInput(float value) {
-  if constexpr (Cfg::kRoundInput)
-    return Cfg::Weight::load(Cfg::Weight::store(value));
-  else
-    return value;
-}
 
 //===----------------------------------------------------------------------===//
 // 1. z = T h and a (grid (ceil(R / 2), B), block 256: four warps per rank
@@ -374,28 +305,44 @@ __device__ void tvcPreview(const float *__restrict__ left,
     const uint4 myBound =
         load16If<true>(myLive && myTile == 0,
                        bounds + 4 * static_cast<long>(myLive ? myV : 0));
+    // The row's bound, from the lane of its first sequence.
+    const u32 bw[4] = {__shfl_sync(kFullMask, myBound.x, lane - myTile),
+                       __shfl_sync(kFullMask, myBound.y, lane - myTile),
+                       __shfl_sync(kFullMask, myBound.z, lane - myTile),
+                       __shfl_sync(kFullMask, myBound.w, lane - myTile)};
+    // The rows' ranks r0 + 4 lane .. + 3; with a rank of one slice they are
+    // loaded once for every sequence.
+    float p[kRows][4];
+    auto loadRows = [&](int r0) {
+      const int r = r0 + 4 * lane;
+      for (int row = 0; row < kRows; ++row) {
+        const int v = first + i0 + row;
+        const bool inside = i0 + row < Cfg::kChunk && v < Cfg::kVocab;
+        const float *at =
+            left + static_cast<long>(inside ? v : 0) * Cfg::kRank + r;
+        if constexpr (kVec) {
+          // Through L1: with several slices, the next sequences' pass
+          // reads the rows again.
+          const uint4 w = load16If<false>(inside && r < Cfg::kRank, at);
+          p[row][0] = __uint_as_float(w.x);
+          p[row][1] = __uint_as_float(w.y);
+          p[row][2] = __uint_as_float(w.z);
+          p[row][3] = __uint_as_float(w.w);
+        } else {
+          for (int j = 0; j < 4; ++j)
+            p[row][j] = inside && r + j < Cfg::kRank ? at[j] : 0.0f;
+        }
+      }
+    };
+    constexpr bool kOneSlice = Cfg::kRank <= kSlice;
+    if constexpr (kOneSlice)
+      loadRows(0);
     for (int b0 = 0; b0 < tokens; b0 += kTile) {
       float acc[kRows][kTile] = {};
       for (int r0 = 0; r0 < Cfg::kRank; r0 += kSlice) {
         const int r = r0 + 4 * lane;
-        float p[kRows][4];
-        for (int row = 0; row < kRows; ++row) {
-          const int v = first + i0 + row;
-          const bool inside = i0 + row < Cfg::kChunk && v < Cfg::kVocab;
-          const float *at =
-              left + static_cast<long>(inside ? v : 0) * Cfg::kRank + r;
-          if constexpr (kVec) {
-            // Through L1: the next sequences' pass reads the rows again.
-            const uint4 w = load16If<false>(inside && r < Cfg::kRank, at);
-            p[row][0] = __uint_as_float(w.x);
-            p[row][1] = __uint_as_float(w.y);
-            p[row][2] = __uint_as_float(w.z);
-            p[row][3] = __uint_as_float(w.w);
-          } else {
-            for (int j = 0; j < 4; ++j)
-              p[row][j] = inside && r + j < Cfg::kRank ? at[j] : 0.0f;
-          }
-        }
+        if constexpr (!kOneSlice)
+          loadRows(r0);
         for (int t = 0; t < kTile; ++t) {
           if (b0 + t >= tokens)
             break;
@@ -410,11 +357,6 @@ __device__ void tvcPreview(const float *__restrict__ left,
       }
       // This lane's (row, t) preview: the 32 sums of the warp at once.
       const double mine = tvcTransposeSum(acc);
-      // The bound is in the lane of the row's first sequence.
-      const u32 bw[4] = {__shfl_sync(kFullMask, myBound.x, lane - myTile),
-                         __shfl_sync(kFullMask, myBound.y, lane - myTile),
-                         __shfl_sync(kFullMask, myBound.z, lane - myTile),
-                         __shfl_sync(kFullMask, myBound.w, lane - myTile)};
       const int i = i0 + myRow, b = b0 + myTile;
       if (i >= Cfg::kChunk || b >= tokens)
         continue;

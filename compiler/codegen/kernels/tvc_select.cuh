@@ -105,15 +105,16 @@ __device__ void tvcRadixSelect(int sequences, int count, int want, KeyOf keyOf,
     if (tid == 0)
       open[pass & 1] = 0;
     __syncthreads();
-    for (int e = tid; e < sequences * count; e += threads) {
-      const int b = e / count, i = e - b * count;
-      const TvcRadix s = state[b];
+    for (int b = 0; b < sequences; ++b) {
+      const TvcRadix s = state[b]; // once per sequence, not per entry
       if (s.done)
         continue;
-      const u64 key = keyOf(b, i);
-      const unsigned rank = tvcRank(rowOf(b, i));
-      if (tvcComparePrefix(s, key, rank) == 0)
-        atomicAdd(&hist[b * 256 + tvcDigit(s.bits, key, rank)], 1u);
+      for (int i = tid; i < count; i += threads) {
+        const u64 key = keyOf(b, i);
+        const unsigned rank = tvcRank(rowOf(b, i));
+        if (tvcComparePrefix(s, key, rank) == 0)
+          atomicAdd(&hist[b * 256 + tvcDigit(s.bits, key, rank)], 1u);
+      }
     }
     __syncthreads();
     // A warp per open sequence: lane l holds bins 255 - 8l down to 248 - 8l
