@@ -48,6 +48,11 @@ SHAPES = {
 # The 8B shape's first two layers and head: its kernels (one layer's
 # GEMVs, attention, the head) profiled in seconds of export and compile.
 SHAPES["llama3-8b-l2"] = dict(SHAPES["llama3-8b"], num_hidden_layers=2)
+# Two layers of the 8B shape (the export grafts at least two) with a
+# 2048-token vocabulary: its attention kernels at long contexts, profiled
+# with seconds of export and compile.
+SHAPES["llama3-8b-attn"] = dict(SHAPES["llama3-8b"], num_hidden_layers=2,
+                                vocab_size=2048)
 MAX_POSITIONS = 8448
 
 

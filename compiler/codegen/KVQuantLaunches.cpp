@@ -56,6 +56,7 @@ public:
   void setShared(int64_t bytes) {
     planned.launch.sharedBytes = Expr::constant(bytes);
   }
+  void setMinBlocks(int blocks) { planned.spec.minBlocks = blocks; }
   PlannedLaunch take() { return std::move(planned); }
 
 private:
@@ -175,6 +176,81 @@ PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer) {
   return b.take();
 }
 
+/// attention_decode_kvq_mma.cuh's attentionDecodeKVQMmaSharedBytes (8
+/// warps, each with f16 K and V tiles of 16 keys and two cold areas).
+static int64_t mmaDecodeSharedBytes(const format::KVCacheConfig &kv,
+                                    int64_t group, int64_t splits) {
+  constexpr int64_t kKeys = 16, kWarps = 8, kColdStages = 2;
+  const int64_t d = kv.headDim, block = kv.channelBlock;
+  const int64_t groups = (kv.headDim + kv.groupSize - 1) / kv.groupSize;
+  auto roundUp16 = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };
+  const int64_t span = block % kKeys == 0   ? 1
+                       : kKeys % block == 0 ? kKeys / block
+                                            : kKeys / block + 2;
+  const int64_t tokenScaleWords = kKeys * groups / 2 + 1;
+  const int64_t keyScales =
+      kv.perChannelKeys ? span * d * 2 : tokenScaleWords * 4;
+  const int64_t cold = 2 * kKeys * d * kv.coldBits / 8 +
+                       roundUp16(keyScales) + roundUp16(tokenScaleWords * 4);
+  const int64_t warp = 2 * kKeys * (d + 8) * 2 + kColdStages * cold;
+  const int64_t merge = 4 * kWarps * group * (d + 4);
+  const int64_t combine = 4 * group * (splits + 1);
+  return std::max({kWarps * warp, merge, combine});
+}
+
+/// Whether the tensor-core decode kernel takes `desc`: an engine computing
+/// in f16 (it rounds queries and probabilities to f16), head_dim a multiple
+/// of 16 up to 128 with cold rows of whole 16-byte pieces, token scales
+/// over whole 8-channel pieces. Others run attention_decode_kvq.cuh.
+static bool mmaDecodeFits(const AttentionLaunch &desc,
+                          const format::KVCacheConfig &kv,
+                          const DecodeSplit &split) {
+  const int64_t group = desc.heads / desc.kvHeads;
+  return desc.sixteenBitMath && kv.dtype == DType::F16 && group <= 8 &&
+         kv.headDim % 16 == 0 && kv.headDim <= 128 &&
+         (kv.headDim * kv.coldBits / 8) % 16 == 0 && kv.groupSize % 8 == 0 &&
+         mmaDecodeSharedBytes(kv, group, split.splits) <= kMaxSharedBytes;
+}
+
+static PlannedLaunch planMmaDecodeKVQ(const AttentionLaunch &desc,
+                                      const format::KVCacheConfig &kv,
+                                      const DecodeSplit &split) {
+  constexpr int64_t kThreads = 256; // kMmaDecodeThreads
+  const int64_t group = desc.heads / desc.kvHeads;
+  Builder b("attention_decode_kvq_mma", "sits/attention_decode_kvq_mma.cuh",
+            static_cast<int>(kThreads));
+  b.typeConstant("Cache", hotStruct(kv.dtype));
+  b.intConstant("kHeads", desc.heads);
+  b.intConstant("kKvHeads", desc.kvHeads);
+  b.intConstant("kHeadDim", desc.headDim);
+  b.intConstant("kCapacity", desc.capacity);
+  b.intConstant("kWindow", desc.window);
+  b.intConstant("kSplitKeys", split.splitKeys);
+  b.intConstant("kSplits", split.splits);
+  b.floatConstant("kScale", desc.scale);
+  b.floatConstant("kSoftcap", desc.softcap);
+  addQuantConstants(b, kv);
+  b.param("const float *", "query", desc.query);
+  addCacheParams(b, kv, desc.layer, /*isConst=*/true);
+  b.param("float *", "out", desc.out);
+  b.param("float *", "partial", *desc.partial);
+  b.param("int *", "counters", desc.counters);
+  b.param("const int *", "past_lengths", pastArg());
+  b.param("const int *", "step_lengths", stepArg());
+  b.call("sits::attentionDecodeKVQMma<Cfg>(query, key_hot, value_hot, "
+         "key_cold, key_scales, value_cold, value_scales, out, partial, "
+         "counters, past_lengths, step_lengths)");
+  b.setGrid(Expr::constant(split.splits), Expr::constant(desc.kvHeads),
+            Expr::batch());
+  const int64_t shared = mmaDecodeSharedBytes(kv, group, split.splits);
+  b.setShared(shared);
+  // Two blocks (16 warps) per SM when their shared memory fits: registers
+  // capped at 128 a thread.
+  if (2 * shared <= kMaxSharedBytes)
+    b.setMinBlocks(2);
+  return b.take();
+}
+
 std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
                                               const format::KVCacheConfig &kv,
                                               std::string *error) {
@@ -182,6 +258,8 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
   const int64_t group = desc.heads / desc.kvHeads;
   if (desc.partial) {
     std::optional<DecodeSplit> split = decodeSplitOf(desc);
+    if (mmaDecodeFits(desc, kv, *split))
+      return planMmaDecodeKVQ(desc, kv, *split);
     constexpr int64_t kUnroll = 4, kStages = 3;
     Builder b("attention_decode_kvq", "sits/attention_decode_kvq.cuh",
               static_cast<int>(kThreads));

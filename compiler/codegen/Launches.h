@@ -155,6 +155,10 @@ struct AttentionLaunch {
   float softcap = 0.0f;
   int64_t window = 0;
   bool tensorCores = false; ///< sm_80+: cp.async for the split decode kernel
+  /// The engine computes in 16 bits (f16/bf16 weights and cache): attention
+  /// may round its queries and probabilities to the cache's type, as the
+  /// tensor-core kernels do. An f32 engine keeps f32 products.
+  bool sixteenBitMath = false;
   ArgBinding query, out;
   /// Split decode (attention_decode.cuh): partial results and counters.
   std::optional<ArgBinding> partial;

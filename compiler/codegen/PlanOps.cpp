@@ -611,6 +611,7 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
   }
   desc.tensorCores = hasTensorCores();
   FailureOr<ArgBinding> queryArg = use(attention.getQuery(), attention);
+  desc.sixteenBitMath = options.weightType != DType::F32;
   FailureOr<ArgBinding> out = define(attention.getResult(), attention);
   if (failed(queryArg) || failed(out))
     return failure();

@@ -64,6 +64,40 @@ __host__ __device__ constexpr int attentionDecodeSharedBytes(int headDim,
   return most > combine ? most : combine;
 }
 
+/// Merges kParts online-softmax states per query head, stored in shared
+/// memory as [part][head][values, max, sum] (decodePartialFloats apart),
+/// into the block's partial result for split `split`. Called by every
+/// thread (kThreads of them) after a barrier that follows the stores.
+template <class Cfg, int G, int kParts, int kThreads = kDecodeThreads>
+__device__ __forceinline__ void mergeSplitPartial(const float *merge,
+                                                  float *myPartial,
+                                                  int split) {
+  constexpr int D = Cfg::kHeadDim;
+  constexpr int kPartial = decodePartialFloats(D);
+  const float kNegInf = __int_as_float(0xff800000u);
+  const int tid = threadIdx.x;
+  for (int idx = tid; idx < G * (D + 1); idx += kThreads) {
+    const int h = idx / (D + 1), d = idx % (D + 1); // d == D: max and sum
+    float best = kNegInf;
+    for (int g = 0; g < kParts; ++g)
+      best = fmaxf(best, merge[(g * G + h) * kPartial + D]);
+    float total = 0.0f;
+    for (int g = 0; g < kParts; ++g) {
+      const float *slot = merge + (g * G + h) * kPartial;
+      if (slot[D] == kNegInf)
+        continue;
+      total += expf(slot[D] - best) * (d < D ? slot[d] : slot[D + 1]);
+    }
+    float *target = myPartial + (h * Cfg::kSplits + split) * kPartial;
+    if (d < D) {
+      target[d] = total;
+    } else {
+      target[D] = best;
+      target[D + 1] = total;
+    }
+  }
+}
+
 /// Merges the key groups' online-softmax states (this lane's 8 channels
 /// `d0..d0+7` of every query head of the group) into the block's partial
 /// result for split `split`. Called by every thread of an active block.
@@ -76,7 +110,6 @@ storeSplitPartial(void *sharedBytes, const float (&rowMax)[G],
   constexpr int P = D / 8;
   constexpr int kKeyGroups = kDecodeThreads / P;
   constexpr int kPartial = decodePartialFloats(D);
-  const float kNegInf = __int_as_float(0xff800000u);
   const int tid = threadIdx.x;
   const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
   // [keyGroup][head][values, max, sum].
@@ -93,26 +126,7 @@ storeSplitPartial(void *sharedBytes, const float (&rowMax)[G],
       slot[d0 + e] = acc[h][e];
   }
   __syncthreads();
-  for (int idx = tid; idx < G * (D + 1); idx += kDecodeThreads) {
-    const int h = idx / (D + 1), d = idx % (D + 1); // d == D: max and sum
-    float best = kNegInf;
-    for (int g = 0; g < kKeyGroups; ++g)
-      best = fmaxf(best, merge[(g * G + h) * kPartial + D]);
-    float total = 0.0f;
-    for (int g = 0; g < kKeyGroups; ++g) {
-      const float *slot = merge + (g * G + h) * kPartial;
-      if (slot[D] == kNegInf)
-        continue;
-      total += expf(slot[D] - best) * (d < D ? slot[d] : slot[D + 1]);
-    }
-    float *target = myPartial + (h * Cfg::kSplits + split) * kPartial;
-    if (d < D) {
-      target[d] = total;
-    } else {
-      target[D] = best;
-      target[D + 1] = total;
-    }
-  }
+  mergeSplitPartial<Cfg, G, kKeyGroups>(merge, myPartial, split);
 }
 
 /// After every block's partial: the last block of (b, kvHead) to arrive
@@ -120,8 +134,8 @@ storeSplitPartial(void *sharedBytes, const float (&rowMax)[G],
 /// sequence gets zeros. When the keys lie in one split (a short context),
 /// that split's block combines at once and no block counts: the others
 /// leave without waiting on the counter's atomics. Called by every thread
-/// of every block.
-template <class Cfg>
+/// of every block (kThreads of them).
+template <class Cfg, int kThreads = kDecodeThreads>
 __device__ __forceinline__ void
 combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
               const float *myPartial, int *__restrict__ counters,
@@ -140,7 +154,7 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
   if (padding) {
     // Every block of the sequence takes this branch: no counting.
     if (split == 0)
-      for (int idx = tid; idx < G * D; idx += kDecodeThreads)
+      for (int idx = tid; idx < G * D; idx += kThreads)
         headOut[idx] = 0.0f;
     return;
   }
@@ -167,7 +181,7 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
   // weight[h][s] = exp(max_s - best_h) / sum_h, a warp per head.
   float *weight = reinterpret_cast<float *>(sharedBytes); // [G][kSplits + 1]
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
-  for (int h = warp; h < G; h += kDecodeThreads / kWarpSize) {
+  for (int h = warp; h < G; h += kThreads / kWarpSize) {
     const float *slots = myPartial + h * kSplits * kPartial;
     float *headWeight = weight + h * (kSplits + 1);
     float best = kNegInf;
@@ -186,7 +200,7 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
       headWeight[kSplits] = sum > 0.0f ? 1.0f / sum : 0.0f;
   }
   __syncthreads();
-  for (int idx = tid; idx < G * D / 4; idx += kDecodeThreads) {
+  for (int idx = tid; idx < G * D / 4; idx += kThreads) {
     const int h = idx / (D / 4), d = (idx % (D / 4)) * 4;
     const float *headWeight = weight + h * (kSplits + 1);
     const float *slots = myPartial + h * kSplits * kPartial + d;

@@ -293,6 +293,73 @@ template <class T> __device__ __forceinline__ u32 packPair(float lo, float hi) {
   return static_cast<u32>(T::store(lo)) | (static_cast<u32>(T::store(hi)) << 16);
 }
 
+/// PTX prmt.b32 (default mode): byte i of the result is byte (s >> 4i) & 7
+/// of the pair {b, a} (a: bytes 0-3, b: bytes 4-7).
+__device__ __forceinline__ u32 bytePermute(u32 a, u32 b, u32 s) {
+#ifdef SITS_EMULATE
+  unsigned long long pair = static_cast<unsigned long long>(a) |
+                            (static_cast<unsigned long long>(b) << 32);
+  u32 out = 0;
+  for (int i = 0; i < 4; ++i)
+    out |= static_cast<u32>((pair >> (8 * ((s >> (4 * i)) & 7))) & 0xffu)
+           << (8 * i);
+  return out;
+#else
+  u32 out;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(out) : "r"(a), "r"(b), "r"(s));
+  return out;
+#endif
+}
+
+/// Two f16 subtractions in one register (exact for the values used here).
+__device__ __forceinline__ u32 subHalf2(u32 a, u32 b) {
+#ifdef SITS_EMULATE
+  u32 lo = floatToHalf(halfToFloat(static_cast<u16>(a & 0xffffu)) -
+                       halfToFloat(static_cast<u16>(b & 0xffffu)));
+  u32 hi = floatToHalf(halfToFloat(static_cast<u16>(a >> 16)) -
+                       halfToFloat(static_cast<u16>(b >> 16)));
+  return lo | (hi << 16);
+#else
+  u32 out;
+  asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(out) : "r"(a), "r"(b));
+  return out;
+#endif
+}
+
+/// a * b + c on two f16 pairs, one rounding (exact for the values used here).
+__device__ __forceinline__ u32 fmaHalf2(u32 a, u32 b, u32 c) {
+#ifdef SITS_EMULATE
+  u32 out = 0;
+  for (int h = 0; h < 2; ++h) {
+    auto half = [&](u32 v) {
+      return halfToFloat(static_cast<u16>(v >> (16 * h)));
+    };
+    out |= static_cast<u32>(floatToHalf(half(a) * half(b) + half(c)))
+           << (16 * h);
+  }
+  return out;
+#else
+  u32 out;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out) : "r"(a), "r"(b), "r"(c));
+  return out;
+#endif
+}
+
+/// Two f16 products in one register, each rounded once.
+__device__ __forceinline__ u32 mulHalf2(u32 a, u32 b) {
+#ifdef SITS_EMULATE
+  u32 lo = floatToHalf(halfToFloat(static_cast<u16>(a & 0xffffu)) *
+                       halfToFloat(static_cast<u16>(b & 0xffffu)));
+  u32 hi = floatToHalf(halfToFloat(static_cast<u16>(a >> 16)) *
+                       halfToFloat(static_cast<u16>(b >> 16)));
+  return lo | (hi << 16);
+#else
+  u32 out;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(out) : "r"(a), "r"(b));
+  return out;
+#endif
+}
+
 /// D = A * B + D for one warp: mma.m16n8k16, A 16x16 row-major, B 16x8
 /// column-major, f32 accumulators. With g = lane / 4, t = lane % 4:
 ///   a0 = A[g][2t..2t+1]   a1 = A[g+8][2t..2t+1]

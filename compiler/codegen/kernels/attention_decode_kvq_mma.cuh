@@ -1,0 +1,523 @@
+//===- attention_decode_kvq_mma.cuh - Quantized-cache decode on mma ------===//
+//
+// Split-K decode attention over a quantized cache (kv_quant.cuh) on tensor
+// cores. attention_decode_kvq.cuh spends ~40 instructions a lane per key on
+// unpacking and f32 dot products and shuffles; here a warp takes 16 keys at
+// a time (a tile), turns their cold rows into f16 in shared memory (a few
+// f16x2 operations per pair of channels), and computes S = Q K^T and
+// O += P V as mma.m16n8k16 with f32 accumulators, the GQA group's queries
+// as rows 0..G-1 of the A operand. The cache is still read once, at its
+// stored size.
+//
+// Per warp and stage of a two-stage pipeline (cp.async, no block barrier):
+//   * hot rows (FP16) are copied straight into the tile's f16 K and V rows;
+//   * cold rows (int8, or int4 two per byte) and their scales are copied
+//     into the stage's cold area; the warp then writes them into the same
+//     f16 rows as level times scale (sits.dequantize's product, rounded
+//     once to f16): levels come out of the bytes as f16 with the
+//     1024 + level exponent trick, so a pair of channels costs a byte
+//     permute, a lop3, a subtraction and a multiplication;
+//   * rows of keys the query does not see are zeros (never NaN times a zero
+//     weight).
+// Cold or hot is decided per key exactly as attention_decode_kvq.cuh does
+// (value j cold when past - j >= kHotWindow, key j when past - last(j) >=
+// kHotWindow, last(j) the last token of j's per-channel block).
+//
+// The warps of a block take the split's tiles in turn, each with its own
+// online softmax; the block merges them and writes its partial result,
+// combined across splits as attention_decode.cuh does. The queries and
+// the probabilities are rounded to f16 as the tensor-core prefill does
+// (attention_prefill.cuh); the planner uses this kernel only for engines
+// that compute in 16 bits.
+//
+// Launch: grid (kSplits, kv_heads, B), block kMmaDecodeThreads (8 warps),
+// dynamic shared memory attentionDecodeKVQMmaSharedBytes(...).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_ATTENTION_DECODE_KVQ_MMA_CUH
+#define SITS_KERNELS_ATTENTION_DECODE_KVQ_MMA_CUH
+
+#include "sits/attention_decode.cuh"
+#include "sits/kv_quant.cuh"
+
+namespace sits {
+
+constexpr int kMmaDecodeKeys = 16; ///< keys per tile
+constexpr int kMmaDecodeWarps = 8; ///< warps per block
+constexpr int kMmaDecodeThreads = kMmaDecodeWarps * kWarpSize;
+constexpr int kMmaDecodeColdStages = 2; ///< cold areas per warp
+
+__host__ __device__ constexpr int roundUp16(int bytes) {
+  return (bytes + 15) / 16 * 16;
+}
+
+/// Per-channel key-scale blocks one aligned tile of 16 keys can touch.
+__host__ __device__ constexpr int mmaDecodeScaleSpan(int channelBlock) {
+  return channelBlock % kMmaDecodeKeys == 0 ? 1
+         : kMmaDecodeKeys % channelBlock == 0
+             ? kMmaDecodeKeys / channelBlock
+             : kMmaDecodeKeys / channelBlock + 2;
+}
+
+/// Copies kPieces 16-byte pieces from `src` to `dst`, a few per lane of
+/// the warp, zeros for pieces from `valid` on.
+template <int kPieces>
+__device__ __forceinline__ void copyPiecesOfWarp(unsigned char *dst,
+                                                 const unsigned char *src,
+                                                 int valid, int lane) {
+#pragma unroll
+  for (int k = 0; k < (kPieces + kWarpSize - 1) / kWarpSize; ++k) {
+    const int c = lane + k * kWarpSize;
+    if (c < kPieces)
+      copyAsync16<false>(dst + 16 * c, src + 16 * (c < valid ? c : 0),
+                         c < valid);
+  }
+}
+
+/// Bytes of one cold area: the cold K and V rows of a tile, the key scales
+/// (per-channel blocks, or per-token words) and the value scales
+/// (per-token words).
+__host__ __device__ constexpr int mmaDecodeColdBytes(int headDim, int bits,
+                                                     int groups,
+                                                     bool perChannelKeys,
+                                                     int channelBlock) {
+  const int tokenScaleWords = kMmaDecodeKeys * groups / 2 + 1;
+  const int keyScales = perChannelKeys
+                            ? mmaDecodeScaleSpan(channelBlock) * headDim * 2
+                            : tokenScaleWords * 4;
+  return 2 * kMmaDecodeKeys * headDim * bits / 8 + roundUp16(keyScales) +
+         roundUp16(tokenScaleWords * 4);
+}
+
+/// Bytes of one warp: f16 K and V tiles (rows padded by 16 bytes for
+/// conflict-free ldmatrix) and kMmaDecodeColdStages cold areas.
+/// KVQuantLaunches.cpp computes the same.
+__host__ __device__ constexpr int mmaDecodeWarpBytes(int headDim, int bits,
+                                                     int groups,
+                                                     bool perChannelKeys,
+                                                     int channelBlock) {
+  return 2 * kMmaDecodeKeys * (headDim + 8) * 2 +
+         kMmaDecodeColdStages * mmaDecodeColdBytes(headDim, bits, groups,
+                                                   perChannelKeys,
+                                                   channelBlock);
+}
+
+/// The kernel's dynamic shared memory: the warps' tiles, reused for the
+/// merge of the warps' states and for the combine of the splits.
+__host__ __device__ constexpr int
+attentionDecodeKVQMmaSharedBytes(int headDim, int group, int bits, int groups,
+                                 bool perChannelKeys, int channelBlock,
+                                 int splits) {
+  const int warps = kMmaDecodeWarps;
+  const int tiles = warps * mmaDecodeWarpBytes(headDim, bits, groups,
+                                               perChannelKeys, channelBlock);
+  const int merge = 4 * warps * group * decodePartialFloats(headDim);
+  const int combine = 4 * group * (splits + 1);
+  const int most = tiles > merge ? tiles : merge;
+  return most > combine ? most : combine;
+}
+
+/// Eight cold levels (int4: one word; int8: two) times their scales as f16
+/// pairs in channel order: out[p] = (c[2p] * s[2p], c[2p+1] * s[2p+1]), each
+/// product rounded once. `scales[p]` holds the pair's two f16 scales.
+template <int kBits>
+__device__ __forceinline__ void dequantizePairs(const u32 *words,
+                                                const u32 *scales, u32 *out) {
+  if constexpr (kBits == 4) {
+    // Byte p holds channels 2p (low nibble) and 2p + 1: put the low nibble
+    // at bits 0-3 and the high one at bits 16-19, flip the sign bit (level
+    // + 8) under the exponent of 1024, and subtract 1032.
+    const u32 shifted = words[0] >> 4;
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const u32 x = bytePermute(words[0], shifted, p | ((4 + p) << 8));
+      out[p] = mulHalf2(subHalf2((x & 0x000f000fu) ^ 0x64086408u, 0x64086408u),
+                        scales[p]);
+    }
+  } else {
+// Level + 128 as the mantissa under the exponent of 1024, minus 1152.
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      const u32 biased = words[w] ^ 0x80808080u;
+      out[2 * w] = mulHalf2(
+          subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u),
+          scales[2 * w]);
+      out[2 * w + 1] = mulHalf2(
+          subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u),
+          scales[2 * w + 1]);
+    }
+  }
+}
+
+/// Config: attention_decode_kvq.cuh's (Cache must be F16; kHeads / kKvHeads
+/// at most 8; head_dim a multiple of 16 up to 128 whose cold rows are whole
+/// 16-byte pieces; kGroup a multiple of 8).
+template <class Cfg>
+__device__ void attentionDecodeKVQMma(
+    const float *__restrict__ query, const u16 *__restrict__ keyHot,
+    const u16 *__restrict__ valueHot, const signed char *__restrict__ keyCold,
+    const u16 *__restrict__ keyScales,
+    const signed char *__restrict__ valueCold,
+    const u16 *__restrict__ valueScales, float *__restrict__ out,
+    float *__restrict__ partial, int *__restrict__ counters,
+    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths) {
+  typedef typename Cfg::Cache C;
+  constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
+  constexpr int D = Cfg::kHeadDim;
+  constexpr int T = kMmaDecodeKeys;
+  constexpr int kWarps = kMmaDecodeWarps;
+  constexpr int kStride = D + 8; // halves per f16 tile row
+  constexpr int kPieces = D / 8; // 16-byte pieces of an f16 row
+  constexpr int kRowBytes = Cfg::kRowBytes;
+  constexpr int kChunkBytes = 8 * Cfg::kBits / 8; // 8 cold channels
+  constexpr int kPartial = decodePartialFloats(D);
+  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
+  constexpr int kGroups = Cfg::kGroups, CB = Cfg::kChannelBlock;
+  constexpr int kTokenScaleWords = T * kGroups / 2 + 1;
+  constexpr int kKeyScaleBytes = Cfg::kPerChannelKeys
+                                     ? mmaDecodeScaleSpan(CB) * D * 2
+                                     : kTokenScaleWords * 4;
+  constexpr int kColdBytes =
+      mmaDecodeColdBytes(D, Cfg::kBits, kGroups, Cfg::kPerChannelKeys, CB);
+  constexpr int kWarpBytes =
+      mmaDecodeWarpBytes(D, Cfg::kBits, kGroups, Cfg::kPerChannelKeys, CB);
+  static_assert(!C::kIsBf16 && C::kBytes == 2, "an f16 hot cache");
+  static_assert(G >= 1 && G <= 8, "the group's queries fill rows 0..7");
+  static_assert(D % 16 == 0 && D <= 128, "head_dim a multiple of 16, <= 128");
+  static_assert(kRowBytes % 16 == 0, "cold rows of whole 16-byte pieces");
+  static_assert(Cfg::kGroup % 8 == 0, "8 channels share a token scale");
+  static_assert(kWarpSize % kPieces == 0,
+                "a lane keeps its channels from row to row");
+
+  SITS_DYNAMIC_SHARED(unsigned char, shared);
+  const float kNegInf = __int_as_float(0xff800000u);
+  const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int g = lane / 4, t = lane % 4;
+  const int past = pastLengths[b];
+  const bool padding = stepLengths[b] <= 0;
+
+  // Keys the query sees, [keyBegin, keyEnd), and this block's share.
+  const int keyEnd = min(past + 1, Cfg::kCapacity);
+  const int keyBegin = Cfg::kWindow > 0 ? max(0, past - Cfg::kWindow + 1) : 0;
+  const int splitBegin = keyBegin / Cfg::kSplitKeys;
+  const int splitEnd = (keyEnd + Cfg::kSplitKeys - 1) / Cfg::kSplitKeys;
+  const int k0 = max(keyBegin, split * Cfg::kSplitKeys);
+  const int k1 = min(keyEnd, (split + 1) * Cfg::kSplitKeys);
+  const bool active = !padding && split >= splitBegin && split < splitEnd;
+  constexpr int N = Cfg::kHotWindow;
+  const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + kvHead;
+  const long hotBase = seqHead * Cfg::kHotRows * D;
+  const long coldBase = seqHead * Cfg::kCapacity * kRowBytes;
+  auto keyIsCold = [&](int key) {
+    return past - ((key / CB) * CB + CB - 1) >= N;
+  };
+  auto valueIsCold = [&](int key) { return past - key >= N; };
+  float *myPartial =
+      partial +
+      ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
+          kPartial;
+
+  if (active) {
+    // The warp's tiles: absolute tiles [tileBegin, tileEnd) in turn.
+    const int tileBegin = k0 / T, tileEnd = (k1 + T - 1) / T;
+    const int tiles =
+        max(0, (tileEnd - tileBegin - warp + kWarps - 1) / kWarps);
+    unsigned char *warpTiles = shared + warp * kWarpBytes;
+    // The warp's f16 K and V tiles, then its cold areas: cold K, cold V,
+    // key scales, value scales.
+    u16 *const fKeys = reinterpret_cast<u16 *>(warpTiles);
+    u16 *const fValues = fKeys + T * kStride;
+    auto coldKeys = [&](int stage) {
+      return warpTiles + 2 * T * kStride * 2 + stage * kColdBytes;
+    };
+    auto coldValues = [&](int stage) {
+      return coldKeys(stage) + T * kRowBytes;
+    };
+    auto keyScaleArea = [&](int stage) {
+      return coldValues(stage) + T * kRowBytes;
+    };
+    auto valueScaleArea = [&](int stage) {
+      return keyScaleArea(stage) + roundUp16(kKeyScaleBytes);
+    };
+    // The first per-token scale word of a tile's rows [r0, r0 + T).
+    auto firstScaleWord = [&](int r0) {
+      return (seqHead * Cfg::kCapacity + r0) * kGroups / 2;
+    };
+
+    // Copies the 4-byte words [w0, w0 + count) of a per-token scale array
+    // (count at most kTokenScaleWords).
+    auto copyScaleWords = [&](unsigned char *dst, const u16 *scales, long w0,
+                              int count) {
+#pragma unroll
+      for (int k = 0; k < (kTokenScaleWords + kWarpSize - 1) / kWarpSize; ++k) {
+        const int c = lane + k * kWarpSize;
+        if (c < count)
+          copyAsyncSmall<4>(dst + 4 * c, scales + 2 * (w0 + c));
+      }
+    };
+    constexpr int kColdPieces = T * kRowBytes / 16;
+
+    // Tile i's cold rows and scales into cold area i % 2.
+    auto issueCold = [&](int i) {
+      if (i < tiles) {
+        const int stage = i % kMmaDecodeColdStages;
+        const int r0 = (tileBegin + warp + i * kWarps) * T;
+        const int rows = min(T, Cfg::kCapacity - r0);
+        const int first = max(r0, k0);
+        const long coldAt = coldBase + static_cast<long>(r0) * kRowBytes;
+        const long w0 = firstScaleWord(r0);
+        const int words = static_cast<int>(
+            ((seqHead * Cfg::kCapacity + r0 + rows) * kGroups + 1) / 2 - w0);
+        // Cold keys and values form prefixes of the keys: the tile has any
+        // iff its first visible key has.
+        if (valueIsCold(first)) {
+          copyPiecesOfWarp<kColdPieces>(
+              coldValues(stage),
+              reinterpret_cast<const unsigned char *>(valueCold + coldAt),
+              rows * kRowBytes / 16, lane);
+          copyScaleWords(valueScaleArea(stage), valueScales, w0, words);
+        }
+        if (keyIsCold(first)) {
+          copyPiecesOfWarp<kColdPieces>(
+              coldKeys(stage),
+              reinterpret_cast<const unsigned char *>(keyCold + coldAt),
+              rows * kRowBytes / 16, lane);
+          if constexpr (Cfg::kPerChannelKeys) {
+            const int blockA = r0 / CB, blockB = (r0 + rows - 1) / CB;
+            copyPiecesOfWarp<mmaDecodeScaleSpan(CB) * kPieces>(
+                keyScaleArea(stage),
+                reinterpret_cast<const unsigned char *>(
+                    keyScales + (seqHead * Cfg::kScaleBlocks + blockA) * D),
+                (blockB - blockA + 1) * kPieces, lane);
+          } else {
+            copyScaleWords(keyScaleArea(stage), keyScales, w0, words);
+          }
+        }
+      }
+      copyAsyncCommit();
+    };
+
+    // Tile i's hot rows straight into the f16 tiles (none when its last
+    // visible key and value are cold).
+    auto issueHot = [&](int i) {
+      if (i < tiles) {
+        const int r0 = (tileBegin + warp + i * kWarps) * T;
+        const int last = min(r0 + T, k1) - 1;
+        if (!(keyIsCold(last) && valueIsCold(last))) {
+          for (int c = lane; c < T * kPieces; c += kWarpSize) {
+            const int row = c / kPieces, piece = c % kPieces, key = r0 + row;
+            if (key < k0 || key >= k1)
+              continue;
+            const long hot = hotBase +
+                             static_cast<long>(key % Cfg::kHotRows) * D +
+                             piece * 8;
+            const int slot = row * kStride + piece * 8;
+            if (!keyIsCold(key))
+              copyAsync16<false>(fKeys + slot, keyHot + hot, true);
+            if (!valueIsCold(key))
+              copyAsync16<false>(fValues + slot, valueHot + hot, true);
+          }
+        }
+      }
+      copyAsyncCommit();
+    };
+
+    // Cold rows of a waited-for stage into its f16 tiles; zeros for keys
+    // the query does not see. A lane keeps its 8 channels from row to row.
+    auto dequantizeTile = [&](int i) {
+      const int stage = i % kMmaDecodeColdStages;
+      const int r0 = (tileBegin + warp + i * kWarps) * T;
+      // Per-token scales of row r0 + row: from u16 `parity + row * kGroups`
+      // of a stage's scale words.
+      const int parity =
+          static_cast<int>(((seqHead * Cfg::kCapacity + r0) * kGroups) & 1);
+      const u16 *keyScale = reinterpret_cast<const u16 *>(keyScaleArea(stage));
+      const u16 *valueScale =
+          reinterpret_cast<const u16 *>(valueScaleArea(stage));
+      const int piece = lane % kPieces, d = piece * 8;
+      const int groupOf = parity + d / Cfg::kGroup;
+      // Every row of the tile visible and cold: no per-row tests.
+      const bool allCold = r0 >= k0 && r0 + T <= k1 && keyIsCold(r0 + T - 1) &&
+                           valueIsCold(r0 + T - 1);
+      auto dequantizeRow = [&](const unsigned char *cold, const u32 *scales,
+                               u16 *target) {
+        u32 words[2], pairs[4];
+        words[0] = *reinterpret_cast<const u32 *>(cold);
+        if constexpr (kChunkBytes == 8)
+          words[1] = *reinterpret_cast<const u32 *>(cold + 4);
+        dequantizePairs<Cfg::kBits>(words, scales, pairs);
+        *reinterpret_cast<uint4 *>(target) =
+            make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+      };
+      auto keyScales4 = [&](int row, u32 *scales) {
+        if constexpr (Cfg::kPerChannelKeys) {
+          const uint4 s = *reinterpret_cast<const uint4 *>(
+              keyScale + ((r0 + row) / CB - r0 / CB) * D + d);
+          scales[0] = s.x;
+          scales[1] = s.y;
+          scales[2] = s.z;
+          scales[3] = s.w;
+        } else {
+          const u32 s = keyScale[groupOf + row * kGroups];
+          scales[0] = scales[1] = scales[2] = scales[3] = s | (s << 16);
+        }
+      };
+      // Row `row` of the tile; `checked`: test visibility and coldness.
+      auto dequantizeRowPair = [&](int row, bool checked) {
+        const int key = r0 + row;
+        u16 *keyTarget = fKeys + row * kStride + d;
+        u16 *valueTarget = fValues + row * kStride + d;
+        const int coldAt = row * kRowBytes + d * Cfg::kBits / 8;
+        u32 scales[4];
+        if (checked && (key < k0 || key >= k1)) {
+          *reinterpret_cast<uint4 *>(keyTarget) = make_uint4(0u, 0u, 0u, 0u);
+          *reinterpret_cast<uint4 *>(valueTarget) = make_uint4(0u, 0u, 0u, 0u);
+          return;
+        }
+        if (!checked || keyIsCold(key)) {
+          keyScales4(row, scales);
+          dequantizeRow(coldKeys(stage) + coldAt, scales, keyTarget);
+        }
+        if (!checked || valueIsCold(key)) {
+          const u32 s = valueScale[groupOf + row * kGroups];
+          scales[0] = scales[1] = scales[2] = scales[3] = s | (s << 16);
+          dequantizeRow(coldValues(stage) + coldAt, scales, valueTarget);
+        }
+      };
+      constexpr int kRowsPerPass = kWarpSize / kPieces;
+      if (allCold) {
+#pragma unroll
+        for (int k = 0; k < T / kRowsPerPass; ++k)
+          dequantizeRowPair(lane / kPieces + k * kRowsPerPass, false);
+      } else {
+        for (int row = lane / kPieces; row < T; row += kRowsPerPass)
+          dequantizeRowPair(row, true);
+      }
+    };
+
+    // The group's queries as A fragments (rows 0..G-1; rows 8..15 unused),
+    // rounded to f16.
+    u32 qf[D / 16][2];
+#pragma unroll
+    for (int s = 0; s < D / 16; ++s) {
+      qf[s][0] = qf[s][1] = 0u;
+      if (g < G) {
+        const float *row = query + static_cast<long>(b) * kWidth +
+                           (kvHead * G + g) * D + s * 16 + 2 * t;
+        qf[s][0] = packPair<C>(row[0], row[1]);
+        qf[s][1] = packPair<C>(row[8], row[9]);
+      }
+    }
+    float rowMax = kNegInf, rowSum = 0.0f; // row g; the sum this lane's share
+    // O[g][n * 8 + 2t + {0, 1}] in o[n][0..1]; o[n][2..3] (row g + 8) stay
+    // zero, as the A operand's rows 8..15 are.
+    float o[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+
+    // Tile i + 1's cold rows load while tile i is dequantized and used;
+    // its hot rows after tile i's f16 tiles are read.
+    issueCold(0);
+    issueHot(0);
+    for (int i = 0; i < tiles; ++i) {
+      issueCold(i + 1);
+      copyAsyncWait<1>();
+      __syncwarp(); // every lane's copies of tile i are in place
+      dequantizeTile(i);
+      __syncwarp(); // the f16 tiles are whole
+      const u16 *kt = fKeys;
+      const u16 *vt = fValues;
+      const int r0 = (tileBegin + warp + i * kWarps) * T;
+
+      // S = Q K^T for the tile's 16 keys (two n tiles of 8).
+      float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+      for (int s = 0; s < D / 16; ++s) {
+        u32 kf[4];
+        const int row = lane % 8 + 8 * (lane / 16);
+        loadMatrix4(kt + row * kStride + s * 16 + 8 * ((lane / 8) % 2), kf);
+        mma16816<C>(sc[0], qf[s][0], 0u, qf[s][1], 0u, kf[0], kf[1]);
+        mma16816<C>(sc[1], qf[s][0], 0u, qf[s][1], 0u, kf[2], kf[3]);
+      }
+      // Row g's scores (sc[n][0..1]: keys r0 + 8n + 2t + {0, 1}) and its
+      // online softmax; the row's four lanes hold the tile between them.
+      float tileMax = kNegInf;
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int key = r0 + 8 * n + 2 * t + e;
+          float value = Cfg::kScale * sc[n][e];
+          if constexpr (Cfg::kSoftcap > 0.0f)
+            value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
+          sc[n][e] = key >= k0 && key < k1 ? value : kNegInf;
+          tileMax = fmaxf(tileMax, sc[n][e]);
+        }
+      tileMax = fmaxf(tileMax, __shfl_xor_sync(kFullMask, tileMax, 1));
+      tileMax = fmaxf(tileMax, __shfl_xor_sync(kFullMask, tileMax, 2));
+      const float newMax = fmaxf(rowMax, tileMax);
+      const float rescale = rowMax == kNegInf || newMax == kNegInf
+                                ? (newMax == kNegInf ? 1.0f : 0.0f)
+                                : expf(rowMax - newMax);
+      rowMax = newMax;
+      rowSum *= rescale;
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = sc[n][e] == kNegInf ? 0.0f : expf(sc[n][e] - rowMax);
+          sc[n][e] = p;
+          rowSum += p;
+        }
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][0] *= rescale;
+        o[n][1] *= rescale;
+      }
+      // O += P V: the S accumulators are the A fragment of the 16 keys.
+      const u32 a0 = packPair<C>(sc[0][0], sc[0][1]);
+      const u32 a2 = packPair<C>(sc[1][0], sc[1][1]);
+#pragma unroll
+      for (int dj = 0; dj < D / 16; ++dj) {
+        u32 vf[4];
+        const int row = lane % 8 + 8 * ((lane / 8) % 2);
+        loadMatrix4Transposed(vt + row * kStride + dj * 16 + 8 * (lane / 16),
+                              vf);
+        mma16816<C>(o[2 * dj], a0, 0u, a2, 0u, vf[0], vf[1]);
+        mma16816<C>(o[2 * dj + 1], a0, 0u, a2, 0u, vf[2], vf[3]);
+      }
+      __syncwarp(); // the f16 tiles are read before issueHot refills them
+      issueHot(i + 1);
+    }
+    copyAsyncWait<0>();
+    rowSum += __shfl_xor_sync(kFullMask, rowSum, 1);
+    rowSum += __shfl_xor_sync(kFullMask, rowSum, 2);
+    __syncthreads(); // every warp is done with its stages
+    // [warp][head][values, max, sum], then the block's partial result.
+    float *merge = reinterpret_cast<float *>(shared);
+    if (g < G) {
+      float *slot = merge + (warp * G + g) * kPartial;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        slot[n * 8 + 2 * t] = o[n][0];
+        slot[n * 8 + 2 * t + 1] = o[n][1];
+      }
+      if (t == 0) {
+        slot[D] = rowMax;
+        slot[D + 1] = rowSum;
+      }
+    }
+    __syncthreads();
+    mergeSplitPartial<Cfg, G, kWarps, kMmaDecodeThreads>(merge, myPartial,
+                                                         split);
+  }
+  combineSplits<Cfg, kMmaDecodeThreads>(shared, padding, splitBegin, splitEnd,
+                                        myPartial, counters, out);
+}
+
+} // namespace sits
+
+#endif // SITS_KERNELS_ATTENTION_DECODE_KVQ_MMA_CUH
