@@ -9,14 +9,20 @@
 // as rows 0..G-1 of the A operand. The cache is still read once, at its
 // stored size.
 //
-// Per warp and stage of a two-stage pipeline (cp.async, no block barrier):
-//   * hot rows (FP16) are copied straight into the tile's f16 K and V rows;
-//   * cold rows (int8, or int4 two per byte) and their scales are copied
-//     into the stage's cold area; the warp then writes them into the same
-//     f16 rows as level times scale (sits.dequantize's product, rounded
-//     once to f16): levels come out of the bytes as f16 with the
-//     1024 + level exponent trick, so a pair of channels costs a byte
-//     permute, a lop3, a subtraction and a multiplication;
+// Per warp (cp.async, no block barrier): one pair of f16 K and V tiles and
+// two cold areas.
+//   * the next tile's cold rows (int8, or int4 two per byte) and scales are
+//     copied into the other cold area while this tile is used;
+//   * hot rows (FP16) are copied straight into the f16 tiles once the tile
+//     before has read them;
+//   * the warp writes the cold rows' levels into the same f16 tiles: they
+//     come out of the bytes as f16 with the 1024 + level exponent trick, a
+//     lop3 and one f16x2 operation per pair of channels (int4 chunks hold
+//     channels c0 c4 c1 c5 c2 c6 c3 c7, which the queries and the output
+//     follow). Keys are multiplied by their scales (sits.dequantize's
+//     product, rounded once to f16); values stay levels, and their
+//     per-token scales multiply the probabilities instead, one A operand
+//     per scale group;
 //   * rows of keys the query does not see are zeros (never NaN times a zero
 //     weight).
 // Cold or hot is decided per key exactly as attention_decode_kvq.cuh does
@@ -118,34 +124,50 @@ attentionDecodeKVQMmaSharedBytes(int headDim, int group, int bits, int groups,
   return most > combine ? most : combine;
 }
 
-/// Eight cold levels (int4: one word; int8: two) times their scales as f16
-/// pairs in channel order: out[p] = (c[2p] * s[2p], c[2p+1] * s[2p+1]), each
-/// product rounded once. `scales[p]` holds the pair's two f16 scales.
+/// The channel at position `position` (0..7) of a tile's 16-byte chunk.
+/// int4 levels come out of a word as pairs (c_j, c_{j+4}) cheapest, so with
+/// int4 chunks hold c0 c4 c1 c5 c2 c6 c3 c7 (the queries and the output
+/// follow the same order); int8 chunks keep channel order.
 template <int kBits>
-__device__ __forceinline__ void dequantizePairs(const u32 *words,
-                                                const u32 *scales, u32 *out) {
+__host__ __device__ constexpr int chunkChannel(int position) {
+  return kBits == 4 ? (position % 2 ? position / 2 + 4 : position / 2)
+                    : position;
+}
+
+/// Eight f16 values (or pairs of scales) in channel order, as four words,
+/// put in chunk order.
+template <int kBits>
+__device__ __forceinline__ uint4 toChunkOrder(const uint4 &natural) {
+  if constexpr (kBits != 4)
+    return natural;
+  return make_uint4(bytePermute(natural.x, natural.z, 0x5410u),
+                    bytePermute(natural.x, natural.z, 0x7632u),
+                    bytePermute(natural.y, natural.w, 0x5410u),
+                    bytePermute(natural.y, natural.w, 0x7632u));
+}
+
+/// Eight cold levels (int4: one word; int8: two) as exact f16 pairs in
+/// chunk order: the level under the exponent of 1024 (the sign bit flipped,
+/// as level + 8 or + 128), then one f16x2 subtraction (or, for int4 nibbles
+/// at bits 4-7, a multiply-add by 1/16) per pair.
+template <int kBits>
+__device__ __forceinline__ void chunkLevels(const u32 *words, u32 *out) {
   if constexpr (kBits == 4) {
-    // Byte p holds channels 2p (low nibble) and 2p + 1: put the low nibble
-    // at bits 0-3 and the high one at bits 16-19, flip the sign bit (level
-    // + 8) under the exponent of 1024, and subtract 1032.
-    const u32 shifted = words[0] >> 4;
 #pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const u32 x = bytePermute(words[0], shifted, p | ((4 + p) << 8));
-      out[p] = mulHalf2(subHalf2((x & 0x000f000fu) ^ 0x64086408u, 0x64086408u),
-                        scales[p]);
+    for (int j = 0; j < 4; j += 2) {
+      const u32 w = words[0] >> (4 * j);
+      out[j] = subHalf2((w & 0x000f000fu) ^ 0x64086408u, 0x64086408u);
+      out[j + 1] =
+          fmaHalf2((w & 0x00f000f0u) ^ 0x64806480u, 0x2c002c00u, 0xd480d480u);
     }
   } else {
-// Level + 128 as the mantissa under the exponent of 1024, minus 1152.
 #pragma unroll
     for (int w = 0; w < 2; ++w) {
       const u32 biased = words[w] ^ 0x80808080u;
-      out[2 * w] = mulHalf2(
-          subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u),
-          scales[2 * w]);
-      out[2 * w + 1] = mulHalf2(
-          subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u),
-          scales[2 * w + 1]);
+      out[2 * w] =
+          subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u);
+      out[2 * w + 1] =
+          subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u);
     }
   }
 }
@@ -174,6 +196,7 @@ __device__ void attentionDecodeKVQMma(
   constexpr int kPartial = decodePartialFloats(D);
   constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
   constexpr int kGroups = Cfg::kGroups, CB = Cfg::kChannelBlock;
+  constexpr float kValueLift = 256.0f;
   constexpr int kTokenScaleWords = T * kGroups / 2 + 1;
   constexpr int kKeyScaleBytes = Cfg::kPerChannelKeys
                                      ? mmaDecodeScaleSpan(CB) * D * 2
@@ -341,20 +364,28 @@ __device__ void attentionDecodeKVQMma(
       // Every row of the tile visible and cold: no per-row tests.
       const bool allCold = r0 >= k0 && r0 + T <= k1 && keyIsCold(r0 + T - 1) &&
                            valueIsCold(r0 + T - 1);
+      // A cold chunk's levels, times `scales` (chunk order) when given.
       auto dequantizeRow = [&](const unsigned char *cold, const u32 *scales,
                                u16 *target) {
         u32 words[2], pairs[4];
         words[0] = *reinterpret_cast<const u32 *>(cold);
         if constexpr (kChunkBytes == 8)
           words[1] = *reinterpret_cast<const u32 *>(cold + 4);
-        dequantizePairs<Cfg::kBits>(words, scales, pairs);
+        chunkLevels<Cfg::kBits>(words, pairs);
+        if (scales) {
+#pragma unroll
+          for (int p = 0; p < 4; ++p)
+            pairs[p] = mulHalf2(pairs[p], scales[p]);
+        }
         *reinterpret_cast<uint4 *>(target) =
             make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
       };
+      // The key scales of row `row`'s chunk, in chunk order.
       auto keyScales4 = [&](int row, u32 *scales) {
         if constexpr (Cfg::kPerChannelKeys) {
-          const uint4 s = *reinterpret_cast<const uint4 *>(
-              keyScale + ((r0 + row) / CB - r0 / CB) * D + d);
+          const uint4 s =
+              toChunkOrder<Cfg::kBits>(*reinterpret_cast<const uint4 *>(
+                  keyScale + ((r0 + row) / CB - r0 / CB) * D + d));
           scales[0] = s.x;
           scales[1] = s.y;
           scales[2] = s.z;
@@ -364,26 +395,39 @@ __device__ void attentionDecodeKVQMma(
           scales[0] = scales[1] = scales[2] = scales[3] = s | (s << 16);
         }
       };
-      // Row `row` of the tile; `checked`: test visibility and coldness.
+      // Per-channel blocks of whole tiles: one set of scales per tile.
+      constexpr bool kTileScales = Cfg::kPerChannelKeys && CB % T == 0;
+      u32 tileScales[4];
+      if (kTileScales)
+        keyScales4(0, tileScales);
+      // Row `row` of the tile; `checked`: test visibility and coldness, and
+      // put hot rows in chunk order. Values stay levels: their scales are
+      // applied to the probabilities.
       auto dequantizeRowPair = [&](int row, bool checked) {
         const int key = r0 + row;
         u16 *keyTarget = fKeys + row * kStride + d;
         u16 *valueTarget = fValues + row * kStride + d;
         const int coldAt = row * kRowBytes + d * Cfg::kBits / 8;
-        u32 scales[4];
         if (checked && (key < k0 || key >= k1)) {
           *reinterpret_cast<uint4 *>(keyTarget) = make_uint4(0u, 0u, 0u, 0u);
           *reinterpret_cast<uint4 *>(valueTarget) = make_uint4(0u, 0u, 0u, 0u);
           return;
         }
         if (!checked || keyIsCold(key)) {
-          keyScales4(row, scales);
-          dequantizeRow(coldKeys(stage) + coldAt, scales, keyTarget);
+          u32 scales[4];
+          if (!kTileScales)
+            keyScales4(row, scales);
+          dequantizeRow(coldKeys(stage) + coldAt,
+                        kTileScales ? tileScales : scales, keyTarget);
+        } else if (Cfg::kBits == 4) {
+          uint4 *chunk = reinterpret_cast<uint4 *>(keyTarget);
+          *chunk = toChunkOrder<Cfg::kBits>(*chunk);
         }
         if (!checked || valueIsCold(key)) {
-          const u32 s = valueScale[groupOf + row * kGroups];
-          scales[0] = scales[1] = scales[2] = scales[3] = s | (s << 16);
-          dequantizeRow(coldValues(stage) + coldAt, scales, valueTarget);
+          dequantizeRow(coldValues(stage) + coldAt, nullptr, valueTarget);
+        } else if (Cfg::kBits == 4) {
+          uint4 *chunk = reinterpret_cast<uint4 *>(valueTarget);
+          *chunk = toChunkOrder<Cfg::kBits>(*chunk);
         }
       };
       constexpr int kRowsPerPass = kWarpSize / kPieces;
@@ -398,16 +442,18 @@ __device__ void attentionDecodeKVQMma(
     };
 
     // The group's queries as A fragments (rows 0..G-1; rows 8..15 unused),
-    // rounded to f16.
+    // rounded to f16, their channels in the tiles' chunk order.
+    const int channel0 = chunkChannel<Cfg::kBits>(2 * t);
+    const int channel1 = chunkChannel<Cfg::kBits>(2 * t + 1);
     u32 qf[D / 16][2];
 #pragma unroll
     for (int s = 0; s < D / 16; ++s) {
       qf[s][0] = qf[s][1] = 0u;
       if (g < G) {
         const float *row = query + static_cast<long>(b) * kWidth +
-                           (kvHead * G + g) * D + s * 16 + 2 * t;
-        qf[s][0] = packPair<C>(row[0], row[1]);
-        qf[s][1] = packPair<C>(row[8], row[9]);
+                           (kvHead * G + g) * D + s * 16;
+        qf[s][0] = packPair<C>(row[channel0], row[channel1]);
+        qf[s][1] = packPair<C>(row[8 + channel0], row[8 + channel1]);
       }
     }
     float rowMax = kNegInf, rowSum = 0.0f; // row g; the sum this lane's share
@@ -478,16 +524,41 @@ __device__ void attentionDecodeKVQMma(
         o[n][1] *= rescale;
       }
       // O += P V: the S accumulators are the A fragment of the 16 keys.
-      const u32 a0 = packPair<C>(sc[0][0], sc[0][1]);
-      const u32 a2 = packPair<C>(sc[1][0], sc[1][1]);
+      // Cold values are levels in the tiles: each scale group's A fragment
+      // carries the keys' value scales (kValueLift keeps small products of
+      // int8 scales out of f16's subnormals; the output divides it out).
+      const u16 *valueScale = reinterpret_cast<const u16 *>(
+          valueScaleArea(i % kMmaDecodeColdStages));
+      const int parity =
+          static_cast<int>(((seqHead * Cfg::kCapacity + r0) * kGroups) & 1);
+      u32 a0[kGroups], a2[kGroups];
+#pragma unroll
+      for (int group = 0; group < kGroups; ++group) {
+        float lifted[2][2];
+#pragma unroll
+        for (int n = 0; n < 2; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int row = 8 * n + 2 * t + e, key = r0 + row;
+            float factor = kValueLift;
+            if (key >= k0 && key < k1 && valueIsCold(key))
+              factor *= halfToFloat(valueScale[parity + row * kGroups + group]);
+            lifted[n][e] = sc[n][e] * factor;
+          }
+        a0[group] = packPair<C>(lifted[0][0], lifted[0][1]);
+        a2[group] = packPair<C>(lifted[1][0], lifted[1][1]);
+      }
 #pragma unroll
       for (int dj = 0; dj < D / 16; ++dj) {
         u32 vf[4];
         const int row = lane % 8 + 8 * ((lane / 8) % 2);
         loadMatrix4Transposed(vt + row * kStride + dj * 16 + 8 * (lane / 16),
                               vf);
-        mma16816<C>(o[2 * dj], a0, 0u, a2, 0u, vf[0], vf[1]);
-        mma16816<C>(o[2 * dj + 1], a0, 0u, a2, 0u, vf[2], vf[3]);
+        const int group0 = 16 * dj / Cfg::kGroup; // constant once unrolled
+        const int group1 = (16 * dj + 8) / Cfg::kGroup;
+        mma16816<C>(o[2 * dj], a0[group0], 0u, a2[group0], 0u, vf[0], vf[1]);
+        mma16816<C>(o[2 * dj + 1], a0[group1], 0u, a2[group1], 0u, vf[2],
+                    vf[3]);
       }
       __syncwarp(); // the f16 tiles are read before issueHot refills them
       issueHot(i + 1);
@@ -502,8 +573,8 @@ __device__ void attentionDecodeKVQMma(
       float *slot = merge + (warp * G + g) * kPartial;
 #pragma unroll
       for (int n = 0; n < D / 8; ++n) {
-        slot[n * 8 + 2 * t] = o[n][0];
-        slot[n * 8 + 2 * t + 1] = o[n][1];
+        slot[n * 8 + channel0] = o[n][0] / kValueLift;
+        slot[n * 8 + channel1] = o[n][1] / kValueLift;
       }
       if (t == 0) {
         slot[D] = rowMax;
