@@ -6,6 +6,8 @@
 #   SITS_BENCH_WEIGHTS=fp16 bench/run.sh          (no int4 engines)
 #   bench/run.sh llama3-8b-l2    (the 8B shape's first two layers and head:
 #                                 its kernels profiled in a minute or two)
+#   bench/run.sh llama3-8b-attn  (two 8B layers, a 2048-token vocabulary:
+#                                 the attention at long contexts)
 #
 # On a machine with a GPU per shape (nvidia-h200-x2) the shapes run side by
 # side, each on its own GPU with its own log (bench-<shape>.log); one
