@@ -212,13 +212,16 @@ static bool mmaDecodeFits(const AttentionLaunch &desc,
          mmaDecodeSharedBytes(kv, group, split.splits) <= kMaxSharedBytes;
 }
 
-static PlannedLaunch planMmaDecodeKVQ(const AttentionLaunch &desc,
-                                      const format::KVCacheConfig &kv,
-                                      const DecodeSplit &split) {
-  constexpr int64_t kThreads = 256; // kMmaDecodeThreads
-  const int64_t group = desc.heads / desc.kvHeads;
-  Builder b("attention_decode_kvq_mma", "sits/attention_decode_kvq_mma.cuh",
-            static_cast<int>(kThreads));
+/// What both split decode kernels over a quantized cache share: family
+/// `family` (header sits/<family>.cuh, function `function`), constants,
+/// parameters and grid. The caller adds its own constants and shared
+/// memory.
+static Builder splitDecodeKVQ(const AttentionLaunch &desc,
+                              const format::KVCacheConfig &kv,
+                              const DecodeSplit &split,
+                              const std::string &family, int threads,
+                              const std::string &function) {
+  Builder b(family, "sits/" + family + ".cuh", threads);
   b.typeConstant("Cache", hotStruct(kv.dtype));
   b.intConstant("kHeads", desc.heads);
   b.intConstant("kKvHeads", desc.kvHeads);
@@ -237,18 +240,13 @@ static PlannedLaunch planMmaDecodeKVQ(const AttentionLaunch &desc,
   b.param("int *", "counters", desc.counters);
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());
-  b.call("sits::attentionDecodeKVQMma<Cfg>(query, key_hot, value_hot, "
-         "key_cold, key_scales, value_cold, value_scales, out, partial, "
-         "counters, past_lengths, step_lengths)");
+  b.call("sits::" + function +
+         "<Cfg>(query, key_hot, value_hot, key_cold, key_scales, "
+         "value_cold, value_scales, out, partial, counters, past_lengths, "
+         "step_lengths)");
   b.setGrid(Expr::constant(split.splits), Expr::constant(desc.kvHeads),
             Expr::batch());
-  const int64_t shared = mmaDecodeSharedBytes(kv, group, split.splits);
-  b.setShared(shared);
-  // Two blocks (16 warps) per SM when their shared memory fits: registers
-  // capped at 128 a thread.
-  if (2 * shared <= kMaxSharedBytes)
-    b.setMinBlocks(2);
-  return b.take();
+  return b;
 }
 
 std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
@@ -258,36 +256,24 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
   const int64_t group = desc.heads / desc.kvHeads;
   if (desc.partial) {
     std::optional<DecodeSplit> split = decodeSplitOf(desc);
-    if (mmaDecodeFits(desc, kv, *split))
-      return planMmaDecodeKVQ(desc, kv, *split);
+    if (mmaDecodeFits(desc, kv, *split)) {
+      Builder b = splitDecodeKVQ(desc, kv, *split, "attention_decode_kvq_mma",
+                                 /*threads=kMmaDecodeThreads*/ 256,
+                                 "attentionDecodeKVQMma");
+      const int64_t shared = mmaDecodeSharedBytes(kv, group, split->splits);
+      b.setShared(shared);
+      // Two blocks (16 warps) per SM when their shared memory fits:
+      // registers capped at 128 a thread.
+      if (2 * shared <= kMaxSharedBytes)
+        b.setMinBlocks(2);
+      return b.take();
+    }
     constexpr int64_t kUnroll = 4, kStages = 3;
-    Builder b("attention_decode_kvq", "sits/attention_decode_kvq.cuh",
-              static_cast<int>(kThreads));
-    b.typeConstant("Cache", hotStruct(kv.dtype));
-    b.intConstant("kHeads", desc.heads);
-    b.intConstant("kKvHeads", desc.kvHeads);
-    b.intConstant("kHeadDim", desc.headDim);
-    b.intConstant("kCapacity", desc.capacity);
-    b.intConstant("kWindow", desc.window);
-    b.intConstant("kSplitKeys", split->splitKeys);
-    b.intConstant("kSplits", split->splits);
+    Builder b =
+        splitDecodeKVQ(desc, kv, *split, "attention_decode_kvq",
+                       static_cast<int>(kThreads), "attentionDecodeKVQ");
     b.intConstant("kUnroll", kUnroll);
     b.intConstant("kStages", kStages);
-    b.floatConstant("kScale", desc.scale);
-    b.floatConstant("kSoftcap", desc.softcap);
-    addQuantConstants(b, kv);
-    b.param("const float *", "query", desc.query);
-    addCacheParams(b, kv, desc.layer, /*isConst=*/true);
-    b.param("float *", "out", desc.out);
-    b.param("float *", "partial", *desc.partial);
-    b.param("int *", "counters", desc.counters);
-    b.param("const int *", "past_lengths", pastArg());
-    b.param("const int *", "step_lengths", stepArg());
-    b.call("sits::attentionDecodeKVQ<Cfg>(query, key_hot, value_hot, "
-           "key_cold, key_scales, value_cold, value_scales, out, partial, "
-           "counters, past_lengths, step_lengths)");
-    b.setGrid(Expr::constant(split->splits), Expr::constant(desc.kvHeads),
-              Expr::batch());
     b.setShared(attentionDecodeSharedBytes(desc.headDim, group, kUnroll,
                                            kStages, split->splits));
     return b.take();
