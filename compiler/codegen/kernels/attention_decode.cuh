@@ -42,6 +42,28 @@ namespace sits {
 
 constexpr int kDecodeThreads = 128;
 
+/// The keys a decode query at position `past` sees, [keyBegin, keyEnd)
+/// (its sliding window, if any, and the cache's capacity), the splits they
+/// span, [splitBegin, splitEnd), and split `split`'s share [k0, k1);
+/// `active` when the split has keys to read for a real (not padding) row.
+struct DecodeKeys {
+  int splitBegin, splitEnd, k0, k1;
+  bool active;
+};
+template <class Cfg>
+__device__ __forceinline__ DecodeKeys decodeKeysOf(int past, bool padding,
+                                                   int split) {
+  const int keyEnd = min(past + 1, Cfg::kCapacity);
+  const int keyBegin = Cfg::kWindow > 0 ? max(0, past - Cfg::kWindow + 1) : 0;
+  DecodeKeys keys;
+  keys.splitBegin = keyBegin / Cfg::kSplitKeys;
+  keys.splitEnd = (keyEnd + Cfg::kSplitKeys - 1) / Cfg::kSplitKeys;
+  keys.k0 = max(keyBegin, split * Cfg::kSplitKeys);
+  keys.k1 = min(keyEnd, (split + 1) * Cfg::kSplitKeys);
+  keys.active = !padding && split >= keys.splitBegin && split < keys.splitEnd;
+  return keys;
+}
+
 /// Floats of one split's partial result per query head: the values, then
 /// max and sum, padded so that every partial starts 16-byte aligned.
 __host__ __device__ constexpr int decodePartialFloats(int headDim) {
@@ -257,14 +279,10 @@ __device__ void attentionDecode(
   const int past = pastLengths[b];
   const bool padding = stepLengths[b] <= 0;
 
-  // Keys the query sees, [keyBegin, keyEnd), and this block's share.
-  const int keyEnd = min(past + 1, Cfg::kCapacity);
-  const int keyBegin = Cfg::kWindow > 0 ? max(0, past - Cfg::kWindow + 1) : 0;
-  const int splitBegin = keyBegin / Cfg::kSplitKeys;
-  const int splitEnd = (keyEnd + Cfg::kSplitKeys - 1) / Cfg::kSplitKeys;
-  const int k0 = max(keyBegin, split * Cfg::kSplitKeys);
-  const int k1 = min(keyEnd, (split + 1) * Cfg::kSplitKeys);
-  const bool active = !padding && split >= splitBegin && split < splitEnd;
+  const DecodeKeys keys = decodeKeysOf<Cfg>(past, padding, split);
+  const int splitBegin = keys.splitBegin, splitEnd = keys.splitEnd;
+  const int k0 = keys.k0, k1 = keys.k1;
+  const bool active = keys.active;
   const long kvBase =
       (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * Cfg::kCapacity * D;
   float *myPartial = partial + ((static_cast<long>(b) * Cfg::kHeads +

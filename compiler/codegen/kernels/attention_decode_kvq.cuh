@@ -61,14 +61,10 @@ __device__ void attentionDecodeKVQ(
   const int past = pastLengths[b];
   const bool padding = stepLengths[b] <= 0;
 
-  // Keys the query sees, [keyBegin, keyEnd), and this block's share.
-  const int keyEnd = min(past + 1, Cfg::kCapacity);
-  const int keyBegin = Cfg::kWindow > 0 ? max(0, past - Cfg::kWindow + 1) : 0;
-  const int splitBegin = keyBegin / Cfg::kSplitKeys;
-  const int splitEnd = (keyEnd + Cfg::kSplitKeys - 1) / Cfg::kSplitKeys;
-  const int k0 = max(keyBegin, split * Cfg::kSplitKeys);
-  const int k1 = min(keyEnd, (split + 1) * Cfg::kSplitKeys);
-  const bool active = !padding && split >= splitBegin && split < splitEnd;
+  const DecodeKeys keys = decodeKeysOf<Cfg>(past, padding, split);
+  const int splitBegin = keys.splitBegin, splitEnd = keys.splitEnd;
+  const int k0 = keys.k0, k1 = keys.k1;
+  const bool active = keys.active;
   constexpr int N = Cfg::kHotWindow, CB = Cfg::kChannelBlock;
   constexpr int kColdBytes = 8 * Cfg::kBits / 8; // this lane's 8 channels
   const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + kvHead;
