@@ -19,6 +19,8 @@
 #include "sits/attention_decode_kvq.cuh"
 #include "sits/attention_decode_kvq_mma.cuh"
 
+#include "half_bits.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -84,17 +86,6 @@ template <class Cfg, bool kMma> void entry(void **args) {
       arg<const int *>(args[11]));
 }
 
-unsigned short halfBits(float x) {
-  _Float16 h = static_cast<_Float16>(x);
-  unsigned short bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
-double halfValue(unsigned short bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<double>(h);
-}
 float uniform(float lo, float hi) {
   return std::uniform_real_distribution<float>(lo, hi)(rng);
 }

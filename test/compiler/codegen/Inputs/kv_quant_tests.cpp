@@ -13,6 +13,8 @@
 
 #include "sits/kv_quant.cuh"
 
+#include "half_bits.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -54,17 +56,6 @@ template <class Cfg> void entry(void **args) {
       arg<const int *>(args[7]), arg<const int *>(args[8]), arg<int>(args[9]));
 }
 
-unsigned short halfBits(float x) {
-  _Float16 h = static_cast<_Float16>(x);
-  unsigned short bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
-float halfValue(unsigned short bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
-}
 
 /// The reference scale of a group (sits.quantize steps 1 and 2).
 float referenceScale(const std::vector<float> &group, int bits) {
