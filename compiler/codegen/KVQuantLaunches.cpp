@@ -176,39 +176,29 @@ PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer) {
   return b.take();
 }
 
-/// attention_decode_kvq_mma.cuh's attentionDecodeKVQMmaSharedBytes (8
-/// warps, each with f16 K and V tiles of 16 keys and two cold areas).
+/// attention_decode_kvq_mma.cuh's attentionDecodeKVQMmaSharedBytes: the
+/// merge of 8 warps' states ([warp][head] values, max, sum and weight),
+/// reused for the combine of the splits.
 static int64_t mmaDecodeSharedBytes(const format::KVCacheConfig &kv,
                                     int64_t group, int64_t splits) {
-  constexpr int64_t kKeys = 16, kWarps = 8, kColdStages = 2;
-  const int64_t d = kv.headDim, block = kv.channelBlock;
-  const int64_t groups = (kv.headDim + kv.groupSize - 1) / kv.groupSize;
-  auto roundUp16 = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };
-  const int64_t span = block % kKeys == 0   ? 1
-                       : kKeys % block == 0 ? kKeys / block
-                                            : kKeys / block + 2;
-  const int64_t tokenScaleWords = kKeys * groups / 2 + 1;
-  const int64_t keyScales =
-      kv.perChannelKeys ? span * d * 2 : tokenScaleWords * 4;
-  const int64_t cold = 2 * kKeys * d * kv.coldBits / 8 +
-                       roundUp16(keyScales) + roundUp16(tokenScaleWords * 4);
-  const int64_t warp = 2 * kKeys * (d + 8) * 2 + kColdStages * cold;
-  const int64_t merge = 4 * kWarps * group * (d + 4);
+  constexpr int64_t kWarps = 8;
+  const int64_t merge = 4 * kWarps * group * (kv.headDim + 3);
   const int64_t combine = 4 * group * (splits + 1);
-  return std::max({kWarps * warp, merge, combine});
+  return std::max(merge, combine);
 }
 
 /// Whether the tensor-core decode kernel takes `desc`: an engine computing
-/// in f16 (it rounds queries and probabilities to f16), head_dim a multiple
-/// of 16 up to 128 with cold rows of whole 16-byte pieces, token scales
-/// over whole 8-channel pieces. Others run attention_decode_kvq.cuh.
+/// in f16 (it rounds queries and probabilities to f16), at most 8 query
+/// heads per KV head, head_dim at most 128 in whole scale groups of a
+/// multiple of 32 channels (each lane's share of a group is whole words).
+/// Others run attention_decode_kvq.cuh.
 static bool mmaDecodeFits(const AttentionLaunch &desc,
                           const format::KVCacheConfig &kv,
                           const DecodeSplit &split) {
   const int64_t group = desc.heads / desc.kvHeads;
   return desc.sixteenBitMath && kv.dtype == DType::F16 && group <= 8 &&
-         kv.headDim % 16 == 0 && kv.headDim <= 128 &&
-         (kv.headDim * kv.coldBits / 8) % 16 == 0 && kv.groupSize % 8 == 0 &&
+         kv.headDim <= 128 && kv.groupSize % 32 == 0 &&
+         kv.headDim % kv.groupSize == 0 &&
          mmaDecodeSharedBytes(kv, group, split.splits) <= kMaxSharedBytes;
 }
 

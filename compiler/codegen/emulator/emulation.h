@@ -54,6 +54,13 @@ struct alignas(16) uint4 {
 struct alignas(16) float4 {
   float x, y, z, w;
 };
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
   return {x, y, z, w};
 }
@@ -466,6 +473,13 @@ T __shfl_xor_sync(unsigned mask, T value, int laneMask, int = 32) {
   return sits_emu::shuffle(mask, value,
                            static_cast<int>(sits_emu::current().linear % 32) ^
                                laneMask);
+}
+/// Whether `predicate` holds in every lane of the (whole) warp.
+inline bool __all_sync(unsigned mask, bool predicate) {
+  bool all = true;
+  for (int lane = 0; lane < 32; ++lane)
+    all = sits_emu::shuffle(mask, predicate ? 1 : 0, lane) && all;
+  return all;
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T value, unsigned delta, int = 32) {

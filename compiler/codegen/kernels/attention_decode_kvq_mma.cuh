@@ -1,40 +1,58 @@
 //===- attention_decode_kvq_mma.cuh - Quantized-cache decode on mma ------===//
 //
 // Split-K decode attention over a quantized cache (kv_quant.cuh) on tensor
-// cores. attention_decode_kvq.cuh spends ~40 instructions a lane per key on
-// unpacking and f32 dot products and shuffles; here a warp takes 16 keys at
-// a time (a tile), turns their cold rows into f16 in shared memory (a few
-// f16x2 operations per pair of channels), and computes S = Q K^T and
-// O += P V as mma.m16n8k16 with f32 accumulators, the GQA group's queries
-// as rows 0..G-1 of the A operand. The cache is still read once, at its
-// stored size.
+// cores, with the operands built in registers: no copy of the cache through
+// shared memory. The query heads of a GQA group are the N side of the mma
+// (at most 8), so a warp computes, per tile of 16 keys,
+//   S^T = K Q^T     (A = the keys' channels, B = the queries),
+//   O^T += V^T P^T  (A = the values' channels, B = the probabilities),
+// as mma.m16n8k16 with f32 accumulators: one mma per 16 channels for each.
 //
-// Per warp (cp.async, no block barrier): one pair of f16 K and V tiles and
-// two cold areas.
-//   * the next tile's cold rows (int8, or int4 two per byte) and scales are
-//     copied into the other cold area while this tile is used;
-//   * hot rows (FP16) are copied straight into the f16 tiles once the tile
-//     before has read them;
-//   * the warp writes the cold rows' levels into the same f16 tiles: they
-//     come out of the bytes as f16 with the 1024 + level exponent trick, a
-//     lop3 and one f16x2 operation per pair of channels (int4 chunks hold
-//     channels c0 c4 c1 c5 c2 c6 c3 c7, which the queries and the output
-//     follow). Keys are multiplied by their scales (sits.dequantize's
-//     product, rounded once to f16); values stay levels, and their
-//     per-token scales multiply the probabilities instead, one A operand
-//     per scale group;
-//   * rows of keys the query does not see are zeros (never NaN times a zero
-//     weight).
-// Cold or hot is decided per key exactly as attention_decode_kvq.cuh does
-// (value j cold when past - j >= kHotWindow, key j when past - last(j) >=
-// kHotWindow, last(j) the last token of j's per-channel block).
+// Every lane loads the bytes of the cold rows that its A fragments hold
+// (16-byte rows of levels, never padded: any channel order inside a k step
+// gives the same dot product, and the output channels follow the order the
+// values come in):
+//   * keys: lane (g, t) holds key slots g and g + 8, and of each scale group
+//     the quarter t of the group's bytes (kGroup / 4 channels). An int4 word
+//     turns into f16 pairs (c0, c4), (c1, c5), (c2, c6), (c3, c7) with the
+//     1024 + level exponent trick (a lop3 and one f16x2 op per pair); the
+//     queries are packed in the same order;
+//   * values: lane (g, t) holds keys 4t..4t+3 (which fixes the key slots:
+//     slot 2t + e is key 4t + e, slot 2t + 8 + e key 4t + 2 + e) and of each
+//     group the eighth g of its bytes. A byte permute puts two keys' bytes
+//     side by side, so that the same trick gives pairs (key a, key b) of one
+//     channel, which is what the A operand of P V needs;
+//   * the probabilities come out of S^T with keys as rows; movmatrix
+//     transposes them into the B operand.
+// Scales: values stay levels and their per-token scales multiply the
+// probabilities, one B operand per scale group (lifted by kValueLift out of
+// f16's subnormals). Per-token key scales multiply each group's part of S
+// (one accumulator per group). Per-channel key scales fold into the queries
+// (Q' = Q * s, rounded once to f16) for a tile inside one key block.
 //
-// The warps of a block take the split's tiles in turn, each with its own
-// online softmax; the block merges them and writes its partial result,
-// combined across splits as attention_decode.cuh does. The queries and
-// the probabilities are rounded to f16 as the tensor-core prefill does
-// (attention_prefill.cuh); the planner uses this kernel only for engines
-// that compute in 16 bits.
+// A tile is cold (its 16 keys visible and cold: nearly all of a long
+// context), hot (visible and hot: the f16 rows, with their loads issued
+// together and the split's hot rows asked into L2 at the start), or mixed
+// (the tiles at either end of the visible keys and of the hot window, and
+// key blocks smaller than a tile), which tests each key: invisible keys
+// are zeros (never NaN times a zero weight), and per-channel key scales
+// multiply the keys instead of the queries. Cold or hot is decided per key
+// exactly as attention_decode_kvq.cuh does (value j cold when past - j >=
+// kHotWindow, key j when past - last(j) >= kHotWindow, last(j) the last
+// token of j's per-channel block).
+//
+// Work: the visible keys in chunks of 64 are dealt to the splits in turn
+// (split s takes chunks s, s + kSplits, ...), so that the hot window's
+// tiles, which cost more, spread over many blocks instead of making two
+// splits the kernel's tail. A warp takes every kWarps-th tile of its
+// block's chunks, two of one chunk when they are all cold (one Q' per
+// warp), else of different chunks (at most one hot tile per warp). It
+// loads the next tile's cold words while it computes the current one, with
+// its own online softmax; the block merges its warps (each head's weights
+// once per warp) and writes its partial result, combined across splits as
+// attention_decode.cuh does. Queries and probabilities are rounded to f16
+// as the tensor-core prefill does (attention_prefill.cuh); the planner uses
+// this kernel only for engines that compute in 16 bits.
 //
 // Launch: grid (kSplits, kv_heads, B), block kMmaDecodeThreads (8 warps),
 // dynamic shared memory attentionDecodeKVQMmaSharedBytes(...).
@@ -52,90 +70,33 @@ namespace sits {
 constexpr int kMmaDecodeKeys = 16; ///< keys per tile
 constexpr int kMmaDecodeWarps = 8; ///< warps per block
 constexpr int kMmaDecodeThreads = kMmaDecodeWarps * kWarpSize;
-constexpr int kMmaDecodeColdStages = 2; ///< cold areas per warp
 
-__host__ __device__ constexpr int roundUp16(int bytes) {
-  return (bytes + 15) / 16 * 16;
+/// Floats of the merge of the warps: [warp][head][channel] values, then
+/// [warp][head] maxima, sums and weights.
+__host__ __device__ constexpr int mmaDecodeMergeFloats(int headDim, int group) {
+  return kMmaDecodeWarps * group * (headDim + 3);
 }
 
-/// Per-channel key-scale blocks one aligned tile of 16 keys can touch.
-__host__ __device__ constexpr int mmaDecodeScaleSpan(int channelBlock) {
-  return channelBlock % kMmaDecodeKeys == 0 ? 1
-         : kMmaDecodeKeys % channelBlock == 0
-             ? kMmaDecodeKeys / channelBlock
-             : kMmaDecodeKeys / channelBlock + 2;
-}
-
-/// Copies kPieces 16-byte pieces from `src` to `dst`, a few per lane of
-/// the warp, zeros for pieces from `valid` on.
-template <int kPieces>
-__device__ __forceinline__ void copyPiecesOfWarp(unsigned char *dst,
-                                                 const unsigned char *src,
-                                                 int valid, int lane) {
-#pragma unroll
-  for (int k = 0; k < (kPieces + kWarpSize - 1) / kWarpSize; ++k) {
-    const int c = lane + k * kWarpSize;
-    if (c < kPieces)
-      copyAsync16<false>(dst + 16 * c, src + 16 * (c < valid ? c : 0),
-                         c < valid);
-  }
-}
-
-/// Bytes of one cold area: the cold K and V rows of a tile, the key scales
-/// (per-channel blocks, or per-token words) and the value scales
-/// (per-token words).
-__host__ __device__ constexpr int mmaDecodeColdBytes(int headDim, int bits,
-                                                     int groups,
-                                                     bool perChannelKeys,
-                                                     int channelBlock) {
-  const int tokenScaleWords = kMmaDecodeKeys * groups / 2 + 1;
-  const int keyScales = perChannelKeys
-                            ? mmaDecodeScaleSpan(channelBlock) * headDim * 2
-                            : tokenScaleWords * 4;
-  return 2 * kMmaDecodeKeys * headDim * bits / 8 + roundUp16(keyScales) +
-         roundUp16(tokenScaleWords * 4);
-}
-
-/// Bytes of one warp: f16 K and V tiles (rows padded by 16 bytes for
-/// conflict-free ldmatrix) and kMmaDecodeColdStages cold areas.
-/// KVQuantLaunches.cpp computes the same.
-__host__ __device__ constexpr int mmaDecodeWarpBytes(int headDim, int bits,
-                                                     int groups,
-                                                     bool perChannelKeys,
-                                                     int channelBlock) {
-  return 2 * kMmaDecodeKeys * (headDim + 8) * 2 +
-         kMmaDecodeColdStages * mmaDecodeColdBytes(headDim, bits, groups,
-                                                   perChannelKeys,
-                                                   channelBlock);
-}
-
-/// The kernel's dynamic shared memory: the warps' tiles, reused for the
-/// merge of the warps' states and for the combine of the splits.
+/// The kernel's dynamic shared memory: the merge of the warps' states,
+/// reused for the combine of the splits. KVQuantLaunches.cpp computes the
+/// same.
 __host__ __device__ constexpr int
-attentionDecodeKVQMmaSharedBytes(int headDim, int group, int bits, int groups,
-                                 bool perChannelKeys, int channelBlock,
-                                 int splits) {
-  const int warps = kMmaDecodeWarps;
-  const int tiles = warps * mmaDecodeWarpBytes(headDim, bits, groups,
-                                               perChannelKeys, channelBlock);
-  const int merge = 4 * warps * group * decodePartialFloats(headDim);
+attentionDecodeKVQMmaSharedBytes(int headDim, int group, int splits) {
+  const int merge = 4 * mmaDecodeMergeFloats(headDim, group);
   const int combine = 4 * group * (splits + 1);
-  const int most = tiles > merge ? tiles : merge;
-  return most > combine ? most : combine;
+  return merge > combine ? merge : combine;
 }
 
-/// The channel at position `position` (0..7) of a tile's 16-byte chunk.
-/// int4 levels come out of a word as pairs (c_j, c_{j+4}) cheapest, so with
-/// int4 chunks hold c0 c4 c1 c5 c2 c6 c3 c7 (the queries and the output
-/// follow the same order); int8 chunks keep channel order.
+/// The channel (of a lane's kGroup / 4 key channels in a group) of element
+/// `e` of f16 pair `p`: int4 words give (c0, c4), (c1, c5), ... per 8
+/// channels, int8 words (c0, c1), (c2, c3).
 template <int kBits>
-__host__ __device__ constexpr int chunkChannel(int position) {
-  return kBits == 4 ? (position % 2 ? position / 2 + 4 : position / 2)
-                    : position;
+__host__ __device__ constexpr int keyPairChannel(int p, int e) {
+  return kBits == 4 ? 8 * (p / 4) + p % 4 + 4 * e : 2 * p + e;
 }
 
-/// Eight f16 values (or pairs of scales) in channel order, as four words,
-/// put in chunk order.
+/// Eight f16 values (or scales) in channel order, as four words, put in the
+/// pair order of keyPairChannel.
 template <int kBits>
 __device__ __forceinline__ uint4 toChunkOrder(const uint4 &natural) {
   if constexpr (kBits != 4)
@@ -146,35 +107,95 @@ __device__ __forceinline__ uint4 toChunkOrder(const uint4 &natural) {
                     bytePermute(natural.y, natural.w, 0x7632u));
 }
 
-/// Eight cold levels (int4: one word; int8: two) as exact f16 pairs in
-/// chunk order: the level under the exponent of 1024 (the sign bit flipped,
-/// as level + 8 or + 128), then one f16x2 subtraction (or, for int4 nibbles
-/// at bits 4-7, a multiply-add by 1/16) per pair.
+/// The levels of one word as exact f16 pairs: the level under the exponent
+/// of 1024 (the sign bit flipped, as level + 8 or + 128), then one f16x2
+/// subtraction (or, for int4 nibbles at bits 4-7, a multiply-add by 1/16)
+/// per pair. int4: pairs (n_j, n_{j+4}) of nibbles n0..n7, j = 0..3; int8:
+/// (b0, b1), (b2, b3).
 template <int kBits>
-__device__ __forceinline__ void chunkLevels(const u32 *words, u32 *out) {
+__device__ __forceinline__ void wordLevels(u32 word, u32 *out) {
   if constexpr (kBits == 4) {
 #pragma unroll
     for (int j = 0; j < 4; j += 2) {
-      const u32 w = words[0] >> (4 * j);
+      const u32 w = word >> (4 * j);
       out[j] = subHalf2((w & 0x000f000fu) ^ 0x64086408u, 0x64086408u);
       out[j + 1] =
           fmaHalf2((w & 0x00f000f0u) ^ 0x64806480u, 0x2c002c00u, 0xd480d480u);
     }
   } else {
-#pragma unroll
-    for (int w = 0; w < 2; ++w) {
-      const u32 biased = words[w] ^ 0x80808080u;
-      out[2 * w] =
-          subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u);
-      out[2 * w + 1] =
-          subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u);
-    }
+    const u32 biased = word ^ 0x80808080u;
+    out[0] = subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u);
+    out[1] = subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u);
   }
 }
 
+/// kBytes (2, 4, 8 or 16) at `src`, aligned to them, as words (2 bytes in
+/// the low half of words[0]).
+template <int kBytes>
+__device__ __forceinline__ void loadWords(const void *src, u32 *words) {
+  if constexpr (kBytes == 16) {
+    const uint4 v = *reinterpret_cast<const uint4 *>(src);
+    words[0] = v.x;
+    words[1] = v.y;
+    words[2] = v.z;
+    words[3] = v.w;
+  } else if constexpr (kBytes == 8) {
+    const uint2 v = *reinterpret_cast<const uint2 *>(src);
+    words[0] = v.x;
+    words[1] = v.y;
+  } else if constexpr (kBytes == 4) {
+    words[0] = *reinterpret_cast<const u32 *>(src);
+  } else {
+    words[0] = *reinterpret_cast<const u16 *>(src);
+  }
+}
+
+/// kCount f16 values at `src` (in channel order, 16-byte aligned) as
+/// kCount / 2 pairs in the order of keyPairChannel.
+template <int kBits, int kCount>
+__device__ __forceinline__ void halvesInPairOrder(const u16 *src, u32 *pairs) {
+  static_assert(kCount % 8 == 0, "whole 16-byte pieces");
+#pragma unroll
+  for (int c = 0; c < kCount / 8; ++c) {
+    const uint4 v =
+        toChunkOrder<kBits>(*reinterpret_cast<const uint4 *>(src + 8 * c));
+    pairs[4 * c] = v.x;
+    pairs[4 * c + 1] = v.y;
+    pairs[4 * c + 2] = v.z;
+    pairs[4 * c + 3] = v.w;
+  }
+}
+
+/// How a tile's keys are read: all visible and cold, all visible and hot
+/// (f16 rows), or tested one by one.
+enum MmaDecodeTile { kColdTile = 0, kHotTile = 1, kMixedTile = 2 };
+
+/// The cold words a lane reads for one tile (see the file comment).
+template <int kGroups, int kKeyWords, int kValueWords> struct MmaDecodeWords {
+  u32 keys[2][kGroups][kKeyWords];     ///< key slots g and g + 8
+  u32 values[4][kGroups][kValueWords]; ///< keys 4t .. 4t + 3
+  u32 keyScales[2][(kGroups + 1) / 2]; ///< per-token keys: f16 pairs
+  u32 valueScales[2][(kGroups + 1) / 2];
+
+  /// The f16 scale of group h in a row of packed pairs.
+  __device__ __forceinline__ static u16 scaleOf(const u32 *pairs, int h) {
+    return static_cast<u16>(pairs[h / 2] >> (16 * (h % 2)));
+  }
+};
+
+/// The kGroups f16 scales at `src` (aligned to 4 bytes when kGroups is
+/// even) as packed pairs.
+template <int kGroups>
+__device__ __forceinline__ void loadScales(const u16 *src, u32 *pairs) {
+#pragma unroll
+  for (int i = 0; i < kGroups / 2; ++i)
+    pairs[i] = *reinterpret_cast<const u32 *>(src + 2 * i);
+  if constexpr (kGroups % 2 != 0)
+    pairs[kGroups / 2] = src[kGroups - 1];
+}
+
 /// Config: attention_decode_kvq.cuh's (Cache must be F16; kHeads / kKvHeads
-/// at most 8; head_dim a multiple of 16 up to 128 whose cold rows are whole
-/// 16-byte pieces; kGroup a multiple of 8).
+/// at most 8; head_dim a multiple of kGroup, kGroup a multiple of 32).
 template <class Cfg>
 __device__ void attentionDecodeKVQMma(
     const float *__restrict__ query, const u16 *__restrict__ keyHot,
@@ -189,31 +210,34 @@ __device__ void attentionDecodeKVQMma(
   constexpr int D = Cfg::kHeadDim;
   constexpr int T = kMmaDecodeKeys;
   constexpr int kWarps = kMmaDecodeWarps;
-  constexpr int kStride = D + 8; // halves per f16 tile row
-  constexpr int kPieces = D / 8; // 16-byte pieces of an f16 row
+  constexpr int kBits = Cfg::kBits, kGroup = Cfg::kGroup;
+  constexpr int kGroups = Cfg::kGroups, CB = Cfg::kChannelBlock;
   constexpr int kRowBytes = Cfg::kRowBytes;
-  constexpr int kChunkBytes = 8 * Cfg::kBits / 8; // 8 cold channels
+  constexpr int kGroupBytes = kGroup * kBits / 8;
+  constexpr int kKeyBytes = kGroupBytes / 4;   ///< lane t's, of a key group
+  constexpr int kValueBytes = kGroupBytes / 8; ///< lane g's, of a value group
+  constexpr int kKeyWords = kKeyBytes / 4;
+  constexpr int kValueWords = (kValueBytes + 3) / 4;
+  constexpr int kSteps = kGroup / 16;        ///< k steps of S, m tiles of O
+  constexpr int kPairs = kGroup / 8;         ///< key pairs, two per k step
+  constexpr int kKeyChannels = kGroup / 4;   ///< lane t's, of a key group
+  constexpr int kValueChannels = kGroup / 8; ///< lane g's, of a value group
+  constexpr bool kPerToken = !Cfg::kPerChannelKeys;
+  constexpr int kKeyAccs = kPerToken ? kGroups : 1;
+  // Per-channel key blocks of whole tiles: the scales fold into Q'.
+  constexpr bool kScaledQueries = Cfg::kPerChannelKeys && CB % T == 0;
   constexpr int kPartial = decodePartialFloats(D);
   constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
-  constexpr int kGroups = Cfg::kGroups, CB = Cfg::kChannelBlock;
   constexpr float kValueLift = 256.0f;
-  constexpr int kTokenScaleWords = T * kGroups / 2 + 1;
-  constexpr int kKeyScaleBytes = Cfg::kPerChannelKeys
-                                     ? mmaDecodeScaleSpan(CB) * D * 2
-                                     : kTokenScaleWords * 4;
-  constexpr int kColdBytes =
-      mmaDecodeColdBytes(D, Cfg::kBits, kGroups, Cfg::kPerChannelKeys, CB);
-  constexpr int kWarpBytes =
-      mmaDecodeWarpBytes(D, Cfg::kBits, kGroups, Cfg::kPerChannelKeys, CB);
+  typedef MmaDecodeWords<kGroups, kKeyWords, kValueWords> Words;
   static_assert(!C::kIsBf16 && C::kBytes == 2, "an f16 hot cache");
-  static_assert(G >= 1 && G <= 8, "the group's queries fill rows 0..7");
-  static_assert(D % 16 == 0 && D <= 128, "head_dim a multiple of 16, <= 128");
-  static_assert(kRowBytes % 16 == 0, "cold rows of whole 16-byte pieces");
-  static_assert(Cfg::kGroup % 8 == 0, "8 channels share a token scale");
-  static_assert(kWarpSize % kPieces == 0,
-                "a lane keeps its channels from row to row");
+  static_assert(G >= 1 && G <= 8, "the group's queries fill columns 0..7");
+  static_assert(kGroup % 32 == 0,
+                "whole k steps per group, whole words per value lane");
+  static_assert(D == kGroups * kGroup, "head_dim whole groups");
+  static_assert(kRowBytes == D * kBits / 8, "unpadded cold rows");
 
-  SITS_DYNAMIC_SHARED(unsigned char, shared);
+  SITS_DYNAMIC_SHARED(float, shared);
   const float kNegInf = __int_as_float(0xff800000u);
   const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
@@ -221,365 +245,443 @@ __device__ void attentionDecodeKVQMma(
   const int past = pastLengths[b];
   const bool padding = stepLengths[b] <= 0;
 
-  const DecodeKeys keys = decodeKeysOf<Cfg>(past, padding, split);
-  const int splitBegin = keys.splitBegin, splitEnd = keys.splitEnd;
-  const int k0 = keys.k0, k1 = keys.k1;
-  const bool active = keys.active;
+  // The visible keys [k0, k1) in chunks of kChunkTiles tiles, dealt to the
+  // splits in turn (split s takes chunks s, s + kSplits, ...): the hot
+  // window's chunks land in different blocks.
+  constexpr int kChunkTiles = 4;
+  constexpr int kChunkKeys = kChunkTiles * T;
+  const int k1 = min(past + 1, Cfg::kCapacity);
+  const int k0 = Cfg::kWindow > 0 ? max(0, past - Cfg::kWindow + 1) : 0;
+  const int chunk0 = k0 / kChunkKeys;
+  const int chunks = (k1 + kChunkKeys - 1) / kChunkKeys - chunk0;
+  // Every split below splitEnd has a chunk and writes a partial result.
+  const int splitBegin = 0, splitEnd = min(Cfg::kSplits, chunks);
+  const bool blockActive = !padding && split < splitEnd;
   constexpr int N = Cfg::kHotWindow;
   const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + kvHead;
-  const long hotBase = seqHead * Cfg::kHotRows * D;
-  const long coldBase = seqHead * Cfg::kCapacity * kRowBytes;
   auto keyIsCold = [&](int key) {
     return past - ((key / CB) * CB + CB - 1) >= N;
   };
   auto valueIsCold = [&](int key) { return past - key >= N; };
+  auto visible = [&](int key) { return key >= k0 && key < k1; };
   float *myPartial =
       partial +
       ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
           kPartial;
 
-  if (active) {
-    // The warp's tiles: absolute tiles [tileBegin, tileEnd) in turn.
-    const int tileBegin = k0 / T, tileEnd = (k1 + T - 1) / T;
-    const int tiles =
-        max(0, (tileEnd - tileBegin - warp + kWarps - 1) / kWarps);
-    unsigned char *warpTiles = shared + warp * kWarpBytes;
-    // The warp's f16 K and V tiles, then its cold areas: cold K, cold V,
-    // key scales, value scales.
-    u16 *const fKeys = reinterpret_cast<u16 *>(warpTiles);
-    u16 *const fValues = fKeys + T * kStride;
-    auto coldKeys = [&](int stage) {
-      return warpTiles + 2 * T * kStride * 2 + stage * kColdBytes;
+  if (blockActive) {
+    const int myChunks = (chunks - split + Cfg::kSplits - 1) / Cfg::kSplits;
+    auto chunkOf = [&](int j) { return chunk0 + split + j * Cfg::kSplits; };
+    const int lastKey = min(k1, (chunkOf(myChunks - 1) + 1) * kChunkKeys) - 1;
+    // A warp takes the block's tiles warp, warp + kWarps, ...: two of one
+    // chunk when every key is cold (one Q' a warp), else of different
+    // chunks, so that no warp takes two of the hot window's tiles.
+    const bool allCold = keyIsCold(lastKey);
+    const int myTiles =
+        max(0, (myChunks * kChunkTiles - warp + kWarps - 1) / kWarps);
+    auto tileStart = [&](int i) {
+      const int idx = warp + i * kWarps;
+      const int chunk = allCold ? idx % myChunks : idx / kChunkTiles;
+      const int tile = allCold ? idx / myChunks : idx % kChunkTiles;
+      return (chunkOf(chunk) * kChunkTiles + tile) * T;
     };
-    auto coldValues = [&](int stage) {
-      return coldKeys(stage) + T * kRowBytes;
-    };
-    auto keyScaleArea = [&](int stage) {
-      return coldValues(stage) + T * kRowBytes;
-    };
-    auto valueScaleArea = [&](int stage) {
-      return keyScaleArea(stage) + roundUp16(kKeyScaleBytes);
-    };
-    // The first per-token scale word of a tile's rows [r0, r0 + T).
-    auto firstScaleWord = [&](int r0) {
-      return (seqHead * Cfg::kCapacity + r0) * kGroups / 2;
-    };
+    // Key slots g and g + 8 of a tile; this lane's value keys are 4t + e.
+    const int keySlot = 4 * (g / 2) + g % 2;
+    const signed char *keyRows = keyCold + seqHead * Cfg::kCapacity * kRowBytes;
+    const signed char *valueRows =
+        valueCold + seqHead * Cfg::kCapacity * kRowBytes;
+    const u16 *keyHotRows = keyHot + seqHead * Cfg::kHotRows * D;
+    const u16 *valueHotRows = valueHot + seqHead * Cfg::kHotRows * D;
+    const u16 *keyTokenScales = keyScales + seqHead * Cfg::kCapacity * kGroups;
+    const u16 *valueTokenScales =
+        valueScales + seqHead * Cfg::kCapacity * kGroups;
+    const u16 *keyBlockScales = keyScales + seqHead * Cfg::kScaleBlocks * D;
+    const float *queries =
+        query + static_cast<long>(b) * kWidth + (kvHead * G + g) * D;
 
-    // Copies the 4-byte words [w0, w0 + count) of a per-token scale array
-    // (count at most kTokenScaleWords).
-    auto copyScaleWords = [&](unsigned char *dst, const u16 *scales, long w0,
-                              int count) {
+    // The split's f16 rows (hot keys and values; keys of per-channel blocks
+    // stay hot up to CB - 1 tokens longer) go to L2 now: the tiles that read
+    // them cannot load them ahead into registers.
+    if (!allCold) {
+      constexpr int kLines = D * 2 / 128 > 0 ? D * 2 / 128 : 1;
+      const int hot0 = past - N + 1 - (CB - 1);
+      for (int j = 0; j < myChunks; ++j) {
+        const int begin = max(max(k0, hot0), chunkOf(j) * kChunkKeys);
+        const int end = min(k1, (chunkOf(j) + 1) * kChunkKeys);
+        for (int idx = tid; idx < 2 * (end - begin) * kLines;
+             idx += kMmaDecodeThreads) {
+          const int key = begin + idx / (2 * kLines), line = idx % kLines;
+          const u16 *rows = (idx / kLines) % 2 ? valueHotRows : keyHotRows;
+          prefetchL2(rows + static_cast<long>(key % Cfg::kHotRows) * D +
+                     line * 64);
+        }
+      }
+    }
+
+    // A tile's cold words (rows past the capacity read the last one).
+    auto loadWordsOf = [&](int r0, Words &w) {
 #pragma unroll
-      for (int k = 0; k < (kTokenScaleWords + kWarpSize - 1) / kWarpSize; ++k) {
-        const int c = lane + k * kWarpSize;
-        if (c < count)
-          copyAsyncSmall<4>(dst + 4 * c, scales + 2 * (w0 + c));
+      for (int s = 0; s < 2; ++s) {
+        const int key = min(r0 + keySlot + 2 * s, Cfg::kCapacity - 1);
+#pragma unroll
+        for (int h = 0; h < kGroups; ++h)
+          loadWords<kKeyBytes>(keyRows + static_cast<long>(key) * kRowBytes +
+                                   h * kGroupBytes + t * kKeyBytes,
+                               w.keys[s][h]);
+        loadScales<kGroups>(valueTokenScales + key * kGroups, w.valueScales[s]);
+        if constexpr (kPerToken)
+          loadScales<kGroups>(keyTokenScales + key * kGroups, w.keyScales[s]);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = min(r0 + 4 * t + e, Cfg::kCapacity - 1);
+#pragma unroll
+        for (int h = 0; h < kGroups; ++h)
+          loadWords<kValueBytes>(valueRows +
+                                     static_cast<long>(key) * kRowBytes +
+                                     h * kGroupBytes + g * kValueBytes,
+                                 w.values[e][h]);
       }
     };
-    constexpr int kColdPieces = T * kRowBytes / 16;
 
-    // Tile i's cold rows and scales into cold area i % 2.
-    auto issueCold = [&](int i) {
-      if (i < tiles) {
-        const int stage = i % kMmaDecodeColdStages;
-        const int r0 = (tileBegin + warp + i * kWarps) * T;
-        const int rows = min(T, Cfg::kCapacity - r0);
-        const int first = max(r0, k0);
-        const long coldAt = coldBase + static_cast<long>(r0) * kRowBytes;
-        const long w0 = firstScaleWord(r0);
-        const int words = static_cast<int>(
-            ((seqHead * Cfg::kCapacity + r0 + rows) * kGroups + 1) / 2 - w0);
-        // Cold keys and values form prefixes of the keys: the tile has any
-        // iff its first visible key has.
-        if (valueIsCold(first)) {
-          copyPiecesOfWarp<kColdPieces>(
-              coldValues(stage),
-              reinterpret_cast<const unsigned char *>(valueCold + coldAt),
-              rows * kRowBytes / 16, lane);
-          copyScaleWords(valueScaleArea(stage), valueScales, w0, words);
+    // The group's queries as B fragments (head g, this lane's key
+    // channels in pair order; zeros past the group), times per-channel key
+    // scales when given (one rounding).
+    auto loadQueries = [&](const u16 *scales, u32(&q)[kGroups][kPairs]) {
+#pragma unroll
+      for (int h = 0; h < kGroups; ++h) {
+        const int c0 = h * kGroup + t * kKeyChannels;
+        float x[kKeyChannels];
+#pragma unroll
+        for (int c = 0; c < kKeyChannels; c += 4) {
+          float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          if (g < G)
+            v = *reinterpret_cast<const float4 *>(queries + c0 + c);
+          x[c] = v.x;
+          x[c + 1] = v.y;
+          x[c + 2] = v.z;
+          x[c + 3] = v.w;
         }
-        if (keyIsCold(first)) {
-          copyPiecesOfWarp<kColdPieces>(
-              coldKeys(stage),
-              reinterpret_cast<const unsigned char *>(keyCold + coldAt),
-              rows * kRowBytes / 16, lane);
-          if constexpr (Cfg::kPerChannelKeys) {
-            const int blockA = r0 / CB, blockB = (r0 + rows - 1) / CB;
-            copyPiecesOfWarp<mmaDecodeScaleSpan(CB) * kPieces>(
-                keyScaleArea(stage),
-                reinterpret_cast<const unsigned char *>(
-                    keyScales + (seqHead * Cfg::kScaleBlocks + blockA) * D),
-                (blockB - blockA + 1) * kPieces, lane);
-          } else {
-            copyScaleWords(keyScaleArea(stage), keyScales, w0, words);
+        if (scales && g < G) {
+#pragma unroll
+          for (int c = 0; c < kKeyChannels; c += 8) {
+            const uint4 v = *reinterpret_cast<const uint4 *>(scales + c0 + c);
+            const u32 words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+              x[c + e] *=
+                  halfToFloat(static_cast<u16>(words[e / 2] >> (16 * (e % 2))));
           }
         }
-      }
-      copyAsyncCommit();
-    };
-
-    // Tile i's hot rows straight into the f16 tiles (none when its last
-    // visible key and value are cold).
-    auto issueHot = [&](int i) {
-      if (i < tiles) {
-        const int r0 = (tileBegin + warp + i * kWarps) * T;
-        const int last = min(r0 + T, k1) - 1;
-        if (!(keyIsCold(last) && valueIsCold(last))) {
-          for (int c = lane; c < T * kPieces; c += kWarpSize) {
-            const int row = c / kPieces, piece = c % kPieces, key = r0 + row;
-            if (key < k0 || key >= k1)
-              continue;
-            const long hot = hotBase +
-                             static_cast<long>(key % Cfg::kHotRows) * D +
-                             piece * 8;
-            const int slot = row * kStride + piece * 8;
-            if (!keyIsCold(key))
-              copyAsync16<false>(fKeys + slot, keyHot + hot, true);
-            if (!valueIsCold(key))
-              copyAsync16<false>(fValues + slot, valueHot + hot, true);
-          }
-        }
-      }
-      copyAsyncCommit();
-    };
-
-    // Cold rows of a waited-for stage into its f16 tiles; zeros for keys
-    // the query does not see. A lane keeps its 8 channels from row to row.
-    auto dequantizeTile = [&](int i) {
-      const int stage = i % kMmaDecodeColdStages;
-      const int r0 = (tileBegin + warp + i * kWarps) * T;
-      // Per-token scales of row r0 + row: from u16 `parity + row * kGroups`
-      // of a stage's scale words.
-      const int parity =
-          static_cast<int>(((seqHead * Cfg::kCapacity + r0) * kGroups) & 1);
-      const u16 *keyScale = reinterpret_cast<const u16 *>(keyScaleArea(stage));
-      const u16 *valueScale =
-          reinterpret_cast<const u16 *>(valueScaleArea(stage));
-      const int piece = lane % kPieces, d = piece * 8;
-      const int groupOf = parity + d / Cfg::kGroup;
-      // Every row of the tile visible and cold: no per-row tests.
-      const bool allCold = r0 >= k0 && r0 + T <= k1 && keyIsCold(r0 + T - 1) &&
-                           valueIsCold(r0 + T - 1);
-      // A cold chunk's levels, times `scales` (chunk order) when given.
-      auto dequantizeRow = [&](const unsigned char *cold, const u32 *scales,
-                               u16 *target) {
-        u32 words[2], pairs[4];
-        words[0] = *reinterpret_cast<const u32 *>(cold);
-        if constexpr (kChunkBytes == 8)
-          words[1] = *reinterpret_cast<const u32 *>(cold + 4);
-        chunkLevels<Cfg::kBits>(words, pairs);
-        if (scales) {
 #pragma unroll
-          for (int p = 0; p < 4; ++p)
+        for (int p = 0; p < kPairs; ++p)
+          q[h][p] = packPairRn<C>(x[keyPairChannel<kBits>(p, 0)],
+                                  x[keyPairChannel<kBits>(p, 1)]);
+      }
+    };
+
+    // Key slot s's pairs in group h: levels (a cold tile), f16 rows (a hot
+    // one), else per key zeros, f16 rows, or levels times per-channel
+    // scales.
+    auto keyPairs = [&](const Words &w, int r0, int s, int h, int mode,
+                        u32 *pairs) {
+      const int key = r0 + keySlot + 2 * s;
+      const int c0 = h * kGroup + t * kKeyChannels;
+      if (mode == kMixedTile && !visible(key)) {
+#pragma unroll
+        for (int p = 0; p < kPairs; ++p)
+          pairs[p] = 0u;
+      } else if (mode == kHotTile || (mode == kMixedTile && !keyIsCold(key))) {
+        halvesInPairOrder<kBits, kKeyChannels>(
+            keyHotRows + static_cast<long>(key % Cfg::kHotRows) * D + c0,
+            pairs);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kKeyWords; ++k)
+          wordLevels<kBits>(w.keys[s][h][k], pairs + k * (kBits == 4 ? 4 : 2));
+        if (Cfg::kPerChannelKeys && !(mode == kColdTile && kScaledQueries)) {
+          u32 scales[kPairs];
+          halvesInPairOrder<kBits, kKeyChannels>(
+              keyBlockScales + static_cast<long>(key / CB) * D + c0, scales);
+#pragma unroll
+          for (int p = 0; p < kPairs; ++p)
             pairs[p] = mulHalf2(pairs[p], scales[p]);
         }
-        *reinterpret_cast<uint4 *>(target) =
-            make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
-      };
-      // The key scales of row `row`'s chunk, in chunk order.
-      auto keyScales4 = [&](int row, u32 *scales) {
-        if constexpr (Cfg::kPerChannelKeys) {
-          const uint4 s =
-              toChunkOrder<Cfg::kBits>(*reinterpret_cast<const uint4 *>(
-                  keyScale + ((r0 + row) / CB - r0 / CB) * D + d));
-          scales[0] = s.x;
-          scales[1] = s.y;
-          scales[2] = s.z;
-          scales[3] = s.w;
-        } else {
-          const u32 s = keyScale[groupOf + row * kGroups];
-          scales[0] = scales[1] = scales[2] = scales[3] = s | (s << 16);
-        }
-      };
-      // Per-channel blocks of whole tiles: one set of scales per tile.
-      constexpr bool kTileScales = Cfg::kPerChannelKeys && CB % T == 0;
-      u32 tileScales[4];
-      if (kTileScales)
-        keyScales4(0, tileScales);
-      // Row `row` of the tile; `checked`: test visibility and coldness, and
-      // put hot rows in chunk order. Values stay levels: their scales are
-      // applied to the probabilities.
-      auto dequantizeRowPair = [&](int row, bool checked) {
-        const int key = r0 + row;
-        u16 *keyTarget = fKeys + row * kStride + d;
-        u16 *valueTarget = fValues + row * kStride + d;
-        const int coldAt = row * kRowBytes + d * Cfg::kBits / 8;
-        if (checked && (key < k0 || key >= k1)) {
-          *reinterpret_cast<uint4 *>(keyTarget) = make_uint4(0u, 0u, 0u, 0u);
-          *reinterpret_cast<uint4 *>(valueTarget) = make_uint4(0u, 0u, 0u, 0u);
-          return;
-        }
-        if (!checked || keyIsCold(key)) {
-          u32 scales[4];
-          if (!kTileScales)
-            keyScales4(row, scales);
-          dequantizeRow(coldKeys(stage) + coldAt,
-                        kTileScales ? tileScales : scales, keyTarget);
-        } else if (Cfg::kBits == 4) {
-          uint4 *chunk = reinterpret_cast<uint4 *>(keyTarget);
-          *chunk = toChunkOrder<Cfg::kBits>(*chunk);
-        }
-        if (!checked || valueIsCold(key)) {
-          dequantizeRow(coldValues(stage) + coldAt, nullptr, valueTarget);
-        } else if (Cfg::kBits == 4) {
-          uint4 *chunk = reinterpret_cast<uint4 *>(valueTarget);
-          *chunk = toChunkOrder<Cfg::kBits>(*chunk);
-        }
-      };
-      constexpr int kRowsPerPass = kWarpSize / kPieces;
-      if (allCold) {
-#pragma unroll
-        for (int k = 0; k < T / kRowsPerPass; ++k)
-          dequantizeRowPair(lane / kPieces + k * kRowsPerPass, false);
-      } else {
-        for (int row = lane / kPieces; row < T; row += kRowsPerPass)
-          dequantizeRowPair(row, true);
       }
     };
 
-    // The group's queries as A fragments (rows 0..G-1; rows 8..15 unused),
-    // rounded to f16, their channels in the tiles' chunk order.
-    const int channel0 = chunkChannel<Cfg::kBits>(2 * t);
-    const int channel1 = chunkChannel<Cfg::kBits>(2 * t + 1);
-    u32 qf[D / 16][2];
+    // Value key e's (0..3) channels in group h as pairs (c0, c1), ...:
+    // zeros, f16 rows, or levels.
+    auto valueNatural = [&](const Words &w, int r0, int e, int h, int mode,
+                            u32 *natural) {
+      constexpr int kNatural = kValueChannels / 2;
+      const int key = r0 + 4 * t + e;
+      if (mode == kMixedTile && !visible(key)) {
 #pragma unroll
-    for (int s = 0; s < D / 16; ++s) {
-      qf[s][0] = qf[s][1] = 0u;
-      if (g < G) {
-        const float *row = query + static_cast<long>(b) * kWidth +
-                           (kvHead * G + g) * D + s * 16;
-        qf[s][0] = packPair<C>(row[channel0], row[channel1]);
-        qf[s][1] = packPair<C>(row[8 + channel0], row[8 + channel1]);
-      }
-    }
-    float rowMax = kNegInf, rowSum = 0.0f; // row g; the sum this lane's share
-    // O[g][n * 8 + 2t + {0, 1}] in o[n][0..1]; o[n][2..3] (row g + 8) stay
-    // zero, as the A operand's rows 8..15 are.
-    float o[D / 8][4];
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n)
-      o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-
-    // Tile i + 1's cold rows load while tile i is dequantized and used;
-    // its hot rows after tile i's f16 tiles are read.
-    issueCold(0);
-    issueHot(0);
-    for (int i = 0; i < tiles; ++i) {
-      issueCold(i + 1);
-      copyAsyncWait<1>();
-      __syncwarp(); // every lane's copies of tile i are in place
-      dequantizeTile(i);
-      __syncwarp(); // the f16 tiles are whole
-      const u16 *kt = fKeys;
-      const u16 *vt = fValues;
-      const int r0 = (tileBegin + warp + i * kWarps) * T;
-
-      // S = Q K^T for the tile's 16 keys (two n tiles of 8).
-      float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-#pragma unroll
-      for (int s = 0; s < D / 16; ++s) {
-        u32 kf[4];
-        const int row = lane % 8 + 8 * (lane / 16);
-        loadMatrix4(kt + row * kStride + s * 16 + 8 * ((lane / 8) % 2), kf);
-        mma16816<C>(sc[0], qf[s][0], 0u, qf[s][1], 0u, kf[0], kf[1]);
-        mma16816<C>(sc[1], qf[s][0], 0u, qf[s][1], 0u, kf[2], kf[3]);
-      }
-      // Row g's scores (sc[n][0..1]: keys r0 + 8n + 2t + {0, 1}) and its
-      // online softmax; the row's four lanes hold the tile between them.
-      float tileMax = kNegInf;
-#pragma unroll
-      for (int n = 0; n < 2; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int key = r0 + 8 * n + 2 * t + e;
-          float value = Cfg::kScale * sc[n][e];
-          if constexpr (Cfg::kSoftcap > 0.0f)
-            value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
-          sc[n][e] = key >= k0 && key < k1 ? value : kNegInf;
-          tileMax = fmaxf(tileMax, sc[n][e]);
+        for (int q = 0; q < kNatural; ++q)
+          natural[q] = 0u;
+      } else if (mode == kHotTile || !valueIsCold(key)) {
+        loadWords<2 * kValueChannels>(
+            valueHotRows + static_cast<long>(key % Cfg::kHotRows) * D +
+                h * kGroup + g * kValueChannels,
+            natural);
+      } else if constexpr (kBits == 4) {
+        u32 p[4];
+        wordLevels<4>(w.values[e][h][0], p); // (c0, c4), (c1, c5), ...
+        natural[0] = bytePermute(p[0], p[1], 0x5410u);
+        natural[1] = bytePermute(p[2], p[3], 0x5410u);
+        if constexpr (kNatural == 4) {
+          natural[2] = bytePermute(p[0], p[1], 0x7632u);
+          natural[3] = bytePermute(p[2], p[3], 0x7632u);
         }
-      tileMax = fmaxf(tileMax, __shfl_xor_sync(kFullMask, tileMax, 1));
-      tileMax = fmaxf(tileMax, __shfl_xor_sync(kFullMask, tileMax, 2));
-      const float newMax = fmaxf(rowMax, tileMax);
-      const float rescale = rowMax == kNegInf || newMax == kNegInf
-                                ? (newMax == kNegInf ? 1.0f : 0.0f)
-                                : expf(rowMax - newMax);
-      rowMax = newMax;
-      rowSum *= rescale;
+      } else {
 #pragma unroll
-      for (int n = 0; n < 2; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = sc[n][e] == kNegInf ? 0.0f : expf(sc[n][e] - rowMax);
-          sc[n][e] = p;
-          rowSum += p;
-        }
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][0] *= rescale;
-        o[n][1] *= rescale;
+        for (int k = 0; k < kValueWords; ++k)
+          wordLevels<8>(w.values[e][h][k], natural + 2 * k);
       }
-      // O += P V: the S accumulators are the A fragment of the 16 keys.
-      // Cold values are levels in the tiles: each scale group's A fragment
-      // carries the keys' value scales (kValueLift keeps small products of
-      // int8 scales out of f16's subnormals; the output divides it out).
-      const u16 *valueScale = reinterpret_cast<const u16 *>(
-          valueScaleArea(i % kMmaDecodeColdStages));
-      const int parity =
-          static_cast<int>(((seqHead * Cfg::kCapacity + r0) * kGroups) & 1);
-      u32 a0[kGroups], a2[kGroups];
+    };
+
+    // Value keys 4t + 2kp and 4t + 2kp + 1 in group h: pairs (key a, key b)
+    // of channel i in pairs[i].
+    auto valuePairs = [&](const Words &w, int r0, int kp, int h, int mode,
+                          u32 *pairs) {
+      if (mode == kColdTile) {
+        if constexpr (kBits == 4) {
+          const u32 a = w.values[2 * kp][h][0], b = w.values[2 * kp + 1][h][0];
+          wordLevels<4>(bytePermute(a, b, 0x5410u), pairs);
+          if constexpr (kValueChannels == 8)
+            wordLevels<4>(bytePermute(a, b, 0x7632u), pairs + 4);
+        } else {
 #pragma unroll
-      for (int group = 0; group < kGroups; ++group) {
-        float lifted[2][2];
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int row = 8 * n + 2 * t + e, key = r0 + row;
-            float factor = kValueLift;
-            if (key >= k0 && key < k1 && valueIsCold(key))
-              factor *= halfToFloat(valueScale[parity + row * kGroups + group]);
-            lifted[n][e] = sc[n][e] * factor;
+          for (int k = 0; k < kValueWords; ++k) {
+            const u32 a = w.values[2 * kp][h][k];
+            const u32 b = w.values[2 * kp + 1][h][k];
+            wordLevels<8>(bytePermute(a, b, 0x5140u), pairs + 4 * k);
+            if (4 * k + 2 < kValueChannels)
+              wordLevels<8>(bytePermute(a, b, 0x7362u), pairs + 4 * k + 2);
           }
-        a0[group] = packPair<C>(lifted[0][0], lifted[0][1]);
-        a2[group] = packPair<C>(lifted[1][0], lifted[1][1]);
+        }
+      } else {
+        u32 a[kValueChannels / 2], b[kValueChannels / 2];
+        valueNatural(w, r0, 2 * kp, h, mode, a);
+        valueNatural(w, r0, 2 * kp + 1, h, mode, b);
+#pragma unroll
+        for (int q = 0; q < kValueChannels / 2; ++q) {
+          pairs[2 * q] = bytePermute(a[q], b[q], 0x5410u);
+          pairs[2 * q + 1] = bytePermute(a[q], b[q], 0x7632u);
+        }
+      }
+    };
+
+    // The queries of the fast path: Q, or Q' of key block scaledBlock.
+    u32 queryPairs[kGroups][kPairs];
+    int scaledBlock = -1;
+    if (!kScaledQueries)
+      loadQueries(nullptr, queryPairs);
+
+    // O^T: o[m][0..3] = rows (channels) m-tile m's g and g + 8, heads 2t and
+    // 2t + 1 (columns); the running max and sum of heads 2t and 2t + 1.
+    float o[D / 16][4];
+#pragma unroll
+    for (int m = 0; m < D / 16; ++m)
+      o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
+    float rowMax[2] = {kNegInf, kNegInf}, rowSum[2] = {0.0f, 0.0f};
+
+    auto processTile = [&](const Words &w, int r0, int mode,
+                           const u32(&q)[kGroups][kPairs]) {
+      const bool fast = mode != kMixedTile; // every key visible
+      // S^T = K Q^T, one accumulator per group of per-token key scales.
+      float acc[kKeyAccs][4];
+#pragma unroll
+      for (int a = 0; a < kKeyAccs; ++a)
+        acc[a][0] = acc[a][1] = acc[a][2] = acc[a][3] = 0.0f;
+#pragma unroll
+      for (int h = 0; h < kGroups; ++h) {
+        u32 upper[kPairs], lower[kPairs]; // slots g and g + 8
+        keyPairs(w, r0, 0, h, mode, upper);
+        keyPairs(w, r0, 1, h, mode, lower);
+#pragma unroll
+        for (int u = 0; u < kSteps; ++u) {
+          mma16816<C>(acc[kPerToken ? h : 0], upper[2 * u], lower[2 * u],
+                      upper[2 * u + 1], lower[2 * u + 1], q[h][2 * u],
+                      q[h][2 * u + 1]);
+        }
+      }
+      // Scores sc[e]: slot g (e < 2) or g + 8, head 2t + e % 2.
+      float sc[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int s = e / 2, key = r0 + keySlot + 2 * s;
+        float dot = 0.0f;
+        if constexpr (kPerToken) {
+          const bool cold =
+              mode == kColdTile || (mode == kMixedTile && keyIsCold(key));
+#pragma unroll
+          for (int h = 0; h < kGroups; ++h)
+            dot +=
+                (cold ? halfToFloat(Words::scaleOf(w.keyScales[s], h)) : 1.0f) *
+                acc[h][e];
+        } else {
+          dot = acc[0][e];
+        }
+        float value = Cfg::kScale * dot;
+        if constexpr (Cfg::kSoftcap > 0.0f)
+          value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
+        sc[e] = fast || visible(key) ? value : kNegInf;
+      }
+      // Online softmax per head: the maximum over the 16 slots (this
+      // lane's two and the lanes of the other g).
+      float rescale[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float tileMax = fmaxf(sc[j], sc[j + 2]);
+        tileMax = fmaxf(tileMax, __shfl_xor_sync(kFullMask, tileMax, 4));
+        tileMax = fmaxf(tileMax, __shfl_xor_sync(kFullMask, tileMax, 8));
+        tileMax = fmaxf(tileMax, __shfl_xor_sync(kFullMask, tileMax, 16));
+        const float newMax = fmaxf(rowMax[j], tileMax);
+        rescale[j] = rowMax[j] == kNegInf || newMax == kNegInf
+                         ? (newMax == kNegInf ? 1.0f : 0.0f)
+                         : expf(rowMax[j] - newMax);
+        rowMax[j] = newMax;
+        rowSum[j] *= rescale[j];
       }
 #pragma unroll
-      for (int dj = 0; dj < D / 16; ++dj) {
-        u32 vf[4];
-        const int row = lane % 8 + 8 * ((lane / 8) % 2);
-        loadMatrix4Transposed(vt + row * kStride + dj * 16 + 8 * (lane / 16),
-                              vf);
-        const int group0 = 16 * dj / Cfg::kGroup; // constant once unrolled
-        const int group1 = (16 * dj + 8) / Cfg::kGroup;
-        mma16816<C>(o[2 * dj], a0[group0], 0u, a2[group0], 0u, vf[0], vf[1]);
-        mma16816<C>(o[2 * dj + 1], a0[group1], 0u, a2[group1], 0u, vf[2],
-                    vf[3]);
+      for (int e = 0; e < 4; ++e) {
+        const float p = sc[e] == kNegInf ? 0.0f : expf(sc[e] - rowMax[e % 2]);
+        sc[e] = p;
+        rowSum[e % 2] += p;
       }
-      __syncwarp(); // the f16 tiles are read before issueHot refills them
-      issueHot(i + 1);
+      // Once the maxima settle, most tiles rescale nothing.
+      if (!__all_sync(kFullMask, rescale[0] == 1.0f && rescale[1] == 1.0f)) {
+#pragma unroll
+        for (int m = 0; m < D / 16; ++m) {
+          o[m][0] *= rescale[0];
+          o[m][1] *= rescale[1];
+          o[m][2] *= rescale[0];
+          o[m][3] *= rescale[1];
+        }
+      }
+      // O^T += V^T P^T per scale group: P times the keys' value scales (1
+      // for hot values), lifted, as f16, transposed into the B operand.
+#pragma unroll
+      for (int h = 0; h < kGroups; ++h) {
+        u32 rows[2];
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          const int key = r0 + keySlot + 2 * s;
+          float factor = kValueLift;
+          if (mode == kColdTile ||
+              (mode == kMixedTile && visible(key) && valueIsCold(key)))
+            factor *= halfToFloat(Words::scaleOf(w.valueScales[s], h));
+          rows[s] = packPairRn<C>(sc[2 * s] * factor, sc[2 * s + 1] * factor);
+        }
+        const u32 b0 = transposeHalves8x8(rows[0]);
+        const u32 b1 = transposeHalves8x8(rows[1]);
+        u32 first[kValueChannels], second[kValueChannels];
+        valuePairs(w, r0, 0, h, mode, first);
+        valuePairs(w, r0, 1, h, mode, second);
+#pragma unroll
+        for (int m = 0; m < kSteps; ++m)
+          mma16816<C>(o[h * kSteps + m], first[2 * m], first[2 * m + 1],
+                      second[2 * m], second[2 * m + 1], b0, b1);
+      }
+    };
+
+    Words next;
+    if (myTiles > 0)
+      loadWordsOf(tileStart(0), next);
+    for (int i = 0; i < myTiles; ++i) {
+      const Words current = next;
+      const int r0 = tileStart(i);
+      if (i + 1 < myTiles)
+        loadWordsOf(tileStart(i + 1), next);
+      if (r0 >= k1 || r0 + T <= k0)
+        continue; // the edge of a chunk the query does not see
+      // Every key visible, and all cold or all hot (cold keys and values
+      // are prefixes; a cold key's value is cold).
+      const bool inside = r0 >= k0 && r0 + T <= k1;
+      const bool cold =
+          inside && keyIsCold(r0 + T - 1) && (kPerToken || kScaledQueries);
+      const bool hot = inside && !valueIsCold(r0);
+      if (cold) {
+        if (kScaledQueries && r0 / CB != scaledBlock) {
+          scaledBlock = r0 / CB;
+          loadQueries(keyBlockScales + static_cast<long>(scaledBlock) * D,
+                      queryPairs);
+        }
+        processTile(current, r0, kColdTile, queryPairs);
+      } else if (kScaledQueries) {
+        // Q itself, for the tiles whose keys are not all cold.
+        u32 plain[kGroups][kPairs];
+        loadQueries(nullptr, plain);
+        if (hot)
+          processTile(current, r0, kHotTile, plain);
+        else
+          processTile(current, r0, kMixedTile, plain);
+      } else if (hot) {
+        processTile(current, r0, kHotTile, queryPairs);
+      } else {
+        processTile(current, r0, kMixedTile, queryPairs);
+      }
     }
-    copyAsyncWait<0>();
-    rowSum += __shfl_xor_sync(kFullMask, rowSum, 1);
-    rowSum += __shfl_xor_sync(kFullMask, rowSum, 2);
-    __syncthreads(); // every warp is done with its stages
-    // [warp][head][values, max, sum], then the block's partial result.
-    float *merge = reinterpret_cast<float *>(shared);
-    if (g < G) {
-      float *slot = merge + (warp * G + g) * kPartial;
+
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        slot[n * 8 + channel0] = o[n][0] / kValueLift;
-        slot[n * 8 + channel1] = o[n][1] / kValueLift;
-      }
-      if (t == 0) {
-        slot[D] = rowMax;
-        slot[D + 1] = rowSum;
+    for (int j = 0; j < 2; ++j) {
+      rowSum[j] += __shfl_xor_sync(kFullMask, rowSum[j], 4);
+      rowSum[j] += __shfl_xor_sync(kFullMask, rowSum[j], 8);
+      rowSum[j] += __shfl_xor_sync(kFullMask, rowSum[j], 16);
+    }
+    // [warp][head][channel] values; [warp][head] maxima, sums; [head][warp]
+    // weights.
+    float *states = shared;
+    float *maxima = states + kWarps * G * D;
+    float *sums = maxima + kWarps * G;
+    float *weights = sums + kWarps * G;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int head = 2 * t + j;
+      if (head < G) {
+        float *slot = states + (warp * G + head) * D;
+#pragma unroll
+        for (int m = 0; m < D / 16; ++m) {
+          const int channel =
+              (m / kSteps) * kGroup + g * kValueChannels + 2 * (m % kSteps);
+          *reinterpret_cast<float2 *>(slot + channel) =
+              make_float2(o[m][j] / kValueLift, o[m][j + 2] / kValueLift);
+        }
+        if (g == 0) {
+          maxima[warp * G + head] = rowMax[j];
+          sums[warp * G + head] = rowSum[j];
+        }
       }
     }
     __syncthreads();
-    mergeSplitPartial<Cfg, G, kWarps, kMmaDecodeThreads>(merge, myPartial,
-                                                         split);
+    // Each head's weight per warp, once: exp(max_w - best), 0 for a warp
+    // that saw no key.
+    if (tid < G) {
+      float best = kNegInf;
+      for (int w = 0; w < kWarps; ++w)
+        best = fmaxf(best, maxima[w * G + tid]);
+      float total = 0.0f;
+      for (int w = 0; w < kWarps; ++w) {
+        const float m = maxima[w * G + tid];
+        const float weight = m == kNegInf ? 0.0f : expf(m - best);
+        weights[tid * kWarps + w] = weight;
+        total += weight * sums[w * G + tid];
+      }
+      float *target = myPartial + (tid * Cfg::kSplits + split) * kPartial;
+      target[D] = best;
+      target[D + 1] = total;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < G * D; idx += kMmaDecodeThreads) {
+      const int head = idx / D, d = idx % D;
+      float total = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+        total += weights[head * kWarps + w] * states[(w * G + head) * D + d];
+      myPartial[(head * Cfg::kSplits + split) * kPartial + d] = total;
+    }
   }
   combineSplits<Cfg, kMmaDecodeThreads>(shared, padding, splitBegin, splitEnd,
                                         myPartial, counters, out);

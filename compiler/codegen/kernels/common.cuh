@@ -360,6 +360,54 @@ __device__ __forceinline__ u32 mulHalf2(u32 a, u32 b) {
 #endif
 }
 
+/// Two floats rounded to `T` (F16 or BF16) in one register as packPair
+/// does, with one cvt on sm_80+.
+template <class T>
+__device__ __forceinline__ u32 packPairRn(float lo, float hi) {
+#if !defined(SITS_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  u32 out;
+  if constexpr (T::kIsBf16)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+  return out;
+#else
+  return packPair<T>(lo, hi);
+#endif
+}
+
+/// movmatrix.sync.aligned.m8n8.trans.b16: an 8x8 matrix of 16-bit values
+/// held as an mma fragment (lane g * 4 + t holds row g, columns 2t and
+/// 2t + 1) comes back transposed in the same layout. Every lane of the warp
+/// must call it (sm_75+; the emulator runs it as two shuffles).
+__device__ __forceinline__ u32 transposeHalves8x8(u32 fragment) {
+#ifdef SITS_EMULATE
+  const int lane = threadIdx.x % kWarpSize, g = lane / 4, t = lane % 4;
+  // Row g, columns 2t and 2t + 1 of the transpose: column g of rows 2t and
+  // 2t + 1, held by lanes 2t * 4 + g / 2 and (2t + 1) * 4 + g / 2.
+  const u32 even = __shfl_sync(kFullMask, fragment, 8 * t + g / 2);
+  const u32 odd = __shfl_sync(kFullMask, fragment, 8 * t + 4 + g / 2);
+  const int shift = 16 * (g % 2);
+  return ((even >> shift) & 0xffffu) | (((odd >> shift) & 0xffffu) << 16);
+#else
+  u32 out;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;"
+               : "=r"(out)
+               : "r"(fragment));
+  return out;
+#endif
+}
+
+/// Asks L2 for the 128-byte line that holds `address` (no register and no
+/// wait; nothing in the emulator).
+__device__ __forceinline__ void prefetchL2(const void *address) {
+#ifndef SITS_EMULATE
+  asm volatile("prefetch.global.L2 [%0];" : : "l"(address));
+#else
+  (void)address;
+#endif
+}
+
 /// D = A * B + D for one warp: mma.m16n8k16, A 16x16 row-major, B 16x8
 /// column-major, f32 accumulators. With g = lane / 4, t = lane % 4:
 ///   a0 = A[g][2t..2t+1]   a1 = A[g+8][2t..2t+1]

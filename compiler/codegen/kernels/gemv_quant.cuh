@@ -40,20 +40,11 @@ typedef unsigned char u8;
 /// kernel families may define similar ones).
 namespace qweights {
 
-/// Two floats as an mma operand pair of type T, `lo` in the low half: one
-/// cvt on the GPU (sm_80+), the same rounding as packPair.
+/// Two floats as an mma operand pair of type T, `lo` in the low half (one
+/// cvt on sm_80+, the same rounding as packPair).
 template <class T>
 __device__ __forceinline__ u32 packOperands(float lo, float hi) {
-#ifdef SITS_EMULATE
-  return packPair<T>(lo, hi);
-#else
-  u32 out;
-  if constexpr (T::kIsBf16)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
-  return out;
-#endif
+  return packPairRn<T>(lo, hi);
 }
 
 /// The exact f32 of a biased level `u` (0..255): u - bias.

@@ -75,8 +75,12 @@ struct Config {
 
 template <class Cfg, bool kMma> void entry(void **args) {
   using sits_emu::arg;
-  auto kernel =
-      kMma ? sits::attentionDecodeKVQMma<Cfg> : sits::attentionDecodeKVQ<Cfg>;
+  auto kernel = [] {
+    if constexpr (kMma)
+      return sits::attentionDecodeKVQMma<Cfg>;
+    else
+      return sits::attentionDecodeKVQ<Cfg>;
+  }();
   kernel(
       arg<const float *>(args[0]), arg<const unsigned short *>(args[1]),
       arg<const unsigned short *>(args[2]), arg<const signed char *>(args[3]),
@@ -190,9 +194,7 @@ template <class Cfg, bool kMma> void check(const std::string &name) {
   for (int i = 0; i < 12; ++i)
     args[i] = &pointers[i];
   const unsigned shared =
-      kMma ? sits::attentionDecodeKVQMmaSharedBytes(D, G, s.bits, Cfg::kGroups,
-                                                    s.perChannel, s.block,
-                                                    Cfg::kSplits)
+      kMma ? sits::attentionDecodeKVQMmaSharedBytes(D, G, Cfg::kSplits)
            : sits::attentionDecodeSharedBytes(D, G, Cfg::kUnroll, Cfg::kStages,
                                               Cfg::kSplits);
   unsigned grid[3] = {unsigned(Cfg::kSplits), unsigned(s.kvHeads), unsigned(B)};
@@ -269,12 +271,23 @@ int main() {
   typedef Config<4, 64, 64, 16, 2, true, 8, 20, 36, 300, 0, 64, 300>
       Int4D64Softcap;
   typedef Config<4, 32, 16, 4, 2, false, 1, 16, 24, 200, 0, 64, 0> Int4D32;
+  typedef Config<4, 32, 32, 4, 2, false, 1, 16, 24, 200, 0, 64, 0> Int4D32G32;
+  typedef Config<4, 128, 64, 8, 2, false, 1, 48, 64, 400, 0, 128, 0>
+      Int4D128PerToken;
+  typedef Config<8, 64, 64, 8, 1, true, 32, 40, 80, 330, 0, 64, 0>
+      Int8D64Block32;
+  typedef Config<4, 128, 64, 8, 2, true, 64, 64, 200, 1100, 0, 512, 0>
+      Int4D128LongSplits;
   check<Int4D128, true>("mma: int4 D=128 G=4 per-channel blocks of 64");
   check<Int8D128Window, true>(
       "mma: int8 D=128 G=4 per-token groups of 32, window");
   check<Int4D64Softcap, true>(
       "mma: int4 D=64 G=8 per-channel blocks of 8, softcap");
-  check<Int4D32, true>("mma: int4 D=32 G=2 per-token groups of 16");
+  check<Int4D32G32, true>("mma: int4 D=32 G=2 per-token groups of 32");
+  check<Int4D128PerToken, true>("mma: int4 D=128 G=4 per-token groups of 64");
+  check<Int8D64Block32, true>("mma: int8 D=64 G=8 per-channel blocks of 32");
+  check<Int4D128LongSplits, true>("mma: int4 D=128 G=4, 4 tiles a warp, ring");
+  check<Int4D32, false>("f32: int4 D=32 G=2 per-token groups of 16");
   check<Int4D128, false>("f32: int4 D=128 G=4 per-channel blocks of 64");
   check<Int8D128Window, false>(
       "f32: int8 D=128 G=4 per-token groups of 32, window");
