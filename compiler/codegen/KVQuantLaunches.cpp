@@ -244,8 +244,11 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
                                               std::string *error) {
   constexpr int64_t kThreads = 128;
   const int64_t group = desc.heads / desc.kvHeads;
-  if (desc.partial) {
-    std::optional<DecodeSplit> split = decodeSplitOf(desc);
+  // Partial results are planned only for shapes the split kernels take;
+  // any other shape takes the tiled kernel below.
+  std::optional<DecodeSplit> split =
+      desc.partial ? decodeSplitOf(desc) : std::nullopt;
+  if (split) {
     if (mmaDecodeFits(desc, kv, *split)) {
       Builder b = splitDecodeKVQ(desc, kv, *split, "attention_decode_kvq_mma",
                                  /*threads=kMmaDecodeThreads*/ 256,
