@@ -107,28 +107,6 @@ __device__ __forceinline__ uint4 toChunkOrder(const uint4 &natural) {
                     bytePermute(natural.y, natural.w, 0x7632u));
 }
 
-/// The levels of one word as exact f16 pairs: the level under the exponent
-/// of 1024 (the sign bit flipped, as level + 8 or + 128), then one f16x2
-/// subtraction (or, for int4 nibbles at bits 4-7, a multiply-add by 1/16)
-/// per pair. int4: pairs (n_j, n_{j+4}) of nibbles n0..n7, j = 0..3; int8:
-/// (b0, b1), (b2, b3).
-template <int kBits>
-__device__ __forceinline__ void wordLevels(u32 word, u32 *out) {
-  if constexpr (kBits == 4) {
-#pragma unroll
-    for (int j = 0; j < 4; j += 2) {
-      const u32 w = word >> (4 * j);
-      out[j] = subHalf2((w & 0x000f000fu) ^ 0x64086408u, 0x64086408u);
-      out[j + 1] =
-          fmaHalf2((w & 0x00f000f0u) ^ 0x64806480u, 0x2c002c00u, 0xd480d480u);
-    }
-  } else {
-    const u32 biased = word ^ 0x80808080u;
-    out[0] = subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u);
-    out[1] = subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u);
-  }
-}
-
 /// kBytes (2, 4, 8 or 16) at `src`, aligned to them, as words (2 bytes in
 /// the low half of words[0]).
 template <int kBytes>
@@ -398,7 +376,8 @@ __device__ void attentionDecodeKVQMma(
       } else {
 #pragma unroll
         for (int k = 0; k < kKeyWords; ++k)
-          wordLevels<kBits>(w.keys[s][h][k], pairs + k * (kBits == 4 ? 4 : 2));
+          levelPairsF16<kBits>(w.keys[s][h][k],
+                               pairs + k * (kBits == 4 ? 4 : 2));
         if (Cfg::kPerChannelKeys && !(mode == kColdTile && kScaledQueries)) {
           u32 scales[kPairs];
           halvesInPairOrder<kBits, kKeyChannels>(
@@ -427,7 +406,7 @@ __device__ void attentionDecodeKVQMma(
             natural);
       } else if constexpr (kBits == 4) {
         u32 p[4];
-        wordLevels<4>(w.values[e][h][0], p); // (c0, c4), (c1, c5), ...
+        levelPairsF16<4>(w.values[e][h][0], p); // (c0, c4), (c1, c5), ...
         natural[0] = bytePermute(p[0], p[1], 0x5410u);
         natural[1] = bytePermute(p[2], p[3], 0x5410u);
         if constexpr (kNatural == 4) {
@@ -437,7 +416,7 @@ __device__ void attentionDecodeKVQMma(
       } else {
 #pragma unroll
         for (int k = 0; k < kValueWords; ++k)
-          wordLevels<8>(w.values[e][h][k], natural + 2 * k);
+          levelPairsF16<8>(w.values[e][h][k], natural + 2 * k);
       }
     };
 
@@ -448,17 +427,17 @@ __device__ void attentionDecodeKVQMma(
       if (mode == kColdTile) {
         if constexpr (kBits == 4) {
           const u32 a = w.values[2 * kp][h][0], b = w.values[2 * kp + 1][h][0];
-          wordLevels<4>(bytePermute(a, b, 0x5410u), pairs);
+          levelPairsF16<4>(bytePermute(a, b, 0x5410u), pairs);
           if constexpr (kValueChannels == 8)
-            wordLevels<4>(bytePermute(a, b, 0x7632u), pairs + 4);
+            levelPairsF16<4>(bytePermute(a, b, 0x7632u), pairs + 4);
         } else {
 #pragma unroll
           for (int k = 0; k < kValueWords; ++k) {
             const u32 a = w.values[2 * kp][h][k];
             const u32 b = w.values[2 * kp + 1][h][k];
-            wordLevels<8>(bytePermute(a, b, 0x5140u), pairs + 4 * k);
+            levelPairsF16<8>(bytePermute(a, b, 0x5140u), pairs + 4 * k);
             if (4 * k + 2 < kValueChannels)
-              wordLevels<8>(bytePermute(a, b, 0x7362u), pairs + 4 * k + 2);
+              levelPairsF16<8>(bytePermute(a, b, 0x7362u), pairs + 4 * k + 2);
           }
         }
       } else {

@@ -360,6 +360,29 @@ __device__ __forceinline__ u32 mulHalf2(u32 a, u32 b) {
 #endif
 }
 
+/// The int8 or int4 levels of one 32-bit word as exact f16 pairs: the level
+/// under the exponent of 1024 (the sign bit flipped, as level + 128 or + 8),
+/// then one f16x2 subtraction (or, for int4 nibbles at bits 4-7, a
+/// multiply-add by 1/16) per pair. int8 (bytes v0..v3): pairs[0] = (v0, v1),
+/// pairs[1] = (v2, v3); int4 (nibbles v0..v7): pairs[j] = (v_j, v_{j+4}).
+template <int kBits>
+__device__ __forceinline__ void levelPairsF16(u32 word, u32 *pairs) {
+  if constexpr (kBits == 8) {
+    const u32 biased = word ^ 0x80808080u; // level + 128, unsigned
+    pairs[0] = subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u);
+    pairs[1] = subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u);
+  } else {
+    // Nibbles at bits 0-3 (and 16-19), flipped to level + 8: 1024 + u,
+    // minus 1032. Nibbles at bits 4-7: 1024 + 16 u, times 1/16 minus 72.
+    for (int j = 0; j < 4; j += 2) {
+      const u32 w = word >> (4 * j);
+      pairs[j] = subHalf2((w & 0x000f000fu) ^ 0x64086408u, 0x64086408u);
+      pairs[j + 1] =
+          fmaHalf2((w & 0x00f000f0u) ^ 0x64806480u, 0x2c002c00u, 0xd480d480u);
+    }
+  }
+}
+
 /// Two floats rounded to `T` (F16 or BF16) in one register as packPair
 /// does, with one cvt on sm_80+.
 template <class T>

@@ -59,31 +59,14 @@ __device__ __forceinline__ float biasedToFloat(u32 u, float bias) {
 /// Levels are small integers, exact in both types.
 template <class T, int kBits>
 __device__ __forceinline__ void levelPairs(u32 word, u32 *pairs) {
-  if constexpr (kBits == 8) {
+  if constexpr (!T::kIsBf16) {
+    levelPairsF16<kBits>(word, pairs);
+  } else if constexpr (kBits == 8) {
     const u32 biased = word ^ 0x80808080u; // level + 128, unsigned
-    if constexpr (!T::kIsBf16) {
-      // f16 with exponent of 1024 and the biased level as the mantissa is
-      // 1024 + u; subtract 1152 (1024 + 128).
-      pairs[0] =
-          subHalf2(bytePermute(biased, 0x64646464u, 0x4140u), 0x64806480u);
-      pairs[1] =
-          subHalf2(bytePermute(biased, 0x64646464u, 0x4342u), 0x64806480u);
-    } else {
-      for (int j = 0; j < 2; ++j)
-        pairs[j] = packPair<T>(
-            biasedToFloat((biased >> (16 * j)) & 0xffu, 128.0f),
-            biasedToFloat((biased >> (16 * j + 8)) & 0xffu, 128.0f));
-    }
-  } else if constexpr (!T::kIsBf16) {
-    // Nibbles at bits 0-3 (and 16-19) under the exponent of 1024, flipped
-    // to level + 8: 1024 + u, minus 1032. Nibbles at bits 4-7: 1024 + 16 u,
-    // times 1/16 minus 72. One and/xor (a lop3) and one f16x2 op per pair.
-    for (int j = 0; j < 4; j += 2) {
-      const u32 w = word >> (4 * j);
-      pairs[j] = subHalf2((w & 0x000f000fu) ^ 0x64086408u, 0x64086408u);
-      pairs[j + 1] =
-          fmaHalf2((w & 0x00f000f0u) ^ 0x64806480u, 0x2c002c00u, 0xd480d480u);
-    }
+    for (int j = 0; j < 2; ++j)
+      pairs[j] =
+          packPair<T>(biasedToFloat((biased >> (16 * j)) & 0xffu, 128.0f),
+                      biasedToFloat((biased >> (16 * j + 8)) & 0xffu, 128.0f));
   } else {
     const u32 biased = word ^ 0x88888888u; // level + 8, unsigned nibbles
     for (int j = 0; j < 4; ++j)
