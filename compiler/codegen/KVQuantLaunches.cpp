@@ -1,6 +1,7 @@
 //===- KVQuantLaunches.cpp - Launches of a quantized KV cache -------------===//
 
 #include "compiler/codegen/KVQuantLaunches.h"
+#include "compiler/codegen/LaunchBuilder.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,66 +13,12 @@ using format::Expr;
 
 namespace {
 
-/// Parameters and bindings in step (as Launches.cpp's builder).
-class Builder {
-public:
-  Builder(std::string family, std::string header, int threads) {
-    planned.spec.family = std::move(family);
-    planned.spec.header = std::move(header);
-    planned.spec.threads = threads;
-    planned.launch.block = {Expr::constant(threads), Expr::constant(1),
-                            Expr::constant(1)};
-    planned.launch.sharedBytes = Expr::constant(0);
-  }
-  void param(std::string type, std::string name, ArgBinding binding) {
-    planned.spec.params.push_back({std::move(type), std::move(name)});
-    planned.launch.args.push_back(std::move(binding));
-  }
-  void constant(const std::string &line) {
-    planned.spec.config.push_back(line);
-  }
-  void intConstant(const std::string &name, int64_t value) {
-    constant("static constexpr int " + name + " = " + std::to_string(value) +
-             ";");
-  }
-  void boolConstant(const std::string &name, bool value) {
-    constant("static constexpr bool " + name + " = " +
-             (value ? "true" : "false") + ";");
-  }
-  void floatConstant(const std::string &name, float value) {
-    char exact[64], readable[64];
-    std::snprintf(exact, sizeof(exact), "%a", static_cast<double>(value));
-    std::snprintf(readable, sizeof(readable), "%.9g",
-                  static_cast<double>(value));
-    constant("static constexpr float " + name + " = " + exact + "f; // " +
-             readable);
-  }
-  void typeConstant(const std::string &name, const std::string &type) {
-    constant("typedef " + type + " " + name + ";");
-  }
-  void call(const std::string &text) { planned.spec.call = text; }
-  void setGrid(Expr x, Expr y, Expr z) {
-    planned.launch.grid = {std::move(x), std::move(y), std::move(z)};
-  }
-  void setShared(int64_t bytes) {
-    planned.launch.sharedBytes = Expr::constant(bytes);
-  }
-  void setMinBlocks(int blocks) { planned.spec.minBlocks = blocks; }
-  PlannedLaunch take() { return std::move(planned); }
-
-private:
-  PlannedLaunch planned;
-};
-
 const char *hotStruct(DType type) {
   return type == DType::BF16 ? "sits::BF16" : "sits::F16";
 }
 
-ArgBinding pastArg() { return ArgBinding::bufferArg(BufferKind::PastLengths); }
-ArgBinding stepArg() { return ArgBinding::bufferArg(BufferKind::StepLengths); }
-
 /// The quantization constants kv_quant.cuh's kernels share.
-void addQuantConstants(Builder &b, const format::KVCacheConfig &kv) {
+void addQuantConstants(LaunchBuilder &b, const format::KVCacheConfig &kv) {
   b.intConstant("kBits", kv.coldBits);
   b.intConstant("kGroup", kv.groupSize);
   b.intConstant("kGroups", (kv.headDim + kv.groupSize - 1) / kv.groupSize);
@@ -85,8 +32,8 @@ void addQuantConstants(Builder &b, const format::KVCacheConfig &kv) {
 }
 
 /// The hot ring, cold rows and scales of `layer` in both buffers.
-void addCacheParams(Builder &b, const format::KVCacheConfig &kv, int64_t layer,
-                    bool isConst) {
+void addCacheParams(LaunchBuilder &b, const format::KVCacheConfig &kv,
+                    int64_t layer, bool isConst) {
   format::KVCacheConfig::QuantLayout q = kv.quantLayout(true);
   uint64_t base = static_cast<uint64_t>(layer) * q.layerBytes;
   std::string c = isConst ? "const " : "";
@@ -154,7 +101,7 @@ uint64_t kvStatsWords(const format::KVCacheConfig &kv) {
 
 PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer) {
   constexpr int kThreads = 128;
-  Builder b("quantize_kv", "sits/kv_quant.cuh", kThreads);
+  LaunchBuilder b("quantize_kv", "sits/kv_quant.cuh", kThreads);
   b.typeConstant("Hot", hotStruct(kv.dtype));
   b.intConstant("kKvHeads", kv.kvHeads);
   b.intConstant("kHeadDim", kv.headDim);
@@ -206,22 +153,13 @@ static bool mmaDecodeFits(const AttentionLaunch &desc,
 /// `family` (header sits/<family>.cuh, function `function`), constants,
 /// parameters and grid. The caller adds its own constants and shared
 /// memory.
-static Builder splitDecodeKVQ(const AttentionLaunch &desc,
-                              const format::KVCacheConfig &kv,
-                              const DecodeSplit &split,
-                              const std::string &family, int threads,
-                              const std::string &function) {
-  Builder b(family, "sits/" + family + ".cuh", threads);
-  b.typeConstant("Cache", hotStruct(kv.dtype));
-  b.intConstant("kHeads", desc.heads);
-  b.intConstant("kKvHeads", desc.kvHeads);
-  b.intConstant("kHeadDim", desc.headDim);
-  b.intConstant("kCapacity", desc.capacity);
-  b.intConstant("kWindow", desc.window);
-  b.intConstant("kSplitKeys", split.splitKeys);
-  b.intConstant("kSplits", split.splits);
-  b.floatConstant("kScale", desc.scale);
-  b.floatConstant("kSoftcap", desc.softcap);
+static LaunchBuilder splitDecodeKVQ(const AttentionLaunch &desc,
+                                    const format::KVCacheConfig &kv,
+                                    const DecodeSplit &split,
+                                    const std::string &family, int threads,
+                                    const std::string &function) {
+  LaunchBuilder b(family, "sits/" + family + ".cuh", threads);
+  addSplitDecodeConfig(b, desc, split, hotStruct(kv.dtype));
   addQuantConstants(b, kv);
   b.param("const float *", "query", desc.query);
   addCacheParams(b, kv, desc.layer, /*isConst=*/true);
@@ -250,9 +188,9 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
       desc.partial ? decodeSplitOf(desc) : std::nullopt;
   if (split) {
     if (mmaDecodeFits(desc, kv, *split)) {
-      Builder b = splitDecodeKVQ(desc, kv, *split, "attention_decode_kvq_mma",
-                                 /*threads=kMmaDecodeThreads*/ 256,
-                                 "attentionDecodeKVQMma");
+      LaunchBuilder b = splitDecodeKVQ(
+          desc, kv, *split, "attention_decode_kvq_mma",
+          /*threads=kMmaDecodeThreads*/ 256, "attentionDecodeKVQMma");
       const int64_t shared = mmaDecodeSharedBytes(kv, group, split->splits);
       b.setShared(shared);
       // Two blocks (16 warps) per SM when their shared memory fits:
@@ -262,7 +200,7 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
       return b.take();
     }
     constexpr int64_t kUnroll = 4, kStages = 3;
-    Builder b =
+    LaunchBuilder b =
         splitDecodeKVQ(desc, kv, *split, "attention_decode_kvq",
                        static_cast<int>(kThreads), "attentionDecodeKVQ");
     b.intConstant("kUnroll", kUnroll);
@@ -297,8 +235,9 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
              std::to_string(bytes()) + " bytes of shared memory per block";
     return std::nullopt;
   }
-  Builder b(desc.decode ? "attention_decode_kvq" : "attention_prefill_kvq",
-            "sits/attention_kvq.cuh", static_cast<int>(kThreads));
+  LaunchBuilder b(desc.decode ? "attention_decode_kvq"
+                              : "attention_prefill_kvq",
+                  "sits/attention_kvq.cuh", static_cast<int>(kThreads));
   b.typeConstant("Cache", hotStruct(kv.dtype));
   b.intConstant("kHeads", desc.heads);
   b.intConstant("kKvHeads", desc.kvHeads);

@@ -1,6 +1,6 @@
 //===- Launches.cpp - One launch of each kernel family --------------------===//
 
-#include "compiler/codegen/Launches.h"
+#include "compiler/codegen/LaunchBuilder.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,68 +11,6 @@ using format::DType;
 using format::Expr;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Building a spec and its launch together
-//===----------------------------------------------------------------------===//
-
-/// Adds parameters to the spec and their bindings to the launch in step, so
-/// that the two never disagree.
-class Builder {
-public:
-  Builder(std::string family, std::string header, int threads) {
-    planned.spec.family = std::move(family);
-    planned.spec.header = std::move(header);
-    planned.spec.threads = threads;
-    setBlock(Expr::constant(threads));
-    planned.launch.sharedBytes = Expr::constant(0);
-  }
-
-  void param(std::string type, std::string name, ArgBinding binding) {
-    planned.spec.params.push_back({std::move(type), std::move(name)});
-    planned.launch.args.push_back(std::move(binding));
-  }
-  void constant(const std::string &line) {
-    planned.spec.config.push_back(line);
-  }
-  void intConstant(const std::string &name, int64_t value) {
-    constant("static constexpr int " + name + " = " + std::to_string(value) +
-             ";");
-  }
-  void boolConstant(const std::string &name, bool value) {
-    constant("static constexpr bool " + name + " = " +
-             (value ? "true" : "false") + ";");
-  }
-  void floatConstant(const std::string &name, float value) {
-    // Hexadecimal: the constant is exactly the attribute's f32 value.
-    char exact[64], readable[64];
-    std::snprintf(exact, sizeof(exact), "%a", static_cast<double>(value));
-    std::snprintf(readable, sizeof(readable), "%.9g",
-                  static_cast<double>(value));
-    constant("static constexpr float " + name + " = " + exact + "f; // " +
-             readable);
-  }
-  void typeConstant(const std::string &name, const std::string &type) {
-    constant("typedef " + type + " " + name + ";");
-  }
-  void body(const std::string &line) { planned.spec.body.push_back(line); }
-  void call(const std::string &text) { planned.spec.call = text; }
-  void setGrid(Expr x, Expr y = Expr::constant(1), Expr z = Expr::constant(1)) {
-    planned.launch.grid = {std::move(x), std::move(y), std::move(z)};
-  }
-  void setBlock(Expr x) {
-    planned.launch.block = {std::move(x), Expr::constant(1), Expr::constant(1)};
-  }
-  void setShared(int64_t bytes) {
-    planned.launch.sharedBytes = Expr::constant(bytes);
-  }
-  void setMinBlocks(int blocks) { planned.spec.minBlocks = blocks; }
-  void setCallWaits() { planned.spec.callWaitsForPredecessors = true; }
-  PlannedLaunch take() { return std::move(planned); }
-
-private:
-  PlannedLaunch planned;
-};
 
 const char *storageStruct(DType type) {
   switch (type) {
@@ -111,8 +49,6 @@ int64_t vectorWidth(int64_t width, DType type) {
 
 ArgBinding tokensArg() { return ArgBinding::int32(Expr::tokens()); }
 ArgBinding seqArg() { return ArgBinding::int32(Expr::seq()); }
-ArgBinding pastArg() { return ArgBinding::bufferArg(BufferKind::PastLengths); }
-ArgBinding stepArg() { return ArgBinding::bufferArg(BufferKind::StepLengths); }
 ArgBinding weightArg(unsigned index) {
   return ArgBinding::bufferArg(BufferKind::Weight, index);
 }
@@ -128,7 +64,7 @@ std::string segmentFunction(const std::string &type, const std::string &name,
   return text + values.back() + "; }";
 }
 
-void addRopeConstants(Builder &b, const std::string &structName,
+void addRopeConstants(LaunchBuilder &b, const std::string &structName,
                       const RopeConfig &rope) {
   // Members of a nested struct (the fused kernel's key or query RoPE) are
   // indented one level more.
@@ -158,7 +94,7 @@ void addRopeConstants(Builder &b, const std::string &structName,
 PlannedLaunch planEmbedding(const EmbeddingLaunch &desc) {
   int64_t vec = vectorWidth(desc.hidden, desc.weightType);
   int64_t threads = threadsFor(desc.hidden / vec, 1, 256);
-  Builder b("embedding", "sits/embedding.cuh", static_cast<int>(threads));
+  LaunchBuilder b("embedding", "sits/embedding.cuh", static_cast<int>(threads));
   b.typeConstant("Weight", storageStruct(desc.weightType));
   b.intConstant("kVocab", desc.vocab);
   b.intConstant("kHidden", desc.hidden);
@@ -176,8 +112,8 @@ PlannedLaunch planEmbedding(const EmbeddingLaunch &desc) {
 
 PlannedLaunch planNorm(const NormLaunch &desc) {
   int64_t threads = threadsFor(desc.hidden, 8, 512);
-  Builder b(desc.isLayerNorm ? "layer_norm" : "rms_norm", "sits/norm.cuh",
-            static_cast<int>(threads));
+  LaunchBuilder b(desc.isLayerNorm ? "layer_norm" : "rms_norm", "sits/norm.cuh",
+                  static_cast<int>(threads));
   b.intConstant("kHidden", desc.hidden);
   b.intConstant("kThreads", threads);
   b.floatConstant("kEpsilon", desc.epsilon);
@@ -263,11 +199,11 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   int threads = tensorGemv    ? static_cast<int>(kTcThreads)
                 : desc.decode ? static_cast<int>(kGemvWarps * 32)
                               : 256;
-  Builder b(family,
-            quantized     ? "sits/gemv_quant.cuh"
-            : desc.decode ? "sits/gemv.cuh"
-                          : "sits/gemm.cuh",
-            threads);
+  LaunchBuilder b(family,
+                  quantized     ? "sits/gemv_quant.cuh"
+                  : desc.decode ? "sits/gemv.cuh"
+                                : "sits/gemm.cuh",
+                  threads);
 
   int64_t segments = static_cast<int64_t>(desc.segments.size());
   int64_t totalRows = 0, totalTiles = 0, totalTcTiles = 0;
@@ -445,8 +381,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
 
 PlannedLaunch planDequantize(const DequantizeLaunch &desc) {
   constexpr int64_t kThreads = 256;
-  Builder b("dequantize_q" + std::to_string(desc.quant.bits),
-            "sits/gemv_quant.cuh", static_cast<int>(kThreads));
+  LaunchBuilder b("dequantize_q" + std::to_string(desc.quant.bits),
+                  "sits/gemv_quant.cuh", static_cast<int>(kThreads));
   b.typeConstant("Weight", storageStruct(desc.weightType));
   b.intConstant("kBits", desc.quant.bits);
   b.intConstant("kGroup", desc.quant.group);
@@ -466,7 +402,7 @@ PlannedLaunch planDequantize(const DequantizeLaunch &desc) {
 PlannedLaunch planRope(const RopeLaunch &desc) {
   int64_t width = desc.rope.heads * desc.rope.headDim;
   int64_t threads = threadsFor(width, 4, 256);
-  Builder b("rope", "sits/rope.cuh", static_cast<int>(threads));
+  LaunchBuilder b("rope", "sits/rope.cuh", static_cast<int>(threads));
   addRopeConstants(b, "", desc.rope);
   b.intConstant("kThreads", threads);
   b.param("const float *", "input", desc.input);
@@ -489,7 +425,7 @@ PlannedLaunch planAppend(const AppendLaunch &desc) {
     family = "rope_append_kv";
   if (desc.queryRope)
     family = "rope_qk_append_kv";
-  Builder b(family, "sits/kv_cache.cuh", static_cast<int>(threads));
+  LaunchBuilder b(family, "sits/kv_cache.cuh", static_cast<int>(threads));
   b.typeConstant("Cache", storageStruct(desc.cacheType));
   b.intConstant("kKvHeads", desc.kvHeads);
   b.intConstant("kHeadDim", desc.headDim);
@@ -567,13 +503,10 @@ int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
   return std::max({ring, merge, combine});
 }
 
-static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
-                                     const DecodeSplit &split) {
-  constexpr int64_t kThreads = 128, kUnroll = 4, kStages = 3;
-  const int64_t group = desc.heads / desc.kvHeads;
-  Builder b("attention_decode", "sits/attention_decode.cuh",
-            static_cast<int>(kThreads));
-  b.typeConstant("Cache", storageStruct(desc.cacheType));
+void addSplitDecodeConfig(LaunchBuilder &b, const AttentionLaunch &desc,
+                          const DecodeSplit &split,
+                          const std::string &cacheStruct) {
+  b.typeConstant("Cache", cacheStruct);
   b.intConstant("kHeads", desc.heads);
   b.intConstant("kKvHeads", desc.kvHeads);
   b.intConstant("kHeadDim", desc.headDim);
@@ -581,10 +514,19 @@ static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
   b.intConstant("kWindow", desc.window);
   b.intConstant("kSplitKeys", split.splitKeys);
   b.intConstant("kSplits", split.splits);
-  b.intConstant("kUnroll", kUnroll);
-  b.intConstant("kStages", kStages);
   b.floatConstant("kScale", desc.scale);
   b.floatConstant("kSoftcap", desc.softcap);
+}
+
+static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
+                                     const DecodeSplit &split) {
+  constexpr int64_t kThreads = 128, kUnroll = 4, kStages = 3;
+  const int64_t group = desc.heads / desc.kvHeads;
+  LaunchBuilder b("attention_decode", "sits/attention_decode.cuh",
+                  static_cast<int>(kThreads));
+  addSplitDecodeConfig(b, desc, split, storageStruct(desc.cacheType));
+  b.intConstant("kUnroll", kUnroll);
+  b.intConstant("kStages", kStages);
   std::string cache = pointerType(desc.cacheType, true);
   b.param("const float *", "query", desc.query);
   b.param(cache, "key_cache",
@@ -614,8 +556,8 @@ planFlashPrefill(const AttentionLaunch &desc) {
       d % 16 != 0 || d > 128)
     return std::nullopt;
   constexpr int64_t kThreads = 128, kRows = 64;
-  Builder b("attention_prefill", "sits/attention_prefill.cuh",
-            static_cast<int>(kThreads));
+  LaunchBuilder b("attention_prefill", "sits/attention_prefill.cuh",
+                  static_cast<int>(kThreads));
   b.typeConstant("Cache", storageStruct(desc.cacheType));
   b.intConstant("kHeads", desc.heads);
   b.intConstant("kKvHeads", desc.kvHeads);
@@ -683,8 +625,8 @@ std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
              std::to_string(kMaxSharedBytes) + " a GPU block can have";
     return std::nullopt;
   }
-  Builder b(desc.decode ? "attention_decode" : "attention_prefill",
-            "sits/attention.cuh", static_cast<int>(kThreads));
+  LaunchBuilder b(desc.decode ? "attention_decode" : "attention_prefill",
+                  "sits/attention.cuh", static_cast<int>(kThreads));
   b.typeConstant("Cache", storageStruct(desc.cacheType));
   b.intConstant("kHeads", desc.heads);
   b.intConstant("kKvHeads", desc.kvHeads);
@@ -721,7 +663,7 @@ PlannedLaunch planElementwise(const ElementwiseLaunch &desc) {
   const char *family = desc.kind == ElementwiseKind::Add          ? "add"
                        : desc.kind == ElementwiseKind::Activation ? "activation"
                                                                   : "glu";
-  Builder b(family, "sits/elementwise.cuh", static_cast<int>(kThreads));
+  LaunchBuilder b(family, "sits/elementwise.cuh", static_cast<int>(kThreads));
   b.intConstant("kWidth", desc.width);
   b.intConstant("kThreads", kThreads);
   b.boolConstant("kVec4", desc.width % 4 == 0);

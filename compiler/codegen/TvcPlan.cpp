@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/codegen/LaunchBuilder.h"
 #include "compiler/codegen/ProgramPlanner.h"
 #include "compiler/codegen/TvcBounds.h"
 #include "compiler/reference/Tensor.h"
@@ -82,24 +83,6 @@ std::string hexDouble(double value) {
   std::snprintf(text, sizeof(text), "%a", value);
   return text;
 }
-
-/// The config lines and params of a TVC kernel, with its launch.
-struct TvcBuilder {
-  PlannedLaunch planned;
-
-  TvcBuilder(const std::string &family, int threads) {
-    planned.spec.family = family;
-    planned.spec.header = "sits/tvc.cuh";
-    planned.spec.threads = threads;
-    planned.launch.block = {Expr::constant(threads), Expr::constant(1),
-                            Expr::constant(1)};
-    planned.launch.sharedBytes = Expr::constant(0);
-  }
-  void param(std::string type, std::string name, ArgBinding binding) {
-    planned.spec.params.push_back({std::move(type), std::move(name)});
-    planned.launch.args.push_back(std::move(binding));
-  }
-};
 
 ArgBinding weightArg(unsigned index) {
   return ArgBinding::bufferArg(BufferKind::Weight, index);
@@ -410,82 +393,76 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
                               ? "const float *"
                               : "const unsigned short *";
 
-  auto add = [&](TvcBuilder &b, const std::string &call) {
-    b.planned.spec.config = ownConfig();
-    b.planned.spec.call = call;
-    addLaunch(std::move(b.planned), {head});
+  auto add = [&](LaunchBuilder &b, const std::string &call) {
+    b.setConfig(ownConfig());
+    b.call(call);
+    addLaunch(b.take(), {head});
   };
 
   {
-    TvcBuilder b("tvc_project", kThreads);
+    LaunchBuilder b("tvc_project", "sits/tvc.cuh", kThreads);
     b.param("const float *", "x", *input);
     b.param("const float *", "right", weightArg(*right));
     b.param("void *", "scratch", scratchArg);
     b.param("int", "seq_len", seqArg);
     b.param("const int *", "step_lengths", stepArg);
     // Two rank rows a block (tvc.cuh: kTvcProjectSplit warps each).
-    b.planned.launch.grid = {Expr::constant((rank + 1) / 2), Expr::batch(),
-                             Expr::constant(1)};
+    b.setGrid(Expr::constant((rank + 1) / 2), Expr::batch());
     add(b, "sits::tvcProject<Cfg>(x, right, scratch, seq_len, step_lengths)");
   }
   {
-    TvcBuilder b("tvc_residual", kThreads);
+    LaunchBuilder b("tvc_residual", "sits/tvc.cuh", kThreads);
     b.param("const float *", "x", *input);
     b.param("const float *", "right", weightArg(*right));
     b.param("void *", "scratch", scratchArg);
     b.param("int", "seq_len", seqArg);
     b.param("const int *", "step_lengths", stepArg);
-    b.planned.launch.grid = {Expr::constant(residualBlocks), Expr::batch(),
-                             Expr::constant(1)};
+    b.setGrid(Expr::constant(residualBlocks), Expr::batch());
     add(b, "sits::tvcResidual<Cfg>(x, right, scratch, seq_len, step_lengths)");
   }
   {
-    TvcBuilder b("tvc_preview", kThreads);
+    LaunchBuilder b("tvc_preview", "sits/tvc.cuh", kThreads);
     b.param("const float *", "left", weightArg(*left));
     b.param("const float *", "bounds", weightArg(bounds));
     b.param("void *", "scratch", scratchArg);
     b.param("int", "tokens", ArgBinding::int32(Expr::batch()));
     b.param("const int *", "step_lengths", stepArg);
-    b.planned.launch.grid = {Expr::constant(chunks), Expr::constant(1),
-                             Expr::constant(1)};
-    b.planned.launch.sharedBytes = Expr::constant(previewShared);
+    b.setGrid(Expr::constant(chunks));
+    b.setShared(previewShared);
     add(b, "sits::tvcPreview<Cfg>(left, bounds, scratch, tokens, "
            "step_lengths)");
   }
   {
-    TvcBuilder b("tvc_select", kSelectThreads);
+    LaunchBuilder b("tvc_select", "sits/tvc.cuh", kSelectThreads);
     b.param("void *", "scratch", scratchArg);
     b.param("const int *", "step_lengths", stepArg);
-    b.planned.launch.grid = {Expr::batch(), Expr::constant(1),
-                             Expr::constant(1)};
-    b.planned.launch.sharedBytes = Expr::constant(selectShared);
+    b.setGrid(Expr::batch());
+    b.setShared(selectShared);
     add(b, "sits::tvcSelect<Cfg>(scratch, step_lengths)");
   }
   {
     const int threads = tensorCore ? 256 : 128;
-    TvcBuilder b("tvc_exact", threads);
+    LaunchBuilder b("tvc_exact", "sits/tvc.cuh", threads);
     b.param("const float *", "x", *input);
     b.param(weightPtr, "weight", weightArg(segment->weight));
     b.param("void *", "scratch", scratchArg);
     b.param("int", "seq_len", seqArg);
     b.param("const int *", "step_lengths", stepArg);
     const int64_t perBlock = tensorCore ? 16 : 4;
-    b.planned.launch.grid = {
-        Expr::constant((candidates + perBlock - 1) / perBlock), Expr::batch(),
-        Expr::constant(1)};
+    b.setGrid(Expr::constant((candidates + perBlock - 1) / perBlock),
+              Expr::batch());
     if (tensorCore)
-      b.planned.launch.sharedBytes = Expr::constant(8 * 32 * 16);
+      b.setShared(8 * 32 * 16);
     add(b, std::string("sits::") +
                (tensorCore ? "tvcExactTensorCore" : "tvcExactSimple") +
                "<Cfg>(x, weight, scratch, seq_len, step_lengths)");
   }
   {
-    TvcBuilder b("tvc_decide", kThreads);
+    LaunchBuilder b("tvc_decide", "sits/tvc.cuh", kThreads);
     b.param("void *", "scratch", scratchArg);
     b.param("unsigned long long *", "counters", countersArg);
     b.param("const int *", "step_lengths", stepArg);
-    b.planned.launch.grid = {Expr::batch(), Expr::constant(1),
-                             Expr::constant(1)};
+    b.setGrid(Expr::batch());
     add(b, "sits::tvcDecide<Cfg>(scratch, counters, step_lengths)");
   }
   {
@@ -505,12 +482,11 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     addLaunch(std::move(full), {head});
   }
   {
-    TvcBuilder b("tvc_scatter", kThreads);
+    LaunchBuilder b("tvc_scatter", "sits/tvc.cuh", kThreads);
     b.param("void *", "scratch", scratchArg);
     b.param("float *", "logits", ArgBinding::bufferArg(BufferKind::Logits));
     b.param("const int *", "step_lengths", stepArg);
-    b.planned.launch.grid = {Expr::batch(), Expr::constant(1),
-                             Expr::constant(1)};
+    b.setGrid(Expr::batch());
     add(b, "sits::tvcScatter<Cfg>(scratch, logits, step_lengths)");
   }
 
