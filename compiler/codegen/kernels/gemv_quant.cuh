@@ -40,13 +40,6 @@ typedef unsigned char u8;
 /// kernel families may define similar ones).
 namespace qweights {
 
-/// Two floats as an mma operand pair of type T, `lo` in the low half (one
-/// cvt on sm_80+, the same rounding as packPair).
-template <class T>
-__device__ __forceinline__ u32 packOperands(float lo, float hi) {
-  return packPairRn<T>(lo, hi);
-}
-
 /// The exact f32 of a biased level `u` (0..255): u - bias.
 __device__ __forceinline__ float biasedToFloat(u32 u, float bias) {
   // 2^23 + u is exact; so is the difference.
@@ -494,13 +487,13 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
               xs[q + 3] = __uint_as_float(v.w);
             }
             if constexpr (Cfg::kBits == 8) {
-              b[w][0] = qweights::packOperands<W>(xs[0], xs[1]);
-              b[w][1] = qweights::packOperands<W>(xs[2], xs[3]);
+              b[w][0] = packPairRn<W>(xs[0], xs[1]);
+              b[w][1] = packPairRn<W>(xs[2], xs[3]);
             } else {
-              b[2 * w][0] = qweights::packOperands<W>(xs[0], xs[4]);
-              b[2 * w][1] = qweights::packOperands<W>(xs[1], xs[5]);
-              b[2 * w + 1][0] = qweights::packOperands<W>(xs[2], xs[6]);
-              b[2 * w + 1][1] = qweights::packOperands<W>(xs[3], xs[7]);
+              b[2 * w][0] = packPairRn<W>(xs[0], xs[4]);
+              b[2 * w][1] = packPairRn<W>(xs[1], xs[5]);
+              b[2 * w + 1][0] = packPairRn<W>(xs[2], xs[6]);
+              b[2 * w + 1][1] = packPairRn<W>(xs[3], xs[7]);
             }
           }
           const int group = c * kChunk / Cfg::kGroup;
