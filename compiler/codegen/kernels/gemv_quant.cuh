@@ -309,6 +309,9 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
   constexpr int kChunk = 4 * V; ///< inputs per chunk (4 lanes' pieces)
   constexpr int kChunks = (Cfg::kK + kChunk - 1) / kChunk;
+  // Every chunk whole (K a multiple of 4 V, as at every 8B shape): no lane's
+  // inputs run past K.
+  constexpr bool kWholeChunks = Cfg::kK % kChunk == 0;
   constexpr int kMmas = V / 4; ///< per piece
   static_assert(Cfg::kK % 8 == 0, "input rows must be 16-byte aligned");
   static_assert(W::kBytes == 2, "tensor cores take f16 or bf16 operands");
@@ -382,21 +385,26 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   // piece t.
   const u8 *rowPtr[kMats][M][2];
   int rowItem = -1;
-  // Starts the copies of the block's step `index` (item index / steps, step
-  // index % steps) into its ring slot (an empty group past the last step).
-  auto issue = [&](int index) {
-    if (index < items * steps) {
-      const int item = index / steps, step = index - item * steps;
+  // The block's next step to copy (its item, its step in the item, its
+  // ring slot), counted rather than divided out of a step index: the
+  // copies are issued in order, from step 0 for each tile of tokens.
+  int issueItem = 0, issueStep = 0, issueSlot = 0;
+  // Starts the copies of the next step into its ring slot (an empty group
+  // past the last step).
+  auto issue = [&]() {
+    if (issueItem < items && steps > 0) {
+      const int item = issueItem, step = issueStep;
       if (item != rowItem) {
         rowItem = item;
         tcRowPointers<Cfg>(firstTile(item), data, Cfg::kRowBytes, 16 * t,
                            rowPtr);
       }
-      uint4 *slot = ring + (index % kStages) * kPieces * kTcThreads + tid;
+      uint4 *slot = ring + issueSlot * kPieces * kTcThreads + tid;
       const int c0 = warp + step * kTcWarps * U;
       for (int u = 0; u < U; ++u) {
         const int c = c0 + u * kTcWarps;
-        const bool inside = c < kChunks && c * kChunk + V * t < Cfg::kK;
+        const bool inside =
+            c < kChunks && (kWholeChunks || c * kChunk + V * t < Cfg::kK);
         const long offset = static_cast<long>(c) * 64; // 4 pieces per chunk
         for (int mat = 0; mat < kMats; ++mat)
           for (int m = 0; m < M; ++m)
@@ -408,6 +416,11 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
                                  valid ? row + offset : data[0], valid);
             }
       }
+      if (++issueStep == steps) {
+        issueStep = 0;
+        ++issueItem;
+      }
+      issueSlot = issueSlot + 1 == kStages ? 0 : issueSlot + 1;
     }
     copyAsyncCommit();
   };
@@ -421,7 +434,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     storeScales(0, scalePieces);
   }
   for (int s = 0; s + 1 < kStages; ++s)
-    issue(s);
+    issue();
   waitForPrecedingKernels();
   __syncthreads();
 
@@ -440,8 +453,9 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
     }
 
     if (t0 > 0) {
+      issueItem = issueStep = issueSlot = 0;
       for (int s = 0; s + 1 < kStages; ++s)
-        issue(s);
+        issue();
       if (items > 1) { // table 0 holds a later item's scales
         fetchScales(0, scalePieces);
         storeScales(0, scalePieces);
@@ -460,7 +474,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
 
       for (int step = 0; step < steps; ++step) {
         const int index = item * steps + step;
-        issue(index + kStages - 1);
+        issue();                      // step index + kStages - 1
         copyAsyncWait<kStages - 1>(); // this step's copies have landed
         const uint4 *slot =
             ring + (index % kStages) * kPieces * kTcThreads + tid;
@@ -479,8 +493,8 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
             float xs[kPerWord];
             for (int q = 0; q < kPerWord; q += 4) {
               const int k = k0 + w * kPerWord + q;
-              const uint4 v =
-                  load16If<false>(xRow && k < Cfg::kK, p + w * kPerWord + q);
+              const uint4 v = load16If<false>(
+                  xRow && (kWholeChunks || k < Cfg::kK), p + w * kPerWord + q);
               xs[q] = __uint_as_float(v.x);
               xs[q + 1] = __uint_as_float(v.y);
               xs[q + 2] = __uint_as_float(v.z);
