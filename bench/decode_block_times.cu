@@ -233,10 +233,10 @@ int main(int argc, char **argv) {
       deviceBytes(sizeof(BlockTime) * kSplits * kKvHeads, halves(0, 0)));
 
   const dim3 grid(kSplits, kKvHeads, 1);
-  const int fp16Shared = sits::attentionDecodeSharedBytes(
-      kHeadDim, kHeads / kKvHeads, 4, 3, kSplits);
-  const int int4Shared = sits::attentionDecodeKVQMmaSharedBytes(
-      kHeadDim, kHeads / kKvHeads, kSplits);
+  const int fp16Shared =
+      sits::attentionDecodeSharedBytes(kHeadDim, kHeads / kKvHeads, 4, 3);
+  const int int4Shared =
+      sits::attentionDecodeKVQMmaSharedBytes(kHeadDim, kHeads / kKvHeads);
   CHECK(cudaFuncSetAttribute(
       fp16Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, fp16Shared));
   CHECK(cudaFuncSetAttribute(

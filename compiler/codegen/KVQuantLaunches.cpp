@@ -127,11 +127,11 @@ PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer) {
 /// merge of 8 warps' states ([warp][head] values, max, sum and weight),
 /// reused for the combine of the splits.
 static int64_t mmaDecodeSharedBytes(const format::KVCacheConfig &kv,
-                                    int64_t group, int64_t splits) {
+                                    int64_t group) {
   constexpr int64_t kWarps = 8;
   const int64_t merge = 4 * kWarps * group * (kv.headDim + 3);
-  const int64_t combine = 4 * group * (splits + 1);
-  return std::max(merge, combine);
+  return std::max(merge,
+                  decodeCombineSharedBytes(kWarps * 32, group, kv.headDim));
 }
 
 /// Whether the tensor-core decode kernel takes `desc`: an engine computing
@@ -146,7 +146,7 @@ static bool mmaDecodeFits(const AttentionLaunch &desc,
   return desc.sixteenBitMath && kv.dtype == DType::F16 && group <= 8 &&
          kv.headDim <= 128 && kv.groupSize % 32 == 0 &&
          kv.headDim % kv.groupSize == 0 &&
-         mmaDecodeSharedBytes(kv, group, split.splits) <= kMaxSharedBytes;
+         mmaDecodeSharedBytes(kv, group) <= kMaxSharedBytes;
 }
 
 /// What both split decode kernels over a quantized cache share: family
@@ -191,7 +191,7 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
       LaunchBuilder b = splitDecodeKVQ(
           desc, kv, *split, "attention_decode_kvq_mma",
           /*threads=kMmaDecodeThreads*/ 256, "attentionDecodeKVQMma");
-      const int64_t shared = mmaDecodeSharedBytes(kv, group, split->splits);
+      const int64_t shared = mmaDecodeSharedBytes(kv, group);
       b.setShared(shared);
       // Two blocks (16 warps) per SM when their shared memory fits:
       // registers capped at 128 a thread.
@@ -205,8 +205,8 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
                        static_cast<int>(kThreads), "attentionDecodeKVQ");
     b.intConstant("kUnroll", kUnroll);
     b.intConstant("kStages", kStages);
-    b.setShared(attentionDecodeSharedBytes(desc.headDim, group, kUnroll,
-                                           kStages, split->splits));
+    b.setShared(
+        attentionDecodeSharedBytes(desc.headDim, group, kUnroll, kStages));
     return b.take();
   }
 

@@ -493,14 +493,19 @@ std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc) {
   return split;
 }
 
+int64_t decodeCombineSharedBytes(int64_t threads, int64_t group,
+                                 int64_t headDim) {
+  const int64_t parts = std::max<int64_t>(1, threads / 32 / group);
+  return parts > 1 ? 4 * group * parts * (headDim + 4) : 0;
+}
+
 int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
-                                   int64_t unroll, int64_t stages,
-                                   int64_t splits) {
+                                   int64_t unroll, int64_t stages) {
   constexpr int64_t kThreads = 128;
   const int64_t ring = stages * unroll * 2 * 16 * kThreads;
   const int64_t merge = 4 * (kThreads / (headDim / 8)) * group * (headDim + 4);
-  const int64_t combine = 4 * group * (splits + 1);
-  return std::max({ring, merge, combine});
+  return std::max(
+      {ring, merge, decodeCombineSharedBytes(kThreads, group, headDim)});
 }
 
 void addSplitDecodeConfig(LaunchBuilder &b, const AttentionLaunch &desc,
@@ -543,8 +548,8 @@ static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
          "partial, counters, past_lengths, step_lengths)");
   b.setGrid(Expr::constant(split.splits), Expr::constant(desc.kvHeads),
             Expr::batch());
-  b.setShared(attentionDecodeSharedBytes(desc.headDim, group, kUnroll, kStages,
-                                         split.splits));
+  b.setShared(
+      attentionDecodeSharedBytes(desc.headDim, group, kUnroll, kStages));
   return b.take();
 }
 

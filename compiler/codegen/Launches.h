@@ -176,11 +176,15 @@ struct DecodeSplit {
 /// KV head, sm_80+); otherwise the one-block-per-head kernel runs.
 std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc);
 
+/// attention_decode.cuh's combineSharedBytes: the shared memory of the
+/// split decode kernels' combine, for blocks of `threads`.
+int64_t decodeCombineSharedBytes(int64_t threads, int64_t group,
+                                 int64_t headDim);
+
 /// attention_decode.cuh's attentionDecodeSharedBytes: the split-K decode
 /// kernels' dynamic shared memory (128 threads).
 int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
-                                   int64_t unroll, int64_t stages,
-                                   int64_t splits);
+                                   int64_t unroll, int64_t stages);
 
 /// Fails (with the reason in `error`) when no tile fits in shared memory.
 std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,

@@ -1,4 +1,5 @@
-//===- attention_decode.cuh - Split-K decode attention (flash decoding) ----===//
+//===- attention_decode.cuh - Split-K decode attention (flash decoding)
+//----===//
 //
 // One query token per sequence reads its whole cache, so decode attention
 // is bound by reading the cache once. The keys of a sequence are split in
@@ -18,11 +19,14 @@
 // The key groups merge in shared memory; the block writes its partial
 // result (values, max, sum) to `partial`, and the last block of a (sequence,
 // KV head) to arrive — counted in `counters`, which it resets — combines
-// the partials into `out`: first the splits' weights per head (a warp per
-// head), then every thread 4 channels over all splits, with the splits'
-// loads independent of each other so that many are in flight (a chain of
-// dependent loads per split made the combine, not the cache, the cost of
-// long contexts). The order of every sum is fixed (deterministic).
+// the partials into `out`. The combine runs after the slowest block, so
+// its round trips to L2 are the kernel's tail: a few warps per head each
+// load a batch of splits' rows (values, max and sum) at once and fold them
+// into one online-softmax state, with one exponential a lane and
+// shuffles; the warps' states then merge in shared memory. At the 8B shape
+// (33 splits) that is one batch of loads a warp, where weights first and
+// values after took about nine round trips. The order of every sum is
+// fixed (deterministic).
 //
 // Visibility: the query of sequence b sits at p = past_lengths[b] and sees
 // keys j <= p (and j > p - window with a sliding window). A padding row
@@ -70,18 +74,30 @@ __host__ __device__ constexpr int decodePartialFloats(int headDim) {
   return headDim + 4;
 }
 
+/// Warps per query head in the combine of the splits (combineSplits) for
+/// blocks of `threads`.
+__host__ __device__ constexpr int combineParts(int threads, int group) {
+  return threads / 32 / group > 1 ? threads / 32 / group : 1;
+}
+
+/// Shared memory of the combine: the parts' states when a head has more
+/// than one warp (also computed by Launches.cpp and KVQuantLaunches.cpp).
+__host__ __device__ constexpr int combineSharedBytes(int threads, int group,
+                                                     int headDim) {
+  return combineParts(threads, group) > 1
+             ? 4 * group * combineParts(threads, group) *
+                   decodePartialFloats(headDim)
+             : 0;
+}
+
 /// Dynamic shared memory: the copy ring, reused for the merge of the key
-/// groups and for the splits' weights of the combine (also computed by
-/// Launches.cpp).
-__host__ __device__ constexpr int attentionDecodeSharedBytes(int headDim,
-                                                             int group,
-                                                             int unroll,
-                                                             int stages,
-                                                             int splits) {
+/// groups and for the combine's states (also computed by Launches.cpp).
+__host__ __device__ constexpr int
+attentionDecodeSharedBytes(int headDim, int group, int unroll, int stages) {
   const int ring = stages * unroll * 2 * 16 * kDecodeThreads;
   const int keyGroups = kDecodeThreads / (headDim / 8);
   const int merge = 4 * keyGroups * group * decodePartialFloats(headDim);
-  const int combine = 4 * group * (splits + 1);
+  const int combine = combineSharedBytes(kDecodeThreads, group, headDim);
   const int most = ring > merge ? ring : merge;
   return most > combine ? most : combine;
 }
@@ -200,46 +216,125 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
     __threadfence();
   }
 
-  // weight[h][s] = exp(max_s - best_h) / sum_h, a warp per head.
-  float *weight = reinterpret_cast<float *>(sharedBytes); // [G][kSplits + 1]
+  // kParts warps per head (split s to part s % kParts), each folding its
+  // splits into one online-softmax state: kRows partial rows at a time,
+  // kLanesPerRow lanes a row and kColumns float4 of values a lane, kBatch
+  // such steps with all their loads in flight at once; lane i of a batch
+  // also loads row i's max and sum, so that the weights cost one
+  // exponential a lane and shuffles. The combine runs after the slowest
+  // block, so its round trips to L2 are the kernel's tail: at the 8B shape
+  // (33 splits, 8 warps, 4 heads) one batch a warp.
+  constexpr int kWarps = kThreads / kWarpSize;
+  constexpr int kParts = combineParts(kThreads, G);
+  constexpr int kLanesPerRow = D / 4 < kWarpSize ? D / 4 : kWarpSize;
+  constexpr int kRows = kWarpSize / kLanesPerRow;
+  constexpr int kColumns = D / 4 / kLanesPerRow;
+  constexpr int kRowsPerPart = (kSplits + kParts - 1) / kParts;
+  constexpr int kBatchCap =
+      kWarpSize / kRows < 20 / kColumns ? kWarpSize / kRows : 20 / kColumns;
+  constexpr int kBatch = (kRowsPerPart + kRows - 1) / kRows < kBatchCap
+                             ? (kRowsPerPart + kRows - 1) / kRows
+                             : kBatchCap;
+  constexpr int kBatchRows = kBatch * kRows;
+  static_assert(kBatchRows <= kWarpSize, "a lane per row's max and sum");
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
-  for (int h = warp; h < G; h += kThreads / kWarpSize) {
+  const int row = lane / kLanesPerRow, column = lane % kLanesPerRow;
+  const int part = warp % kParts;
+  float *states = reinterpret_cast<float *>(sharedBytes); // [head][part]
+  for (int h = warp / kParts; h < G && warp < G * kParts;
+       h += kWarps / kParts) {
     const float *slots = myPartial + h * kSplits * kPartial;
-    float *headWeight = weight + h * (kSplits + 1);
-    float best = kNegInf;
-    for (int s = splitBegin + lane; s < splitEnd; s += kWarpSize)
-      best = fmaxf(best, __ldcg(slots + s * kPartial + D));
-    best = warpMax(best);
-    float sum = 0.0f;
-    for (int s = splitBegin + lane; s < splitEnd; s += kWarpSize) {
-      const float splitMax = __ldcg(slots + s * kPartial + D);
-      const float w = splitMax == kNegInf ? 0.0f : expf(splitMax - best);
-      headWeight[s] = w;
-      sum += w * __ldcg(slots + s * kPartial + D + 1);
+    float best = kNegInf, sum = 0.0f;
+    float total[kColumns][4] = {};
+    for (int j0 = 0; splitBegin + part + j0 * kParts < splitEnd;
+         j0 += kBatchRows) {
+      auto splitOf = [&](int j) {
+        return splitBegin + part + (j0 + j) * kParts;
+      };
+      float4 values[kBatch][kColumns];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int s = splitOf(k * kRows + row);
+#pragma unroll
+        for (int c = 0; c < kColumns; ++c)
+          values[k][c] =
+              s < splitEnd
+                  ? __ldcg(reinterpret_cast<const float4 *>(
+                        slots + s * kPartial + 4 * (column + c * kLanesPerRow)))
+                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+      const int mine = splitOf(lane);
+      const bool real = lane < kBatchRows && mine < splitEnd;
+      const float rowMax = real ? __ldcg(slots + mine * kPartial + D) : kNegInf;
+      const float rowSum =
+          real ? __ldcg(slots + mine * kPartial + D + 1) : 0.0f;
+      const float newBest = fmaxf(best, warpMax(rowMax));
+      if (newBest == kNegInf)
+        continue; // no split so far saw a key
+      const float keep = best == kNegInf ? 0.0f : expf(best - newBest);
+      const float weight = rowMax == kNegInf ? 0.0f : expf(rowMax - newBest);
+      sum = sum * keep + warpSum(weight * rowSum);
+      best = newBest;
+#pragma unroll
+      for (int c = 0; c < kColumns; ++c)
+        for (int e = 0; e < 4; ++e)
+          total[c][e] *= keep;
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const float w = __shfl_sync(kFullMask, weight, k * kRows + row);
+#pragma unroll
+        for (int c = 0; c < kColumns; ++c) {
+          total[c][0] += w * values[k][c].x;
+          total[c][1] += w * values[k][c].y;
+          total[c][2] += w * values[k][c].z;
+          total[c][3] += w * values[k][c].w;
+        }
+      }
     }
-    sum = warpSum(sum);
-    if (lane == 0)
-      headWeight[kSplits] = sum > 0.0f ? 1.0f / sum : 0.0f;
+    // The rows of a column, in a fixed order (deterministic).
+#pragma unroll
+    for (int offset = kLanesPerRow; offset < kWarpSize; offset *= 2)
+#pragma unroll
+      for (int c = 0; c < kColumns; ++c)
+        for (int e = 0; e < 4; ++e)
+          total[c][e] += __shfl_xor_sync(kFullMask, total[c][e], offset);
+    if (kParts == 1) {
+      const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+      if (row == 0)
+        for (int c = 0; c < kColumns; ++c)
+          for (int e = 0; e < 4; ++e)
+            headOut[h * D + 4 * (column + c * kLanesPerRow) + e] =
+                total[c][e] * inverse;
+    } else {
+      float *state = states + (h * kParts + part) * kPartial;
+      if (row == 0)
+        for (int c = 0; c < kColumns; ++c)
+          for (int e = 0; e < 4; ++e)
+            state[4 * (column + c * kLanesPerRow) + e] = total[c][e];
+      if (lane == 0) {
+        state[D] = best;
+        state[D + 1] = sum;
+      }
+    }
   }
-  __syncthreads();
-  for (int idx = tid; idx < G * D / 4; idx += kThreads) {
-    const int h = idx / (D / 4), d = (idx % (D / 4)) * 4;
-    const float *headWeight = weight + h * (kSplits + 1);
-    const float *slots = myPartial + h * kSplits * kPartial + d;
-    float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    #pragma unroll 8
-    for (int s = splitBegin; s < splitEnd; ++s) {
-      const float4 v =
-          __ldcg(reinterpret_cast<const float4 *>(slots + s * kPartial));
-      const float w = headWeight[s];
-      total[0] += w * v.x;
-      total[1] += w * v.y;
-      total[2] += w * v.z;
-      total[3] += w * v.w;
+  if (kParts > 1) {
+    // Part 0's threads of each head merge the parts' states.
+    __syncthreads();
+    for (int idx = tid; idx < G * D; idx += kThreads) {
+      const int h = idx / D, d = idx % D;
+      const float *state = states + h * kParts * kPartial;
+      float best = kNegInf;
+      for (int p = 0; p < kParts; ++p)
+        best = fmaxf(best, state[p * kPartial + D]);
+      float sum = 0.0f, value = 0.0f;
+      for (int p = 0; p < kParts; ++p) {
+        const float partMax = state[p * kPartial + D];
+        const float w = partMax == kNegInf ? 0.0f : expf(partMax - best);
+        sum += w * state[p * kPartial + D + 1];
+        value += w * state[p * kPartial + d];
+      }
+      headOut[h * D + d] = sum > 0.0f ? value / sum : 0.0f;
     }
-    const float inverse = headWeight[kSplits];
-    for (int e = 0; e < 4; ++e)
-      headOut[h * D + d + e] = total[e] * inverse;
   }
 }
 

@@ -32,11 +32,15 @@
 //
 // A tile is cold (its 16 keys visible and cold: nearly all of a long
 // context), hot (visible and hot: the f16 rows, with their loads issued
-// together and the split's hot rows asked into L2 at the start), or mixed
-// (the tiles at either end of the visible keys and of the hot window, and
-// key blocks smaller than a tile), which tests each key: invisible keys
-// are zeros (never NaN times a zero weight), and per-channel key scales
-// multiply the keys instead of the queries. Cold or hot is decided per key
+// together and the split's hot rows asked into L2 at the start), keys-hot
+// (visible, keys hot and values cold then hot: the hot window's edge,
+// where per-channel key blocks keep keys hot longer than values; the K rows
+// load together and each value takes its cold or hot form by a select), or
+// mixed (the tiles at either end of the visible keys, the hot window's
+// edge where keys turn hot inside a tile, and key blocks smaller than a
+// tile), which tests each key: invisible keys are zeros
+// (never NaN times a zero weight), and per-channel key scales multiply the
+// keys instead of the queries. Cold or hot is decided per key
 // exactly as attention_decode_kvq.cuh does (value j cold when past - j >=
 // kHotWindow, key j when past - last(j) >= kHotWindow, last(j) the last
 // token of j's per-channel block).
@@ -47,7 +51,8 @@
 // splits the kernel's tail. A warp takes every kWarps-th tile of its
 // block's chunks, two of one chunk when they are all cold (one Q' per
 // warp), else of different chunks (at most one hot tile per warp). It
-// loads the next tile's cold words while it computes the current one, with
+// issues the next tile's cold-word loads before it reads the current
+// tile's (so its first two tiles are in flight at once) and computes with
 // its own online softmax; the block merges its warps (each head's weights
 // once per warp) and writes its partial result, combined across splits as
 // attention_decode.cuh does. Queries and probabilities are rounded to f16
@@ -80,10 +85,10 @@ __host__ __device__ constexpr int mmaDecodeMergeFloats(int headDim, int group) {
 /// The kernel's dynamic shared memory: the merge of the warps' states,
 /// reused for the combine of the splits. KVQuantLaunches.cpp computes the
 /// same.
-__host__ __device__ constexpr int
-attentionDecodeKVQMmaSharedBytes(int headDim, int group, int splits) {
+__host__ __device__ constexpr int attentionDecodeKVQMmaSharedBytes(int headDim,
+                                                                   int group) {
   const int merge = 4 * mmaDecodeMergeFloats(headDim, group);
-  const int combine = 4 * group * (splits + 1);
+  const int combine = combineSharedBytes(kMmaDecodeThreads, group, headDim);
   return merge > combine ? merge : combine;
 }
 
@@ -146,7 +151,12 @@ __device__ __forceinline__ void halvesInPairOrder(const u16 *src, u32 *pairs) {
 
 /// How a tile's keys are read: all visible and cold, all visible and hot
 /// (f16 rows), or tested one by one.
-enum MmaDecodeTile { kColdTile = 0, kHotTile = 1, kMixedTile = 2 };
+enum MmaDecodeTile {
+  kColdTile = 0,
+  kHotTile = 1,
+  kMixedTile = 2,
+  kKeysHotTile = 3, ///< all visible, keys hot, values cold then hot
+};
 
 /// The cold words a lane reads for one tile (see the file comment).
 template <int kGroups, int kKeyWords, int kValueWords> struct MmaDecodeWords {
@@ -369,7 +379,8 @@ __device__ void attentionDecodeKVQMma(
 #pragma unroll
         for (int p = 0; p < kPairs; ++p)
           pairs[p] = 0u;
-      } else if (mode == kHotTile || (mode == kMixedTile && !keyIsCold(key))) {
+      } else if (mode == kHotTile || mode == kKeysHotTile ||
+                 (mode == kMixedTile && !keyIsCold(key))) {
         halvesInPairOrder<kBits, kKeyChannels>(
             keyHotRows + static_cast<long>(key % Cfg::kHotRows) * D + c0,
             pairs);
@@ -389,6 +400,24 @@ __device__ void attentionDecodeKVQMma(
       }
     };
 
+    // Value key e's cold levels in group h as pairs (c0, c1), ...
+    auto coldValueNatural = [&](const Words &w, int e, int h, u32 *natural) {
+      if constexpr (kBits == 4) {
+        u32 p[4];
+        levelPairsF16<4>(w.values[e][h][0], p); // (c0, c4), (c1, c5), ...
+        natural[0] = bytePermute(p[0], p[1], 0x5410u);
+        natural[1] = bytePermute(p[2], p[3], 0x5410u);
+        if constexpr (kValueChannels == 8) {
+          natural[2] = bytePermute(p[0], p[1], 0x7632u);
+          natural[3] = bytePermute(p[2], p[3], 0x7632u);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kValueWords; ++k)
+          levelPairsF16<8>(w.values[e][h][k], natural + 2 * k);
+      }
+    };
+
     // Value key e's (0..3) channels in group h as pairs (c0, c1), ...:
     // zeros, f16 rows, or levels.
     auto valueNatural = [&](const Words &w, int r0, int e, int h, int mode,
@@ -399,24 +428,26 @@ __device__ void attentionDecodeKVQMma(
 #pragma unroll
         for (int q = 0; q < kNatural; ++q)
           natural[q] = 0u;
+      } else if (mode == kKeysHotTile) {
+        // Both forms, then a select: the loads wait on no branch (a key
+        // whose key row is hot still has its value's ring row).
+        u32 hot[kNatural], cold[kNatural];
+        loadWords<2 * kValueChannels>(
+            valueHotRows + static_cast<long>(key % Cfg::kHotRows) * D +
+                h * kGroup + g * kValueChannels,
+            hot);
+        coldValueNatural(w, e, h, cold);
+        const bool isCold = valueIsCold(key);
+#pragma unroll
+        for (int q = 0; q < kNatural; ++q)
+          natural[q] = isCold ? cold[q] : hot[q];
       } else if (mode == kHotTile || !valueIsCold(key)) {
         loadWords<2 * kValueChannels>(
             valueHotRows + static_cast<long>(key % Cfg::kHotRows) * D +
                 h * kGroup + g * kValueChannels,
             natural);
-      } else if constexpr (kBits == 4) {
-        u32 p[4];
-        levelPairsF16<4>(w.values[e][h][0], p); // (c0, c4), (c1, c5), ...
-        natural[0] = bytePermute(p[0], p[1], 0x5410u);
-        natural[1] = bytePermute(p[2], p[3], 0x5410u);
-        if constexpr (kNatural == 4) {
-          natural[2] = bytePermute(p[0], p[1], 0x7632u);
-          natural[3] = bytePermute(p[2], p[3], 0x7632u);
-        }
       } else {
-#pragma unroll
-        for (int k = 0; k < kValueWords; ++k)
-          levelPairsF16<8>(w.values[e][h][k], natural + 2 * k);
+        coldValueNatural(w, e, h, natural);
       }
     };
 
@@ -549,7 +580,7 @@ __device__ void attentionDecodeKVQMma(
         for (int s = 0; s < 2; ++s) {
           const int key = r0 + keySlot + 2 * s;
           float factor = kValueLift;
-          if (mode == kColdTile ||
+          if (mode == kColdTile || (mode == kKeysHotTile && valueIsCold(key)) ||
               (mode == kMixedTile && visible(key) && valueIsCold(key)))
             factor *= halfToFloat(Words::scaleOf(w.valueScales[s], h));
           rows[s] = packPairRn<C>(sc[2 * s] * factor, sc[2 * s + 1] * factor);
@@ -566,22 +597,18 @@ __device__ void attentionDecodeKVQMma(
       }
     };
 
-    Words next;
-    if (myTiles > 0)
-      loadWordsOf(tileStart(0), next);
-    for (int i = 0; i < myTiles; ++i) {
-      const Words current = next;
-      const int r0 = tileStart(i);
-      if (i + 1 < myTiles)
-        loadWordsOf(tileStart(i + 1), next);
+    // Tile r0 from its cold words `current`: nothing for the edge of a chunk
+    // the query does not see.
+    auto runTile = [&](const Words &current, int r0) {
       if (r0 >= k1 || r0 + T <= k0)
-        continue; // the edge of a chunk the query does not see
+        return;
       // Every key visible, and all cold or all hot (cold keys and values
       // are prefixes; a cold key's value is cold).
       const bool inside = r0 >= k0 && r0 + T <= k1;
       const bool cold =
           inside && keyIsCold(r0 + T - 1) && (kPerToken || kScaledQueries);
       const bool hot = inside && !valueIsCold(r0);
+      const bool keysHot = inside && !keyIsCold(r0);
       if (cold) {
         if (kScaledQueries && r0 / CB != scaledBlock) {
           scaledBlock = r0 / CB;
@@ -595,13 +622,32 @@ __device__ void attentionDecodeKVQMma(
         loadQueries(nullptr, plain);
         if (hot)
           processTile(current, r0, kHotTile, plain);
+        else if (keysHot)
+          processTile(current, r0, kKeysHotTile, plain);
         else
           processTile(current, r0, kMixedTile, plain);
       } else if (hot) {
         processTile(current, r0, kHotTile, queryPairs);
+      } else if (keysHot) {
+        processTile(current, r0, kKeysHotTile, queryPairs);
       } else {
         processTile(current, r0, kMixedTile, queryPairs);
       }
+    };
+
+    // The next tile's loads go out before this tile's words are read, so
+    // that a warp's first two tiles are in flight at once; the copy into
+    // `current` at the end waits on loads that had the tile's compute to
+    // land.
+    Words current;
+    if (myTiles > 0)
+      loadWordsOf(tileStart(0), current);
+    for (int i = 0; i < myTiles; ++i) {
+      Words next;
+      if (i + 1 < myTiles)
+        loadWordsOf(tileStart(i + 1), next);
+      runTile(current, tileStart(i));
+      current = next;
     }
 
 #pragma unroll

@@ -418,8 +418,8 @@ void checkDecode(const std::string &name, std::vector<int> past,
     int *cp = counters.data();
     const int *pastp = past.data(), *stepp = step.data();
     void *args[8] = {&qp, &kp, &vp, &op, &pp, &cp, &pastp, &stepp};
-    const unsigned shared = sits::attentionDecodeSharedBytes(
-        D, G, Cfg::kUnroll, Cfg::kStages, Cfg::kSplits);
+    const unsigned shared =
+        sits::attentionDecodeSharedBytes(D, G, Cfg::kUnroll, Cfg::kStages);
     if (!launch(decodeEntry<Cfg>, Cfg::kSplits, KV, batch, sits::kDecodeThreads,
                 shared, args)) {
       report(name, INFINITY, 0, false);
