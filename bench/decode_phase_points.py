@@ -15,16 +15,17 @@ macro = '''#ifndef SITS_DECODE_PHASE
 #define SITS_DECODE_PHASE(n, dep)
 #endif
 '''
+last = '''    if (!isLast)
+      return;
+    __threadfence();
+  }'''
+if last not in open(kdir + '/attention_decode.cuh').read():
+    last = '''    if (!isLast)
+      return;
+  }'''
 edit(kdir + '/attention_decode.cuh', [
     ('#include "sits/common.cuh"\n', '#include "sits/common.cuh"\n' + macro),
-    ('''    if (!isLast)
-      return;
-    __threadfence();
-  }''', '''    if (!isLast)
-      return;
-    __threadfence();
-    SITS_DECODE_PHASE(8, 0);
-  }'''),
+    (last, last[:-4] + '\n    SITS_DECODE_PHASE(8, 0);\n  }'),
 ])
 s = open(kdir + '/attention_decode_kvq_mma.cuh').read()
 loop = '    Words current;\n    if (myTiles > 0)' if 'Words current;\n' in s else '    Words next;\n    if (myTiles > 0)'

@@ -202,18 +202,19 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
       return;
     __syncthreads(); // the block's partial is written (read back below)
   } else {
-    __threadfence(); // the partial is visible before the count says so
+    // The barrier orders every thread's partial stores before thread 0's
+    // count, which releases them (and, in the last block, acquires the
+    // other blocks') at GPU scope: one fence a block, not one a thread.
     __syncthreads();
     if (tid == 0) {
       int *counter = counters + b * Cfg::kKvHeads + kvHead;
-      isLast = atomicAdd(counter, 1) == kSplits - 1;
+      isLast = atomicAddAcqRelGpu(counter, 1) == kSplits - 1;
       if (isLast)
         *counter = 0; // ready for the next launch
     }
     __syncthreads();
     if (!isLast)
       return;
-    __threadfence();
   }
 
   // kParts warps per head (split s to part s % kParts), each folding its

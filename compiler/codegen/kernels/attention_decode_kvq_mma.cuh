@@ -92,6 +92,15 @@ __host__ __device__ constexpr int attentionDecodeKVQMmaSharedBytes(int headDim,
   return merge > combine ? merge : combine;
 }
 
+/// Where channel `channel` of head `head` sits in a warp's merge row: the
+/// heads 2t, 2t + 1 of lane (g, t) would put a half-warp's 8-byte stores
+/// in 4 banks' worth of rows (a 4-way conflict); flipping bits 1-2 by the
+/// lane's t spreads them over all 32 banks. Even channels stay even (the
+/// stores are float2) and every 8-channel piece stays in place.
+__host__ __device__ constexpr int mergeSwizzle(int channel, int head) {
+  return channel ^ (head & 6);
+}
+
 /// The channel (of a lane's kGroup / 4 key channels in a group) of element
 /// `e` of f16 pair `p`: int4 words give (c0, c4), (c1, c5), ... per 8
 /// channels, int8 words (c0, c1), (c2, c3).
@@ -671,7 +680,7 @@ __device__ void attentionDecodeKVQMma(
         for (int m = 0; m < D / 16; ++m) {
           const int channel =
               (m / kSteps) * kGroup + g * kValueChannels + 2 * (m % kSteps);
-          *reinterpret_cast<float2 *>(slot + channel) =
+          *reinterpret_cast<float2 *>(slot + mergeSwizzle(channel, head)) =
               make_float2(o[m][j] / kValueLift, o[m][j + 2] / kValueLift);
         }
         if (g == 0) {
@@ -704,7 +713,8 @@ __device__ void attentionDecodeKVQMma(
       float total = 0.0f;
 #pragma unroll
       for (int w = 0; w < kWarps; ++w)
-        total += weights[head * kWarps + w] * states[(w * G + head) * D + d];
+        total += weights[head * kWarps + w] *
+                 states[(w * G + head) * D + mergeSwizzle(d, head)];
       myPartial[(head * Cfg::kSplits + split) * kPartial + d] = total;
     }
   }

@@ -421,6 +421,23 @@ __device__ __forceinline__ u32 transposeHalves8x8(u32 fragment) {
 #endif
 }
 
+/// Adds `value` to `*counter` at GPU scope with acquire-release order and
+/// returns the old value. After a barrier, one thread's call releases the
+/// whole block's earlier stores (the barrier orders them before it) and
+/// acquires what the blocks that counted before it released.
+__device__ __forceinline__ int atomicAddAcqRelGpu(int *counter, int value) {
+#ifdef SITS_EMULATE
+  return atomicAdd(counter, value);
+#else
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;"
+               : "=r"(old)
+               : "l"(counter), "r"(value)
+               : "memory");
+  return old;
+#endif
+}
+
 /// Asks L2 for the 128-byte line that holds `address` (no register and no
 /// wait; nothing in the emulator).
 __device__ __forceinline__ void prefetchL2(const void *address) {
