@@ -1,6 +1,20 @@
 #!/usr/bin/env python3
 """Adds %globaltimer phase points to a copy of the kernels and of
-bench/decode_block_times.cu: phase.py KERNEL_DIR BENCH_FILE."""
+bench/decode_block_times.cu, so that the benchmark also prints, per warp
+of the int4 kernel, when it has read past_lengths, issued its first loads,
+received its first tile's words and queries, finished its first tile and
+all of them, written its block's partial and left, and for each last
+block how long the combine took.
+
+  cp -r compiler/codegen/kernels /tmp/p/sits
+  cp bench/decode_block_times.cu /tmp/p/dbt.cu
+  python3 bench/decode_phase_points.py /tmp/p/sits /tmp/p/dbt.cu
+  nvcc -O3 -std=c++17 -arch=sm_90a -I /tmp/p /tmp/p/dbt.cu -o dbt-phases
+  ./dbt-phases 8192
+
+Copies only: the kernels in the tree carry no timing hooks. The anchors
+are the kernels' own lines, so a change there can need a change here
+(it stops with the anchor it did not find)."""
 import sys
 kdir, bench = sys.argv[1], sys.argv[2]
 
@@ -28,7 +42,8 @@ edit(kdir + '/attention_decode.cuh', [
     (last, last[:-4] + '\n    SITS_DECODE_PHASE(8, 0);\n  }'),
 ])
 s = open(kdir + '/attention_decode_kvq_mma.cuh').read()
-loop = '    Words current;\n    if (myTiles > 0)' if 'Words current;\n' in s else '    Words next;\n    if (myTiles > 0)'
+loop = next(a for a in ('    Words current, next;\n', '    Words current;\n    if (myTiles > 0)',
+                         '    Words next;\n    if (myTiles > 0)') if a in s)
 edit(kdir + '/attention_decode_kvq_mma.cuh', [
     ('  if (blockActive) {\n    const int myChunks',
      '  SITS_DECODE_PHASE(1, past);\n  if (blockActive) {\n    const int myChunks'),
