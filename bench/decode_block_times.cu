@@ -235,8 +235,8 @@ int main(int argc, char **argv) {
   const dim3 grid(kSplits, kKvHeads, 1);
   const int fp16Shared =
       sits::attentionDecodeSharedBytes(kHeadDim, kHeads / kKvHeads, 4, 3);
-  const int int4Shared =
-      sits::attentionDecodeKVQMmaSharedBytes(kHeadDim, kHeads / kKvHeads);
+  const int int4Shared = sits::attentionDecodeKVQMmaSharedBytes(
+      kHeadDim, kHeads / kKvHeads, Int4Cfg::kGroup, Int4Cfg::kBits);
   CHECK(cudaFuncSetAttribute(
       fp16Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, fp16Shared));
   CHECK(cudaFuncSetAttribute(

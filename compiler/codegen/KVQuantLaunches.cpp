@@ -125,13 +125,25 @@ PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer) {
 
 /// attention_decode_kvq_mma.cuh's attentionDecodeKVQMmaSharedBytes: the
 /// merge of 8 warps' states ([warp][head] values, max, sum and weight),
-/// reused for the combine of the splits.
+/// reused for the combine of the splits, then a ring of two tiles' value
+/// copies per lane (mmaDecodeValueCopyBytes: 4 keys' pieces of every scale
+/// group and 2 key slots' scales, when cp.async can copy them).
 static int64_t mmaDecodeSharedBytes(const format::KVCacheConfig &kv,
                                     int64_t group) {
   constexpr int64_t kWarps = 8;
   const int64_t merge = 4 * kWarps * group * (kv.headDim + 3);
+  const int64_t valueBytes = int64_t(kv.groupSize) * kv.coldBits / 64;
+  const int64_t scaleBytes = 2 * (kv.headDim / kv.groupSize);
+  auto copyable = [](int64_t bytes) {
+    return bytes == 4 || bytes == 8 || bytes == 16;
+  };
+  const int64_t copyBytes =
+      copyable(valueBytes) && copyable(scaleBytes)
+          ? 4 * (kv.headDim / kv.groupSize) * valueBytes + 2 * scaleBytes
+          : 0;
   return std::max(merge,
-                  decodeCombineSharedBytes(kWarps * 32, group, kv.headDim));
+                  decodeCombineSharedBytes(kWarps * 32, group, kv.headDim)) +
+         2 * kWarps * 32 * copyBytes;
 }
 
 /// Whether the tensor-core decode kernel takes `desc`: an engine computing

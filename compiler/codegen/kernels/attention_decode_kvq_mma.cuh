@@ -82,14 +82,31 @@ __host__ __device__ constexpr int mmaDecodeMergeFloats(int headDim, int group) {
   return kMmaDecodeWarps * group * (headDim + 3);
 }
 
-/// The kernel's dynamic shared memory: the merge of the warps' states,
-/// reused for the combine of the splits. KVQuantLaunches.cpp computes the
-/// same.
-__host__ __device__ constexpr int attentionDecodeKVQMmaSharedBytes(int headDim,
-                                                                   int group) {
+/// Bytes a lane copies of a cold tile's values (4 keys, `groups` scale
+/// groups of kGroupBytes / 8 each) and of their per-token scales (2 key
+/// slots), when cp.async can copy them (pieces of 4, 8 or 16 bytes); 0 when
+/// the values go through registers instead.
+__host__ __device__ constexpr int
+mmaDecodeValueCopyBytes(int headDim, int groupSize, int bits) {
+  const int valueBytes = groupSize * bits / 64;
+  const int groups = headDim / groupSize;
+  const int scaleBytes = 2 * groups;
+  const bool fits = (valueBytes == 4 || valueBytes == 8 || valueBytes == 16) &&
+                    (scaleBytes == 4 || scaleBytes == 8 || scaleBytes == 16);
+  return fits ? 4 * groups * valueBytes + 2 * scaleBytes : 0;
+}
+
+/// The kernel's dynamic shared memory: the merge of the warps' states
+/// (reused for the combine of the splits), then the ring of two tiles'
+/// value copies per lane. KVQuantLaunches.cpp computes the same.
+__host__ __device__ constexpr int
+attentionDecodeKVQMmaSharedBytes(int headDim, int group, int groupSize,
+                                 int bits) {
   const int merge = 4 * mmaDecodeMergeFloats(headDim, group);
   const int combine = combineSharedBytes(kMmaDecodeThreads, group, headDim);
-  return merge > combine ? merge : combine;
+  return (merge > combine ? merge : combine) +
+         2 * kMmaDecodeThreads *
+             mmaDecodeValueCopyBytes(headDim, groupSize, bits);
 }
 
 /// Where channel `channel` of head `head` sits in a warp's merge row: the
@@ -227,6 +244,14 @@ __device__ void attentionDecodeKVQMma(
   constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
   constexpr float kValueLift = 256.0f;
   typedef MmaDecodeWords<kGroups, kKeyWords, kValueWords> Words;
+  // The cold values and their scales come by cp.async into the lane's own
+  // slots of a two-tile ring (no barrier: a lane reads only its copies), so
+  // that no register waits on them: held in registers, they were spilled
+  // as soon as loaded, and the spill store stalled the warp until they
+  // arrived, before it issued the next tile's loads (ncu source counters).
+  constexpr int kScaleBytes = 2 * kGroups;
+  constexpr int kCopyBytes = mmaDecodeValueCopyBytes(D, kGroup, kBits);
+  constexpr bool kAsyncValues = kCopyBytes > 0;
   static_assert(!C::kIsBf16 && C::kBytes == 2, "an f16 hot cache");
   static_assert(G >= 1 && G <= 8, "the group's queries fill columns 0..7");
   static_assert(kGroup % 32 == 0,
@@ -315,8 +340,37 @@ __device__ void attentionDecodeKVQMma(
       }
     }
 
-    // A tile's cold words (rows past the capacity read the last one).
-    auto loadWordsOf = [&](int r0, Words &w) {
+    // The lane's ring slots of stage `stage`: values [e][h], then scales
+    // [s], each piece kThreads apart (consecutive lanes, consecutive banks).
+    unsigned char *ring =
+        reinterpret_cast<unsigned char *>(shared) +
+        attentionDecodeKVQMmaSharedBytes(D, G, kGroup, kBits) -
+        2 * kMmaDecodeThreads * kCopyBytes;
+    auto valueSlot = [&](int stage, int e, int h) {
+      return ring + static_cast<long>(stage) * kMmaDecodeThreads * kCopyBytes +
+             ((e * kGroups + h) * kMmaDecodeThreads + tid) * kValueBytes;
+    };
+    auto scaleSlot = [&](int stage, int s) {
+      return ring + static_cast<long>(stage) * kMmaDecodeThreads * kCopyBytes +
+             4 * kGroups * kMmaDecodeThreads * kValueBytes +
+             (s * kMmaDecodeThreads + tid) * kScaleBytes;
+    };
+    // Reads stage `stage`'s copies into w, once they have landed.
+    auto takeValues = [&](int stage, Words &w) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+#pragma unroll
+        for (int h = 0; h < kGroups; ++h)
+          loadWords<kValueBytes>(valueSlot(stage, e, h), w.values[e][h]);
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+        loadWords<kScaleBytes>(scaleSlot(stage, s), w.valueScales[s]);
+    };
+
+    // A tile's cold words (rows past the capacity read the last one): keys
+    // into w, values and their scales into ring stage `stage` when
+    // kAsyncValues (one commit group), else into w.
+    auto loadWordsOf = [&](int r0, Words &w, int stage) {
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         const int key = min(r0 + keySlot + 2 * s, Cfg::kCapacity - 1);
@@ -325,7 +379,12 @@ __device__ void attentionDecodeKVQMma(
           loadWords<kKeyBytes>(keyRows + static_cast<long>(key) * kRowBytes +
                                    h * kGroupBytes + t * kKeyBytes,
                                w.keys[s][h]);
-        loadScales<kGroups>(valueTokenScales + key * kGroups, w.valueScales[s]);
+        if constexpr (kAsyncValues)
+          copyAsyncBytes<kScaleBytes>(scaleSlot(stage, s),
+                                      valueTokenScales + key * kGroups);
+        else
+          loadScales<kGroups>(valueTokenScales + key * kGroups,
+                              w.valueScales[s]);
         if constexpr (kPerToken)
           loadScales<kGroups>(keyTokenScales + key * kGroups, w.keyScales[s]);
       }
@@ -333,12 +392,18 @@ __device__ void attentionDecodeKVQMma(
       for (int e = 0; e < 4; ++e) {
         const int key = min(r0 + 4 * t + e, Cfg::kCapacity - 1);
 #pragma unroll
-        for (int h = 0; h < kGroups; ++h)
-          loadWords<kValueBytes>(valueRows +
-                                     static_cast<long>(key) * kRowBytes +
-                                     h * kGroupBytes + g * kValueBytes,
-                                 w.values[e][h]);
+        for (int h = 0; h < kGroups; ++h) {
+          const signed char *src = valueRows +
+                                   static_cast<long>(key) * kRowBytes +
+                                   h * kGroupBytes + g * kValueBytes;
+          if constexpr (kAsyncValues)
+            copyAsyncBytes<kValueBytes>(valueSlot(stage, e, h), src);
+          else
+            loadWords<kValueBytes>(src, w.values[e][h]);
+        }
       }
+      if constexpr (kAsyncValues)
+        copyAsyncCommit();
     };
 
     // The group's queries as B fragments (head g, this lane's key
@@ -650,11 +715,18 @@ __device__ void attentionDecodeKVQMma(
     // land.
     Words current;
     if (myTiles > 0)
-      loadWordsOf(tileStart(0), current);
+      loadWordsOf(tileStart(0), current, 0);
     for (int i = 0; i < myTiles; ++i) {
       Words next;
       if (i + 1 < myTiles)
-        loadWordsOf(tileStart(i + 1), next);
+        loadWordsOf(tileStart(i + 1), next, (i + 1) % 2);
+      if constexpr (kAsyncValues) {
+        if (i + 1 < myTiles)
+          copyAsyncWait<1>(); // this tile's group, not the next one's
+        else
+          copyAsyncWait<0>();
+        takeValues(i % 2, current);
+      }
       runTile(current, tileStart(i));
       current = next;
     }

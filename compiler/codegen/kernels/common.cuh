@@ -239,6 +239,18 @@ __device__ __forceinline__ void copyAsyncSmall(void *sharedDst,
 #endif
 }
 
+/// Starts an asynchronous copy of kBytes (4, 8 or 16) from global to shared
+/// memory, cached in L1 for 4 and 8 bytes (the only form cp.async has for
+/// them) and through L2 only for 16.
+template <int kBytes>
+__device__ __forceinline__ void copyAsyncBytes(void *sharedDst,
+                                               const void *src) {
+  if constexpr (kBytes == 16)
+    copyAsync16<false>(sharedDst, src, true);
+  else
+    copyAsyncSmall<kBytes>(sharedDst, src);
+}
+
 /// Closes the group of this thread's copies started since the last commit.
 __device__ __forceinline__ void copyAsyncCommit() {
 #ifndef SITS_EMULATE

@@ -7,7 +7,7 @@
 // whole words); other split shapes the f32 kernel (attention_decode_kvq.cuh),
 // and shapes no split kernel takes the tiled one (attention_kvq.cuh). And
 // the tensor-core kernel's block and shared memory: 8 warps, their merge
-// [warp][head][head_dim + 3] floats.
+// [warp][head][head_dim + 3] floats and a ring of two tiles' value copies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,7 +71,10 @@ TEST(KVQuantLaunchesTest, TheEightBShapeTakesTheTensorCoreKernel) {
   EXPECT_EQ(planned.spec.family, "attention_decode_kvq_mma");
   EXPECT_EQ(planned.spec.threads, 256);
   EXPECT_EQ(planned.spec.minBlocks, 2);
-  EXPECT_EQ(sharedBytes(planned), 4 * 8 * 4 * (128 + 3));
+  // 8 warps' merge states, then two tiles' value copies per lane (4 keys
+  // of 2 groups of 4 bytes, 2 key slots' 2 scales).
+  EXPECT_EQ(sharedBytes(planned),
+            4 * 8 * 4 * (128 + 3) + 2 * 256 * (4 * 2 * 4 + 2 * 4));
 }
 
 TEST(KVQuantLaunchesTest, WholeGroupsOfThirtyTwoChannelsTakeIt) {

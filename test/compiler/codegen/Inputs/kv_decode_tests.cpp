@@ -194,7 +194,8 @@ template <class Cfg, bool kMma> void check(const std::string &name) {
   for (int i = 0; i < 12; ++i)
     args[i] = &pointers[i];
   const unsigned shared =
-      kMma ? sits::attentionDecodeKVQMmaSharedBytes(D, G)
+      kMma ? sits::attentionDecodeKVQMmaSharedBytes(D, G, Cfg::kGroup,
+                                                    Cfg::kBits)
            : sits::attentionDecodeSharedBytes(D, G, Cfg::kUnroll, Cfg::kStages);
   unsigned grid[3] = {unsigned(Cfg::kSplits), unsigned(s.kvHeads), unsigned(B)};
   unsigned block[3] = {kMma ? unsigned(sits::kMmaDecodeThreads)
