@@ -1,8 +1,10 @@
 //===- attention_decode_kvq_mma.cuh - Quantized-cache decode on mma ------===//
 //
 // Split-K decode attention over a quantized cache (kv_quant.cuh) on tensor
-// cores, with the operands built in registers: no copy of the cache through
-// shared memory. The query heads of a GQA group are the N side of the mma
+// cores, with the operands built in registers from the bytes each lane
+// reads (no shared-memory tiles: cold values only pass through the lane's
+// own cp.async slots, see loadWordsOf). The query heads of a GQA group are
+// the N side of the mma
 // (at most 8), so a warp computes, per tile of 16 keys,
 //   S^T = K Q^T     (A = the keys' channels, B = the queries),
 //   O^T += V^T P^T  (A = the values' channels, B = the probabilities),
