@@ -1,5 +1,4 @@
-//===- attention_decode.cuh - Split-K decode attention (flash decoding)
-//----===//
+//===- attention_decode.cuh - Split-K decode attention (flash decoding) ---===//
 //
 // One query token per sequence reads its whole cache, so decode attention
 // is bound by reading the cache once. The keys of a sequence are split in
@@ -222,9 +221,8 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
   // kLanesPerRow lanes a row and kColumns float4 of values a lane, kBatch
   // such steps with all their loads in flight at once; lane i of a batch
   // also loads row i's max and sum, so that the weights cost one
-  // exponential a lane and shuffles. The combine runs after the slowest
-  // block, so its round trips to L2 are the kernel's tail: at the 8B shape
-  // (33 splits, 8 warps, 4 heads) one batch a warp.
+  // exponential a lane and shuffles. At the 8B shape (33 splits, 8 warps,
+  // 4 heads) that is one batch a warp.
   constexpr int kWarps = kThreads / kWarpSize;
   constexpr int kParts = combineParts(kThreads, G);
   constexpr int kLanesPerRow = D / 4 < kWarpSize ? D / 4 : kWarpSize;
@@ -319,7 +317,7 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
     }
   }
   if (kParts > 1) {
-    // Part 0's threads of each head merge the parts' states.
+    // Every thread merges the parts' states of its (head, channel)s.
     __syncthreads();
     for (int idx = tid; idx < G * D; idx += kThreads) {
       const int h = idx / D, d = idx % D;
