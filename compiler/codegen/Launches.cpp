@@ -239,6 +239,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kGroup", quant.group);
     b.intConstant("kGroups", quantGroups);
     b.intConstant("kRowBytes", quant.rowBytes);
+    b.boolConstant("kInterleaved", quant.interleaved);
   }
   int64_t tilesPerBlock = 1;
   if (tensorGemv) {
@@ -388,6 +389,7 @@ PlannedLaunch planDequantize(const DequantizeLaunch &desc) {
   b.intConstant("kGroup", desc.quant.group);
   b.intConstant("kGroups", desc.quant.groups(desc.k));
   b.intConstant("kRowBytes", desc.quant.rowBytes);
+  b.boolConstant("kInterleaved", desc.quant.interleaved);
   b.intConstant("kK", desc.k);
   b.intConstant("kRows", desc.rows);
   b.param("const unsigned char *", "data", weightArg(desc.data));

@@ -73,6 +73,8 @@ struct LinearQuant {
   int bits = 0;
   int64_t group = 0;
   int64_t rowBytes = 0;
+  /// The levels are stored with interleaved chunks (QuantLayout.h).
+  bool interleaved = false;
   int64_t groups(int64_t k) const { return (k + group - 1) / group; }
 };
 

@@ -124,6 +124,10 @@ struct WeightPlan {
   std::vector<int64_t> shape;
   mlir::ElementsAttr values;
   uint64_t bytes = 0;
+  /// Quantized levels (i8, i4x2) stored with each 64-byte chunk of a row
+  /// interleaved for the tensor-core GEMV (QuantLayout.h): their bits (8 or
+  /// 4), or 0 for input order.
+  int interleavedBits = 0;
 };
 
 /// The model's configuration, as the metadata records it.

@@ -69,6 +69,15 @@ FailureOr<LinearQuant> ProgramPlanner::quantizedWeight(Operation *op,
   FailureOr<unsigned> scaleIndex = weights.bind(scales, DType::F16);
   if (failed(dataIndex) || failed(scaleIndex))
     return failure();
+  // Rows of whole chunks that the tensor-core GEMV can read are stored with
+  // interleaved chunks (QuantLayout.h); every kernel that reads the weight
+  // (decode GEMV of either kind, prefill dequantization) is told so. The
+  // choice depends on the weight and the engine alone, so that every
+  // reader of a weight agrees.
+  const int64_t chunk = quant.bits == 8 ? 64 : 128;
+  quant.interleaved = hasTensorCores() && options.weightType != DType::F32 &&
+                      k % chunk == 0 && quant.group % chunk == 0;
+  weights.setInterleaved(*dataIndex, quant.interleaved ? quant.bits : 0);
   segment.weight = *dataIndex;
   segment.scales = *scaleIndex;
   return quant;

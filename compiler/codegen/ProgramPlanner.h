@@ -69,6 +69,13 @@ public:
     return byKey[key];
   }
 
+  /// Stores quantized levels `index` with interleaved chunks of `bits`-bit
+  /// levels (0: input order). A weight is bound once per name and type, and
+  /// its readers derive the layout from it alone, so they always agree.
+  void setInterleaved(unsigned index, int bits) {
+    weights[index].interleavedBits = bits;
+  }
+
   /// Binds values computed by the planner (the TVC bounds of the stored
   /// weights), stored as `type` under `name`; `compute` runs only when no
   /// weight of that name and type is bound yet.

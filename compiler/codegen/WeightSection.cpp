@@ -2,6 +2,8 @@
 
 #include "compiler/codegen/WeightSection.h"
 
+#include "compiler/codegen/QuantLayout.h"
+
 #include "compiler/reference/Tensor.h"
 
 #include <algorithm>
@@ -68,6 +70,16 @@ WeightSection::create(const std::vector<WeightPlan> &weights) {
     }
     entry.bytes = static_cast<uint64_t>(entry.storage.numElements()) *
                   getWeightElementBytes(entry.stored);
+    entry.interleavedBits = weight.interleavedBits;
+    if (entry.interleavedBits &&
+        (!levels || weight.shape.size() != 2 ||
+         weight.shape[1] % kQuantChunkBytes != 0 ||
+         (entry.interleavedBits != 8 && entry.interleavedBits != 4)))
+      return llvm::createStringError(
+          "quantized weight '" + weight.name +
+          "' cannot be stored in interleaved chunks: its rows are not whole "
+          "chunks of " +
+          std::to_string(kQuantChunkBytes) + " bytes");
     if (entry.bytes != weight.bytes)
       return llvm::createStringError(
           "weight '" + weight.name + "' holds " + std::to_string(entry.bytes) +
@@ -83,8 +95,33 @@ WeightSection::create(const std::vector<WeightPlan> &weights) {
   return section;
 }
 
+bool WeightSection::encodeInterleaved(const Entry &entry, uint64_t begin,
+                                      uint64_t end, uint8_t *out,
+                                      std::string *error) const {
+  // Rows are whole chunks (create), so chunks lie at multiples of 64 bytes
+  // of the weight (one byte per stored element).
+  constexpr uint64_t kChunk = kQuantChunkBytes;
+  uint8_t inOrder[kChunk], interleaved[kChunk];
+  for (uint64_t chunk = begin / kChunk * kChunk; chunk < end; chunk += kChunk) {
+    if (failed(copyWeightValues(entry.storage, static_cast<int64_t>(chunk),
+                                static_cast<int64_t>(chunk + kChunk),
+                                entry.stored,
+                                reinterpret_cast<char *>(inOrder)))) {
+      *error = "cannot read quantized weight '" + entry.name + "'";
+      return false;
+    }
+    for (int n = 0; n < static_cast<int>(kChunk); ++n)
+      interleaved[n] = inOrder[interleavedSourceByte(entry.interleavedBits, n)];
+    uint64_t from = std::max(begin, chunk), to = std::min(end, chunk + kChunk);
+    std::memcpy(out + (from - begin), interleaved + (from - chunk), to - from);
+  }
+  return true;
+}
+
 bool WeightSection::encode(const Entry &entry, uint64_t begin, uint64_t end,
                            uint8_t *out, std::string *error) const {
+  if (entry.interleavedBits)
+    return encodeInterleaved(entry, begin, end, out, error);
   uint64_t size = getWeightElementBytes(entry.stored);
   uint64_t first = begin / size, last = (end + size - 1) / size;
   char *destination = reinterpret_cast<char *>(out);

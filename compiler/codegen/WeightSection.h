@@ -46,11 +46,16 @@ private:
     WeightElement stored = WeightElement::F32; ///< the engine's type
     uint64_t offset = 0;
     uint64_t bytes = 0;
+    /// Quantized levels in interleaved chunks (QuantLayout.h): their bits.
+    int interleavedBits = 0;
     /// Values read out of attributes that do not hold raw bytes.
     std::shared_ptr<std::vector<float>> owned;
   };
   bool encode(const Entry &entry, uint64_t begin, uint64_t end, uint8_t *out,
               std::string *error) const;
+  /// encode for interleaved levels: whole chunks in input order, reordered.
+  bool encodeInterleaved(const Entry &entry, uint64_t begin, uint64_t end,
+                         uint8_t *out, std::string *error) const;
 
   std::vector<Entry> entries;
   /// Bytes of each weight not written yet: once all are, the pages of a

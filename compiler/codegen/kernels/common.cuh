@@ -151,6 +151,27 @@ __device__ __forceinline__ void loadFloats(const float *p, float *out) {
   }
 }
 
+/// 16 bytes at `p` (16-byte aligned) through the read-only path when
+/// `predicate` holds; otherwise no load and values that must not be used
+/// (the emulator gives NaN), so that no registers are zeroed. For operands
+/// whose results are dropped, such as the mma columns of absent tokens: a
+/// warp's load then touches L1 only for the lanes that need it.
+__device__ __forceinline__ uint4 load16IfUsed(bool predicate, const void *p) {
+#ifdef SITS_EMULATE
+  if (!predicate)
+    return make_uint4(0x7fc00000u, 0x7fc00000u, 0x7fc00000u, 0x7fc00000u);
+  SITS_ASSERT_ALIGNED(p, 16);
+  return *reinterpret_cast<const uint4 *>(p);
+#else
+  uint4 v;
+  asm("{\n  .reg .pred p;\n  setp.ne.b32 p, %5, 0;\n"
+      "  @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p), "r"(static_cast<int>(predicate)));
+  return v;
+#endif
+}
+
 /// Loads 16 bytes at `p` when `predicate` holds, zeros otherwise. The load is
 /// predicated inside the asm rather than branched around: with branches,
 /// ptxas schedules each load in its own block next to its first use, and a
@@ -216,6 +237,42 @@ __device__ __forceinline__ void copyAsync16(void *sharedDst, const void *src,
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst),
                  "l"(src), "r"(predicate ? 16 : 0)
                  : "memory");
+#endif
+}
+
+/// A shared-memory address as cp.async takes it: computed once
+/// (sharedAddressOf) for copies at constant offsets from it
+/// (copyAsync16At), so that each copy costs no generic-to-shared
+/// conversion.
+#ifdef SITS_EMULATE
+typedef unsigned char *SharedAddress;
+#else
+typedef unsigned SharedAddress;
+#endif
+
+__device__ __forceinline__ SharedAddress sharedAddressOf(void *shared) {
+#ifdef SITS_EMULATE
+  return static_cast<unsigned char *>(shared);
+#else
+  unsigned address;
+  asm("{\n  .reg .u64 a;\n  cvta.to.shared.u64 a, %1;\n  cvt.u32.u64 %0, a;\n}"
+      : "=r"(address)
+      : "l"(shared));
+  return address;
+#endif
+}
+
+/// copyAsync16<false> (through L2 only) to `base` + `offset` bytes; with a
+/// constant offset, ptxas folds it into the copy's address.
+__device__ __forceinline__ void copyAsync16At(SharedAddress base, int offset,
+                                              const void *src, bool predicate) {
+#ifdef SITS_EMULATE
+  copyAsync16<false>(base + offset, src, predicate);
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                   base + static_cast<unsigned>(offset)),
+               "l"(src), "r"(predicate ? 16 : 0)
+               : "memory");
 #endif
 }
 
@@ -302,7 +359,8 @@ __device__ __forceinline__ void waitForPrecedingKernels() {
 /// Two floats rounded to `T` (F16 or BF16) in one register, `lo` in the low
 /// half: the layout of an mma operand pair (the lower k in the low bits).
 template <class T> __device__ __forceinline__ u32 packPair(float lo, float hi) {
-  return static_cast<u32>(T::store(lo)) | (static_cast<u32>(T::store(hi)) << 16);
+  return static_cast<u32>(T::store(lo)) |
+         (static_cast<u32>(T::store(hi)) << 16);
 }
 
 /// PTX prmt.b32 (default mode): byte i of the result is byte (s >> 4i) & 7
@@ -372,6 +430,21 @@ __device__ __forceinline__ u32 mulHalf2(u32 a, u32 b) {
 #endif
 }
 
+/// (a & kMask) ^ b in one lop3. Written as C++, ptxas splits it in two when
+/// both constants are immediates (LOP3 takes one), which doubled the int4
+/// unpacking's logic ops in the quantized GEMV's SASS.
+template <u32 kMask> __device__ __forceinline__ u32 andXor(u32 a, u32 b) {
+#ifdef SITS_EMULATE
+  return (a & kMask) ^ b;
+#else
+  u32 out;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6a;"
+      : "=r"(out)
+      : "r"(a), "n"(kMask), "r"(b));
+  return out;
+#endif
+}
+
 /// The int8 or int4 levels of one 32-bit word as exact f16 pairs: the level
 /// under the exponent of 1024 (the sign bit flipped, as level + 128 or + 8),
 /// then one f16x2 subtraction (or, for int4 nibbles at bits 4-7, a
@@ -388,9 +461,9 @@ __device__ __forceinline__ void levelPairsF16(u32 word, u32 *pairs) {
     // minus 1032. Nibbles at bits 4-7: 1024 + 16 u, times 1/16 minus 72.
     for (int j = 0; j < 4; j += 2) {
       const u32 w = word >> (4 * j);
-      pairs[j] = subHalf2((w & 0x000f000fu) ^ 0x64086408u, 0x64086408u);
-      pairs[j + 1] =
-          fmaHalf2((w & 0x00f000f0u) ^ 0x64806480u, 0x2c002c00u, 0xd480d480u);
+      pairs[j] = subHalf2(andXor<0x000f000fu>(w, 0x64086408u), 0x64086408u);
+      pairs[j + 1] = fmaHalf2(andXor<0x00f000f0u>(w, 0x64806480u), 0x2c002c00u,
+                              0xd480d480u);
     }
   }
 }
@@ -474,12 +547,14 @@ __device__ __forceinline__ void mma16816(float *c, u32 a0, u32 a1, u32 a2,
   sits_emu::mma16816(T::kIsBf16, c, a0, a1, a2, a3, b0, b1);
 #else
   if constexpr (T::kIsBf16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
@@ -520,8 +595,7 @@ __device__ __forceinline__ void loadMatrix4(const void *row, u32 *r) {
 /// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: as loadMatrix4, but each
 /// matrix is transposed: lane gets, from matrix j, the elements of rows
 /// 2 (lane % 4) and 2 (lane % 4) + 1 in column lane / 4.
-__device__ __forceinline__ void loadMatrix4Transposed(const void *row,
-                                                      u32 *r) {
+__device__ __forceinline__ void loadMatrix4Transposed(const void *row, u32 *r) {
 #ifdef SITS_EMULATE
   sits_emu::ldmatrix4(row, r, true);
 #else

@@ -2,7 +2,9 @@
 //
 // Weights quantized by --sits-insert-qdq: `data` [rows, kRowBytes] holds
 // int8 values, or int4 values two per byte (element 2k in the low nibble of
-// byte k), each row padded with zeros to a multiple of 16 bytes; `scales`
+// byte k), each row padded with zeros to a multiple of 16 bytes (with
+// kInterleaved, rows of whole 64-byte chunks, each chunk's bytes in the
+// order of levelInput); `scales`
 // [rows, kGroups] holds one f16 scale per group of kGroup consecutive
 // inputs. The weight is `f32(scale) * f32(q)` (sits.dequantize). The kernels
 // read the quantized bytes with 16-byte loads (16 int8 or 32 int4 values,
@@ -17,8 +19,8 @@
 //   to the engine's type; each chunk's f32 sums are scaled in registers.
 // * gemvQuant (everything else): a warp per row, as gemv.cuh's gemv.
 // * dequantizeWeights (prefill): the weight in the engine's type into a
-// workspace
-//   value that the tiled GEMM (gemm.cuh) then reads like any weight.
+//   workspace value that the tiled GEMM (gemm.cuh) then reads like any
+//   weight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,9 +120,31 @@ __device__ __forceinline__ void storePiece(void *dst, const uint4 &piece) {
   }
 }
 
+/// Whether every segment (the gate and up with kGlu) has whole 16-row tiles,
+/// so that no row of a tile lies past its segment.
+template <class Cfg> __host__ __device__ constexpr bool quantAllRowsWhole() {
+  for (int s = 0; s < Cfg::kSegments; ++s)
+    if (Cfg::rows(s) % 16 != 0)
+      return false;
+  return true;
+}
+
 /// Levels per 16-byte piece.
 template <int kBits> __host__ __device__ constexpr int quantPieceValues() {
   return kBits == 8 ? 16 : 32;
+}
+
+/// The input, counted from its chunk's first, of level `e` of piece `t`
+/// (0..3) of a chunk of four pieces. In input order piece t holds inputs
+/// V t .. V t + V - 1. Interleaved (sitsc's layout where rows are whole
+/// chunks, compiler/codegen/QuantLayout.h), its word w holds inputs
+/// 4 t + 16 w' + j for the words' four-level runs w' (int8: w' = w; int4:
+/// w' = 2 w and 2 w + 1), so that the four pieces' runs of one w' are 16
+/// consecutive inputs, read by one load of each lane.
+template <int kBits, bool kInterleaved>
+__host__ __device__ constexpr int levelInput(int t, int e) {
+  return kInterleaved ? 4 * t + 4 * (e & ~3) + (e & 3)
+                      : quantPieceValues<kBits>() * t + e;
 }
 
 } // namespace qweights
@@ -139,7 +163,13 @@ gemvQuantAccumulate(const u8 *__restrict__ row, const u16 *__restrict__ scales,
   constexpr int kPieces = Cfg::kRowBytes / 16;
   const int lane = threadIdx.x % kWarpSize;
   for (int p = lane; p < kPieces; p += kWarpSize) {
-    const int k0 = p * V;
+    const int k0 = p * V; // the piece's first input in input order
+    // Where the piece's levels' inputs start (interleaved: runs of four
+    // levels 4 inputs apart; whole chunks only).
+    const int x0 =
+        p / 4 * 4 * V +
+        qweights::levelInput<Cfg::kBits, Cfg::kInterleaved>(p % 4, 0);
+    constexpr int kRunStride = Cfg::kInterleaved ? 4 : 1;
     float w[V];
     qweights::levelsToFloat<Cfg::kBits>(load16If<true>(true, row + 16 * p), w);
     const float scale = halfToFloat(__ldg(scales + k0 / Cfg::kGroup));
@@ -147,10 +177,10 @@ gemvQuantAccumulate(const u8 *__restrict__ row, const u16 *__restrict__ scales,
       if (tt >= count)
         break;
       float sum = 0.0f;
-      if (Cfg::kK % 4 == 0 && k0 + V <= Cfg::kK) {
+      if (Cfg::kInterleaved || (Cfg::kK % 4 == 0 && k0 + V <= Cfg::kK)) {
         for (int e = 0; e < V; e += 4) {
           float x[4];
-          loadFloats<4>(xRows[tt] + k0 + e, x);
+          loadFloats<4>(xRows[tt] + x0 + kRunStride * e, x);
           for (int i = 0; i < 4; ++i)
             sum += w[e + i] * x[i];
         }
@@ -165,9 +195,9 @@ gemvQuantAccumulate(const u8 *__restrict__ row, const u16 *__restrict__ scales,
 }
 
 /// Config: Weight (the engine's type; unused here), kBits, kGroup, kGroups,
-/// kRowBytes, kK, kSegments, rows(s), hasBias(s), kTotalRows, kEpilogue,
-/// kActivation, kWarps, kTokenTile, kGatherLast. As gemv, with each weight
-/// given as its data and scales. Launch: grid ceil(kTotalRows / kWarps),
+/// kRowBytes, kInterleaved, kK, kSegments, rows(s), hasBias(s), kTotalRows,
+/// kEpilogue, kActivation, kWarps, kTokenTile, kGatherLast. As gemv, with each
+/// weight given as its data and scales. Launch: grid ceil(kTotalRows / kWarps),
 /// block kWarps * 32.
 template <class Cfg>
 __device__ void gemvQuant(const float *__restrict__ x, const u8 *const *data,
@@ -286,8 +316,8 @@ gemvQuantTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll,
 }
 
 /// Config: Weight (F16/BF16: the mma type), kBits, kGroup (a multiple of
-/// 4 V), kGroups, kRowBytes, kK (a multiple of 8), kSegments, rows(s),
-/// hasBias(s), tiles(s), kTotalTiles, kEpilogue, kActivation,
+/// 4 V), kGroups, kRowBytes, kInterleaved, kK (a multiple of 8), kSegments,
+/// rows(s), hasBias(s), tiles(s), kTotalTiles, kEpilogue, kActivation,
 /// kTilesPerBlock, kUnroll, kStages, kGatherLast. Arguments as gemvQuant.
 /// Launch: any grid (persistent: each block loops over its items of
 /// kTilesPerBlock tiles; at most two blocks per SM are resident), block
@@ -312,6 +342,8 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   // Every chunk whole (K a multiple of 4 V, as at every 8B shape): no lane's
   // inputs run past K.
   constexpr bool kWholeChunks = Cfg::kK % kChunk == 0;
+  static_assert(!Cfg::kInterleaved || kWholeChunks,
+                "interleaved rows are whole chunks");
   constexpr int kMmas = V / 4; ///< per piece
   static_assert(Cfg::kK % 8 == 0, "input rows must be 16-byte aligned");
   static_assert(W::kBytes == 2, "tensor cores take f16 or bf16 operands");
@@ -382,7 +414,11 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   };
 
   // This lane's rows g and g + 8 of every tile of item `rowItem`, at its
-  // piece t.
+  // piece t. Rows past a segment or the tile space copy row 0 of the first
+  // matrix instead: their sums are never written (tcFinishItem), and every
+  // copy is then its row plus the chunk's offset, with no test.
+  constexpr bool kRowsAlwaysValid =
+      Cfg::kTotalTiles % M == 0 && qweights::quantAllRowsWhole<Cfg>();
   const u8 *rowPtr[kMats][M][2];
   int rowItem = -1;
   // The block's next step to copy (its item, its step in the item, its
@@ -398,23 +434,34 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
         rowItem = item;
         tcRowPointers<Cfg>(firstTile(item), data, Cfg::kRowBytes, 16 * t,
                            rowPtr);
+        if constexpr (!kRowsAlwaysValid)
+          for (int mat = 0; mat < kMats; ++mat)
+            for (int m = 0; m < M; ++m)
+              for (int h = 0; h < 2; ++h)
+                if (!rowPtr[mat][m][h])
+                  rowPtr[mat][m][h] = data[0] + 16 * t;
       }
-      uint4 *slot = ring + issueSlot * kPieces * kTcThreads + tid;
+      const SharedAddress slot =
+          sharedAddressOf(ring + issueSlot * kPieces * kTcThreads + tid);
       const int c0 = warp + step * kTcWarps * U;
       for (int u = 0; u < U; ++u) {
         const int c = c0 + u * kTcWarps;
         const bool inside =
             c < kChunks && (kWholeChunks || c * kChunk + V * t < Cfg::kK);
-        const long offset = static_cast<long>(c) * 64; // 4 pieces per chunk
+        // 4 pieces per chunk; chunks past the row (a warp's last step)
+        // copy nothing from the row's first chunk.
+        const unsigned offset = (inside ? c : 0) * 64u;
         for (int mat = 0; mat < kMats; ++mat)
-          for (int m = 0; m < M; ++m)
-            for (int h = 0; h < 2; ++h) {
-              const u8 *row = rowPtr[mat][m][h];
-              const bool valid = inside && row;
-              const int piece = ((u * kMats + mat) * M + m) * 2 + h;
-              copyAsync16<false>(slot + piece * kTcThreads,
-                                 valid ? row + offset : data[0], valid);
-            }
+          for (int m = 0; m < M; ++m) {
+            const int piece = ((u * kMats + mat) * M + m) * 2;
+            constexpr int kBytes = 16 * kTcThreads; // a piece of all lanes
+            const u8 *row = rowPtr[mat][m][0] + offset;
+            // Row g + 8 at a constant distance when every row is valid.
+            const u8 *row8 = kRowsAlwaysValid ? row + 8 * Cfg::kRowBytes
+                                              : rowPtr[mat][m][1] + offset;
+            copyAsync16At(slot, piece * kBytes, row, inside);
+            copyAsync16At(slot, (piece + 1) * kBytes, row8, inside);
+          }
       }
       if (++issueStep == steps) {
         issueStep = 0;
@@ -439,19 +486,26 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   __syncthreads();
 
   for (int t0 = 0; t0 < tokens; t0 += 8) {
-    const float *xRow = nullptr;
-    if (t0 + g < tokens) {
-      long source = t0 + g;
-      bool live = true;
+    // Token g's x. Lanes without a token load nothing (at batch 1, a load
+    // then costs L1 one pass instead of four) and leave their B values
+    // undefined: only their own mma column sees them, and tcFinishItem
+    // never writes it. A finished sequence of the LM head (no new token)
+    // reads its first row, whose column is not written either: testing its
+    // length in the predicate made ptxas branch around every load.
+    long source = 0;
+    const bool live = t0 + g < tokens;
+    if (live) {
+      source = t0 + g;
       if constexpr (Cfg::kGatherLast) {
         const int length = stepLengths[t0 + g];
-        live = length > 0;
-        source = source * seqLen + (live ? length - 1 : 0);
+        source = source * seqLen + (length > 0 ? length - 1 : 0);
       }
-      if (live)
-        xRow = x + source * Cfg::kK + V * t;
     }
+    const float *xRow =
+        x + source * Cfg::kK +
+        qweights::levelInput<Cfg::kBits, Cfg::kInterleaved>(t, 0);
 
+    int readSlot = 0; // the ring slot of the step read next
     if (t0 > 0) {
       issueItem = issueStep = issueSlot = 0;
       for (int s = 0; s + 1 < kStages; ++s)
@@ -473,11 +527,10 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
           reinterpret_cast<const u16 *>(scaleTables + (item % 2) * kTableBytes);
 
       for (int step = 0; step < steps; ++step) {
-        const int index = item * steps + step;
         issue();                      // step index + kStages - 1
         copyAsyncWait<kStages - 1>(); // this step's copies have landed
-        const uint4 *slot =
-            ring + (index % kStages) * kPieces * kTcThreads + tid;
+        const uint4 *slot = ring + readSlot * kPieces * kTcThreads + tid;
+        readSlot = readSlot + 1 == kStages ? 0 : readSlot + 1;
         const int c0 = warp + step * kTcWarps * U;
         for (int u = 0; u < U; ++u) {
           const int c = c0 + u * kTcWarps;
@@ -488,13 +541,19 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
           u32 b[kMmas][2];
           const int k0 = c * kChunk + V * t;
           const float *p = xRow + static_cast<long>(c) * kChunk;
+          // Interleaved, the lane's runs of four levels are 4 runs apart.
+          constexpr int kRunStride = Cfg::kInterleaved ? 4 : 1;
           for (int w = 0; w < 4; ++w) {
             constexpr int kPerWord = V / 4; // levels per 32-bit word
             float xs[kPerWord];
             for (int q = 0; q < kPerWord; q += 4) {
-              const int k = k0 + w * kPerWord + q;
-              const uint4 v = load16If<false>(
-                  xRow && (kWholeChunks || k < Cfg::kK), p + w * kPerWord + q);
+              const int e = w * kPerWord + q; // the run's first level
+              const float *run = p + kRunStride * e;
+              // Past K (a short last chunk, input order), x must be zero:
+              // the padded levels there are zeros, but x may be anything.
+              const uint4 v =
+                  kWholeChunks ? load16IfUsed(live, run)
+                               : load16If<false>(live && k0 + e < Cfg::kK, run);
               xs[q] = __uint_as_float(v.x);
               xs[q + 1] = __uint_as_float(v.y);
               xs[q + 2] = __uint_as_float(v.z);
@@ -524,8 +583,7 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
                 qweights::levelPairs<W, Cfg::kBits>(loWords[w], a);
                 qweights::levelPairs<W, Cfg::kBits>(hiWords[w], a8);
                 if constexpr (Cfg::kBits == 8) {
-                  mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[w][0],
-                              b[w][1]);
+                  mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[w][0], b[w][1]);
                 } else {
                   mma16816<W>(tile, a[0], a8[0], a[1], a8[1], b[2 * w][0],
                               b[2 * w][1]);
@@ -562,8 +620,9 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
 // Dequantization for the prefill GEMM
 //===----------------------------------------------------------------------===//
 
-/// Config: Weight (the output type), kBits, kGroup, kGroups, kRowBytes, kK,
-/// kRows. Writes `out[n, k] = Weight(f32(s) * f32(q))` for the whole weight
+/// Config: Weight (the output type), kBits, kGroup, kGroups, kRowBytes,
+/// kInterleaved, kK, kRows. Writes `out[n, k] = Weight(f32(s) * f32(q))` for
+/// the whole weight
 /// ([kRows, kK], the layout of a stored weight), one 16-byte piece per
 /// thread. Launch: grid ceil(kRows * kRowBytes / 16 / 256), block 256.
 template <class Cfg>
@@ -577,16 +636,20 @@ dequantizeWeights(const u8 *__restrict__ data, const u16 *__restrict__ scales,
   if (index >= static_cast<long>(Cfg::kRows) * kPieces)
     return;
   const long row = index / kPieces;
-  const int k0 = static_cast<int>(index % kPieces) * V;
+  const int piece = static_cast<int>(index % kPieces);
+  const int k0 = piece * V; // in input order; the group is the same
   float levels[V];
   qweights::levelsToFloat<Cfg::kBits>(load16If<true>(true, data + 16 * index),
                                       levels);
   const float scale =
       halfToFloat(scales[row * Cfg::kGroups + k0 / Cfg::kGroup]);
-  typename W::Storage *target = out + row * Cfg::kK + k0;
-  for (int e = 0; e < V; ++e)
-    if (k0 + e < Cfg::kK)
-      target[e] = W::store(scale * levels[e]);
+  typename W::Storage *target = out + row * Cfg::kK + piece / 4 * 4 * V;
+  for (int e = 0; e < V; ++e) {
+    const int k =
+        qweights::levelInput<Cfg::kBits, Cfg::kInterleaved>(piece % 4, e);
+    if (piece / 4 * 4 * V + k < Cfg::kK)
+      target[k] = W::store(scale * levels[e]);
+  }
 }
 
 } // namespace sits

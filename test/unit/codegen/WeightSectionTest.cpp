@@ -1,6 +1,7 @@
 //===- WeightSectionTest.cpp - The weights section, made in ranges --------===//
 
 #include "compiler/codegen/WeightSection.h"
+#include "compiler/codegen/QuantLayout.h"
 #include "dialects/sits/SitsDialect.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -119,6 +120,72 @@ TEST_F(WeightSectionTest, RefusesWeightsOfTheWrongType) {
   ASSERT_FALSE(static_cast<bool>(section));
   EXPECT_EQ(toString(section.takeError()),
             "quantized weight 'w.T' is not an i8 tensor");
+}
+
+TEST(QuantLayoutTest, InterleavedChunksArePermutations) {
+  for (int bits : {8, 4}) {
+    std::vector<int> seen(kQuantChunkBytes, 0);
+    for (int n = 0; n < kQuantChunkBytes; ++n)
+      ++seen[interleavedSourceByte(bits, n)];
+    for (int n = 0; n < kQuantChunkBytes; ++n)
+      EXPECT_EQ(seen[n], 1) << "int" << bits << " byte " << n;
+  }
+  // int8: piece 1 (bytes 16..31) starts with inputs 4..7 (the lane's first
+  // run); its second word holds inputs 20..23.
+  EXPECT_EQ(interleavedSourceByte(8, 16), 4);
+  EXPECT_EQ(interleavedSourceByte(8, 20), 20);
+  // int4: piece 1's first word holds inputs 4..7 (bytes 2, 3 in input
+  // order) and 20..23 (bytes 10, 11).
+  EXPECT_EQ(interleavedSourceByte(4, 16), 2);
+  EXPECT_EQ(interleavedSourceByte(4, 17), 3);
+  EXPECT_EQ(interleavedSourceByte(4, 18), 10);
+  EXPECT_EQ(interleavedSourceByte(4, 19), 11);
+}
+
+TEST_F(WeightSectionTest, StoresInterleavedChunks) {
+  // Two rows of 128 bytes (two chunks each) of int4 levels.
+  std::vector<int8_t> rows(2 * 128);
+  std::mt19937 rng(5);
+  for (int8_t &v : rows)
+    v = static_cast<int8_t>(rng());
+  weights.clear();
+  add("q4", DType::I4X2, {2, 128},
+      DenseElementsAttr::get(
+          RankedTensorType::get({2, 128}, IntegerType::get(&context, 8)),
+          ArrayRef(rows)));
+  weights[0].interleavedBits = 4;
+  llvm::Expected<WeightSection> section = WeightSection::create(weights);
+  ASSERT_TRUE(static_cast<bool>(section)) << toString(section.takeError());
+  std::vector<uint8_t> bytes(section->size());
+  std::string error;
+  ASSERT_TRUE(section->fill(0, bytes.data(), bytes.size(), &error)) << error;
+  for (int chunk = 0; chunk < 4; ++chunk)
+    for (int n = 0; n < kQuantChunkBytes; ++n)
+      ASSERT_EQ(
+          bytes[64 * chunk + n],
+          static_cast<uint8_t>(rows[64 * chunk + interleavedSourceByte(4, n)]))
+          << "chunk " << chunk << " byte " << n;
+  // Ranges cut inside chunks give the same bytes.
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<uint8_t> pieces(bytes.size(), 0x55);
+    for (uint64_t at = 0; at < pieces.size();) {
+      uint64_t n = std::min<uint64_t>(pieces.size() - at, 1 + rng() % 90);
+      ASSERT_TRUE(section->fill(at, pieces.data() + at, n, &error)) << error;
+      at += n;
+    }
+    ASSERT_EQ(pieces, bytes) << "trial " << trial;
+  }
+  // Rows that are not whole chunks cannot be interleaved.
+  add("short", DType::I8, {3, 16},
+      DenseElementsAttr::get(
+          RankedTensorType::get({3, 16}, IntegerType::get(&context, 8)),
+          ArrayRef(levels)));
+  weights[1].interleavedBits = 8;
+  section = WeightSection::create(weights);
+  ASSERT_FALSE(static_cast<bool>(section));
+  EXPECT_EQ(toString(section.takeError()),
+            "quantized weight 'short' cannot be stored in interleaved chunks: "
+            "its rows are not whole chunks of 64 bytes");
 }
 
 } // namespace

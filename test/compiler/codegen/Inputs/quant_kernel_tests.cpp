@@ -7,11 +7,14 @@
 // outputs, and compares with a float64 reference of
 // `sum_k f32(s) * q * x` (x rounded to the mma type on tensor cores): odd
 // row counts, K not a multiple of a group or of a chunk, padded rows,
-// segments, gate/up, residual, the LM head's gather, batches 1 to 11.
+// segments, gate/up, residual, the LM head's gather, batches 1 to 11, and
+// rows stored in sitsc's interleaved chunks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sits/gemv_quant.cuh"
+
+#include "compiler/codegen/QuantLayout.h"
 
 #include <cmath>
 #include <cstdio>
@@ -63,7 +66,10 @@ struct QuantMatrix {
   std::vector<double> scaleValues;
 };
 
-QuantMatrix randomMatrix(int rows, int k, int bits, int group, int rowBytes) {
+/// With `interleaved`, each row's 64-byte chunks in sitsc's interleaved
+/// order (compiler/codegen/QuantLayout.h, as WeightSection stores them).
+QuantMatrix randomMatrix(int rows, int k, int bits, int group, int rowBytes,
+                         bool interleaved = false) {
   QuantMatrix m;
   const int groups = (k + group - 1) / group;
   m.data.assign(size_t(rows) * rowBytes, 0);
@@ -82,6 +88,14 @@ QuantMatrix randomMatrix(int rows, int k, int bits, int group, int rowBytes) {
       else
         byte = static_cast<unsigned char>((byte & 0x0f) | ((q & 0xf) << 4));
     }
+  if (interleaved) {
+    constexpr int kChunk = sits::codegen::kQuantChunkBytes;
+    std::vector<unsigned char> inOrder = m.data;
+    for (size_t chunk = 0; chunk < inOrder.size(); chunk += kChunk)
+      for (int n = 0; n < kChunk; ++n)
+        m.data[chunk + n] =
+            inOrder[chunk + sits::codegen::interleavedSourceByte(bits, n)];
+  }
   for (int i = 0; i < rows * groups; ++i) {
     unsigned short bits16 = sits::floatToHalf(uniform(0.001f, 0.05f));
     m.scales.push_back(bits16);
@@ -96,10 +110,11 @@ QuantMatrix randomMatrix(int rows, int k, int bits, int group, int rowBytes) {
 
 template <class WeightT, int Bits, int Group, int K, int Rows0, int Rows1,
           int Rows2, int Segments, int Epi, bool Gather, int TilesPerBlock,
-          int Unroll>
+          int Unroll, bool Interleaved = false>
 struct Config {
   typedef WeightT Weight;
   static constexpr int kBits = Bits;
+  static constexpr bool kInterleaved = Interleaved;
   static constexpr int kGroup = Group;
   static constexpr int kGroups = (K + Group - 1) / Group;
   static constexpr int kRowBytes =
@@ -170,8 +185,8 @@ void checkGemv(const std::string &name, int tokens, unsigned gridBlocks = 0) {
   std::vector<std::vector<float>> bias(3), out(3);
   std::vector<float> residual;
   for (int s = 0; s < segments; ++s) {
-    w[s] =
-        randomMatrix(Cfg::rows(s), K, Cfg::kBits, Cfg::kGroup, Cfg::kRowBytes);
+    w[s] = randomMatrix(Cfg::rows(s), K, Cfg::kBits, Cfg::kGroup,
+                        Cfg::kRowBytes, Cfg::kInterleaved);
     bias[s] = randomFloats(Cfg::rows(s));
     out[s].assign(size_t(tokens) * Cfg::rows(s), NAN);
   }
@@ -301,6 +316,49 @@ void gemvCases() {
   checkGemv<Glu8, true>("tc int8 f16 gate/up K=128 G=64 3 blocks", 3, 3);
   for (int b : {1, 11})
     checkGemv<Qkv4, true>("tc int4 f16 qkv K=328 G=128 2 tiles 1 block", b, 1);
+  // Whole tiles and whole chunks, as at every Llama shape: row g + 8 is
+  // copied at a fixed distance from row g, and x is read without checks.
+  typedef Config<F16, 4, 128, 1024, 64, 0, 0, 1, sits::kResidual, false, 1, 4>
+      Res4w;
+  for (int b : {1, 8})
+    checkGemv<Res4w, true>("tc int4 f16 residual K=1024 rows 64 whole", b, 2);
+  typedef Config<F16, 4, 128, 512, 48, 48, 0, 2, sits::kGlu, false, 1, 2> Glu4w;
+  checkGemv<Glu4w, true>("tc int4 f16 gate/up K=512 rows 48 whole", 5, 2);
+  typedef Config<F16, 8, 64, 256, 32, 16, 16, 3, sits::kPlain, false, 1, 4>
+      Qkv8w;
+  checkGemv<Qkv8w, true>("tc int8 f16 qkv K=256 rows 32/16/16 whole", 2);
+  typedef Config<F16, 4, 128, 256, 64, 0, 0, 1, sits::kPlain, true, 1, 4>
+      Head4w;
+  checkGemv<Head4w, true>("tc int4 f16 lm_head gather K=256 rows 64 whole", 5);
+  // The same in sitsc's interleaved chunks (where rows are whole chunks),
+  // and rows that are not whole tiles; the warp-per-row GEMV reads them too
+  // when the tensor-core one does not fit.
+  typedef Config<F16, 4, 128, 1024, 64, 0, 0, 1, sits::kResidual, false, 1, 4,
+                 true>
+      Res4i;
+  for (int b : {1, 8})
+    checkGemv<Res4i, true>("tc int4 f16 residual K=1024 rows 64 interleaved", b,
+                           2);
+  typedef Config<BF16, 4, 256, 512, 40, 40, 0, 2, sits::kGlu, false, 1, 2, true>
+      Glu4i;
+  checkGemv<Glu4i, true>("tc int4 bf16 gate/up K=512 rows 40 interleaved", 5,
+                         2);
+  typedef Config<F16, 8, 64, 256, 32, 24, 16, 3, sits::kPlain, false, 1, 4,
+                 true>
+      Qkv8i;
+  for (int b : {2, 11})
+    checkGemv<Qkv8i, true>("tc int8 f16 qkv K=256 rows 32/24/16 interleaved",
+                           b);
+  typedef Config<F16, 4, 128, 384, 72, 0, 0, 1, sits::kPlain, true, 2, 2, true>
+      Head4i;
+  checkGemv<Head4i, true>("tc int4 f16 lm_head gather K=384 interleaved", 6);
+  typedef Config<F16, 4, 128, 256, 40, 40, 0, 2, sits::kGlu, false, 1, 1, true>
+      Cc4i;
+  checkGemv<Cc4i, false>("cuda-core int4 gate/up K=256 rows 40 interleaved", 3);
+  typedef Config<F16, 8, 64, 192, 24, 0, 0, 1, sits::kResidual, false, 1, 1,
+                 true>
+      Cc8i;
+  checkGemv<Cc8i, false>("cuda-core int8 residual K=192 interleaved", 4);
   // CUDA cores: small groups (16 int8, 32 int4), K not a multiple of 4.
   typedef Config<F32, 8, 16, 90, 40, 24, 0, 2, sits::kPlain, false, 1, 1> Cc8;
   for (int b : {1, 9})
@@ -318,10 +376,12 @@ void gemvCases() {
 // Dequantization (prefill)
 //===----------------------------------------------------------------------===//
 
-template <class WeightT, int Bits, int Group, int K, int Rows>
+template <class WeightT, int Bits, int Group, int K, int Rows,
+          bool Interleaved = false>
 struct DequantConfig {
   typedef WeightT Weight;
   static constexpr int kBits = Bits;
+  static constexpr bool kInterleaved = Interleaved;
   static constexpr int kGroup = Group;
   static constexpr int kGroups = (K + Group - 1) / Group;
   static constexpr int kRowBytes =
@@ -340,7 +400,7 @@ template <class Cfg> void dequantEntry(void **args) {
 template <class Cfg> void checkDequantize(const std::string &name) {
   typedef typename Cfg::Weight W;
   QuantMatrix m = randomMatrix(Cfg::kRows, Cfg::kK, Cfg::kBits, Cfg::kGroup,
-                               Cfg::kRowBytes);
+                               Cfg::kRowBytes, Cfg::kInterleaved);
   std::vector<typename W::Storage> out(size_t(Cfg::kRows) * Cfg::kK,
                                        W::store(NAN));
   const void *dp = m.data.data(), *sp = m.scales.data();
@@ -374,6 +434,10 @@ void dequantizeCases() {
       "dequantize int8 f32 K=200 G=48 rows 9");
   checkDequantize<DequantConfig<sits::BF16, 8, 128, 136, 20>>(
       "dequantize int8 bf16 K=136 G=128 rows 20");
+  checkDequantize<DequantConfig<sits::F16, 4, 128, 256, 24, true>>(
+      "dequantize int4 f16 K=256 G=128 rows 24 interleaved");
+  checkDequantize<DequantConfig<sits::BF16, 8, 64, 192, 10, true>>(
+      "dequantize int8 bf16 K=192 G=64 rows 10 interleaved");
 }
 
 } // namespace
