@@ -2,6 +2,8 @@
 
 #include "compiler/codegen/LaunchBuilder.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -128,7 +130,9 @@ PlannedLaunch planNorm(const NormLaunch &desc) {
            (desc.bias ? "bias" : "nullptr") + ", out)");
   } else {
     b.floatConstant("kWeightOffset", desc.weightOffset);
-    b.param("float *", "out", desc.out);
+    b.intConstant("kOperandBits", desc.operandBits);
+    b.typeConstant("Operand", storageStruct(desc.operandType));
+    b.param(desc.operandBits ? "unsigned short *" : "float *", "out", desc.out);
     b.call("sits::rmsNorm<Cfg>(input, weight, out)");
   }
   b.setGrid(Expr::tokens());
@@ -152,6 +156,28 @@ static int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
          2 * table;
 }
 
+bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k,
+                            bool gated) {
+  constexpr int64_t kTcStages = 3;
+  if (bits != 8 && bits != 4)
+    return false;
+  // A 4-lane chunk (64 int8 or 128 int4 inputs) lies in one group, and the
+  // per-block scale table fits beside the ring at two tiles a block.
+  const int64_t chunk = bits == 8 ? 64 : 128;
+  const int64_t mats = gated ? 2 : 1;
+  return group % chunk == 0 &&
+         gemvQuantSharedBytes(mats, 2, std::max<int64_t>(1, 2 / mats),
+                              kTcStages,
+                              (k + group - 1) / group) <= kMaxSharedBytes;
+}
+
+bool quantGemvReadsHalfOperands(int64_t bits, int64_t group, int64_t k) {
+  // Interleaved rows (PlanQuant.cpp) are whole chunks; a gated pair's
+  // shared memory bounds every other reader's.
+  const int64_t chunk = bits == 8 ? 64 : 128;
+  return k % chunk == 0 && quantGemvOnTensorCores(bits, group, k, true);
+}
+
 bool decodeGemvOnTensorCores(bool tensorCores, DType weightType, int64_t k) {
   return tensorCores && weightType != DType::F32 && k % 8 == 0;
 }
@@ -159,26 +185,26 @@ bool decodeGemvOnTensorCores(bool tensorCores, DType weightType, int64_t k) {
 PlannedLaunch planLinear(const LinearLaunch &desc) {
   constexpr int64_t kGemvWarps = 4, kTokenTile = 8;
   constexpr int64_t kTile = 64; // gemm.cuh's kGemmTileM and kGemmTileN
-  // Quantized weights (decode only; gemv_quant.cuh). Their tensor-core GEMV
-  // needs each 4-lane chunk (64 int8 or 128 int4 inputs) inside one group.
+  // Quantized weights (decode only; gemv_quant.cuh).
   const LinearQuant &quant = desc.quant;
   const bool quantized = desc.decode && quant.bits != 0;
-  const int64_t quantChunk = quant.bits == 8 ? 64 : 128;
   const int64_t quantGroups = quantized ? quant.groups(desc.k) : 0;
+  const bool gated = desc.epilogue == LinearEpilogue::Glu;
   // Decode on tensor cores (gemv.cuh's gemvTensorCore): f16/bf16 rows that
-  // are 16-byte aligned, sm_80 and newer.
-  bool tensorGemv =
+  // are 16-byte aligned, sm_80 and newer; quantized rows also as
+  // quantGemvOnTensorCores says.
+  const bool tensorGemv =
       desc.decode &&
       decodeGemvOnTensorCores(desc.tensorCores, desc.weightType, desc.k) &&
-      (!quantized || quant.group % quantChunk == 0);
+      (!quantized ||
+       quantGemvOnTensorCores(quant.bits, quant.group, desc.k, gated));
   constexpr int64_t kTcRows = 16, kTcThreads = 256, kTcStages = 3;
   // Prefill on tensor cores (gemm.cuh's gemmTensorCore): the same
   // conditions; 128 x 128 tiles (64 gate and 64 up rows with a GLU).
   const bool tensorGemm = !desc.decode && desc.tensorCores &&
                           desc.weightType != DType::F32 && desc.k % 8 == 0;
   constexpr int64_t kTcTileM = 128;
-  const int64_t tcGemmRows = desc.epilogue == LinearEpilogue::Glu ? 64 : 128;
-  bool gated = desc.epilogue == LinearEpilogue::Glu;
+  const int64_t tcGemmRows = gated ? 64 : 128;
   std::string family = desc.gatherLast ? "lm_head"
                        : desc.decode   ? "gemv"
                                        : "gemm";
@@ -190,12 +216,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     family += "_glu";
   else if (desc.epilogue == LinearEpilogue::Residual)
     family += "_residual";
-  // The tensor-core GEMV's per-block scale table must fit besides its ring.
-  int64_t mats = gated ? 2 : 1;
-  if (tensorGemv && quantized &&
-      gemvQuantSharedBytes(mats, 2, std::max<int64_t>(1, 2 / mats), kTcStages,
-                           quantGroups) > kMaxSharedBytes)
-    tensorGemv = false;
+  const int64_t mats = gated ? 2 : 1;
   int threads = tensorGemv    ? static_cast<int>(kTcThreads)
                 : desc.decode ? static_cast<int>(kGemvWarps * 32)
                               : 256;
@@ -240,7 +261,18 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kGroups", quantGroups);
     b.intConstant("kRowBytes", quant.rowBytes);
     b.boolConstant("kInterleaved", quant.interleaved);
+    if (tensorGemv)
+      b.boolConstant("kHalfX", desc.halfInput);
   }
+  // The planner asks for f16 operands only where these hold
+  // (quantGemvReadsHalfOperands, ProgramPlanner::halfOperandBits).
+  if (desc.halfInput && !(tensorGemv && quantized && quant.interleaved))
+    llvm::report_fatal_error("codegen: a GEMV reads f16 operands that only "
+                             "the interleaved quantized tensor-core GEMV "
+                             "reads");
+  if (desc.outputOperandBits && !(tensorGemv && gated))
+    llvm::report_fatal_error("codegen: only a gate/up GEMV on tensor cores "
+                             "writes f16 operands");
   int64_t tilesPerBlock = 1;
   if (tensorGemv) {
     // Two tiles per block only when there are plenty of blocks either way
@@ -266,6 +298,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kUnroll", unroll);
     b.intConstant("kStages", kTcStages);
     b.boolConstant("kGatherLast", desc.gatherLast);
+    b.intConstant("kOutOperandBits", desc.outputOperandBits);
     if (!quantized) {
       b.boolConstant("kNorm", desc.norm.has_value());
       if (desc.norm) {
@@ -293,7 +326,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.boolConstant("kVecX", desc.k % 4 == 0);
   }
 
-  b.param("const float *", "x", desc.input);
+  b.param(desc.halfInput ? "const unsigned short *" : "const float *", "x",
+          desc.input);
   std::string weightList, scaleList, biasList, outList;
   std::string weightType =
       quantized ? "const unsigned char *" : pointerType(desc.weightType, true);
@@ -315,8 +349,12 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
       biasList += s ? ", nullptr" : "nullptr";
     }
     if (!gated || s == 0) {
-      b.param("float *", "out" + index, segment.out);
-      outList += (s ? ", out" : "out") + index;
+      const bool halves = desc.outputOperandBits != 0;
+      b.param(halves ? "unsigned short *" : "float *", "out" + index,
+              segment.out);
+      outList += std::string(s ? ", " : "") +
+                 (halves ? "reinterpret_cast<float *>(out" + index + ")"
+                         : "out" + index);
     }
   }
   bool residual = desc.epilogue == LinearEpilogue::Residual;

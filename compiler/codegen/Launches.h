@@ -43,6 +43,10 @@ struct NormLaunch {
   int64_t hidden = 0;
   float epsilon = 0.0f;
   float weightOffset = 0.0f; ///< RMSNorm
+  /// RMSNorm writing the operands of quantized GEMVs of these level bits
+  /// (common.cuh's operandHalfIndex) in `operandType`; 0: f32 rows.
+  int operandBits = 0;
+  format::DType operandType = format::DType::F16;
   ArgBinding input;
   unsigned weight = 0;
   std::optional<unsigned> bias; ///< LayerNorm
@@ -92,6 +96,14 @@ struct LinearLaunch {
   /// Decode GEMVs read quantized weights directly (gemv_quant.cuh); the
   /// prefill GEMM reads them dequantized (planDequantize), so bits is 0.
   LinearQuant quant;
+  /// The input is f16 (bf16) operand rows (common.cuh's
+  /// operandHalfIndex), written by an rms_norm (NormLaunch::operandBits) or
+  /// a gate/up GEMV (outputOperandBits); quantized tensor-core GEMVs over
+  /// interleaved rows only (quantGemvReadsHalfOperands).
+  bool halfInput = false;
+  /// Glu on tensor cores: act(gate) * up goes out as the f16 (bf16) operand
+  /// rows of the quantized GEMVs of these level bits that read it; 0: f32.
+  int outputOperandBits = 0;
   /// Tiles per item asked for the quantized tensor-core GEMV
   /// (CodegenOptions::quantGemvTiles); planLinear takes at most what fits.
   int64_t quantTiles = 1;
@@ -110,6 +122,15 @@ PlannedLaunch planLinear(const LinearLaunch &desc);
 /// type and input width on tensor cores (gemv.cuh's gemvTensorCore).
 bool decodeGemvOnTensorCores(bool tensorCores, format::DType weightType,
                              int64_t k);
+/// Whether planLinear runs a decode linear over `bits`-bit levels in groups
+/// of `group` with K inputs (a gate/up pair when `gated`) on tensor cores
+/// (gemv_quant.cuh's gemvQuantTensorCore), given decodeGemvOnTensorCores.
+bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k, bool gated);
+/// Whether every decode GEMV over such levels (gated or not) reads
+/// interleaved rows on tensor cores, and so can take its input as f16
+/// (bf16) operands (tensor cores and a 16-bit engine are the caller's to
+/// check).
+bool quantGemvReadsHalfOperands(int64_t bits, int64_t group, int64_t k);
 
 /// Dequantizes a whole weight [rows, k] into `out` in `weightType`, the
 /// layout of a stored weight (gemv_quant.cuh's dequantize).

@@ -109,6 +109,11 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
         desc.epsilon = norm.getEpsilon().convertToFloat();
         if constexpr (std::is_same_v<decltype(norm), RMSNormOp>) {
           desc.weightOffset = norm.getWeightOffset().convertToFloat();
+          if (auto half = halfOperandValues.find(norm.getResult());
+              half != halfOperandValues.end()) {
+            desc.operandBits = half->second;
+            desc.operandType = options.weightType;
+          }
         } else if (norm.getBias()) {
           FailureOr<unsigned> bias =
               weightOf(norm.getBias(), norm, DType::F32, {desc.hidden});
@@ -336,6 +341,7 @@ LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
   if (failed(out))
     return failure();
   desc.segments[0].out = *out;
+  desc.outputOperandBits = halfOperandValues.lookup(glu.getResult());
   observed.config.intermediate = desc.segments[0].rows;
   observed.config.activation = stringifyActivation(glu.getKind()).str();
   addLinearLaunch(std::move(desc), {gate, up, glu});

@@ -350,8 +350,71 @@ void ProgramPlanner::fuseNormIntoLinears(RMSNormOp norm) {
   fusedNorms[norm.getResult()] = norm;
 }
 
+int ProgramPlanner::halfOperandBits(Value value) {
+  // The quantized tensor-core GEMV rounds its input to the engine's 16-bit
+  // type in the order of its mma operands; a producer whose every reader is
+  // such a GEMV can write exactly that (the same rounding), so the GEMVs
+  // load half the bytes of x and convert nothing. Decode only, over whole
+  // rows of a static width.
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!program.isDecode || !hasTensorCores() ||
+      options.weightType == DType::F32 || !type || type.getRank() != 3 ||
+      type.isDynamicDim(2))
+    return 0;
+  const int64_t k = type.getDimSize(2);
+  int bits = 0;
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    Value weight;
+    if (auto linear = dyn_cast<LinearOp>(user);
+        linear && &use == &linear.getInputMutable())
+      weight = linear.getWeight();
+    else if (auto head = dyn_cast<LMHeadOp>(user);
+             head && &use == &head.getInputMutable())
+      weight = head.getWeight();
+    else
+      return 0;
+    auto [userBits, group] = quantKey(weight);
+    if (!quantGemvReadsHalfOperands(userBits, group, k) ||
+        (bits && userBits != bits))
+      return 0;
+    bits = static_cast<int>(userBits);
+  }
+  return bits;
+}
+
+void ProgramPlanner::chooseNormOperandOutput(RMSNormOp norm) {
+  auto type = dyn_cast<ShapedType>(norm.getWeight().getType());
+  auto input = dyn_cast<RankedTensorType>(norm.getInput().getType());
+  if (fusedNorms.count(norm.getResult()) || !type || type.getRank() != 1 ||
+      !input || input.getRank() != 3 ||
+      input.getDimSize(2) != type.getDimSize(0))
+    return;
+  if (int bits = halfOperandBits(norm.getResult()))
+    halfOperandValues[norm.getResult()] = bits;
+}
+
+void ProgramPlanner::chooseGluOperandOutput(GLUOp glu) {
+  // Only the epilogue of a gate/up pair on the quantized tensor-core GEMV
+  // (tcFinishItem) writes operands.
+  auto gate = glu.getGate().getDefiningOp<LinearOp>();
+  if (!gate || launchOf.lookup(gate) != glu.getOperation())
+    return;
+  auto input = dyn_cast<RankedTensorType>(gate.getInput().getType());
+  auto [bits, group] = quantKey(gate.getWeight());
+  if (!input || input.getRank() != 3 || input.isDynamicDim(2) ||
+      !decodeGemvOnTensorCores(hasTensorCores(), options.weightType,
+                               input.getDimSize(2)) ||
+      !quantGemvOnTensorCores(bits, group, input.getDimSize(2),
+                              /*gated=*/true))
+    return;
+  if (int outBits = halfOperandBits(glu.getResult()))
+    halfOperandValues[glu.getResult()] = outBits;
+}
+
 FailureOr<ArgBinding> ProgramPlanner::linearInput(Value value, Operation *user,
                                                   LinearLaunch &desc) {
+  desc.halfInput = halfOperandValues.count(value) != 0;
   auto fused = fusedNorms.find(value);
   if (fused == fusedNorms.end())
     return use(value, user);
@@ -376,6 +439,8 @@ void ProgramPlanner::findFusions() {
   groupLinears();
   func.walk([&](KVAppendOp append) { fuseRopeIntoAppend(append); });
   func.walk([&](RMSNormOp norm) { fuseNormIntoLinears(norm); });
+  func.walk([&](RMSNormOp norm) { chooseNormOperandOutput(norm); });
+  func.walk([&](GLUOp glu) { chooseGluOperandOutput(glu); });
 }
 
 //===----------------------------------------------------------------------===//

@@ -177,6 +177,15 @@ private:
   void groupLinears();
   void fuseRopeIntoAppend(KVAppendOp append);
   void fuseNormIntoLinears(RMSNormOp norm);
+  /// The level bits of the quantized weights of every reader of `value`
+  /// when each is a decode GEMV over interleaved rows that can read its
+  /// input as f16 (bf16) operands, all of the same bits; else 0.
+  int halfOperandBits(Value value);
+  /// An unfused rms_norm or a gate/up launch's act(gate) * up whose readers
+  /// all take f16 operands (halfOperandBits) writes them so
+  /// (halfOperandValues).
+  void chooseNormOperandOutput(RMSNormOp norm);
+  void chooseGluOperandOutput(GLUOp glu);
   /// The input binding of a linear launch reading `value`: the rms_norm
   /// fused into it reads the norm's input instead (and sets desc.norm).
   FailureOr<ArgBinding> linearInput(Value value, Operation *user,
@@ -229,6 +238,9 @@ private:
   DenseMap<Operation *, Operation *> launchOf;
   /// rms_norm results that the linear launch reading them normalizes.
   DenseMap<Value, RMSNormOp> fusedNorms;
+  /// rms_norm and gate/up results written as f16 (bf16) GEMV operands: the
+  /// level bits of the quantized weights that read them.
+  DenseMap<Value, int> halfOperandValues;
   /// The norm linearInput fused into the launch being planned.
   Operation *fusedNormOp = nullptr;
 };

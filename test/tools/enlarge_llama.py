@@ -14,14 +14,24 @@ one external data file with each tensor at a 4096-byte boundary.
 model: f16 weights, activations and logits, the RoPE tables computed in f32
 and cast to f16, the attention mask's fill -65504.
 
+--values normal draws the weights from normal distributions of a trained
+model's scale instead (matrices N(0, 1 / inputs), norm weights near 1), so
+that every layer's output matters to the logits, for numerical checks. --test-data adds
+test_data_set_0/input_0.pb (random ids [2, 12]) and greedy.json (row 0's
+first 8 ids as the prompt, no reference stream), which is what
+test/gpu/check_models.py needs to check quantized engines against the CPU
+reference executor (there is no PyTorch reference here).
+
     enlarge_llama.py OUT_DIR [--scale 32] [--intermediate 14336]
         [--vocab 128256] [--graph fp16|fp32] [--source MODEL.onnx]
+        [--values bits|normal] [--test-data]
 
 With the defaults this is the Llama-3-8B shape with 2 layers and head_dim 32:
 about 3.0 GB of f16 weights.
 """
 
 import argparse
+import json
 import os
 import sys
 
@@ -44,6 +54,27 @@ def random_values(rng, shape, dtype):
     return bits.view(np.float32).reshape(shape)
 
 
+def normal_values(rng, shape, dtype):
+    """Weights of a realistic size: matrices N(0, 1 / rows) (rows: the
+    inputs of a MatMul's [in, out] weight), norm weights 1 + N(0, 0.1^2)."""
+    values = rng.standard_normal(shape, dtype=np.float32)
+    if len(shape) == 1:
+        return (1.0 + 0.1 * values).astype(dtype)
+    return (values / np.sqrt(shape[0])).astype(dtype)
+
+
+def write_test_data(out_dir, vocab, rng):
+    """Inputs for check_models.py: ids [2, 12] and the prompt (row 0's
+    first 8 ids); no reference logits or stream."""
+    ids = rng.integers(0, vocab, (2, 12), dtype=np.int64)
+    data = os.path.join(out_dir, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    onnx.save_tensor(numpy_helper.from_array(ids, "input_ids"),
+                     os.path.join(data, "input_0.pb"))
+    with open(os.path.join(out_dir, "greedy.json"), "w") as f:
+        json.dump({"prompt": ids[0, :8].tolist(), "greedy": []}, f)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out_dir")
@@ -53,7 +84,11 @@ def main():
     parser.add_argument("--vocab", type=int, default=128256)
     parser.add_argument("--graph", choices=["fp16", "fp32"], default="fp16")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--values", choices=["bits", "normal"],
+                        default="bits")
+    parser.add_argument("--test-data", action="store_true")
     args = parser.parse_args()
+    draw = normal_values if args.values == "normal" else random_values
 
     model = onnx.load(args.source, load_external_data=False)
     graph = model.graph
@@ -104,7 +139,7 @@ def main():
                 continue
             if dims and all(d in dim_map for d in dims):
                 shape = [dim_map[d] for d in dims]
-                values = random_values(rng, shape, weight_type)
+                values = draw(rng, shape, weight_type)
                 offset = (data.tell() + 4095) // 4096 * 4096
                 data.seek(offset)
                 raw = values.tobytes()
@@ -151,6 +186,8 @@ def main():
             if dim.HasField("dim_value") and dim.dim_value == 512:
                 dim.dim_value = args.vocab
     onnx.save(model, os.path.join(args.out_dir, "model.onnx"))
+    if args.test_data:
+        write_test_data(args.out_dir, args.vocab, rng)
     print("%s: %d bytes (%.2f GB) of %s weights (hidden %d, heads %d/%d, "
           "intermediate %d, vocab %d)" % (
               args.out_dir, total, total / 1e9, "f16" if half else "f32",

@@ -445,6 +445,23 @@ template <u32 kMask> __device__ __forceinline__ u32 andXor(u32 a, u32 b) {
 #endif
 }
 
+/// Where input k of a row of x goes when it is written as the B operands
+/// of the quantized tensor-core GEMV over interleaved `kBits`-bit rows
+/// (gemv_quant.cuh, kHalfX): lane t of chunk c (128 int4 or 64 int8
+/// inputs) finds its registers b[m][r] as 16 consecutive halves (int8) or
+/// 32 (int4) at (4 c + t) times that, register 2 m + r; each register holds
+/// the pair levelPairsF16 gives for the same word. int4: input
+/// 32 w + 16 h + 4 t + j is half h of register 4 w + j; int8: input
+/// 16 w + 4 t + j is half j % 2 of register 2 w + j / 2.
+template <int kBits> __host__ __device__ constexpr int operandHalfIndex(int k) {
+  constexpr int kChunk = kBits == 8 ? 64 : 128;
+  const int c = k / kChunk, r = k % kChunk;
+  const int t = r / 4 % 4, j = r % 4;
+  if (kBits == 8) // w = r / 16
+    return (4 * c + t) * 16 + 4 * (r / 16) + j;
+  return (4 * c + t) * 32 + 2 * (4 * (r / 32) + j) + r / 16 % 2;
+}
+
 /// The int8 or int4 levels of one 32-bit word as exact f16 pairs: the level
 /// under the exponent of 1024 (the sign bit flipped, as level + 128 or + 8),
 /// then one f16x2 subtraction (or, for int4 nibbles at bits 4-7, a

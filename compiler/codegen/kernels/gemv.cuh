@@ -317,7 +317,10 @@ tcLoadResidual(int firstTile, int t0, const float *__restrict__ residual,
 /// warps' accumulators of the M tiles from `firstTile` meet in `partial`,
 /// are added in warp order (deterministic) and go through the epilogue
 /// (bias, the residual values of tcLoadResidual, or act(gate) * up) for
-/// tokens t0 .. t0 + 7; `partial` is free again on return.
+/// tokens t0 .. t0 + 7; `partial` is free again on return. With
+/// Cfg::kOutOperandBits (8 or 4; gated only), act(gate) * up goes out as
+/// rows of f16 (bf16) halves in the operand order of the quantized GEMV of
+/// those bits that reads it (common.cuh's operandHalfIndex; kHalfX).
 template <class Cfg, int kMats, int M>
 __device__ __forceinline__ void
 tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
@@ -325,6 +328,8 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
              const float (&residualValues)[kTcItemElements<M>], int tokens,
              const int *__restrict__ stepLengths) {
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
+  static_assert(Cfg::kOutOperandBits == 0 || kGated,
+                "only act(gate) * up goes out as GEMV operands");
   const int tid = threadIdx.x;
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
   for (int mat = 0; mat < kMats; ++mat)
@@ -354,8 +359,15 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
         value[0] += biases[0][row];
       if (Cfg::hasBias(1))
         value[kMats - 1] += biases[1][row];
-      outs[0][static_cast<long>(token) * Cfg::rows(0) + row] =
-          activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
+      const float out = activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
+      const long base = static_cast<long>(token) * Cfg::rows(0);
+      if constexpr (Cfg::kOutOperandBits != 0)
+        // The quantized GEMV reading it would round it so (packPairRn).
+        reinterpret_cast<u16 *>(
+            outs[0])[base + operandHalfIndex<Cfg::kOutOperandBits>(row)] =
+            Cfg::Weight::store(out);
+      else
+        outs[0][base + row] = out;
     } else {
       if constexpr (Cfg::kGatherLast) {
         if (stepLengths[token] <= 0)
@@ -376,9 +388,9 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
 /// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
 /// hasBias(s), tiles(s) (ceil(rows(s) / 16)), kTotalTiles (all segments',
 /// or the gate's with kGlu), kEpilogue, kActivation, kTilesPerBlock,
-/// kUnroll, kStages, kGatherLast, kNorm (and with it kNormEpsilon,
-/// kNormWeightOffset). Arguments as for gemv, and the RMSNorm weight
-/// [kK] with kNorm.
+/// kUnroll, kStages, kGatherLast, kOutOperandBits (tcFinishItem), kNorm
+/// (and with it kNormEpsilon, kNormWeightOffset). Arguments as for gemv,
+/// and the RMSNorm weight [kK] with kNorm.
 template <class Cfg>
 __device__ void
 gemvTensorCore(const float *__restrict__ x,

@@ -318,13 +318,17 @@ gemvQuantTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll,
 /// Config: Weight (F16/BF16: the mma type), kBits, kGroup (a multiple of
 /// 4 V), kGroups, kRowBytes, kInterleaved, kK (a multiple of 8), kSegments,
 /// rows(s), hasBias(s), tiles(s), kTotalTiles, kEpilogue, kActivation,
-/// kTilesPerBlock, kUnroll, kStages, kGatherLast. Arguments as gemvQuant.
+/// kTilesPerBlock, kUnroll, kStages, kGatherLast, kHalfX, kOutOperandBits
+/// (tcFinishItem). Arguments as gemvQuant, but with kHalfX (interleaved
+/// rows only) `x` is rows of kK halves that already hold the B operands
+/// (common.cuh's operandHalfIndex, written by rms_norm or a gate/up GEMV),
+/// so a chunk's x is two or four 16-byte loads a lane and no conversion.
 /// Launch: any grid (persistent: each block loops over its items of
 /// kTilesPerBlock tiles; at most two blocks per SM are resident), block
 /// 256, dynamic shared memory gemvQuantTensorCoreSharedBytes(...).
 template <class Cfg>
 __device__ void
-gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
+gemvQuantTensorCore(const void *__restrict__ xInput, const u8 *const *data,
                     const u16 *const *scales, const float *const *biases,
                     float *const *outs, const float *__restrict__ residual,
                     int tokens, int seqLen,
@@ -344,7 +348,11 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
   constexpr bool kWholeChunks = Cfg::kK % kChunk == 0;
   static_assert(!Cfg::kInterleaved || kWholeChunks,
                 "interleaved rows are whole chunks");
+  static_assert(!Cfg::kHalfX || Cfg::kInterleaved,
+                "operand-order x is defined for interleaved rows");
   constexpr int kMmas = V / 4; ///< per piece
+  // Halves of a lane's B registers per chunk (kHalfX).
+  constexpr int kLaneHalves = 4 * kMmas;
   static_assert(Cfg::kK % 8 == 0, "input rows must be 16-byte aligned");
   static_assert(W::kBytes == 2, "tensor cores take f16 or bf16 operands");
   static_assert(Cfg::kGroup % kChunk == 0, "a chunk lies in one group");
@@ -502,8 +510,10 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
       }
     }
     const float *xRow =
-        x + source * Cfg::kK +
+        static_cast<const float *>(xInput) + source * Cfg::kK +
         qweights::levelInput<Cfg::kBits, Cfg::kInterleaved>(t, 0);
+    const u16 *xHalfRow =
+        static_cast<const u16 *>(xInput) + source * Cfg::kK + t * kLaneHalves;
 
     int readSlot = 0; // the ring slot of the step read next
     if (t0 > 0) {
@@ -539,11 +549,22 @@ gemvQuantTensorCore(const float *__restrict__ x, const u8 *const *data,
           // Token g's x at this lane's V inputs, as B pairs in the order of
           // levelPairs.
           u32 b[kMmas][2];
+          if constexpr (Cfg::kHalfX) {
+            // Lane t's registers of chunk c, in order (operandHalfIndex).
+            const u16 *p = xHalfRow + static_cast<long>(c) * 4 * kLaneHalves;
+            for (int q = 0; q < kMmas / 2; ++q) {
+              const uint4 v = load16IfUsed(live, p + 8 * q);
+              b[2 * q][0] = v.x;
+              b[2 * q][1] = v.y;
+              b[2 * q + 1][0] = v.z;
+              b[2 * q + 1][1] = v.w;
+            }
+          }
           const int k0 = c * kChunk + V * t;
           const float *p = xRow + static_cast<long>(c) * kChunk;
           // Interleaved, the lane's runs of four levels are 4 runs apart.
           constexpr int kRunStride = Cfg::kInterleaved ? 4 : 1;
-          for (int w = 0; w < 4; ++w) {
+          for (int w = 0; w < (Cfg::kHalfX ? 0 : 4); ++w) {
             constexpr int kPerWord = V / 4; // levels per 32-bit word
             float xs[kPerWord];
             for (int q = 0; q < kPerWord; q += 4) {

@@ -15,14 +15,15 @@
 
 namespace sits {
 
-/// Config: kHidden, kEpsilon, kWeightOffset, kThreads.
+/// Config: kHidden, kEpsilon, kWeightOffset, kThreads, kOperandBits,
+/// Operand. With kOperandBits (8 or 4), `out` is rows of kHidden halves: the
+/// operands of the quantized GEMV that reads them (operandHalfIndex),
+/// rounded to Operand (F16/BF16) as that GEMV would round them; else f32.
 template <class Cfg>
 __device__ void rmsNorm(const float *__restrict__ input,
-                        const float *__restrict__ weight,
-                        float *__restrict__ out) {
+                        const float *__restrict__ weight, void *out) {
   const long base = static_cast<long>(blockIdx.x) * Cfg::kHidden;
   const float *x = input + base;
-  float *y = out + base;
   // The thread's elements and their weights are loaded at once and kept in
   // registers: one trip to memory instead of three in a row.
   constexpr int kPer = (Cfg::kHidden + Cfg::kThreads - 1) / Cfg::kThreads;
@@ -40,8 +41,14 @@ __device__ void rmsNorm(const float *__restrict__ input,
       sqrtf(squares / static_cast<float>(Cfg::kHidden) + Cfg::kEpsilon);
   for (int j = 0; j < kPer; ++j) {
     const int d = threadIdx.x + j * Cfg::kThreads;
-    if (d < Cfg::kHidden)
-      y[d] = values[j] / rms * scales[j];
+    if (d >= Cfg::kHidden)
+      continue;
+    const float y = values[j] / rms * scales[j];
+    if constexpr (Cfg::kOperandBits != 0)
+      (static_cast<u16 *>(out) + base)[operandHalfIndex<Cfg::kOperandBits>(d)] =
+          Cfg::Operand::store(y);
+    else
+      (static_cast<float *>(out) + base)[d] = y;
   }
 }
 

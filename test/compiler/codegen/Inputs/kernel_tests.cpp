@@ -96,6 +96,7 @@ struct GemvConfig {
   static constexpr int kUnroll = Unroll;
   static constexpr int kStages = 3;
   static constexpr bool kGatherLast = Gather;
+  static constexpr int kOutOperandBits = 0;
   // The fused RMSNorm prologue, with a weight offset (Gemma's 1 + w).
   static constexpr bool kNorm = Norm;
   static constexpr float kNormEpsilon = 1e-5f;

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,11 +111,18 @@ QuantMatrix randomMatrix(int rows, int k, int bits, int group, int rowBytes,
 
 template <class WeightT, int Bits, int Group, int K, int Rows0, int Rows1,
           int Rows2, int Segments, int Epi, bool Gather, int TilesPerBlock,
-          int Unroll, bool Interleaved = false>
+          int Unroll, bool Interleaved = false, bool HalfX = false,
+          int OutOperandBits = 0>
 struct Config {
   typedef WeightT Weight;
   static constexpr int kBits = Bits;
   static constexpr bool kInterleaved = Interleaved;
+  static constexpr bool kHalfX = HalfX;
+  static constexpr int kOutOperandBits = OutOperandBits;
+  /// The same GEMV writing f32 outputs.
+  typedef Config<WeightT, Bits, Group, K, Rows0, Rows1, Rows2, Segments, Epi,
+                 Gather, TilesPerBlock, Unroll, Interleaved, HalfX, 0>
+      WithF32Output;
   static constexpr int kGroup = Group;
   static constexpr int kGroups = (K + Group - 1) / Group;
   static constexpr int kRowBytes =
@@ -157,7 +165,7 @@ template <class Cfg, bool kTensor> void entry(void **args) {
     biases[s] = sits_emu::arg<const float *>(args[7 + s]);
     outs[s] = sits_emu::arg<float *>(args[10 + s]);
   }
-  const float *x = sits_emu::arg<const float *>(args[0]);
+  const void *x = sits_emu::arg<const void *>(args[0]);
   const float *residual = sits_emu::arg<const float *>(args[13]);
   int tokens = sits_emu::arg<int>(args[14]),
       seqLen = sits_emu::arg<int>(args[15]);
@@ -166,12 +174,25 @@ template <class Cfg, bool kTensor> void entry(void **args) {
     sits::gemvQuantTensorCore<Cfg>(x, data, scales, biases, outs, residual,
                                    tokens, seqLen, lengths);
   else
-    sits::gemvQuant<Cfg>(x, data, scales, biases, outs, residual, tokens,
-                         seqLen, lengths);
+    sits::gemvQuant<Cfg>(static_cast<const float *>(x), data, scales, biases,
+                         outs, residual, tokens, seqLen, lengths);
 }
 
+/// Poison for outputs: a NaN as f32, and as each f16 or bf16 half of it.
+float poison() {
+  const unsigned bits = 0xffffffffu;
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+/// Runs the GEMV of `Cfg` on random inputs and checks its outputs against
+/// float64; returns the first output as the kernel left it. With
+/// kOutOperandBits that output holds halves, which checkOperandOutput
+/// checks instead.
 template <class Cfg, bool kTensor>
-void checkGemv(const std::string &name, int tokens, unsigned gridBlocks = 0) {
+std::vector<float> checkGemv(const std::string &name, int tokens,
+                             unsigned gridBlocks = 0) {
   typedef typename Cfg::Weight W;
   constexpr int K = Cfg::kK;
   constexpr bool kGated = Cfg::kEpilogue == sits::kGlu;
@@ -188,11 +209,22 @@ void checkGemv(const std::string &name, int tokens, unsigned gridBlocks = 0) {
     w[s] = randomMatrix(Cfg::rows(s), K, Cfg::kBits, Cfg::kGroup,
                         Cfg::kRowBytes, Cfg::kInterleaved);
     bias[s] = randomFloats(Cfg::rows(s));
-    out[s].assign(size_t(tokens) * Cfg::rows(s), NAN);
+    out[s].assign(size_t(tokens) * Cfg::rows(s), poison());
   }
   if (Cfg::kEpilogue == sits::kResidual)
     residual = randomFloats(size_t(tokens) * Cfg::rows(0));
-  const float *xp = x.data();
+  // kHalfX: x as rms_norm writes it for the GEMV, each value rounded to
+  // the mma type at its operand position (common.cuh's operandHalfIndex).
+  std::vector<unsigned short> xHalf;
+  if constexpr (Cfg::kHalfX) {
+    xHalf.resize(x.size());
+    for (size_t row = 0; row < x.size() / K; ++row)
+      for (int k = 0; k < K; ++k)
+        xHalf[row * K + sits::operandHalfIndex<Cfg::kBits>(k)] =
+            W::store(x[row * K + k]);
+  }
+  const void *xp = Cfg::kHalfX ? static_cast<const void *>(xHalf.data())
+                               : static_cast<const void *>(x.data());
   const void *dp[3], *sp[3], *bp[3];
   float *op[3];
   for (int s = 0; s < 3; ++s) {
@@ -236,8 +268,10 @@ void checkGemv(const std::string &name, int tokens, unsigned gridBlocks = 0) {
   }
   if (!ok) {
     report(name, INFINITY, 0, false);
-    return;
+    return {};
   }
+  if constexpr (Cfg::kOutOperandBits != 0)
+    return out[0];
   double worst = 0.0, scale = 0.0;
   bool written = true;
   const int outputs = kGated ? 1 : segments;
@@ -280,6 +314,44 @@ void checkGemv(const std::string &name, int tokens, unsigned gridBlocks = 0) {
     }
   report(name + " B=" + std::to_string(tokens), worst / std::max(scale, 1.0),
          2e-6, written);
+  return out[0];
+}
+
+/// A gate/up GEMV writing act(gate) * up as the f16 (bf16) operands of the
+/// quantized GEMV that reads it: bit for bit its f32 output (checked
+/// against float64 on the same inputs) rounded to the mma type, at
+/// common.cuh's operandHalfIndex, and nothing written past the halves.
+template <class Cfg>
+void checkOperandOutput(const std::string &name, int tokens,
+                        unsigned gridBlocks = 0) {
+  typedef typename Cfg::Weight W;
+  static_assert(Cfg::kEpilogue == sits::kGlu, "gate/up outputs only");
+  const std::mt19937_64 inputs = rng;
+  std::vector<float> f32 = checkGemv<typename Cfg::WithF32Output, true>(
+      name + " f32 out", tokens, gridBlocks);
+  rng = inputs; // the same inputs again
+  std::vector<float> raw = checkGemv<Cfg, true>(name, tokens, gridBlocks);
+  const size_t n = size_t(tokens) * Cfg::rows(0);
+  if (f32.size() != n || raw.size() != n) {
+    report(name + " B=" + std::to_string(tokens), INFINITY, 0, false);
+    return;
+  }
+  std::vector<unsigned short> halves(2 * n);
+  std::memcpy(halves.data(), raw.data(), n * sizeof(float));
+  int mismatches = 0;
+  for (int b = 0; b < tokens; ++b)
+    for (int r = 0; r < Cfg::rows(0); ++r) {
+      const size_t row = size_t(b) * Cfg::rows(0);
+      const unsigned short want = W::store(f32[row + r]);
+      mismatches +=
+          halves[row + sits::operandHalfIndex<Cfg::kOutOperandBits>(r)] != want;
+    }
+  // The second half of each f32 row is not the kernel's to write.
+  bool untouched = true;
+  for (size_t i = n; i < 2 * n; ++i)
+    untouched &= halves[i] == 0xffffu;
+  report(name + " half out B=" + std::to_string(tokens), mismatches, 0,
+         untouched);
 }
 
 void gemvCases() {
@@ -355,6 +427,42 @@ void gemvCases() {
   typedef Config<F16, 4, 128, 256, 40, 40, 0, 2, sits::kGlu, false, 1, 1, true>
       Cc4i;
   checkGemv<Cc4i, false>("cuda-core int4 gate/up K=256 rows 40 interleaved", 3);
+  // x written by rms_norm as the GEMV's f16 (bf16) operands.
+  typedef Config<F16, 4, 128, 1024, 64, 0, 0, 1, sits::kResidual, false, 1, 4,
+                 true, true>
+      Res4h;
+  for (int b : {1, 8})
+    checkGemv<Res4h, true>("tc int4 f16 residual K=1024 half x", b, 2);
+  typedef Config<BF16, 4, 256, 512, 40, 40, 0, 2, sits::kGlu, false, 1, 2, true,
+                 true>
+      Glu4h;
+  checkGemv<Glu4h, true>("tc int4 bf16 gate/up K=512 half x", 5, 2);
+  typedef Config<F16, 8, 64, 256, 32, 24, 16, 3, sits::kPlain, false, 1, 4,
+                 true, true>
+      Qkv8h;
+  for (int b : {3, 11})
+    checkGemv<Qkv8h, true>("tc int8 f16 qkv K=256 half x", b);
+  typedef Config<F16, 4, 128, 384, 72, 0, 0, 1, sits::kPlain, true, 2, 2, true,
+                 true>
+      Head4h;
+  checkGemv<Head4h, true>("tc int4 f16 lm_head gather K=384 half x", 6);
+  // act(gate) * up written as the down GEMV's operands (rows = its K, whole
+  // chunks of its bits), from x in f32 or as operands.
+  typedef Config<F16, 4, 128, 512, 256, 256, 0, 2, sits::kGlu, false, 1, 2,
+                 true, true, 4>
+      GluOut4;
+  for (int b : {1, 8})
+    checkOperandOutput<GluOut4>("tc int4 f16 gate/up K=512 rows 256 op. out", b,
+                                3);
+  typedef Config<BF16, 8, 64, 256, 192, 192, 0, 2, sits::kGlu, false, 1, 2,
+                 true, false, 8>
+      GluOut8;
+  checkOperandOutput<GluOut8>("tc int8 bf16 gate/up K=256 rows 192 op. out", 5);
+  typedef Config<F16, 4, 128, 256, 128, 128, 0, 2, sits::kGlu, false, 1, 2,
+                 true, true, 8>
+      GluOut48;
+  checkOperandOutput<GluOut48>("tc int4 f16 gate/up rows 128 int8 op. out", 11,
+                               2);
   typedef Config<F16, 8, 64, 192, 24, 0, 0, 1, sits::kResidual, false, 1, 1,
                  true>
       Cc8i;
