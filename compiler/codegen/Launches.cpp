@@ -524,9 +524,13 @@ std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc) {
     return std::nullopt;
   DecodeSplit split;
   // 256 keys per block (64 KB of K and V at head_dim 64), fewer for small
-  // caches so that even they cross split boundaries.
-  split.splitKeys = std::min<int64_t>(
-      256, std::max<int64_t>(16, roundUp((desc.capacity + 3) / 4, 16)));
+  // caches so that even they cross split boundaries; or what was asked.
+  split.splitKeys =
+      desc.splitKeys > 0
+          ? desc.splitKeys
+          : std::min<int64_t>(
+                256,
+                std::max<int64_t>(16, roundUp((desc.capacity + 3) / 4, 16)));
   split.splits = (desc.capacity + split.splitKeys - 1) / split.splitKeys;
   // attention_decode.cuh's decodePartialFloats: values, max, sum, padding.
   split.partialWidth = desc.heads * split.splits * (d + 4);

@@ -182,6 +182,9 @@ struct AttentionLaunch {
   /// may round its queries and probabilities to the cache's type, as the
   /// tensor-core kernels do. An f32 engine keeps f32 products.
   bool sixteenBitMath = false;
+  /// Keys per block of the split decode kernels asked for
+  /// (CodegenOptions::decodeSplitKeys); 0: decodeSplitOf's own choice.
+  int64_t splitKeys = 0;
   ArgBinding query, out;
   /// Split decode (attention_decode.cuh): partial results and counters.
   std::optional<ArgBinding> partial;

@@ -576,6 +576,7 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
   desc.layer = layer;
   desc.heads = attention.getNumHeads();
   desc.kvHeads = attention.getNumKvHeads();
+  desc.splitKeys = options.decodeSplitKeys;
   desc.headDim = cacheType.getHeadDim();
   desc.capacity = cacheType.getCapacity();
   desc.cacheType = options.weightType;

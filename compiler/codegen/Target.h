@@ -62,10 +62,14 @@ struct CodegenOptions {
   bool fuseNorms = false;
   /// 16-row tiles per item of the quantized tensor-core decode GEMVs (1, 2
   /// or 4; the LM head picks its own): more tiles feed each load of x to
-  /// more rows (x is read as f32 per 32 int4 levels), at the cost of shared
+  /// more rows (x is read per 32 int4 levels), at the cost of shared
   /// memory (sitsc --gemv-quant-tiles, an experiment: 1 is what was
   /// measured).
   int64_t quantGemvTiles = 1;
+  /// Keys per block of the split-K decode attention kernels (a multiple of
+  /// 64; sitsc --decode-split-keys, an experiment); 0: 256, fewer for small
+  /// caches (decodeSplitOf).
+  int64_t decodeSplitKeys = 0;
 };
 
 } // namespace sits::codegen

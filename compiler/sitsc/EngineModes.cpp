@@ -70,6 +70,13 @@ cl::opt<int64_t> gemvQuantTiles(
              "(default, what was measured), 2 or 4 (an experiment: each load "
              "of x feeds more rows; at most what fits in shared memory)"),
     cl::init(1), cl::cat(sits::sitsc::getCategory()));
+cl::opt<int64_t> decodeSplitKeys(
+    "decode-split-keys",
+    cl::desc("Keys per block of the split-K decode attention: 0 (default: "
+             "256, fewer for small caches) or a multiple of 64 from 64 to "
+             "4096 (an experiment: fewer, longer splits give each warp more "
+             "tiles and the combine fewer partials, with fewer blocks)"),
+    cl::init(0), cl::cat(sits::sitsc::getCategory()));
 cl::opt<std::string> batchBuckets(
     "batch-buckets",
     cl::desc("Decode batch sizes to capture CUDA graphs for, e.g. 1,2,4,8 "
@@ -85,6 +92,7 @@ codegen::CodegenOptions getCodegenOptions() {
   options.maxPrefillTokens = maxPrefillTokens;
   options.fuseNorms = normFusion;
   options.quantGemvTiles = gemvQuantTiles;
+  options.decodeSplitKeys = decodeSplitKeys;
   if (!batchBuckets.empty())
     options.batchBuckets = *codegen::parseBatchBuckets(batchBuckets, &error);
   return options;
@@ -223,6 +231,11 @@ std::optional<std::string> sits::sitsc::validateEngineOptions() {
   if (gemvQuantTiles != 1 && gemvQuantTiles != 2 && gemvQuantTiles != 4)
     return "--gemv-quant-tiles must be 1, 2 or 4, got " +
            std::to_string(gemvQuantTiles);
+  if (decodeSplitKeys != 0 && (decodeSplitKeys < 64 || decodeSplitKeys > 4096 ||
+                               decodeSplitKeys % 64 != 0))
+    return "--decode-split-keys must be 0 or a multiple of 64 from 64 to "
+           "4096, got " +
+           std::to_string(decodeSplitKeys);
   return std::nullopt;
 }
 
@@ -305,6 +318,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       (normFusion ? " --norm-fusion" : "") +
       (gemvQuantTiles != 1
            ? " --gemv-quant-tiles=" + std::to_string(gemvQuantTiles)
+           : std::string()) +
+      (decodeSplitKeys != 0
+           ? " --decode-split-keys=" + std::to_string(decodeSplitKeys)
            : std::string()) +
       (options.weights == "fp16"
            ? ""

@@ -6,7 +6,7 @@ running the same quantized program (sits-exec --stage=optimized with the same
   check_kv_quant.py --sitsc S --exec sits-exec --runner R [--emulate]
                     --work DIR [--configs int8:per-token,int4:per-channel]
                     [--dtypes fp32,fp16] [--hot-window 4]
-                    [--channel-block 8] MODEL_DIR
+                    [--channel-block 8] [--sitsc-arg=OPTION ...] MODEL_DIR
 
 For each cache config and dtype: the greedy tokens of greedy.json's prompt
 (every one for fp32; for 16-bit engines the stream up to the first step
@@ -77,7 +77,8 @@ def check(args, model, bits, keys, dtype):
     engine = os.path.join(work, name + ".sits")
     compile_cmd = [args.sitsc, onnx, "--dtype=" + dtype,
                    "--target=" + args.target,
-                   "--max-prefill-tokens=%d" % args.prefill_chunk] + options
+                   "--max-prefill-tokens=%d" % args.prefill_chunk] + \
+        options + args.sitsc_arg
     run(compile_cmd + ["-o", engine, "--force"])
     runner = [args.runner, engine]
     if args.emulate:
@@ -194,6 +195,9 @@ def main():
     parser.add_argument("--max-seq-len", type=int, default=128)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--target", default="sm_90a")
+    parser.add_argument("--sitsc-arg", action="append", default=[],
+                        help="another sitsc option for the engines (not the "
+                        "reference), e.g. --sitsc-arg=--decode-split-keys=64")
     parser.add_argument("--reverse-schedule", action="store_true",
                         help="sits-emulate runs a block's threads last to "
                         "first (a missing barrier gives other numbers)")
