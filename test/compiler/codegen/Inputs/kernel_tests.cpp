@@ -495,6 +495,11 @@ void decodeCases() {
   typedef DecodeConfig<F16, 16, 2, 64, 1100, 16, 600, false> ManySplits;
   checkDecode<ManySplits>("decode f16 G=8 D=64 69 splits window 600",
                           {15, 520, 1099}, {1, 1, 1});
+  // Splits longer than the default 256 keys (sitsc --decode-split-keys):
+  // many steps of the block's ring per split.
+  typedef DecodeConfig<F16, 8, 2, 128, 2100, 1024, 0, false> LongSplits;
+  checkDecode<LongSplits>("decode f16 G=4 D=128 splits of 1024",
+                          {3, 1023, 1024, 2099}, {1, 1, 0, 1});
 }
 
 //===----------------------------------------------------------------------===//

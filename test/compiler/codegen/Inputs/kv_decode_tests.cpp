@@ -288,6 +288,7 @@ int main() {
   check<Int8D64Block32, true>("mma: int8 D=64 G=8 per-channel blocks of 32");
   check<Int4D128LongSplits, true>("mma: int4 D=128 G=4, 4 tiles a warp, ring");
   check<Int4D32, false>("f32: int4 D=32 G=2 per-token groups of 16");
+  check<Int4D128LongSplits, false>("f32: int4 D=128 G=4, splits of 512, ring");
   check<Int4D128, false>("f32: int4 D=128 G=4 per-channel blocks of 64");
   check<Int8D128Window, false>(
       "f32: int8 D=128 G=4 per-token groups of 32, window");
