@@ -10,8 +10,13 @@
 // the others) shows where the difference is: blocks that start late, blocks
 // on one SM that run one after the other, or a few long blocks.
 //
+// Each kernel runs at every block size of a list of keys per split (the
+// engine's --decode-split-keys; the default engine takes 256).
+//
 // Built with the runtime (target decode-block-times, CUDA toolkit only);
-// run on the device: build/bin/decode-block-times [context] (default 8192).
+// run on the device:
+//   build/bin/decode-block-times [context [split keys,...]]
+// (defaults 8192 and 256; e.g. `8192 128,256,512,1024`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,18 +34,21 @@
 namespace {
 
 constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kCapacity = 8448;
-constexpr int kSplitKeys = 256, kSplits = (kCapacity + kSplitKeys - 1) / 256;
+/// The block sizes compiled (keys per split), and the most splits of any.
+constexpr int kSplitSizes[] = {128, 256, 512, 1024};
+constexpr int kMaxSplits = (kCapacity + 127) / 128;
 
-struct Fp16Cfg {
+template <int SplitKeys> struct Fp16Cfg {
   typedef sits::F16 Cache;
   static constexpr int kHeads = ::kHeads, kKvHeads = ::kKvHeads;
   static constexpr int kHeadDim = ::kHeadDim, kCapacity = ::kCapacity;
-  static constexpr int kWindow = 0, kSplitKeys = ::kSplitKeys;
-  static constexpr int kSplits = ::kSplits, kUnroll = 4, kStages = 3;
+  static constexpr int kWindow = 0, kSplitKeys = SplitKeys;
+  static constexpr int kSplits = (kCapacity + SplitKeys - 1) / SplitKeys;
+  static constexpr int kUnroll = 4, kStages = 3;
   static constexpr float kScale = 0.08838834764831845f, kSoftcap = 0.0f;
 };
 
-struct Int4Cfg : Fp16Cfg {
+template <int SplitKeys> struct Int4Cfg : Fp16Cfg<SplitKeys> {
   static constexpr int kBits = 4, kGroup = 64, kGroups = 2;
   static constexpr int kRowBytes = kHeadDim * kBits / 8;
   static constexpr int kHotWindow = 512, kHotRows = 512 + 63 + 512;
@@ -76,17 +85,19 @@ __device__ __forceinline__ void record(BlockTime *times, unsigned long long t0,
   }
 }
 
+template <int SplitKeys>
 __global__ void __launch_bounds__(sits::kDecodeThreads)
     fp16Kernel(const float *query, const unsigned short *keys,
                const unsigned short *values, float *out, float *partial,
                int *counters, const int *past, const int *step,
                BlockTime *times) {
   const unsigned long long t0 = globalTimer();
-  sits::attentionDecode<Fp16Cfg>(query, keys, values, out, partial, counters,
-                                 past, step);
+  sits::attentionDecode<Fp16Cfg<SplitKeys>>(query, keys, values, out, partial,
+                                            counters, past, step);
   record(times, t0, true);
 }
 
+template <int SplitKeys>
 __global__ void __launch_bounds__(sits::kMmaDecodeThreads, 2)
     int4Kernel(const float *query, const unsigned short *keyHot,
                const unsigned short *valueHot, const signed char *keyCold,
@@ -95,9 +106,9 @@ __global__ void __launch_bounds__(sits::kMmaDecodeThreads, 2)
                int *counters, const int *past, const int *step,
                BlockTime *times) {
   const unsigned long long t0 = globalTimer();
-  sits::attentionDecodeKVQMma<Int4Cfg>(query, keyHot, valueHot, keyCold,
-                                       keyScales, valueCold, valueScales, out,
-                                       partial, counters, past, step);
+  sits::attentionDecodeKVQMma<Int4Cfg<SplitKeys>>(
+      query, keyHot, valueHot, keyCold, keyScales, valueCold, valueScales, out,
+      partial, counters, past, step);
   record(times, t0, true);
 }
 
@@ -136,7 +147,7 @@ std::vector<unsigned char> randomBytes(size_t n) {
 }
 
 /// Summarizes the last launch's block times.
-void report(const char *name, float microseconds,
+void report(const std::string &name, float microseconds, int splits,
             const std::vector<BlockTime> &times) {
   unsigned long long first = ~0ull, last = 0;
   for (const BlockTime &t : times) {
@@ -167,7 +178,7 @@ void report(const char *name, float microseconds,
   }
   std::printf("%s: %.2f us a launch (events), blocks %zu on %zu SMs, first "
               "start to last end %.2f us\n",
-              name, microseconds, times.size(), bySm.size(),
+              name.c_str(), microseconds, times.size(), bySm.size(),
               (last - first) / 1000.0);
   std::printf("  block us:  %s\n", quantiles(durations).c_str());
   std::printf("  start us:  %s\n", quantiles(starts).c_str());
@@ -182,65 +193,38 @@ void report(const char *name, float microseconds,
   std::printf("  last to end (split, kv head: start..end us, SM):");
   for (int k = 0; k < 6; ++k) {
     const size_t i = order[k];
-    std::printf(" (%zu,%zu: %.1f..%.1f, %u)", i % kSplits, i / kSplits,
-                starts[i], ends[i], times[i].sm);
+    std::printf(" (%zu,%zu: %.1f..%.1f, %u)", i % splits, i / splits, starts[i],
+                ends[i], times[i].sm);
   }
   std::printf("\n");
 }
 
-} // namespace
+/// The device buffers both kernels read, sized for the most splits.
+struct Buffers {
+  float *query, *out, *partial;
+  void *fp16Keys, *fp16Values, *keyHot, *valueHot, *keyCold, *valueCold;
+  void *keyScales, *valueScales;
+  int *counters, *pastLengths, *stepLengths;
+  BlockTime *times;
+  int past; ///< the value at pastLengths
+};
 
-int main(int argc, char **argv) {
-  const int context = argc > 1 ? std::atoi(argv[1]) : 8192;
-  if (context < 1 || context >= kCapacity) {
-    std::fprintf(stderr, "context must be in [1, %d)\n", kCapacity);
-    return 1;
-  }
-  const int past = context; // the query at position `context`
-  const size_t rows = size_t(kKvHeads) * kCapacity;
-  float *query = static_cast<float *>(
-      deviceBytes(sizeof(float) * kHeads * kHeadDim, halves(0, 0)));
-  {
-    std::vector<float> q(kHeads * kHeadDim);
-    for (size_t i = 0; i < q.size(); ++i)
-      q[i] = 0.25f * static_cast<float>((i * 7919) % 17) - 2.0f;
-    CHECK(cudaMemcpy(query, q.data(), sizeof(float) * q.size(),
-                     cudaMemcpyHostToDevice));
-  }
-  const auto smallHalves = halves(0x2e66, 0xae66); // 0.1, -0.1
-  void *fp16Keys = deviceBytes(2 * rows * kHeadDim, smallHalves);
-  void *fp16Values = deviceBytes(2 * rows * kHeadDim, smallHalves);
-  const size_t hotRows = size_t(kKvHeads) * Int4Cfg::kHotRows;
-  void *keyHot = deviceBytes(2 * hotRows * kHeadDim, smallHalves);
-  void *valueHot = deviceBytes(2 * hotRows * kHeadDim, smallHalves);
-  void *keyCold = deviceBytes(rows * Int4Cfg::kRowBytes, randomBytes(4096));
-  void *valueCold = deviceBytes(rows * Int4Cfg::kRowBytes, randomBytes(4099));
-  const auto scales = halves(0x211f, 0x2266); // about 0.01 and 0.05
-  void *keyScales = deviceBytes(
-      2 * size_t(kKvHeads) * Int4Cfg::kScaleBlocks * kHeadDim, scales);
-  void *valueScales = deviceBytes(2 * rows * Int4Cfg::kGroups, scales);
-  float *out = static_cast<float *>(
-      deviceBytes(sizeof(float) * kHeads * kHeadDim, halves(0, 0)));
-  float *partial = static_cast<float *>(deviceBytes(
-      sizeof(float) * kHeads * kSplits * (kHeadDim + 4), halves(0, 0)));
-  int *counters =
-      static_cast<int *>(deviceBytes(sizeof(int) * kKvHeads, halves(0, 0)));
-  int *pastLengths = static_cast<int *>(
-      deviceBytes(sizeof(int), {static_cast<unsigned char>(past),
-                                static_cast<unsigned char>(past >> 8), 0, 0}));
-  int *stepLengths = static_cast<int *>(deviceBytes(sizeof(int), {1, 0, 0, 0}));
-  BlockTime *times = static_cast<BlockTime *>(
-      deviceBytes(sizeof(BlockTime) * kSplits * kKvHeads, halves(0, 0)));
-
+/// Both kernels at SplitKeys keys a block: kLaunches timed launches each
+/// after a warm-up, then the block times of the last one.
+template <int SplitKeys> void measure(const Buffers &d) {
+  typedef Int4Cfg<SplitKeys> Q;
+  constexpr int kSplits = Q::kSplits;
   const dim3 grid(kSplits, kKvHeads, 1);
   const int fp16Shared =
       sits::attentionDecodeSharedBytes(kHeadDim, kHeads / kKvHeads, 4, 3);
   const int int4Shared = sits::attentionDecodeKVQMmaSharedBytes(
-      kHeadDim, kHeads / kKvHeads, Int4Cfg::kGroup, Int4Cfg::kBits);
-  CHECK(cudaFuncSetAttribute(
-      fp16Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, fp16Shared));
-  CHECK(cudaFuncSetAttribute(
-      int4Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int4Shared));
+      kHeadDim, kHeads / kKvHeads, Q::kGroup, Q::kBits);
+  CHECK(cudaFuncSetAttribute(fp16Kernel<SplitKeys>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             fp16Shared));
+  CHECK(cudaFuncSetAttribute(int4Kernel<SplitKeys>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int4Shared));
   cudaEvent_t begin, end;
   CHECK(cudaEventCreate(&begin));
   CHECK(cudaEventCreate(&end));
@@ -248,19 +232,20 @@ int main(int argc, char **argv) {
   for (int kernel = 0; kernel < 2; ++kernel) {
     auto launch = [&] {
       if (kernel == 0)
-        fp16Kernel<<<grid, sits::kDecodeThreads, fp16Shared>>>(
-            query, static_cast<unsigned short *>(fp16Keys),
-            static_cast<unsigned short *>(fp16Values), out, partial, counters,
-            pastLengths, stepLengths, times);
+        fp16Kernel<SplitKeys><<<grid, sits::kDecodeThreads, fp16Shared>>>(
+            d.query, static_cast<unsigned short *>(d.fp16Keys),
+            static_cast<unsigned short *>(d.fp16Values), d.out, d.partial,
+            d.counters, d.pastLengths, d.stepLengths, d.times);
       else
-        int4Kernel<<<grid, sits::kMmaDecodeThreads, int4Shared>>>(
-            query, static_cast<unsigned short *>(keyHot),
-            static_cast<unsigned short *>(valueHot),
-            static_cast<signed char *>(keyCold),
-            static_cast<unsigned short *>(keyScales),
-            static_cast<signed char *>(valueCold),
-            static_cast<unsigned short *>(valueScales), out, partial, counters,
-            pastLengths, stepLengths, times);
+        int4Kernel<SplitKeys><<<grid, sits::kMmaDecodeThreads, int4Shared>>>(
+            d.query, static_cast<unsigned short *>(d.keyHot),
+            static_cast<unsigned short *>(d.valueHot),
+            static_cast<signed char *>(d.keyCold),
+            static_cast<unsigned short *>(d.keyScales),
+            static_cast<signed char *>(d.valueCold),
+            static_cast<unsigned short *>(d.valueScales), d.out, d.partial,
+            d.counters, d.pastLengths, d.stepLengths, d.times);
+      CHECK(cudaGetLastError());
     };
     launch(); // warm-up
     CHECK(cudaDeviceSynchronize());
@@ -272,11 +257,97 @@ int main(int argc, char **argv) {
     float ms = 0.0f;
     CHECK(cudaEventElapsedTime(&ms, begin, end));
     std::vector<BlockTime> host(kSplits * kKvHeads);
-    CHECK(cudaMemcpy(host.data(), times, sizeof(BlockTime) * host.size(),
+    CHECK(cudaMemcpy(host.data(), d.times, sizeof(BlockTime) * host.size(),
                      cudaMemcpyDeviceToHost));
-    report(kernel == 0 ? "attention_decode (fp16 cache)"
-                       : "attention_decode_kvq_mma (int4 cache)",
-           1000.0f * ms / kLaunches, host);
+    report(std::string(kernel == 0 ? "attention_decode (fp16 cache)"
+                                   : "attention_decode_kvq_mma (int4 cache)") +
+               ", " + std::to_string(SplitKeys) + " keys a split",
+           1000.0f * ms / kLaunches, kSplits, host);
   }
+  CHECK(cudaEventDestroy(begin));
+  CHECK(cudaEventDestroy(end));
+}
+
+/// measure<kSplitSizes[i]> for the i with that size (main checked that
+/// there is one).
+template <int I = 0> void measureSize(int splitKeys, const Buffers &d) {
+  if constexpr (I < static_cast<int>(std::size(kSplitSizes))) {
+    if (splitKeys == kSplitSizes[I])
+      measure<kSplitSizes[I]>(d);
+    else
+      measureSize<I + 1>(splitKeys, d);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const int context = argc > 1 ? std::atoi(argv[1]) : 8192;
+  if (context < 1 || context >= kCapacity) {
+    std::fprintf(stderr, "context must be in [1, %d)\n", kCapacity);
+    return 1;
+  }
+  std::vector<int> splitSizes;
+  for (const char *p = argc > 2 ? argv[2] : "256"; *p;) {
+    char *next = nullptr;
+    const long keys = std::strtol(p, &next, 10);
+    if (next == p || (*next && *next != ',')) {
+      std::fprintf(stderr,
+                   "split keys must be a comma-separated list, got "
+                   "'%s'\n",
+                   argv[2]);
+      return 1;
+    }
+    if (std::find(std::begin(kSplitSizes), std::end(kSplitSizes), keys) ==
+        std::end(kSplitSizes)) {
+      std::fprintf(stderr,
+                   "no kernels built for %ld keys a split (built: "
+                   "128, 256, 512, 1024)\n",
+                   keys);
+      return 1;
+    }
+    splitSizes.push_back(static_cast<int>(keys));
+    p = *next ? next + 1 : next;
+  }
+  const int past = context; // the query at position `context`
+  const size_t rows = size_t(kKvHeads) * kCapacity;
+  typedef Int4Cfg<256> Q; // the cache layout does not depend on the split
+  Buffers d;
+  d.query = static_cast<float *>(
+      deviceBytes(sizeof(float) * kHeads * kHeadDim, halves(0, 0)));
+  {
+    std::vector<float> q(kHeads * kHeadDim);
+    for (size_t i = 0; i < q.size(); ++i)
+      q[i] = 0.25f * static_cast<float>((i * 7919) % 17) - 2.0f;
+    CHECK(cudaMemcpy(d.query, q.data(), sizeof(float) * q.size(),
+                     cudaMemcpyHostToDevice));
+  }
+  const auto smallHalves = halves(0x2e66, 0xae66); // 0.1, -0.1
+  d.fp16Keys = deviceBytes(2 * rows * kHeadDim, smallHalves);
+  d.fp16Values = deviceBytes(2 * rows * kHeadDim, smallHalves);
+  const size_t hotRows = size_t(kKvHeads) * Q::kHotRows;
+  d.keyHot = deviceBytes(2 * hotRows * kHeadDim, smallHalves);
+  d.valueHot = deviceBytes(2 * hotRows * kHeadDim, smallHalves);
+  d.keyCold = deviceBytes(rows * Q::kRowBytes, randomBytes(4096));
+  d.valueCold = deviceBytes(rows * Q::kRowBytes, randomBytes(4099));
+  const auto scales = halves(0x211f, 0x2266); // about 0.01 and 0.05
+  d.keyScales =
+      deviceBytes(2 * size_t(kKvHeads) * Q::kScaleBlocks * kHeadDim, scales);
+  d.valueScales = deviceBytes(2 * rows * Q::kGroups, scales);
+  d.out = static_cast<float *>(
+      deviceBytes(sizeof(float) * kHeads * kHeadDim, halves(0, 0)));
+  d.partial = static_cast<float *>(deviceBytes(
+      sizeof(float) * kHeads * kMaxSplits * (kHeadDim + 4), halves(0, 0)));
+  d.counters =
+      static_cast<int *>(deviceBytes(sizeof(int) * kKvHeads, halves(0, 0)));
+  d.pastLengths = static_cast<int *>(
+      deviceBytes(sizeof(int), {static_cast<unsigned char>(past),
+                                static_cast<unsigned char>(past >> 8), 0, 0}));
+  d.stepLengths = static_cast<int *>(deviceBytes(sizeof(int), {1, 0, 0, 0}));
+  d.past = past;
+  d.times = static_cast<BlockTime *>(
+      deviceBytes(sizeof(BlockTime) * kMaxSplits * kKvHeads, halves(0, 0)));
+  for (int splitKeys : splitSizes)
+    measureSize(splitKeys, d);
   return 0;
 }

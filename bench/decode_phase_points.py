@@ -91,7 +91,7 @@ __device__ __forceinline__ void decodePhase(int n, unsigned dep) {
   unsigned long long *phases = static_cast<unsigned long long *>(
       deviceBytes(8 * phaseSlots, halves(0, 0)));
   const dim3 grid(kSplits, kKvHeads, 1);'''),
-    ('''           1000.0f * ms / kLaunches, host);''', '''           1000.0f * ms / kLaunches, host);
+    ('''           1000.0f * ms / kLaunches, kSplits, host);''', '''           1000.0f * ms / kLaunches, kSplits, host);
     if (kernel == 1) {
       CHECK(cudaMemset(phases, 0, 8 * phaseSlots));
       CHECK(cudaMemcpyToSymbol(gPhaseTimes, &phases, sizeof(phases)));
@@ -100,7 +100,7 @@ __device__ __forceinline__ void decodePhase(int n, unsigned dep) {
       std::vector<unsigned long long> p(phaseSlots);
       CHECK(cudaMemcpy(p.data(), phases, 8 * phaseSlots, cudaMemcpyDeviceToHost));
       const char *names[kPhases] = {"entry", "past read", "prologue done", "tile0 data+Q'", "tile0 done", "tiles done", "partial written", "exit", "is last", "-"};
-      const int chunksTotal = (past + 1 + 63) / 64;
+      const int chunksTotal = (d.past + 1 + 63) / 64, hotStart = d.past + 1 - 512;
       for (int cls = 0; cls < 2; ++cls) {
         std::printf("  phases (%s blocks), us since warp entry: median / p90 / max\\n", cls ? "hot" : "all-cold");
         for (int n = 1; n < 8; ++n) {
@@ -110,7 +110,7 @@ __device__ __forceinline__ void decodePhase(int n, unsigned dep) {
             const int split = int(w / 8 % kSplits);
             if (!q[0] || !q[n]) continue;
             bool hasHot = false;
-            for (int c = split; c < chunksTotal; c += kSplits) if ((c + 1) * 64 > past + 1 - 512) hasHot = true;
+            for (int c = split; c < chunksTotal; c += kSplits) if ((c + 1) * 64 > hotStart) hasHot = true;
             if (hasHot != (cls == 1)) continue;
             d.push_back((q[n] - q[0]) / 1000.0);
           }

@@ -7,11 +7,15 @@
 # 256 is the default), each profiled by kernel at batches 1 and 8 and
 # context 8192 (bench/kernel_profile.py, Nsight Compute). Prints a table of
 # the attention kernel's microseconds a layer for each (the gate compares
-# the int4 cache's best with the fp16 cache's best).
+# the int4 cache's best with the fp16 cache's best). First, outside any
+# engine, bench/decode_block_times.cu times both kernels' blocks at the
+# same split sizes at 8192 and 2048 (block-times-*.txt: a launch by events,
+# and when each block starts and ends).
 #
 # Prepare here as bench/device/int4-operands.sh says (static sitsc at
 # .device/sitsc), and call with carry [".device"]. $OUT gets the table
-# (kv-split-sweep.md) and everything else in kv-split-sweep.tar.gz.
+# (kv-split-sweep.md), the block times and everything else in
+# kv-split-sweep.tar.gz.
 set -uo pipefail
 FINAL=${OUT:-$(pwd)/bench/out}
 W=/tmp/kv-split-sweep
@@ -20,11 +24,19 @@ SPLITS=${SPLITS:-128 256 512 1024}
 mkdir -p "$FINAL" "$W"
 say() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$W/progress.log"; }
 
-say "building sits-bench"
+say "building sits-bench and decode-block-times"
 cmake -G Ninja -S . -B build -DSITS_BUILD_COMPILER=OFF \
   -DSITS_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >"$W/build.log" 2>&1 &&
-  cmake --build build --target sits-bench >>"$W/build.log" 2>&1 ||
+  cmake --build build --target sits-bench decode-block-times \
+    >>"$W/build.log" 2>&1 ||
   { say "build failed"; tail -20 "$W/build.log"; exit 1; }
+sizes=$(echo $SPLITS | tr ' ' ',')
+for context in 8192 2048; do
+  build/bin/decode-block-times "$context" "$sizes" \
+    >"$W/block-times-$context.txt" 2>&1
+  say "block times at $context:"
+  grep "a launch" "$W/block-times-$context.txt" | tee -a "$W/progress.log"
+done
 say "exporting llama3-8b-attn"
 python3 bench/llama_bench.py --shape llama3-8b-attn --work "$W" \
   --json "$W/export.json" --export-dtype fp16 --deadline 0 --batches 1 \
@@ -62,7 +74,7 @@ print('%.1f' % (sum(k['us_per_step'] for k in d['kernels']
     rm -f "$engine"
   done
 done
-cp "$table" "$FINAL/"
+cp "$table" "$W"/block-times-*.txt "$FINAL/"
 tar czf "$FINAL/kv-split-sweep.tar.gz" --exclude='*.sits' \
   --exclude='kv-split-sweep/onnx' -C /tmp kv-split-sweep
 cat "$table"
