@@ -15,8 +15,11 @@
 //
 // Built with the runtime (target decode-block-times, CUDA toolkit only);
 // run on the device:
-//   build/bin/decode-block-times [context [split keys,...]]
-// (defaults 8192 and 256; e.g. `8192 128,256,512,1024`).
+//   build/bin/decode-block-times [context [split keys,... [warm|cold]]]
+// (defaults 8192, 256 and warm; e.g. `8192 128,256,512,1024 cold`). Warm
+// times launches back to back with the caches in L2 (they fit: 10 MB of
+// int4, 35 MB of fp16 at 8192); cold writes twice the L2 before each
+// launch, as an engine step meets a layer's cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -207,10 +210,18 @@ struct Buffers {
   int *counters, *pastLengths, *stepLengths;
   BlockTime *times;
   int past; ///< the value at pastLengths
+  /// With `cold`, each timed launch follows a write of flushBytes here, so
+  /// that the caches come from DRAM as in an engine, where a step reads
+  /// every layer's cache once (L2 holds a few layers' at most).
+  void *flush;
+  size_t flushBytes;
+  bool cold;
 };
 
-/// Both kernels at SplitKeys keys a block: kLaunches timed launches each
-/// after a warm-up, then the block times of the last one.
+/// Both kernels at SplitKeys keys a block: after a warm-up, kLaunches
+/// launches timed together (warm: back to back over caches in L2) or one
+/// by one after an L2 flush (cold: the median), then the block times of the
+/// last one.
 template <int SplitKeys> void measure(const Buffers &d) {
   typedef Int4Cfg<SplitKeys> Q;
   constexpr int kSplits = Q::kSplits;
@@ -249,19 +260,36 @@ template <int SplitKeys> void measure(const Buffers &d) {
     };
     launch(); // warm-up
     CHECK(cudaDeviceSynchronize());
-    CHECK(cudaEventRecord(begin));
-    for (int i = 0; i < kLaunches; ++i)
-      launch();
-    CHECK(cudaEventRecord(end));
-    CHECK(cudaEventSynchronize(end));
     float ms = 0.0f;
-    CHECK(cudaEventElapsedTime(&ms, begin, end));
+    if (d.cold) {
+      std::vector<float> each;
+      for (int i = 0; i < kLaunches; ++i) {
+        CHECK(cudaMemsetAsync(d.flush, i, d.flushBytes));
+        CHECK(cudaEventRecord(begin));
+        launch();
+        CHECK(cudaEventRecord(end));
+        CHECK(cudaEventSynchronize(end));
+        float one = 0.0f;
+        CHECK(cudaEventElapsedTime(&one, begin, end));
+        each.push_back(one);
+      }
+      std::sort(each.begin(), each.end());
+      ms = each[each.size() / 2] * kLaunches; // reported per launch below
+    } else {
+      CHECK(cudaEventRecord(begin));
+      for (int i = 0; i < kLaunches; ++i)
+        launch();
+      CHECK(cudaEventRecord(end));
+      CHECK(cudaEventSynchronize(end));
+      CHECK(cudaEventElapsedTime(&ms, begin, end));
+    }
     std::vector<BlockTime> host(kSplits * kKvHeads);
     CHECK(cudaMemcpy(host.data(), d.times, sizeof(BlockTime) * host.size(),
                      cudaMemcpyDeviceToHost));
     report(std::string(kernel == 0 ? "attention_decode (fp16 cache)"
                                    : "attention_decode_kvq_mma (int4 cache)") +
-               ", " + std::to_string(SplitKeys) + " keys a split",
+               ", " + std::to_string(SplitKeys) + " keys a split" +
+               (d.cold ? ", cold L2 (median)" : ""),
            1000.0f * ms / kLaunches, kSplits, host);
   }
   CHECK(cudaEventDestroy(begin));
@@ -309,6 +337,12 @@ int main(int argc, char **argv) {
     splitSizes.push_back(static_cast<int>(keys));
     p = *next ? next + 1 : next;
   }
+  const std::string mode = argc > 3 ? argv[3] : "warm";
+  if (mode != "warm" && mode != "cold") {
+    std::fprintf(stderr, "the third argument must be warm or cold, got '%s'\n",
+                 mode.c_str());
+    return 1;
+  }
   const int past = context; // the query at position `context`
   const size_t rows = size_t(kKvHeads) * kCapacity;
   typedef Int4Cfg<256> Q; // the cache layout does not depend on the split
@@ -345,6 +379,13 @@ int main(int argc, char **argv) {
                                 static_cast<unsigned char>(past >> 8), 0, 0}));
   d.stepLengths = static_cast<int *>(deviceBytes(sizeof(int), {1, 0, 0, 0}));
   d.past = past;
+  d.cold = mode == "cold";
+  int l2Bytes = 0;
+  CHECK(cudaDeviceGetAttribute(&l2Bytes, cudaDevAttrL2CacheSize, 0));
+  d.flushBytes = d.cold ? 2 * static_cast<size_t>(l2Bytes) : 0;
+  d.flush = nullptr;
+  if (d.cold)
+    CHECK(cudaMalloc(&d.flush, d.flushBytes));
   d.times = static_cast<BlockTime *>(
       deviceBytes(sizeof(BlockTime) * kMaxSplits * kKvHeads, halves(0, 0)));
   for (int splitKeys : splitSizes)

@@ -9,8 +9,9 @@
 # the attention kernel's microseconds a layer for each (the gate compares
 # the int4 cache's best with the fp16 cache's best). First, outside any
 # engine, bench/decode_block_times.cu times both kernels' blocks at the
-# same split sizes at 8192 and 2048 (block-times-*.txt: a launch by events,
-# and when each block starts and ends).
+# same split sizes at 8192 and 2048, with the caches cold (L2 flushed
+# before each launch, as in an engine step) and warm (block-times-*.txt: a
+# launch by events, and when each block starts and ends).
 #
 # Prepare here as bench/device/int4-operands.sh says (static sitsc at
 # .device/sitsc), and call with carry [".device"]. $OUT gets the table
@@ -32,10 +33,12 @@ cmake -G Ninja -S . -B build -DSITS_BUILD_COMPILER=OFF \
   { say "build failed"; tail -20 "$W/build.log"; exit 1; }
 sizes=$(echo $SPLITS | tr ' ' ',')
 for context in 8192 2048; do
-  build/bin/decode-block-times "$context" "$sizes" \
-    >"$W/block-times-$context.txt" 2>&1
-  say "block times at $context:"
-  grep "a launch" "$W/block-times-$context.txt" | tee -a "$W/progress.log"
+  for caches in cold warm; do
+    log="$W/block-times-$context-$caches.txt"
+    build/bin/decode-block-times "$context" "$sizes" "$caches" >"$log" 2>&1
+    say "block times at $context, $caches L2:"
+    grep "a launch" "$log" | tee -a "$W/progress.log"
+  done
 done
 say "exporting llama3-8b-attn"
 python3 bench/llama_bench.py --shape llama3-8b-attn --work "$W" \
