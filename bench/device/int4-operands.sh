@@ -9,16 +9,12 @@
 #      a 32-token prompt, with the kernels of a step profiled
 #      (bench/run.sh; about 4 minutes).
 #
-# Here, before the call (the static tools, stripped, about 15 MB):
-#   scripts/build.sh && mkdir -p .device &&
-#   strip -o .device/sitsc build/bin/sitsc &&
-#   strip -o .device/sits-exec build/bin/sits-exec &&
-#   grep -qx '/.device/' .git/info/exclude || echo /.device/ >>.git/info/exclude
-# and run `bench/device/int4-operands.sh` with carry [".device"]. The
-# device tool returns at most 8 files: $OUT gets the two model-test logs,
-# the bench's summary.md and everything in int4-operands.tar.gz; the last
-# lines printed are the verdicts and the INT4 line of the report (int4 /
-# fp16 at batch 1; the target is 0.45x).
+# Here, before the call: bench/device/prepare.sh (the static sitsc and
+# sits-exec in .device/); then run `bench/device/int4-operands.sh` with
+# carry [".device"]. The device tool returns at most 8 files: $OUT gets the
+# two model-test logs, the bench's summary.md and everything in
+# int4-operands.tar.gz; the last lines printed are the verdicts and the
+# INT4 line of the report (int4 / fp16 at batch 1; the target is 0.45x).
 set -uo pipefail
 FINAL=${OUT:-$(pwd)/bench/out}
 OUT=/tmp/int4-operands

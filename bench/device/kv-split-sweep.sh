@@ -13,8 +13,8 @@
 # before each launch, as in an engine step) and warm (block-times-*.txt: a
 # launch by events, and when each block starts and ends).
 #
-# Prepare here as bench/device/int4-operands.sh says (static sitsc at
-# .device/sitsc), and call with carry [".device"]. $OUT gets the table
+# Here, before the call: bench/device/prepare.sh (the static sitsc in
+# .device/); then call with carry [".device"]. $OUT gets the table
 # (kv-split-sweep.md), the block times and everything else in
 # kv-split-sweep.tar.gz.
 set -uo pipefail
