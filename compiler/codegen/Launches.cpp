@@ -161,11 +161,10 @@ bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k,
   constexpr int64_t kTcStages = 3;
   if (bits != 8 && bits != 4)
     return false;
-  // A 4-lane chunk (64 int8 or 128 int4 inputs) lies in one group, and the
-  // per-block scale table fits beside the ring at two tiles a block.
-  const int64_t chunk = bits == 8 ? 64 : 128;
+  // A chunk lies in one group, and the per-block scale table fits beside
+  // the ring at two tiles a block.
   const int64_t mats = gated ? 2 : 1;
-  return group % chunk == 0 &&
+  return group % quantChunkInputs(bits) == 0 &&
          gemvQuantSharedBytes(mats, 2, std::max<int64_t>(1, 2 / mats),
                               kTcStages,
                               (k + group - 1) / group) <= kMaxSharedBytes;
@@ -174,8 +173,8 @@ bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k,
 bool quantGemvReadsHalfOperands(int64_t bits, int64_t group, int64_t k) {
   // Interleaved rows (PlanQuant.cpp) are whole chunks; a gated pair's
   // shared memory bounds every other reader's.
-  const int64_t chunk = bits == 8 ? 64 : 128;
-  return k % chunk == 0 && quantGemvOnTensorCores(bits, group, k, true);
+  return k % quantChunkInputs(bits) == 0 &&
+         quantGemvOnTensorCores(bits, group, k, /*gated=*/true);
 }
 
 bool decodeGemvOnTensorCores(bool tensorCores, DType weightType, int64_t k) {

@@ -122,6 +122,9 @@ PlannedLaunch planLinear(const LinearLaunch &desc);
 /// type and input width on tensor cores (gemv.cuh's gemvTensorCore).
 bool decodeGemvOnTensorCores(bool tensorCores, format::DType weightType,
                              int64_t k);
+/// Inputs of one chunk of the quantized tensor-core GEMV (4 lanes' 16-byte
+/// pieces): 64 int8 or 128 int4 levels.
+inline int64_t quantChunkInputs(int64_t bits) { return bits == 8 ? 64 : 128; }
 /// Whether planLinear runs a decode linear over `bits`-bit levels in groups
 /// of `group` with K inputs (a gate/up pair when `gated`) on tensor cores
 /// (gemv_quant.cuh's gemvQuantTensorCore), given decodeGemvOnTensorCores.

@@ -74,7 +74,7 @@ FailureOr<LinearQuant> ProgramPlanner::quantizedWeight(Operation *op,
   // (decode GEMV of either kind, prefill dequantization) is told so. The
   // choice depends on the weight and the engine alone, so that every
   // reader of a weight agrees.
-  const int64_t chunk = quant.bits == 8 ? 64 : 128;
+  const int64_t chunk = quantChunkInputs(quant.bits);
   quant.interleaved = hasTensorCores() && options.weightType != DType::F32 &&
                       k % chunk == 0 && quant.group % chunk == 0;
   weights.setInterleaved(*dataIndex, quant.interleaved ? quant.bits : 0);

@@ -126,7 +126,8 @@ enum MmaDecodeTile {
   kKeysHotTile = 3, ///< all visible, keys hot, values cold then hot
 };
 
-/// The cold words a lane reads for one tile (see the file comment).
+/// The cold words a lane reads for one tile (see the file comment of
+/// attention_decode_kvq_mma.cuh).
 template <int kGroups, int kKeyWords, int kValueWords> struct MmaDecodeWords {
   u32 keys[2][kGroups][kKeyWords];     ///< key slots g and g + 8
   u32 values[4][kGroups][kValueWords]; ///< keys 4t .. 4t + 3

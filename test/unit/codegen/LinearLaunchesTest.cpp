@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 using namespace sits;
 using namespace sits::codegen;
 
@@ -66,28 +68,30 @@ AttentionLaunch decodeAttention(int64_t capacity, int64_t splitKeys) {
   return desc;
 }
 
+/// decodeSplitOf at `capacity` with `asked` keys a split (0: its own
+/// choice) gives `keys` a split, `splits` of them, and room for every
+/// split's partial result of every query head.
+void expectSplit(int64_t capacity, int64_t asked, int64_t keys,
+                 int64_t splits) {
+  SCOPED_TRACE("capacity " + std::to_string(capacity) + ", asked " +
+               std::to_string(asked));
+  std::optional<DecodeSplit> split =
+      decodeSplitOf(decodeAttention(capacity, asked));
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->splitKeys, keys);
+  EXPECT_EQ(split->splits, splits);
+  EXPECT_EQ(split->partialWidth, 32 * splits * (128 + 4));
+}
+
 TEST(DecodeSplitTest, DefaultIs256KeysFewerForSmallCaches) {
-  std::optional<DecodeSplit> split = decodeSplitOf(decodeAttention(8448, 0));
-  ASSERT_TRUE(split.has_value());
-  EXPECT_EQ(split->splitKeys, 256);
-  EXPECT_EQ(split->splits, 33);
-  EXPECT_EQ(split->partialWidth, 32 * 33 * (128 + 4));
-  split = decodeSplitOf(decodeAttention(128, 0));
-  ASSERT_TRUE(split.has_value());
-  EXPECT_EQ(split->splitKeys, 32);
-  EXPECT_EQ(split->splits, 4);
+  expectSplit(8448, 0, 256, 33);
+  expectSplit(128, 0, 32, 4);
 }
 
 TEST(DecodeSplitTest, AskedKeysPerSplit) {
-  std::optional<DecodeSplit> split = decodeSplitOf(decodeAttention(8448, 512));
-  ASSERT_TRUE(split.has_value());
-  EXPECT_EQ(split->splitKeys, 512);
-  EXPECT_EQ(split->splits, 17);
-  EXPECT_EQ(split->partialWidth, 32 * 17 * (128 + 4));
+  expectSplit(8448, 512, 512, 17);
   // Longer than the cache: one split.
-  split = decodeSplitOf(decodeAttention(128, 1024));
-  ASSERT_TRUE(split.has_value());
-  EXPECT_EQ(split->splits, 1);
+  expectSplit(128, 1024, 1024, 1);
   // No split kernel for an f32 cache, whatever was asked.
   AttentionLaunch f32 = decodeAttention(8448, 512);
   f32.cacheType = format::DType::F32;
