@@ -15,6 +15,8 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev
   libzstd-dev zlib1g-dev
+  libpcre2-dev libutf8proc-dev nlohmann-json3-dev
+  pybind11-dev python3-dev
   cmake ninja-build g++ libgtest-dev python3 python3-pip
 )
 missing=()
@@ -26,10 +28,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
-# Test helpers only: reference evaluations with onnx/onnxruntime/numpy, and
-# tokenization of the BPE test model's held-out text.
-PY_PACKAGES=(onnx onnxruntime numpy tokenizers)
-if ! python3 -c "import onnx, onnxruntime, numpy, tokenizers" 2>/dev/null; then
+# Test helpers only: reference evaluations with onnx/onnxruntime/numpy, the
+# `tokenizers` package as the tokenizer's reference, and transformers (with
+# jinja2) as the chat templates' reference.
+PY_PACKAGES=(onnx onnxruntime numpy tokenizers transformers jinja2)
+if ! python3 -c "import onnx, onnxruntime, numpy, tokenizers, transformers, jinja2" 2>/dev/null; then
   python3 -m pip install -q "${PY_PACKAGES[@]}" 2>/dev/null ||
     python3 -m pip install -q --break-system-packages "${PY_PACKAGES[@]}"
 fi

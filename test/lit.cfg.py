@@ -6,6 +6,8 @@
 #   runtime        the CUDA runtime (sits-run) was built
 #   python-onnx    python3 with onnx, onnxruntime and numpy (test helpers)
 #   python-tokenizers  python3 with the `tokenizers` package (BPE test text)
+#   python-transformers  python3 with transformers, jinja2 and tokenizers
+#                  (chat templates compared with apply_chat_template)
 #   shared-models  ../shared/models exists (models too large to commit)
 #   asan           the build uses AddressSanitizer
 #   nvrtc          libnvrtc.so.13 loads (sitsc compiles kernels with it)
@@ -88,6 +90,8 @@ if has_python_modules("onnx", "onnxruntime", "numpy"):
     config.available_features.add("python-onnx")
 if has_python_modules("tokenizers"):
     config.available_features.add("python-tokenizers")
+if has_python_modules("transformers", "jinja2", "tokenizers"):
+    config.available_features.add("python-transformers")
 if config.sits_shared_models and os.path.isdir(config.sits_shared_models):
     config.available_features.add("shared-models")
 if config.sits_asan:

@@ -9,28 +9,6 @@
 
 namespace sits {
 
-const char *errorCodeName(ErrorCode code) {
-  switch (code) {
-  case ErrorCode::InvalidArgument:
-    return "invalid argument";
-  case ErrorCode::InvalidEngine:
-    return "invalid engine";
-  case ErrorCode::NoGpu:
-    return "no GPU";
-  case ErrorCode::WrongGpu:
-    return "wrong GPU";
-  case ErrorCode::PromptTooLong:
-    return "prompt too long";
-  case ErrorCode::TokenOutOfVocab:
-    return "token out of vocabulary";
-  case ErrorCode::KVCacheFull:
-    return "KV cache full";
-  case ErrorCode::Cuda:
-    return "CUDA error";
-  }
-  return "error";
-}
-
 namespace {
 
 [[noreturn]] void defaultFatalHandler(const char *message) {

@@ -22,37 +22,15 @@
 #define SITS_RUNTIME_RUNTIME_H
 
 #include "sits/EngineFormat.h"
+#include "sits/Error.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace sits {
-
-enum class ErrorCode {
-  InvalidArgument, ///< a bad option or request (batch size, sampling values)
-  InvalidEngine,   ///< the file is not a valid engine (see the message)
-  NoGpu,           ///< no CUDA device or driver
-  WrongGpu,        ///< the engine was compiled for another GPU
-  PromptTooLong,   ///< a prompt exceeds the KV cache capacity
-  TokenOutOfVocab, ///< a prompt token id outside [0, vocab)
-  KVCacheFull,     ///< a sequence reached the KV cache capacity mid-generation
-  Cuda,            ///< a CUDA call failed (not sticky)
-};
-const char *errorCodeName(ErrorCode code);
-
-class Error : public std::runtime_error {
-public:
-  Error(ErrorCode code, const std::string &message)
-      : std::runtime_error(message), errorCode(code) {}
-  ErrorCode code() const { return errorCode; }
-
-private:
-  ErrorCode errorCode;
-};
 
 /// Called with a message when a sticky CUDA error makes the GPU context
 /// unusable. Must not return (the default prints and calls std::_Exit(3)).

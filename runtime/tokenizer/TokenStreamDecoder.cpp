@@ -1,0 +1,118 @@
+//===- TokenStreamDecoder.cpp - Decoding tokens as they arrive ------------===//
+//
+// The prefix-window method of TGI and `tokenizers`' DecodeStream: decode a
+// window of recent ids twice, without and with the new ones, and emit the
+// difference once it is final. Decoding the window from its first token on
+// both times keeps position-dependent decoders (Metaspace and Strip drop the
+// first token's leading space) consistent, and holding back while the text
+// ends in U+FFFD keeps byte-level characters split across tokens whole.
+// One rule more than DecodeStream: while the last token is a byte-fallback
+// token `<0xAB>` nothing is emitted, because ByteFallback decodes a run of
+// them as a whole and one invalid byte turns the entire run into U+FFFD; so
+// the pieces always add up to decode() of all the ids.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TokenizerImpl.h"
+
+#include "Unicode.h"
+
+using namespace sits;
+using namespace sits::tok;
+
+struct TokenStreamDecoder::State {
+  std::shared_ptr<const Tokenizer> tokenizer;
+  const TokenizerImpl *impl = nullptr; // null for other implementations
+  bool skipSpecialTokens = true;
+  // ids[0, readIndex) decoded to `prefixText` (the window's already emitted
+  // part); ids[readIndex, end) are not emitted yet.
+  std::vector<int32_t> ids;
+  size_t readIndex = 0;
+  std::string prefixText;
+  bool inByteRun = false;
+
+  std::string decodeFrom(size_t end) const {
+    if (impl)
+      return impl->decodeRange(ids.data(), ids.data() + end, skipSpecialTokens);
+    return tokenizer->decode(
+        std::vector<int32_t>(ids.begin(), ids.begin() + end),
+        skipSpecialTokens);
+  }
+};
+
+namespace {
+
+bool endsWithReplacement(const std::string &text) {
+  return text.size() >= kReplacementChar.size() &&
+         text.compare(text.size() - kReplacementChar.size(),
+                      kReplacementChar.size(), kReplacementChar) == 0;
+}
+
+bool startsWith(const std::string &text, const std::string &prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+} // namespace
+
+TokenStreamDecoder::TokenStreamDecoder(
+    std::shared_ptr<const Tokenizer> tokenizer, bool skipSpecialTokens)
+    : state(std::make_unique<State>()) {
+  if (!tokenizer)
+    throw Error(ErrorCode::InvalidArgument,
+                "TokenStreamDecoder needs a tokenizer");
+  state->impl = dynamic_cast<const TokenizerImpl *>(tokenizer.get());
+  state->tokenizer = std::move(tokenizer);
+  state->skipSpecialTokens = skipSpecialTokens;
+}
+
+TokenStreamDecoder::~TokenStreamDecoder() = default;
+TokenStreamDecoder::TokenStreamDecoder(TokenStreamDecoder &&) noexcept =
+    default;
+TokenStreamDecoder &
+TokenStreamDecoder::operator=(TokenStreamDecoder &&) noexcept = default;
+
+std::string TokenStreamDecoder::push(int32_t id) {
+  State &s = *state;
+  if (s.impl) {
+    s.impl->checkId(id);
+  } else if (id < 0 || static_cast<uint32_t>(id) >= s.tokenizer->vocabSize()) {
+    throw Error(ErrorCode::TokenOutOfVocab, "token id " + std::to_string(id) +
+                                                " is outside the vocabulary");
+  }
+  s.ids.push_back(id);
+  if (s.impl && !s.impl->decodesToNothing(id, s.skipSpecialTokens))
+    s.inByteRun = s.impl->continuesByteRun(id, s.skipSpecialTokens);
+  if (s.inByteRun)
+    return {};
+
+  std::string text = s.decodeFrom(s.ids.size());
+  if (text.size() <= s.prefixText.size() || endsWithReplacement(text) ||
+      !startsWith(text, s.prefixText))
+    return {};
+  std::string fresh = text.substr(s.prefixText.size());
+  // The new window starts where the emitted part of this one ended.
+  s.ids.erase(s.ids.begin(), s.ids.begin() + s.readIndex);
+  s.readIndex = s.ids.size();
+  s.prefixText = s.decodeFrom(s.readIndex);
+  return fresh;
+}
+
+std::string TokenStreamDecoder::finish() {
+  State &s = *state;
+  std::string text = s.decodeFrom(s.ids.size());
+  std::string rest;
+  if (startsWith(text, s.prefixText)) {
+    rest = text.substr(s.prefixText.size());
+  } else {
+    size_t common = 0;
+    while (common < text.size() && common < s.prefixText.size() &&
+           text[common] == s.prefixText[common])
+      ++common;
+    rest = text.substr(common);
+  }
+  s.ids.clear();
+  s.readIndex = 0;
+  s.prefixText.clear();
+  s.inByteRun = false;
+  return rest;
+}
