@@ -1,4 +1,4 @@
-//===- Codec.cpp - Binary encoding of the kernels and plan sections -------===//
+//===- Codec.cpp - Binary encoding of the kernels, plan, tokenizer -------===//
 //
 // Layouts (all integers little-endian; str = u32 length + bytes; blob = u64
 // length + bytes; expr = u32 term count + (u32 op, i64 value) per term):
@@ -12,10 +12,13 @@
 //                u32 argCount, { u32 kind, payload }* }* }*
 //   payload: BufferAddress: u32 buffer, u64 offset; Int32/Int64: expr;
 //            Float32: f32.
+//   tokenizer: u32 fileCount, { str name, blob content }*
 //
 //===----------------------------------------------------------------------===//
 
 #include "format/Codec.h"
+
+#include <cctype>
 
 namespace sits {
 namespace format {
@@ -228,6 +231,61 @@ bool decodePlan(const uint8_t *data, uint64_t size, EngineContents *contents,
     r.fail("unexpected bytes after the programs");
   if (!r.ok()) {
     *error = "plan section: " + r.error();
+    return false;
+  }
+  return true;
+}
+
+std::vector<uint8_t> encodeTokenizer(const EngineContents &contents) {
+  ByteWriter w;
+  w.u32(static_cast<uint32_t>(contents.tokenizerFiles.size()));
+  for (const TextFile &file : contents.tokenizerFiles) {
+    w.str(file.name);
+    w.blob(file.content.data(), file.content.size());
+  }
+  return std::move(w.bytes());
+}
+
+/// A tokenizer file name: a plain file name (letters, digits, `._-`), so
+/// that a tool extracting the files can never write outside its folder.
+static bool isPlainFileName(const std::string &name) {
+  if (name.empty() || name == "." || name == "..")
+    return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' &&
+        c != '-')
+      return false;
+  return true;
+}
+
+bool decodeTokenizer(const uint8_t *data, uint64_t size,
+                     EngineContents *contents, std::string *error) {
+  ByteReader r(data, size);
+  uint32_t files =
+      readCount(r, kMaxTokenizerFiles, 12, size, "tokenizer files");
+  for (uint32_t i = 0; i < files && r.ok(); ++i) {
+    TextFile file;
+    file.name = r.str(256, "a tokenizer file name");
+    if (r.ok() && !isPlainFileName(file.name))
+      r.fail("tokenizer file " + std::to_string(i) +
+             " has a name that is not a plain file name");
+    if (r.ok() && contents->findTokenizerFile(file.name))
+      r.fail("tokenizer file \"" + file.name + "\" appears twice");
+    uint64_t length = 0;
+    const uint8_t *bytes = r.blob(&length, "a tokenizer file");
+    if (r.ok() && length > kMaxTokenizerFileBytes)
+      r.fail("tokenizer file \"" + file.name + "\" is " +
+             std::to_string(length) + " bytes, more than the limit of " +
+             std::to_string(kMaxTokenizerFileBytes));
+    if (!r.ok())
+      break;
+    file.content.assign(reinterpret_cast<const char *>(bytes), length);
+    contents->tokenizerFiles.push_back(std::move(file));
+  }
+  if (r.ok() && !r.atEnd())
+    r.fail("unexpected bytes after the files");
+  if (!r.ok()) {
+    *error = "tokenizer section: " + r.error();
     return false;
   }
   return true;

@@ -36,6 +36,13 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
   line("model: " + (config.modelName.empty() ? "(unnamed)" : config.modelName) +
        ", vocab " + std::to_string(config.vocabSize) +
        (config.tokenizer == TokenizerKind::Bytes ? " (bytes)" : ""));
+  if (!contents.tokenizerFiles.empty()) {
+    std::string files;
+    for (const TextFile &file : contents.tokenizerFiles)
+      files += (files.empty() ? "" : ", ") + file.name + " (" +
+               humanBytes(file.content.size()) + ")";
+    line("tokenizer files: " + files);
+  }
   std::string buckets;
   for (uint32_t b : config.batchBuckets)
     buckets += (buckets.empty() ? "" : ",") + std::to_string(b);

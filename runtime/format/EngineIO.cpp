@@ -43,24 +43,32 @@ bool encodePrefix(const EngineContents &contents, uint64_t weightBytes,
                   std::vector<uint8_t> *prefix, std::string *error) {
   std::vector<uint8_t> kernels = encodeKernels(contents);
   std::vector<uint8_t> plan = encodePlan(contents);
+  std::vector<uint8_t> tokenizer;
   struct Piece {
     SectionKind kind;
     const uint8_t *data;
     uint64_t size;
-  } pieces[] = {
+  };
+  std::vector<Piece> pieces = {
       {SectionKind::Metadata,
        reinterpret_cast<const uint8_t *>(contents.metadataJson.data()),
        contents.metadataJson.size()},
       {SectionKind::Kernels, kernels.data(), kernels.size()},
-      {SectionKind::Plan, plan.data(), plan.size()},
-      {SectionKind::Weights, nullptr, weightBytes}};
+      {SectionKind::Plan, plan.data(), plan.size()}};
+  if (!contents.tokenizerFiles.empty()) {
+    tokenizer = encodeTokenizer(contents);
+    pieces.push_back(
+        {SectionKind::Tokenizer, tokenizer.data(), tokenizer.size()});
+  }
+  // The weights come last: the writer streams them after the prefix.
+  pieces.push_back({SectionKind::Weights, nullptr, weightBytes});
 
   Header header;
   header.targetSm = contents.targetSm;
   header.cudaVersion = contents.cudaVersion;
   header.sourceModelHash = contents.sourceModelHash;
   header.sectionTableOffset = kHeaderBytes;
-  uint64_t cursor = kHeaderBytes + kSectionEntryBytes * 4;
+  uint64_t cursor = kHeaderBytes + kSectionEntryBytes * pieces.size();
   for (const Piece &piece : pieces) {
     SectionEntry entry;
     entry.kind = static_cast<uint32_t>(piece.kind);
@@ -339,6 +347,21 @@ bool readEngine(const EngineFile &file, const ReadOptions &options,
   const SectionEntry *plan = findSection(*header, SectionKind::Plan);
   if (!decodePlan(data + plan->offset, plan->bytes, contents, error))
     return false;
+  if (const SectionEntry *tokenizer =
+          findSection(*header, SectionKind::Tokenizer))
+    if (!decodeTokenizer(data + tokenizer->offset, tokenizer->bytes, contents,
+                         error))
+      return false;
+  const bool hasTokenizerJson =
+      contents->findTokenizerFile("tokenizer.json") != nullptr;
+  if ((config->tokenizer == TokenizerKind::HuggingFace) != hasTokenizerJson) {
+    *error = hasTokenizerJson
+                 ? "engine holds a tokenizer.json but its metadata's "
+                   "\"tokenizer.kind\" is not \"huggingface\""
+                 : "metadata \"tokenizer.kind\" is \"huggingface\" but the "
+                   "engine holds no tokenizer.json in a tokenizer section";
+    return false;
+  }
   const SectionEntry *weights = findSection(*header, SectionKind::Weights);
   contents->weightsData = data + weights->offset;
   contents->weightsBytes = weights->bytes;

@@ -21,6 +21,8 @@ const char *sectionKindName(uint32_t kind) {
     return "plan";
   case SectionKind::Weights:
     return "weights";
+  case SectionKind::Tokenizer:
+    return "tokenizer";
   }
   return "unknown";
 }
@@ -425,6 +427,14 @@ int EngineContents::findProgram(const std::string &name) const {
     if (programs[i].name == name)
       return static_cast<int>(i);
   return -1;
+}
+
+const TextFile *
+EngineContents::findTokenizerFile(const std::string &name) const {
+  for (const TextFile &file : tokenizerFiles)
+    if (file.name == name)
+      return &file;
+  return nullptr;
 }
 
 KVCacheConfig::QuantLayout KVCacheConfig::quantLayout(bool keys) const {

@@ -175,8 +175,11 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
                  std::to_string(c.vocabSize) + " (< 256)";
         return false;
       }
+    } else if (kind && kind->isString() && kind->getString() == "huggingface") {
+      c.tokenizer = TokenizerKind::HuggingFace;
     } else if (kind && !(kind->isString() && kind->getString() == "none")) {
-      *error = "metadata \"tokenizer.kind\" must be \"bytes\" or \"none\"";
+      *error = "metadata \"tokenizer.kind\" must be \"bytes\", "
+               "\"huggingface\" or \"none\"";
       return false;
     }
     if (const json::Value *eos = tok->find("eos_token_ids")) {

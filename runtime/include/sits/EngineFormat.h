@@ -35,7 +35,7 @@ constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S',  'I',  'T',
 /// A reader accepts a file of the same major version and a minor version not
 /// newer than its own. Minor versions only add optional content.
 constexpr uint16_t kFormatMajor = 1;
-constexpr uint16_t kFormatMinor = 0;
+constexpr uint16_t kFormatMinor = 1;
 
 constexpr uint64_t kHeaderBytes = 128;
 constexpr uint64_t kSectionEntryBytes = 32;
@@ -64,6 +64,10 @@ constexpr uint32_t kMaxArgsPerLaunch = 256;
 constexpr uint32_t kMaxExprOps = 64;
 constexpr uint32_t kMaxRank = 8;
 constexpr uint32_t kMaxNameBytes = 4096;
+/// The tokenizer section: at most this many files of at most this size
+/// (Gemma's tokenizer.json, the largest in use, is about 33 MB).
+constexpr uint32_t kMaxTokenizerFiles = 8;
+constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(1) << 29;
 
 using Hash = std::array<uint8_t, kHashBytes>;
 
@@ -76,6 +80,9 @@ enum class SectionKind : uint32_t {
   Kernels = 2,  ///< Kernel images (cubin and/or PTX) and the kernel table.
   Plan = 3,     ///< Buffers and programs (ordered launches).
   Weights = 4,  ///< Raw weight bytes, each weight kWeightAlignment-aligned.
+  /// Optional (format 1.1): the model's text files (tokenizer.json,
+  /// tokenizer_config.json, ...), verbatim.
+  Tokenizer = 5,
 };
 const char *sectionKindName(uint32_t kind);
 
@@ -361,7 +368,10 @@ struct KVCacheConfig {
   double bytesPerToken() const;
 };
 
-enum class TokenizerKind { None, Bytes };
+/// What turns text into the engine's token ids: nothing (ids only), the
+/// bytes of the text (a 256-token byte vocabulary), or the model's own
+/// tokenizer files in the tokenizer section (metadata kind "huggingface").
+enum class TokenizerKind { None, Bytes, HuggingFace };
 
 struct RuntimeConfig {
   std::string modelName;
@@ -388,6 +398,12 @@ bool parseRuntimeConfig(const std::string &json, RuntimeConfig *config,
 // Whole engines
 //===----------------------------------------------------------------------===//
 
+/// A named text file stored in the engine (the tokenizer section).
+struct TextFile {
+  std::string name;
+  std::string content;
+};
+
 /// Everything an engine holds. The writer takes it; the reader fills it
 /// (weights then point into the file's mapping rather than owning bytes).
 struct EngineContents {
@@ -411,8 +427,13 @@ struct EngineContents {
   uint64_t weightSize() const {
     return weightsData ? weightsBytes : weights.size();
   }
+  /// The tokenizer section's files (name, content); empty: no section.
+  std::vector<TextFile> tokenizerFiles;
+
   /// Index of the program with this name, or -1.
   int findProgram(const std::string &name) const;
+  /// The tokenizer file of this name, or nullptr.
+  const TextFile *findTokenizerFile(const std::string &name) const;
 };
 
 /// Appends tensors to a weights section at kWeightAlignment boundaries.

@@ -238,7 +238,8 @@ TEST(EngineFormat, DescribeSummarizes) {
   std::string error;
   ASSERT_TRUE(readEngine(*file, {}, &header, &read, &rc, &error)) << error;
   std::string text = describeEngine(header, read, rc, true);
-  EXPECT_NE(text.find("engine format 1.0, target sm_90, CUDA 13.0"),
+  EXPECT_NE(text.find("engine format 1." + std::to_string(kFormatMinor) +
+                      ", target sm_90, CUDA 13.0"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("kv cache: 1 layers x 8 seqs x 1 kv heads x 64 tokens"),

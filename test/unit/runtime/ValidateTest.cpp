@@ -67,7 +67,9 @@ TEST_F(ValidateTest, EachCorruptionHasItsOwnMessage) {
                "has major version 2, this runtime reads 1.x only (update the "
                "runtime)");
   EXPECT_ERROR(corruptedError(test::Corruption::NewerMinor),
-               "engine format 1.1 is newer than this runtime's 1.0");
+               "engine format 1." + std::to_string(kFormatMinor + 1) +
+                   " is newer than this runtime's 1." +
+                   std::to_string(kFormatMinor));
   EXPECT_ERROR(corruptedError(test::Corruption::SectionOutOfBounds),
                "section 3 (weights) is out of bounds");
   EXPECT_ERROR(corruptedError(test::Corruption::BadPlan),
