@@ -75,7 +75,7 @@ std::string TokenStreamDecoder::push(int32_t id) {
   State &s = *state;
   if (s.impl) {
     s.impl->checkId(id);
-  } else if (id < 0 || static_cast<uint32_t>(id) >= s.tokenizer->vocabSize()) {
+  } else if (id < 0) {
     throw Error(ErrorCode::TokenOutOfVocab, "token id " + std::to_string(id) +
                                                 " is outside the vocabulary");
   }
