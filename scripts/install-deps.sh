@@ -30,9 +30,10 @@ fi
 
 # Test helpers only: reference evaluations with onnx/onnxruntime/numpy, the
 # `tokenizers` package as the tokenizer's reference, and transformers (with
-# jinja2) as the chat templates' reference.
-PY_PACKAGES=(onnx onnxruntime numpy tokenizers transformers jinja2)
-if ! python3 -c "import onnx, onnxruntime, numpy, tokenizers, transformers, jinja2" 2>/dev/null; then
+# jinja2) as the chat templates' reference, and pytest for the Python
+# package's tests.
+PY_PACKAGES=(onnx onnxruntime numpy tokenizers transformers jinja2 pytest)
+if ! python3 -c "import onnx, onnxruntime, numpy, tokenizers, transformers, jinja2, pytest" 2>/dev/null; then
   python3 -m pip install -q "${PY_PACKAGES[@]}" 2>/dev/null ||
     python3 -m pip install -q --break-system-packages "${PY_PACKAGES[@]}"
 fi
