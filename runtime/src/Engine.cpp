@@ -91,6 +91,9 @@ std::shared_ptr<Engine> Engine::load(const std::string &path,
   if (!format::readEngine(*e.file, readOptions, &e.header, &e.contents,
                           &e.config, &error))
     throw Error(ErrorCode::InvalidEngine, path + ": " + error);
+  // Before the GPU: a stored tokenizer that does not load is a bad engine on
+  // every machine.
+  e.tokenizer = ModelTokenizer::fromEngine(e.contents, e.config);
 
   int count = 0;
   cudaError_t rc = cudaGetDeviceCount(&count);
@@ -151,5 +154,8 @@ std::string Engine::deviceName() const { return state->deviceName; }
 uint32_t Engine::deviceSm() const { return state->deviceSm; }
 bool Engine::usesPtx() const { return state->usePtx; }
 uint64_t Engine::weightBytes() const { return state->weightBytes; }
+const std::shared_ptr<const ModelTokenizer> &Engine::tokenizer() const {
+  return state->tokenizer;
+}
 
 } // namespace sits

@@ -18,6 +18,8 @@ struct Engine::Impl {
   format::Header header;
   format::EngineContents contents;
   format::RuntimeConfig config;
+  /// Text in and out; null for an engine of ids only.
+  std::shared_ptr<const ModelTokenizer> tokenizer;
 
   int device = 0;
   std::string deviceName;

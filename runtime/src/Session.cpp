@@ -565,6 +565,8 @@ void Session::disableTvcFallbackForBenchmark(bool disabled) {
   checkCuda(cudaStreamSynchronize(state->stream), "setting the TVC mode");
 }
 
+const std::shared_ptr<Engine> &Session::engine() const { return state->engine; }
+
 static void checkRequest(const format::RuntimeConfig &config,
                          const std::vector<std::vector<int32_t>> &prompts,
                          const GenerateParams &params,
@@ -636,7 +638,6 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
   std::vector<bool> active(batch, true);
   for (uint32_t b = 0; b < batch; ++b)
     lengths[b] = static_cast<uint32_t>(prompts[b].size());
-  bool stopped = false;
   auto deliver = [&]() {
     bool anyActive = false;
     for (uint32_t b = 0; b < batch; ++b) {
@@ -645,16 +646,15 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
       int32_t token = s.hostTokens[b];
       result.tokens[b].push_back(token);
       ++stats.generatedTokens;
-      if (callback && !callback(b, token))
-        stopped = true;
-      if (result.tokens[b].size() >= params.maxNewTokens ||
+      if ((callback && !callback(b, token)) ||
+          result.tokens[b].size() >= params.maxNewTokens ||
           (params.stopAtEos &&
            std::find(config.eosTokenIds.begin(), config.eosTokenIds.end(),
                      token) != config.eosTokenIds.end()))
         active[b] = false;
       anyActive |= active[b];
     }
-    return anyActive && !stopped;
+    return anyActive;
   };
 
   bool more = deliver();

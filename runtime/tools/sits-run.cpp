@@ -1,5 +1,8 @@
 //===- sits-run.cpp - Run, check or inspect a sits engine -----------------===//
 //
+//   sits-run ENGINE (--prompt TEXT | --chat MESSAGE [--system TEXT])
+//            [--stop TEXT]... [--stats] [--print-ids] [--show-special]
+//            [sampling and session options]
 //   sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)
 //            [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
 //            [--seed S] [--batch B] [--no-cuda-graph]
@@ -8,6 +11,10 @@
 //   sits-run --check ENGINE [--target-sm SM]
 //   sits-run --inspect ENGINE [--verbose]
 //
+// Text mode (--prompt, --chat) encodes with the engine's tokenizer (its
+// chat template for --chat) and streams the generated text to stdout as it
+// arrives; --stats writes the prompt tokens, time to first token, ms/token
+// and tokens/s to stderr. Id mode prints the tokens and a report to stdout.
 // --check validates an engine without a GPU (with one, it also checks the
 // target SM against it). Exit codes: 0 success, 1 bad engine or request,
 // 2 bad command line, 3 a sticky CUDA error (from the runtime's handler),
@@ -20,6 +27,7 @@
 #include "sits/EngineFormat.h"
 #include "sits/Json.h"
 #include "sits/KVCalibration.h"
+#include "sits/ModelTokenizer.h"
 #if SITS_RUNTIME_HAS_CUDA
 #include "sits/Runtime.h"
 #include <cuda_runtime_api.h>
@@ -64,20 +72,38 @@ void printTvcHead(const std::string &metadata) {
 }
 
 const char *kUsage =
-    "usage: sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)\n"
-    "                [--max-new-tokens N] [--temperature T] [--top-k K]\n"
-    "                [--top-p P] [--seed S] [--batch B] [--no-cuda-graph]\n"
-    "                [--no-programmatic-launch] [--ignore-eos] [--device D]\n"
-    "                [--calibration-log FILE.json]\n"
+    "usage: sits-run ENGINE (--prompt TEXT | --chat MESSAGE [--system TEXT])\n"
+    "                [--stop TEXT]... [--stats] [--print-ids] "
+    "[--show-special]\n"
+    "                [options]\n"
+    "       sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT) "
+    "[options]\n"
     "       sits-run --check ENGINE [--target-sm SM]\n"
-    "       sits-run --inspect ENGINE [--verbose]\n";
+    "       sits-run --inspect ENGINE [--verbose]\n"
+    "options: [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
+    "         [--seed S] [--batch B] [--no-cuda-graph] "
+    "[--no-programmatic-launch]\n"
+    "         [--ignore-eos] [--device D] [--calibration-log FILE.json]\n"
+    "  --prompt TEXT    text, encoded with the engine's tokenizer; the\n"
+    "                   continuation streams to stdout\n"
+    "  --chat MESSAGE   a user message, through the model's chat template\n"
+    "  --system TEXT    a system message before --chat's\n"
+    "  --stop TEXT      end a sequence at this text (repeatable)\n"
+    "  --stats          prompt tokens, time to first token, ms/token and\n"
+    "                   tokens/s to stderr\n"
+    "  --print-ids      the prompt's and the generated ids to stderr\n"
+    "  --show-special   keep special tokens (EOS, chat markers) in the text\n";
 
 struct Options {
   enum class Mode { Run, Check, Inspect } mode = Mode::Run;
   std::string engine;
-  bool haveIds = false, haveBytes = false;
+  bool haveIds = false, haveBytes = false, haveText = false, haveChat = false;
   std::vector<int64_t> promptIds;
   std::string promptBytes;
+  std::string promptText, chatMessage, systemMessage;
+  bool haveSystem = false;
+  std::vector<std::string> stops;
+  bool stats = false, printIds = false, showSpecial = false;
   uint64_t maxNewTokens = 16;
   double temperature = 0.0;
   uint64_t topK = 0;
@@ -114,6 +140,25 @@ Options parseArgs(int argc, char **argv) {
     } else if (a == "--prompt-bytes") {
       o.promptBytes = value(i);
       o.haveBytes = true;
+    } else if (a == "--prompt") {
+      o.promptText = value(i);
+      o.haveText = true;
+    } else if (a == "--chat") {
+      o.chatMessage = value(i);
+      o.haveChat = true;
+    } else if (a == "--system") {
+      o.systemMessage = value(i);
+      o.haveSystem = true;
+    } else if (a == "--stop") {
+      o.stops.push_back(value(i));
+      if (o.stops.back().empty())
+        usageError("--stop needs a non-empty text");
+    } else if (a == "--stats") {
+      o.stats = true;
+    } else if (a == "--print-ids") {
+      o.printIds = true;
+    } else if (a == "--show-special") {
+      o.showSpecial = true;
     } else if (a == "--max-new-tokens") {
       o.maxNewTokens = cl.parseUnsigned(a, value(i), 1u << 30);
     } else if (a == "--temperature") {
@@ -153,8 +198,17 @@ Options parseArgs(int argc, char **argv) {
   if (o.engine.empty())
     usageError("no engine file given");
   if (o.mode == Options::Mode::Run) {
-    if (o.haveIds == o.haveBytes)
-      usageError("give exactly one of --prompt-ids and --prompt-bytes");
+    if (int(o.haveIds) + int(o.haveBytes) + int(o.haveText) + int(o.haveChat) !=
+        1)
+      usageError("give exactly one of --prompt, --chat, --prompt-ids and "
+                 "--prompt-bytes");
+    if (o.haveSystem && !o.haveChat)
+      usageError("--system goes with --chat");
+    bool textMode = o.haveText || o.haveChat;
+    if (!textMode &&
+        (!o.stops.empty() || o.stats || o.printIds || o.showSpecial))
+      usageError("--stop, --stats, --print-ids and --show-special go with "
+                 "--prompt or --chat");
     if (o.maxNewTokens < 1)
       usageError("--max-new-tokens must be at least 1");
     if (o.temperature < 0)
@@ -208,11 +262,22 @@ int checkOrInspect(const Options &o) {
   } else {
     targetNote = ", target not checked (no GPU; use --target-sm)";
   }
+  // The stored tokenizer is part of the engine: --check validates it too.
+  std::shared_ptr<const sits::ModelTokenizer> tokenizer;
+  try {
+    tokenizer = sits::ModelTokenizer::fromEngine(contents, config);
+  } catch (const sits::Error &error) {
+    fail(kExitBadInput, o.engine + ": " + error.what());
+  }
   if (o.mode == Options::Mode::Inspect) {
     std::fputs(sits::format::describeEngine(header, contents, config, o.verbose)
                    .c_str(),
                stdout);
     printTvcHead(contents.metadataJson);
+    if (tokenizer)
+      std::fputs(tokenizer->describe().c_str(), stdout);
+    else
+      std::puts("tokenizer: none (the engine takes and returns token ids)");
     return 0;
   }
   std::printf("%s: OK: format %u.%u, sm_%u%s, %" PRIu64 " bytes, model %s\n",
@@ -225,25 +290,105 @@ int checkOrInspect(const Options &o) {
 
 #if SITS_RUNTIME_HAS_CUDA
 
-std::string escapeBytes(const std::vector<int32_t> &tokens) {
+/// Text on one line: newlines, backslashes and control characters escaped;
+/// bytes from 0x80 kept (UTF-8 text) or escaped (a byte vocabulary's raw
+/// bytes, which need not be UTF-8).
+std::string escapeLine(const std::string &bytes, bool keepHighBytes) {
   std::string out;
-  for (int32_t t : tokens) {
-    if (t >= 0x20 && t < 0x7f && t != '\\') {
-      out += static_cast<char>(t);
-    } else if (t == '\n') {
+  for (unsigned char c : bytes) {
+    if (c == '\n') {
       out += "\\n";
-    } else if (t == '\\') {
+    } else if (c == '\\') {
       out += "\\\\";
-    } else {
+    } else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !keepHighBytes)) {
       char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", t & 0xff);
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
       out += buf;
+    } else {
+      out += static_cast<char>(c);
     }
   }
   return out;
 }
 
+std::string escapeBytes(const std::vector<int32_t> &tokens) {
+  std::string bytes;
+  for (int32_t t : tokens)
+    bytes += static_cast<char>(t & 0xff);
+  return escapeLine(bytes, /*keepHighBytes=*/false);
+}
+
 double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
+
+std::string idList(const std::vector<int32_t> &ids) {
+  std::string out;
+  for (int32_t id : ids)
+    out += (out.empty() ? "" : " ") + std::to_string(id);
+  return out;
+}
+
+/// --prompt / --chat: the prompt through the engine's tokenizer, the text
+/// streamed to stdout as it arrives (sequence 0's; with --batch, the other
+/// sequences' texts follow at the end).
+int runText(const Options &o, const std::shared_ptr<sits::Engine> &engine,
+            sits::Session &session, const sits::GenerateParams &params) {
+  const std::shared_ptr<const sits::ModelTokenizer> &tokenizer =
+      engine->tokenizer();
+  if (!tokenizer)
+    fail(kExitBadInput, "this engine holds no tokenizer: compile it with "
+                        "the model's tokenizer.json (sitsc --tokenizer=DIR) "
+                        "or give --prompt-ids");
+  std::vector<int32_t> prompt;
+  if (o.haveChat) {
+    std::vector<sits::ChatMessage> messages;
+    if (o.haveSystem)
+      messages.push_back({"system", o.systemMessage});
+    messages.push_back({"user", o.chatMessage});
+    prompt = tokenizer->encodeChat(messages);
+  } else {
+    prompt = tokenizer->encode(o.promptText);
+  }
+  if (o.printIds)
+    std::fprintf(stderr, "prompt ids: %s\n", idList(prompt).c_str());
+
+  sits::TextGenerateParams textParams;
+  textParams.generate = params;
+  textParams.stop = o.stops;
+  textParams.skipSpecialTokens = !o.showSpecial;
+  std::vector<std::vector<int32_t>> prompts(o.batch, prompt);
+  sits::TextResult result;
+  try {
+    result = session.generateText(
+        prompts, textParams, [](uint32_t sequence, const std::string &text) {
+          if (sequence == 0) {
+            std::fwrite(text.data(), 1, text.size(), stdout);
+            std::fflush(stdout);
+          }
+          return true;
+        });
+  } catch (const sits::Error &) {
+    std::fputc('\n', stdout);
+    throw;
+  }
+  std::fputc('\n', stdout);
+  for (size_t b = 1; b < result.text.size(); ++b)
+    std::printf("--- sequence %zu ---\n%s\n", b, result.text[b].c_str());
+  if (o.printIds)
+    for (size_t b = 0; b < result.tokens.size(); ++b)
+      std::fprintf(stderr, "tokens[%zu]: %s\nfinish[%zu]: %s\n", b,
+                   idList(result.tokens[b]).c_str(), b,
+                   sits::finishReasonName(result.finishReasons[b]));
+  if (o.stats) {
+    const sits::GenerateStats &st = result.stats;
+    std::fprintf(stderr,
+                 "prompt: %zu tokens; time to first token %.2f ms\n"
+                 "generated: %u tokens; %.3f ms/token, %.1f tokens/s "
+                 "(batch %u)\n",
+                 prompt.size(), st.prefillMs, st.generatedTokens,
+                 st.decodeMsPerStep, st.tokensPerSecond, st.batch);
+  }
+  return 0;
+}
 
 int runEngine(const Options &o) {
   sits::LoadOptions load;
@@ -254,7 +399,9 @@ int runEngine(const Options &o) {
     engine = sits::Engine::load(o.engine, load);
     const sits::format::RuntimeConfig &config = engine->config();
     std::vector<int32_t> prompt;
-    if (o.haveBytes) {
+    if (o.haveText || o.haveChat) {
+      // Checked below with the other options, encoded in runText.
+    } else if (o.haveBytes) {
       if (config.tokenizer != sits::format::TokenizerKind::Bytes)
         fail(kExitBadInput, "this engine has no byte vocabulary; use "
                             "--prompt-ids");
@@ -290,6 +437,8 @@ int runEngine(const Options &o) {
     params.sampling.topP = static_cast<float>(o.topP);
     params.sampling.seed = o.seed;
     params.stopAtEos = !o.ignoreEos;
+    if (o.haveText || o.haveChat)
+      return runText(o, engine, session, params);
     std::vector<std::vector<int32_t>> prompts(o.batch, prompt);
     tokens.assign(o.batch, {});
     auto printTokens = [&]() {
@@ -300,6 +449,11 @@ int runEngine(const Options &o) {
         std::printf("\n");
         if (config.tokenizer == sits::format::TokenizerKind::Bytes)
           std::printf("text[%zu]: %s\n", b, escapeBytes(tokens[b]).c_str());
+        else if (engine->tokenizer())
+          std::printf("text[%zu]: %s\n", b,
+                      escapeLine(engine->tokenizer()->decode(tokens[b]),
+                                 /*keepHighBytes=*/true)
+                          .c_str());
       }
     };
     sits::GenerateResult result;

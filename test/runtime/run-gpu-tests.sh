@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Builds the runtime alone (compiler off, CUDA toolkit + GoogleTest only) and
 # runs its tests on the GPU of this machine: the gtest suites (the `gpu` label
-# and the CPU ones) and, when lit and FileCheck are found, the lit tests of
-# test/runtime/. Prints a short summary; exits non-zero if anything failed or
-# if there is no GPU.
+# and the CPU ones), the Python package's tests (test/python, where pybind11
+# and pytest are installed; engines compiled with the sitsc of .device/) and,
+# when lit and FileCheck are found, the lit tests of test/runtime/. Prints a
+# short summary; exits non-zero if anything failed, if a GPU test skipped,
+# or if there is no GPU.
+#
+# The text libraries' headers and archives are taken from .device/deps where
+# the machine has no PCRE2/utf8proc/nlohmann-json packages
+# (bench/device/prepare.sh puts them there).
 #
 #   test/runtime/run-gpu-tests.sh [BUILD_DIR]
 #
@@ -32,15 +38,44 @@ generator=()
 if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null; then
   generator=(-G Ninja)
 fi
+extra=()
+[ -d "$src/.device/deps" ] && extra+=(-DCMAKE_PREFIX_PATH="$src/.device/deps")
+python_summary="not built (no pybind11 or pytest for python3)"
+if python3 -c "import pybind11, pytest" 2>/dev/null; then
+  extra+=(-DSITS_BUILD_PYTHON=ON -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)"
+          -DPython3_EXECUTABLE="$(command -v python3)")
+  python_summary="not run"
+fi
+# sitsc and sits-exec (static, from bench/device/prepare.sh) for the tests
+# that compile engines.
+[ -d "$src/.device" ] && export PATH="$src/.device:$PATH"
+
 mkdir -p "$build"
 say "run-gpu-tests: $(nvidia-smi -L | head -1)"
 say "run-gpu-tests: building in $build (sm_$arch), log in $log"
-if ! cmake "${generator[@]}" -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-     -DSITS_BUILD_COMPILER=OFF -DCMAKE_CUDA_COMPILER="$nvcc" \
-     -DCMAKE_CUDA_ARCHITECTURES="$arch" ${SITS_CMAKE_ARGS:-} >"$log" 2>&1; then
-  tail -20 "$log"
-  say "run-gpu-tests: configure failed (GoogleTest installed? see $log)"
-  exit 1
+configure() {
+  cmake "${generator[@]}" -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DSITS_BUILD_COMPILER=OFF -DCMAKE_CUDA_COMPILER="$nvcc" \
+    -DCMAKE_CUDA_ARCHITECTURES="$arch" "$@" ${SITS_CMAKE_ARGS:-} >>"$log" 2>&1
+}
+status=0
+: >"$log"
+if ! configure "${extra[@]}"; then
+  # Without the Python module rather than without any test (its failure
+  # still fails the run).
+  if [ "$python_summary" = "not run" ]; then
+    tail -20 "$log"
+    python_summary="FAILED: configure with -DSITS_BUILD_PYTHON=ON failed (see $log)"
+    status=1
+    rm -f "$build/CMakeCache.txt"
+    extra=()
+    [ -d "$src/.device/deps" ] && extra+=(-DCMAKE_PREFIX_PATH="$src/.device/deps")
+  fi
+  if ! configure "${extra[@]}"; then
+    tail -20 "$log"
+    say "run-gpu-tests: configure failed (GoogleTest installed? see $log)"
+    exit 1
+  fi
 fi
 if ! cmake --build "$build" -j "$(nproc)" >>"$log" 2>&1; then
   grep -E "error|FAILED" "$log" | head -20
@@ -48,7 +83,6 @@ if ! cmake --build "$build" -j "$(nproc)" >>"$log" 2>&1; then
   exit 1
 fi
 
-status=0
 gpu_summary="not run"
 cpu_summary="not run"
 lit_summary="not run"
@@ -65,11 +99,22 @@ if grep -q "Skipped" "$build/ctest-gpu.log"; then
   status=1
   gpu_summary="$gpu_summary (some GPU tests SKIPPED: the GPU was not usable)"
 fi
-if ctest --test-dir "$build" -LE gpu --output-on-failure >"$build/ctest-cpu.log" 2>&1; then
+if ctest --test-dir "$build" -LE "gpu|python" --output-on-failure >"$build/ctest-cpu.log" 2>&1; then
   cpu_summary=$(grep -E "tests passed|tests failed" "$build/ctest-cpu.log" | tail -1)
 else
   status=1
   cpu_summary="FAILED: $(grep -E "tests passed|tests failed" "$build/ctest-cpu.log" | tail -1)"
+fi
+
+# The Python package's tests: a GPU test that skips is a failure here.
+if [ "$python_summary" = "not run" ]; then
+  if SITS_REQUIRE_GPU=1 ctest --test-dir "$build" -L python -V >"$build/python.log" 2>&1; then
+    python_summary=$(grep -E "[0-9]+ passed" "$build/python.log" | tail -1)
+  else
+    status=1
+    python_summary="FAILED: $(grep -E "[0-9]+ (passed|failed)" "$build/python.log" | tail -1)"
+    grep -E "^E |FAILED|Error" "$build/python.log" | head -30
+  fi
 fi
 
 # lit tests of test/runtime (FileCheck comes with LLVM).
@@ -107,7 +152,8 @@ fi
 say "---- summary ----"
 say "gtest, gpu label: $gpu_summary"
 say "gtest, cpu:       $cpu_summary"
+say "python:           $python_summary"
 say "lit test/runtime: $lit_summary"
-say "logs: $build/ctest-gpu.log $build/ctest-cpu.log $build/lit.log"
+say "logs: $build/ctest-gpu.log $build/ctest-cpu.log $build/python.log $build/lit.log"
 [ $status -eq 0 ] && say "run-gpu-tests: PASSED" || say "run-gpu-tests: FAILED"
 exit $status

@@ -23,6 +23,7 @@
 
 #include "sits/EngineFormat.h"
 #include "sits/Error.h"
+#include "sits/ModelTokenizer.h"
 
 #include <cstdint>
 #include <functional>
@@ -67,6 +68,9 @@ public:
   /// True when the kernels were JIT-compiled from PTX (no matching cubin).
   bool usesPtx() const;
   uint64_t weightBytes() const;
+  /// The engine's tokenizer (text in and out: the model's tokenizer files,
+  /// or its byte vocabulary); null when the engine takes ids only.
+  const std::shared_ptr<const ModelTokenizer> &tokenizer() const;
 
   struct Impl;
   Impl &impl() { return *state; }
@@ -140,8 +144,41 @@ struct GenerateResult {
   GenerateStats stats;
 };
 
-/// Called for each new token; return false to stop generating.
+/// Called for each new token; return false to end that sequence (the
+/// others go on).
 using TokenCallback = std::function<bool(uint32_t sequence, int32_t token)>;
+
+/// Why a sequence ended.
+enum class FinishReason {
+  Length,        ///< it reached maxNewTokens
+  EndOfSequence, ///< it produced one of the engine's EOS tokens
+  StopString,    ///< its text reached one of the stop strings
+  Cancelled,     ///< the callback returned false
+};
+/// "length", "eos", "stop", "cancelled".
+const char *finishReasonName(FinishReason reason);
+
+struct TextGenerateParams {
+  GenerateParams generate;
+  /// Each sequence ends at the first of these in its text, which the text
+  /// does not include (empty strings are refused).
+  std::vector<std::string> stop;
+  /// Leave special tokens (EOS, chat markers) out of the text.
+  bool skipSpecialTokens = true;
+};
+
+struct TextResult {
+  std::vector<std::string> text;            ///< per sequence
+  std::vector<std::vector<int32_t>> tokens; ///< per sequence, as generated
+  std::vector<FinishReason> finishReasons;  ///< per sequence
+  GenerateStats stats;
+};
+
+/// Called with each sequence's text as it becomes final (never half a
+/// UTF-8 character, never a piece of a stop string); return false to end
+/// that sequence.
+using TextCallback =
+    std::function<bool(uint32_t sequence, const std::string &text)>;
 
 /// One generation context: its own KV cache (max_batch sequences), buffers
 /// and decode graphs. Not thread-safe; use one session per thread.
@@ -166,6 +203,15 @@ public:
     return generate(std::vector<std::vector<int32_t>>{prompt}, params,
                     callback);
   }
+
+  /// `generate`, with the tokens decoded to text by the engine's tokenizer
+  /// as they arrive (sits/TextStream.h), stop strings, and why each
+  /// sequence ended. The prompts are ids: the engine's
+  /// `tokenizer()->encode(text)` or `->encodeChat(messages)`. Throws
+  /// NoTokenizer for an engine without a tokenizer.
+  TextResult generateText(const std::vector<std::vector<int32_t>> &prompts,
+                          const TextGenerateParams &params,
+                          const TextCallback &callback = {});
 
   /// Teacher-forced logits, for checking an engine against a reference:
   /// prefills the first `prefillTokens` tokens of every sequence, then feeds
@@ -197,6 +243,9 @@ public:
   /// last generate left in the buffers. 0 when the engine names no such
   /// kernel.
   double timeLMHead(uint32_t batch, uint32_t repeats);
+
+  /// The engine this session runs.
+  const std::shared_ptr<Engine> &engine() const;
 
   /// Bytes this session holds on the GPU (KV cache, activations, I/O).
   uint64_t deviceBytes() const;

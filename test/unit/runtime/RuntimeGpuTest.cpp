@@ -178,6 +178,23 @@ TEST_F(ToyEngineTest, BatchOfDifferentLengthsMatchesSingleRuns) {
   EXPECT_EQ(session.capturedGraphs(), 2u); // buckets 4 and 1
 }
 
+TEST_F(ToyEngineTest, CallbackFalseEndsOnlyItsSequence) {
+  Session session(Engine::load(writeToy(toyConfig())));
+  std::vector<std::vector<int32_t>> prompts = {bytes("abc"), bytes("xyz")};
+  GenerateResult full = session.generate(prompts, greedy(12));
+  std::vector<size_t> seen(2, 0);
+  GenerateResult cut =
+      session.generate(prompts, greedy(12), [&](uint32_t sequence, int32_t) {
+        return ++seen[sequence] < 4 || sequence != 0;
+      });
+  // Sequence 0 ends at the token its callback refused; sequence 1 runs on.
+  EXPECT_EQ(cut.tokens[0], std::vector<int32_t>(full.tokens[0].begin(),
+                                                full.tokens[0].begin() + 4));
+  EXPECT_EQ(cut.tokens[1], full.tokens[1]);
+  EXPECT_EQ(seen[0], 4u);
+  EXPECT_EQ(seen[1], 12u);
+}
+
 TEST_F(ToyEngineTest, CudaGraphAndDirectLaunchesGiveIdenticalTokens) {
   auto engine = Engine::load(writeToy(toyConfig()));
   SessionOptions direct;
