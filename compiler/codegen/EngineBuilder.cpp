@@ -191,9 +191,23 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   }
   root.set("kv_cache", std::move(kv));
 
+  // The runtime reads the kind and the EOS ids; the rest summarizes the
+  // tokenizer section for readers of the metadata.
   json::Value tokenizer = json::Value::object();
-  tokenizer.set("kind", m.vocab == 256 ? "bytes" : "none");
-  tokenizer.set("eos_token_ids", json::Value::array());
+  json::Value eosIds = json::Value::array();
+  if (const ModelTokenizer *text = source.tokenizer.get()) {
+    tokenizer.set("kind", "huggingface");
+    tokenizer.set("model", text->kind());
+    tokenizer.set("vocab_size", static_cast<uint64_t>(text->vocabSize()));
+    if (text->bosTokenId())
+      tokenizer.set("bos_token_id", static_cast<int64_t>(*text->bosTokenId()));
+    for (int32_t id : text->eosTokenIds())
+      eosIds.push(static_cast<int64_t>(id));
+    tokenizer.set("chat_template", text->hasChatTemplate());
+  } else {
+    tokenizer.set("kind", m.vocab == 256 ? "bytes" : "none");
+  }
+  tokenizer.set("eos_token_ids", std::move(eosIds));
   root.set("tokenizer", std::move(tokenizer));
 
   if (!plan.options.batchBuckets.empty()) {
@@ -308,6 +322,9 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
   contents.cudaVersion = source.cudaVersion;
   contents.sourceModelHash = source.sha256;
   contents.metadataJson = buildMetadata(plan, source);
+  if (source.tokenizer)
+    for (const auto &file : source.tokenizer->files())
+      contents.tokenizerFiles.push_back({file.first, file.second});
 
   format::ModuleImage image;
   image.name = "kernels";

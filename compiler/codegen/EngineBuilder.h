@@ -13,6 +13,7 @@
 #include "compiler/codegen/Nvrtc.h"
 #include "compiler/codegen/Plan.h"
 #include "format/EngineWriter.h"
+#include "sits/ModelTokenizer.h"
 
 #include "llvm/Support/Error.h"
 
@@ -25,6 +26,9 @@ struct EngineSource {
   format::Hash sha256{};    ///< of the input file
   uint32_t cudaVersion = 0; ///< NVRTC's, 13000 = 13.0
   std::string sitscOptions; ///< the options used, as given
+  /// The model's tokenizer, stored in the engine's tokenizer section; null:
+  /// none (a byte vocabulary of 256 tokens still reads and writes text).
+  std::shared_ptr<const ModelTokenizer> tokenizer;
 };
 
 /// Builds the engine: its contents, and the weights section as a fill

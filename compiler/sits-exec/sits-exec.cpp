@@ -4,6 +4,8 @@
 //   sits-exec MODEL.onnx [--stage=sits] --input ids.npy --output-dir DIR
 //   sits-exec MODEL.onnx --perplexity=ids.npy [--window=256] [--max-tokens=N]
 //   sits-exec MODEL.onnx --stage=optimized --greedy=greedy.json
+//   sits-exec MODEL.onnx --stage=optimized --prompt=TEXT [--tokenizer=DIR]
+//             [--max-new-tokens=N]
 //
 // Runs one function of a module (any stage: imported, sits, optimized) on
 // .npy inputs and writes each result as DIR/result_<i>.npy. An argument of
@@ -13,7 +15,10 @@
 // An ONNX model is imported and compiled to --stage first. --perplexity
 // prints the teacher-forced NLL of token ids instead; --greedy decodes the
 // "prompt" of a greedy.json greedily (through the KV cache when the program
-// has one) and compares with its "greedy" tokens.
+// has one) and compares with its "greedy" tokens. --prompt is the CPU
+// reference of `sits-run --prompt`: the text encoded with the model's
+// tokenizer (tokenizer.json beside the model, or --tokenizer), decoded
+// greedily until an EOS id, the text and the ids printed as sits-run does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +28,8 @@
 #include "compiler/registration/Registration.h"
 #include "dialects/sits/SitsDialect.h"
 #include "frontends/onnx/OnnxImporter.h"
+#include "sits/ModelTokenizer.h"
+#include "sits/TextStream.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -117,6 +124,19 @@ static llvm::cl::opt<std::string> greedyDump(
     llvm::cl::desc("With --greedy: also write the decoded tokens and each "
                    "step's logits to this JSON file ({\"tokens\": [..], "
                    "\"logits\": [[..], ..]})"));
+static llvm::cl::opt<std::string> promptText(
+    "prompt",
+    llvm::cl::desc("Greedy-decode this text with the model's tokenizer and "
+                   "print the continuation and the ids, as sits-run --prompt "
+                   "--print-ids"));
+static llvm::cl::opt<std::string> tokenizerFolder(
+    "tokenizer",
+    llvm::cl::desc("With --prompt: the folder of tokenizer.json (default: "
+                   "the model's folder)"));
+static llvm::cl::opt<int64_t>
+    maxNewTokens("max-new-tokens",
+                 llvm::cl::desc("With --prompt: tokens to generate at most"),
+                 llvm::cl::init(16));
 static llvm::cl::opt<bool> allowUnregistered(
     "allow-unregistered-dialect",
     llvm::cl::desc("Parse ops of unregistered dialects (generic form)"),
@@ -255,6 +275,56 @@ static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
   return 1;
 }
 
+/// --prompt: the reference continuation of a text prompt.
+static int runPrompt(ModuleOp module, const ExecutorOptions &options) {
+  std::string folder = tokenizerFolder;
+  if (folder.empty()) {
+    folder = llvm::sys::path::parent_path(inputFile).str();
+    if (folder.empty())
+      folder = ".";
+  }
+  if (maxNewTokens < 1)
+    return fail("--max-new-tokens must be at least 1");
+  std::shared_ptr<const sits::ModelTokenizer> tokenizer;
+  std::vector<int32_t> prompt;
+  try {
+    tokenizer = sits::ModelTokenizer::fromFiles(
+        sits::ModelTokenizer::readFolder(folder));
+    prompt = tokenizer->encode(promptText);
+  } catch (const sits::Error &error) {
+    return fail(error.what());
+  }
+  llvm::Expected<Program> program = findProgram(module, functionName);
+  if (!program)
+    return fail(llvm::toString(program.takeError()));
+  Executor executor(module, options);
+  llvm::Expected<std::vector<GreedyStep>> steps = greedyDecode(
+      executor, module, *program,
+      std::vector<int64_t>(prompt.begin(), prompt.end()), maxNewTokens);
+  if (!steps)
+    return fail(llvm::toString(steps.takeError()));
+  // The runtime's rule: a sequence ends with (and includes) an EOS id.
+  const std::vector<int32_t> &eos = tokenizer->eosTokenIds();
+  sits::TextStream text(tokenizer->tokenizer());
+  std::vector<int32_t> tokens;
+  for (const GreedyStep &step : *steps) {
+    tokens.push_back(static_cast<int32_t>(step.token));
+    llvm::outs() << text.push(tokens.back());
+    if (llvm::is_contained(eos, tokens.back()))
+      break;
+  }
+  llvm::outs() << text.finish() << "\n";
+  auto join = [](llvm::ArrayRef<int32_t> ids) {
+    std::string out;
+    for (int32_t id : ids)
+      out += (out.empty() ? "" : " ") + std::to_string(id);
+    return out;
+  };
+  llvm::errs() << "prompt ids: " << join(prompt) << "\n"
+               << "tokens[0]: " << join(tokens) << "\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   llvm::cl::ParseCommandLineOptions(
@@ -303,6 +373,14 @@ int main(int argc, char **argv) {
   options.numThreads = numThreads;
   if (!greedyFile.empty())
     return runGreedy(*module, options);
+  if (promptText.getNumOccurrences()) {
+    // The tokenizer reports bad text or ids as sits::Error; none escapes.
+    try {
+      return runPrompt(*module, options);
+    } catch (const sits::Error &error) {
+      return fail(error.what());
+    }
+  }
   if (!perplexityIds.empty()) {
     llvm::Expected<Tensor> ids = readNpyFile(perplexityIds);
     if (!ids)

@@ -77,6 +77,18 @@ cl::opt<int64_t> decodeSplitKeys(
              "4096 (an experiment: fewer, longer splits give each warp more "
              "tiles and the combine fewer partials, with fewer blocks)"),
     cl::init(0), cl::cat(sits::sitsc::getCategory()));
+cl::opt<std::string> tokenizerFolder(
+    "tokenizer",
+    cl::desc(
+        "Folder of the model's tokenizer.json (with tokenizer_config.json, "
+        "chat_template.jinja, generation_config.json when present) to "
+        "store in the engine (default: the model's folder, when it holds "
+        "a tokenizer.json)"),
+    cl::value_desc("dir"), cl::cat(sits::sitsc::getCategory()));
+cl::opt<bool> noTokenizer(
+    "no-tokenizer",
+    cl::desc("Store no tokenizer: the engine takes and returns token ids"),
+    cl::init(false), cl::cat(sits::sitsc::getCategory()));
 cl::opt<std::string> batchBuckets(
     "batch-buckets",
     cl::desc("Decode batch sizes to capture CUDA graphs for, e.g. 1,2,4,8 "
@@ -119,6 +131,43 @@ std::string modelNameOf(llvm::StringRef path) {
   if (stem == "model" && !folder.empty() && folder != "." && folder != "..")
     return folder.str();
   return stem.str();
+}
+
+/// The tokenizer to store: --tokenizer's folder, else the model's folder
+/// when it holds a tokenizer.json, else none. Validated here (every file, the
+/// chat template) and against the model's vocabulary, so that a bad file is
+/// a compile-time error naming it.
+FailureOr<std::shared_ptr<const sits::ModelTokenizer>>
+loadTokenizer(llvm::StringRef modelPath, uint32_t modelVocab) {
+  if (noTokenizer)
+    return std::shared_ptr<const sits::ModelTokenizer>();
+  std::string folder = tokenizerFolder;
+  if (folder.empty()) {
+    llvm::SmallString<256> beside = llvm::sys::path::parent_path(modelPath);
+    if (beside.empty())
+      beside = ".";
+    llvm::sys::path::append(beside, "tokenizer.json");
+    if (!llvm::sys::fs::exists(beside))
+      return std::shared_ptr<const sits::ModelTokenizer>();
+    folder = llvm::sys::path::parent_path(beside).str();
+  }
+  try {
+    auto tokenizer = sits::ModelTokenizer::fromFiles(
+        sits::ModelTokenizer::readFolder(folder));
+    if (tokenizer->vocabSize() > modelVocab) {
+      sits::sitsc::fail("the tokenizer in '" + folder + "' has " +
+                        std::to_string(tokenizer->vocabSize()) +
+                        " tokens, more than the model's vocabulary of " +
+                        std::to_string(modelVocab) +
+                        " (use --tokenizer=DIR for the right one, or "
+                        "--no-tokenizer)");
+      return failure();
+    }
+    return tokenizer;
+  } catch (const sits::Error &error) {
+    sits::sitsc::fail("tokenizer in '" + folder + "': " + error.what());
+    return failure();
+  }
 }
 
 /// Plans `module`, reporting failures through the MLIR diagnostics.
@@ -213,6 +262,16 @@ int sits::sitsc::inspectEngine(llvm::StringRef path) {
                                          inspectVerbose)
                << describeWorkspace(contents.metadataJson)
                << describeTvc(contents.metadataJson);
+  if (!contents.tokenizerFiles.empty()) {
+    sits::TokenizerFiles files;
+    for (const format::TextFile &file : contents.tokenizerFiles)
+      files[file.name] = file.content;
+    try {
+      llvm::outs() << sits::ModelTokenizer::fromFiles(files)->describe();
+    } catch (const sits::Error &error) {
+      return fail(path + ": tokenizer section: " + error.what());
+    }
+  }
   return 0;
 }
 
@@ -224,6 +283,11 @@ std::optional<std::string> sits::sitsc::validateEngineOptions() {
   if (!batchBuckets.empty() &&
       !codegen::parseBatchBuckets(batchBuckets, &error))
     return error;
+  if (noTokenizer && !tokenizerFolder.empty())
+    return "give at most one of --tokenizer and --no-tokenizer";
+  if (!tokenizerFolder.empty() &&
+      !llvm::sys::fs::is_directory(tokenizerFolder.getValue()))
+    return "--tokenizer: '" + tokenizerFolder + "' is not a directory";
   if (maxPrefillTokens.getNumOccurrences() &&
       (maxPrefillTokens < 1 || maxPrefillTokens > (int64_t{1} << 24)))
     return "--max-prefill-tokens must be between 1 and 16777216, got " +
@@ -295,6 +359,11 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
     return 1;
 
   codegen::EngineSource source;
+  FailureOr<std::shared_ptr<const sits::ModelTokenizer>> tokenizer =
+      loadTokenizer(inputPath, static_cast<uint32_t>(planned->model.vocab));
+  if (failed(tokenizer))
+    return 1;
+  source.tokenizer = *tokenizer;
   source.modelName = modelNameOf(inputPath);
   source.path = llvm::sys::path::filename(inputPath).str();
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> input =
@@ -385,6 +454,11 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << m.maxSeqLen << " tokens (" << cacheKind << ")\n"
                << "  workspace   " << humanBytes(p.workspaceBytes) << " ("
                << humanBytes(p.unsharedBytes) << " without reuse)\n";
+  if (const sits::ModelTokenizer *text = source.tokenizer.get())
+    llvm::outs() << "  tokenizer   " << text->kind() << ", "
+                 << text->vocabSize() << " tokens, "
+                 << (text->hasChatTemplate() ? "with" : "no")
+                 << " chat template\n";
   if (p.tvc)
     llvm::outs() << "  tvc head    rank " << p.tvc->rank << ", "
                  << p.tvc->candidates << " candidates, exact top "
