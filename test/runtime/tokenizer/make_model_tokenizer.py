@@ -17,7 +17,7 @@ import sys
 
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
-from make_tokenizers import LLAMA3_REGEX, finish, template
+from make_tokenizers import LLAMA3_REGEX, finish, with_llama3_specials
 
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
             "<|end_header_id|>", "<|eot_id|>"]
@@ -43,18 +43,7 @@ def main():
     if base != size - len(SPECIALS):
         sys.exit(f"training gave {base} tokens, not {size - len(SPECIALS)}: "
                  "use a larger TRAIN.txt")
-    config["added_tokens"] = [
-        {"id": base + i, "content": name, "single_word": False,
-         "lstrip": False, "rstrip": False, "normalized": False,
-         "special": True} for i, name in enumerate(SPECIALS)]
-    config["post_processor"] = {
-        "type": "Sequence", "processors": [
-            {"type": "ByteLevel", "add_prefix_space": True,
-             "trim_offsets": False, "use_regex": True},
-            json.loads(template("<|begin_of_text|>", base).__getstate__())]}
-    config["decoder"] = {"type": "ByteLevel", "add_prefix_space": True,
-                         "trim_offsets": True, "use_regex": True}
-    finish(config).save(out_path)
+    finish(with_llama3_specials(config, SPECIALS)).save(out_path)
 
 
 if __name__ == "__main__":

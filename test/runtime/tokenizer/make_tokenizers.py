@@ -105,21 +105,26 @@ def llama3(lines):
                  "Ġsupercalifragilisticexpialidocious", "Ġtokenizer",
                  "Ġhello", "ĠLorem"]:
         model["vocab"].setdefault(word, len(model["vocab"]))
-    # The special tokens come after the vocabulary, as in Llama 3.
-    base = len(model["vocab"])
+    return finish(with_llama3_specials(config, names))
+
+
+def with_llama3_specials(config, names):
+    """Llama 3's ending: the special tokens `names` after the vocabulary,
+    the first of them (<|begin_of_text|>) added by the post-processor, and
+    the byte-level decoder."""
+    base = len(config["model"]["vocab"])
     config["added_tokens"] = [
         {"id": base + i, "content": name, "single_word": False,
          "lstrip": False, "rstrip": False, "normalized": False,
          "special": True} for i, name in enumerate(names)]
-    bos = base
     config["post_processor"] = {
         "type": "Sequence", "processors": [
             {"type": "ByteLevel", "add_prefix_space": True,
              "trim_offsets": False, "use_regex": True},
-            json.loads(template("<|begin_of_text|>", bos).__getstate__())]}
+            json.loads(template(names[0], base).__getstate__())]}
     config["decoder"] = {"type": "ByteLevel", "add_prefix_space": True,
                          "trim_offsets": True, "use_regex": True}
-    return finish(config)
+    return config
 
 
 def qwen2(lines):
