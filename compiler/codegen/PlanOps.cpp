@@ -109,9 +109,9 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
         desc.epsilon = norm.getEpsilon().convertToFloat();
         if constexpr (std::is_same_v<decltype(norm), RMSNormOp>) {
           desc.weightOffset = norm.getWeightOffset().convertToFloat();
-          if (auto half = halfOperandValues.find(norm.getResult());
-              half != halfOperandValues.end()) {
-            desc.operandBits = half->second;
+          if (int bits =
+                  getOperandBits(kernel::getOuterValue(norm.getResult()))) {
+            desc.operandBits = bits;
             desc.operandType = options.weightType;
           }
         } else if (norm.getBias()) {
@@ -185,7 +185,7 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
       .Case<SplitHeadsOp, MergeHeadsOp>([&](auto view) -> LogicalResult {
         // Heads are a view of the token-major buffer:
         // [b, h, s, d] lives at token b * S + s, column h * head_dim + d.
-        auto it = activations.find(view.getInput());
+        auto it = activations.find(kernel::getInnerValue(view.getInput()));
         if (it == activations.end())
           return failed(use(view.getInput(), view)) ? failure() : success();
         FailureOr<int64_t> width = tokenWidth(view.getResult(), view);
@@ -341,7 +341,8 @@ LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
   if (failed(out))
     return failure();
   desc.segments[0].out = *out;
-  desc.outputOperandBits = halfOperandValues.lookup(glu.getResult());
+  desc.outputOperandBits =
+      getOperandBits(kernel::getOuterValue(glu.getResult()));
   observed.config.intermediate = desc.segments[0].rows;
   observed.config.activation = stringifyActivation(glu.getKind()).str();
   addLinearLaunch(std::move(desc), {gate, up, glu});
@@ -381,8 +382,9 @@ LogicalResult ProgramPlanner::planResidualLinear(AddOp add, LinearOp linear,
 LogicalResult ProgramPlanner::planLMHead(LMHeadOp head) {
   if (logits)
     return head.emitError() << "codegen: a step has one LM head";
-  if (!head.getResult().hasOneUse() ||
-      !isa<func::ReturnOp>(*head.getResult().getUsers().begin()))
+  Value headLogits = kernel::getOuterValue(head.getResult());
+  if (!headLogits.hasOneUse() ||
+      !isa<func::ReturnOp>(*headLogits.getUsers().begin()))
     return head.emitError()
            << "codegen: the LM head's logits must be returned and used by "
               "nothing else (the engine computes only each sequence's last "
@@ -651,7 +653,8 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
 }
 
 LogicalResult ProgramPlanner::planReturn(func::ReturnOp ret) {
-  if (ret.getNumOperands() != 2 || !logits || ret.getOperand(0) != logits ||
+  if (ret.getNumOperands() != 2 || !logits ||
+      kernel::getInnerValue(ret.getOperand(0)) != logits ||
       !ret.getOperand(1).getDefiningOp<KVAdvanceOp>())
     return ret.emitError()
            << "codegen: @" << func.getSymName()

@@ -117,7 +117,8 @@ FailureOr<int64_t> ProgramPlanner::tokenWidth(Value value, Operation *user) {
 }
 
 FailureOr<ArgBinding> ProgramPlanner::use(Value value, Operation *user) {
-  auto it = activations.find(value);
+  // A launch's result is the value its region computed.
+  auto it = activations.find(kernel::getInnerValue(value));
   if (it == activations.end()) {
     Operation *def = value.getDefiningOp();
     return user->emitError()
@@ -202,223 +203,23 @@ void ProgramPlanner::addLaunch(PlannedLaunch planned,
 }
 
 //===----------------------------------------------------------------------===//
-// Fusions
+// Launches formed by the fusion passes
 //===----------------------------------------------------------------------===//
 
-/// The linear that produces `value` for this single use, or null.
-static LinearOp singleUseLinear(Value value) {
-  auto linear = value.getDefiningOp<LinearOp>();
-  if (!linear || !linear.getResult().hasOneUse())
-    return nullptr;
-  auto type = dyn_cast<RankedTensorType>(linear.getInput().getType());
-  return type && type.getRank() == 3 ? linear : nullptr;
-}
-
-/// Bits and group size of a weight read through sits.dequantize ({0, 0}:
-/// not quantized). Linears share a launch only with equal keys.
-static std::pair<int64_t, int64_t> quantKey(Value weight) {
-  if (auto dequantize = weight.getDefiningOp<DequantizeOp>())
-    return {static_cast<int64_t>(dequantize.getBits()),
-            static_cast<int64_t>(dequantize.getGroupSize())};
-  return {0, 0};
-}
-
-void ProgramPlanner::fuseGatedLinears(GLUOp glu) {
-  LinearOp gate = singleUseLinear(glu.getGate());
-  LinearOp up = singleUseLinear(glu.getUp());
-  if (!gate || !up || gate == up || absorbed.count(gate) ||
-      absorbed.count(up) || gate.getInput() != up.getInput() ||
-      gate.getWeight().getType() != up.getWeight().getType() ||
-      quantKey(gate.getWeight()) != quantKey(up.getWeight()))
-    return;
-  absorbed.insert(gate);
-  absorbed.insert(up);
-  launchOf[gate] = launchOf[up] = glu;
-  anchors[glu] = [=]() { return planGatedLinear(glu, gate, up); };
-}
-
-void ProgramPlanner::fuseResidual(AddOp add) {
-  for (unsigned index : {1u, 0u}) {
-    LinearOp linear = singleUseLinear(add->getOperand(index));
-    Value residual = add->getOperand(1 - index);
-    if (!linear || absorbed.count(linear) || residual == linear.getResult())
-      continue;
-    absorbed.insert(linear);
-    launchOf[linear] = add;
-    anchors[add] = [=]() { return planResidualLinear(add, linear, residual); };
-    return;
-  }
-}
-
-void ProgramPlanner::groupLinears() {
-  // By input (and weight quantization, which one launch shares).
-  llvm::MapVector<std::pair<Value, std::pair<int64_t, int64_t>>,
-                  SmallVector<LinearOp>>
-      byInput;
-  func.walk([&](LinearOp linear) {
-    auto type = dyn_cast<RankedTensorType>(linear.getInput().getType());
-    if (!absorbed.count(linear) && type && type.getRank() == 3)
-      byInput[{linear.getInput(), quantKey(linear.getWeight())}].push_back(
-          linear);
-  });
-  constexpr size_t kMaxSegments = 4;
-  for (auto &[input, linears] : byInput) {
-    for (size_t start = 0; start < linears.size(); start += kMaxSegments) {
-      SmallVector<LinearOp> group(
-          linears.begin() + start,
-          linears.begin() + std::min(linears.size(), start + kMaxSegments));
-      for (LinearOp member : group)
-        launchOf[member] = group.front();
-      for (LinearOp member : llvm::drop_begin(group))
-        absorbed.insert(member);
-      anchors[group.front()] = [=]() {
-        SmallVector<LinearOp> copy(group);
-        return planLinears(copy);
-      };
-    }
-  }
-}
-
-void ProgramPlanner::fuseRopeIntoAppend(KVAppendOp append) {
-  RopeOp keyRope = append.getKey().getDefiningOp<RopeOp>();
-  if (keyRope && (!keyRope.getResult().hasOneUse() ||
-                  append.getValue() == keyRope.getResult()))
-    keyRope = nullptr;
-  // The query of the attention that reads this layer after the append.
-  RopeOp queryRope;
-  for (Operation *user : append.getResult().getUsers()) {
-    auto read = dyn_cast<KVReadOp>(user);
-    if (!read || read.getLayer() != append.getLayer())
-      continue;
-    for (Operation *reader : read.getKey().getUsers()) {
-      auto attention = dyn_cast<AttentionOp>(reader);
-      if (!attention || attention.getKey() != read.getKey())
-        continue;
-      auto rope = attention.getQuery().getDefiningOp<RopeOp>();
-      if (rope && rope.getResult().hasOneUse() && !absorbed.count(rope))
-        queryRope = rope;
-    }
-  }
-  Operation *anchor = append;
-  if (queryRope && append->isBeforeInBlock(queryRope))
-    anchor = queryRope;
-  if (keyRope)
-    absorbed.insert(keyRope);
-  if (anchor != append.getOperation())
-    absorbed.insert(append);
-  if (queryRope && anchor != queryRope.getOperation())
-    absorbed.insert(queryRope);
-  anchors[anchor] = [=]() { return planAppend(append, keyRope, queryRope); };
-}
-
-void ProgramPlanner::fuseNormIntoLinears(RMSNormOp norm) {
-  // Decode only (prefill's GEMM reads the normalized rows many times), on
-  // the tensor-core GEMV, for a norm over the whole row (not a per-head
-  // QK-norm), and with one launch reading the result: otherwise each
-  // launch would normalize again, or the normalized row would be needed
-  // in memory anyway.
-  auto type = dyn_cast<ShapedType>(norm.getWeight().getType());
-  auto input = dyn_cast<RankedTensorType>(norm.getInput().getType());
-  if (!options.fuseNorms || !program.isDecode || !type || type.getRank() != 1 ||
-      !input || input.getRank() != 3 || input.isDynamicDim(2) ||
-      input.getDimSize(2) != type.getDimSize(0) ||
-      !decodeGemvOnTensorCores(hasTensorCores(), options.weightType,
-                               input.getDimSize(2)))
-    return;
-  Operation *launch = nullptr;
-  for (Operation *user : norm.getResult().getUsers()) {
-    Value weight;
-    if (auto linear = dyn_cast<LinearOp>(user))
-      weight = linear.getWeight();
-    else if (auto head = dyn_cast<LMHeadOp>(user))
-      weight = head.getWeight();
-    else
-      return;
-    if (quantKey(weight) != std::pair<int64_t, int64_t>{0, 0})
-      return;
-    auto it = launchOf.find(user);
-    Operation *owner = it != launchOf.end() ? it->second : user;
-    if (!isa<LMHeadOp>(user) && it == launchOf.end())
-      return;
-    if (launch && owner != launch)
-      return;
-    launch = owner;
-  }
+int ProgramPlanner::getOperandBits(Value value) {
+  auto launch = value.getDefiningOp<kernel::LaunchOp>();
   if (!launch)
-    return;
-  absorbed.insert(norm);
-  fusedNorms[norm.getResult()] = norm;
-}
-
-int ProgramPlanner::halfOperandBits(Value value) {
-  // The quantized tensor-core GEMV rounds its input to the engine's 16-bit
-  // type in the order of its mma operands; a producer whose every reader is
-  // such a GEMV can write exactly that (the same rounding), so the GEMVs
-  // load half the bytes of x and convert nothing. Decode only, over whole
-  // rows of a static width.
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!program.isDecode || !hasTensorCores() ||
-      options.weightType == DType::F32 || !type || type.getRank() != 3 ||
-      type.isDynamicDim(2))
     return 0;
-  const int64_t k = type.getDimSize(2);
-  int bits = 0;
-  for (OpOperand &use : value.getUses()) {
-    Operation *user = use.getOwner();
-    Value weight;
-    if (auto linear = dyn_cast<LinearOp>(user);
-        linear && &use == &linear.getInputMutable())
-      weight = linear.getWeight();
-    else if (auto head = dyn_cast<LMHeadOp>(user);
-             head && &use == &head.getInputMutable())
-      weight = head.getWeight();
-    else
-      return 0;
-    auto [userBits, group] = quantKey(weight);
-    if (!quantGemvReadsHalfOperands(userBits, group, k) ||
-        (bits && userBits != bits))
-      return 0;
-    bits = static_cast<int>(userBits);
-  }
-  return bits;
-}
-
-void ProgramPlanner::chooseNormOperandOutput(RMSNormOp norm) {
-  auto type = dyn_cast<ShapedType>(norm.getWeight().getType());
-  auto input = dyn_cast<RankedTensorType>(norm.getInput().getType());
-  if (fusedNorms.count(norm.getResult()) || !type || type.getRank() != 1 ||
-      !input || input.getRank() != 3 ||
-      input.getDimSize(2) != type.getDimSize(0))
-    return;
-  if (int bits = halfOperandBits(norm.getResult()))
-    halfOperandValues[norm.getResult()] = bits;
-}
-
-void ProgramPlanner::chooseGluOperandOutput(GLUOp glu) {
-  // Only the epilogue of a gate/up pair on the quantized tensor-core GEMV
-  // (tcFinishItem) writes operands.
-  auto gate = glu.getGate().getDefiningOp<LinearOp>();
-  if (!gate || launchOf.lookup(gate) != glu.getOperation())
-    return;
-  auto input = dyn_cast<RankedTensorType>(gate.getInput().getType());
-  auto [bits, group] = quantKey(gate.getWeight());
-  if (!input || input.getRank() != 3 || input.isDynamicDim(2) ||
-      !decodeGemvOnTensorCores(hasTensorCores(), options.weightType,
-                               input.getDimSize(2)) ||
-      !quantGemvOnTensorCores(bits, group, input.getDimSize(2),
-                              /*gated=*/true))
-    return;
-  if (int outBits = halfOperandBits(glu.getResult()))
-    halfOperandValues[glu.getResult()] = outBits;
+  return static_cast<int>(launch.getOutputOperandBits().value_or(0));
 }
 
 FailureOr<ArgBinding> ProgramPlanner::linearInput(Value value, Operation *user,
                                                   LinearLaunch &desc) {
-  desc.halfInput = halfOperandValues.count(value) != 0;
-  auto fused = fusedNorms.find(value);
-  if (fused == fusedNorms.end())
+  desc.halfInput = getOperandBits(value) != 0;
+  auto norm = value.getDefiningOp<RMSNormOp>();
+  if (!norm || !kernel::getEnclosingLaunch(norm) ||
+      kernel::getEnclosingLaunch(norm) != kernel::getEnclosingLaunch(user))
     return use(value, user);
-  RMSNormOp norm = fused->second;
   FailureOr<unsigned> weight =
       weightOf(norm.getWeight(), norm, DType::F32, {desc.k});
   if (failed(weight))
@@ -433,14 +234,34 @@ FailureOr<ArgBinding> ProgramPlanner::linearInput(Value value, Operation *user,
   return use(norm.getInput(), norm);
 }
 
-void ProgramPlanner::findFusions() {
-  func.walk([&](GLUOp glu) { fuseGatedLinears(glu); });
-  func.walk([&](AddOp add) { fuseResidual(add); });
-  groupLinears();
-  func.walk([&](KVAppendOp append) { fuseRopeIntoAppend(append); });
-  func.walk([&](RMSNormOp norm) { fuseNormIntoLinears(norm); });
-  func.walk([&](RMSNormOp norm) { chooseNormOperandOutput(norm); });
-  func.walk([&](GLUOp glu) { chooseGluOperandOutput(glu); });
+LogicalResult ProgramPlanner::planLaunch(kernel::LaunchOp launch) {
+  using kernel::FusionKind;
+  SmallVector<LinearOp> linears = launch.getOpsOfType<LinearOp>();
+  switch (launch.getFusion()) {
+  case FusionKind::LinearGroup:
+    return planLinears(linears);
+  case FusionKind::GatedLinear:
+    return planGatedLinear(launch.getOpsOfType<GLUOp>().front(), linears[0],
+                           linears[1]);
+  case FusionKind::ResidualLinear: {
+    AddOp add = launch.getOpsOfType<AddOp>().front();
+    Value residual =
+        add.getLhs() == linears[0].getResult() ? add.getRhs() : add.getLhs();
+    return planResidualLinear(add, linears[0], residual);
+  }
+  case FusionKind::RopeKVAppend: {
+    KVAppendOp append = launch.getOpsOfType<KVAppendOp>().front();
+    RopeOp keyRope, queryRope;
+    for (RopeOp rope : launch.getOpsOfType<RopeOp>())
+      (rope.getResult() == append.getKey() ? keyRope : queryRope) = rope;
+    return planAppend(append, keyRope, queryRope);
+  }
+  case FusionKind::LMHead:
+    return planLMHead(launch.getOpsOfType<LMHeadOp>().front());
+  case FusionKind::Norm:
+    return planOp(&launch.getBody().front().front());
+  }
+  return launch.emitError() << "codegen: unknown fusion";
 }
 
 //===----------------------------------------------------------------------===//
@@ -458,17 +279,9 @@ LogicalResult ProgramPlanner::run() {
            << " must take the token ids [batch, seq] and the KV cache";
   tokenIds = entry.getArgument(0);
 
-  findFusions();
   for (Operation &op : entry) {
-    if (absorbed.count(&op))
-      continue;
-    auto anchor = anchors.find(&op);
-    if (anchor != anchors.end()) {
-      if (failed(anchor->second()))
-        return failure();
-      continue;
-    }
-    if (failed(planOp(&op)))
+    auto launch = dyn_cast<kernel::LaunchOp>(op);
+    if (failed(launch ? planLaunch(launch) : planOp(&op)))
       return failure();
   }
   return success();

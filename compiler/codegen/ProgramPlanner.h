@@ -12,6 +12,7 @@
 #include "compiler/codegen/Launches.h"
 #include "compiler/codegen/Plan.h"
 
+#include "dialects/kernel/KernelOps.h"
 #include "dialects/sits/SitsOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -170,24 +171,14 @@ private:
   }
   void addLaunch(PlannedLaunch planned, ArrayRef<Operation *> ops);
 
-  // Fusions.
-  void findFusions();
-  void fuseGatedLinears(GLUOp glu);
-  void fuseResidual(AddOp add);
-  void groupLinears();
-  void fuseRopeIntoAppend(KVAppendOp append);
-  void fuseNormIntoLinears(RMSNormOp norm);
-  /// The level bits of the quantized weights of every reader of `value`
-  /// when each is a decode GEMV over interleaved rows that can read its
-  /// input as f16 (bf16) operands, all of the same bits; else 0.
-  int halfOperandBits(Value value);
-  /// An unfused rms_norm or a gate/up launch's act(gate) * up whose readers
-  /// all take f16 operands (halfOperandBits) writes them so
-  /// (halfOperandValues).
-  void chooseNormOperandOutput(RMSNormOp norm);
-  void chooseGluOperandOutput(GLUOp glu);
+  // Launches the fusion passes formed (compiler/codegen/transforms).
+  LogicalResult planLaunch(kernel::LaunchOp launch);
+  /// The bits of the quantized GEMVs whose 16-bit operands the launch that
+  /// produces `value` writes it as (its output_operand_bits); 0: f32.
+  int getOperandBits(Value value);
   /// The input binding of a linear launch reading `value`: the rms_norm
-  /// fused into it reads the norm's input instead (and sets desc.norm).
+  /// fused into its kernel.launch reads the norm's input instead (and sets
+  /// desc.norm).
   FailureOr<ArgBinding> linearInput(Value value, Operation *user,
                                     LinearLaunch &desc);
 
@@ -232,15 +223,6 @@ private:
   DenseSet<int64_t> appendedLayers;
   Value logits;
 
-  DenseSet<Operation *> absorbed;
-  llvm::MapVector<Operation *, std::function<LogicalResult()>> anchors;
-  /// Linear and LM-head ops -> the op that plans their one launch.
-  DenseMap<Operation *, Operation *> launchOf;
-  /// rms_norm results that the linear launch reading them normalizes.
-  DenseMap<Value, RMSNormOp> fusedNorms;
-  /// rms_norm and gate/up results written as f16 (bf16) GEMV operands: the
-  /// level bits of the quantized weights that read them.
-  DenseMap<Value, int> halfOperandValues;
   /// The norm linearInput fused into the launch being planned.
   Operation *fusedNormOp = nullptr;
 };

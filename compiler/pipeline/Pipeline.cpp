@@ -18,6 +18,7 @@ std::optional<Stage> parseStage(llvm::StringRef name) {
       .Case("imported", Stage::Imported)
       .Case("sits", Stage::Sits)
       .Case("optimized", Stage::Optimized)
+      .Case("kernels", Stage::Kernels)
       .Case("cuda", Stage::Cuda)
       .Case("engine", Stage::Engine)
       .Default(std::nullopt);
@@ -31,6 +32,8 @@ llvm::StringRef getStageName(Stage stage) {
     return "sits";
   case Stage::Optimized:
     return "optimized";
+  case Stage::Kernels:
+    return "kernels";
   case Stage::Cuda:
     return "cuda";
   case Stage::Engine:

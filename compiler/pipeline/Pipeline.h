@@ -24,13 +24,17 @@ enum class Stage {
   Sits,
   /// Decode passes applied: prefill and decode with a KV cache.
   Optimized,
+  /// The CUDA backend's fusions: the kernel.launch ops
+  /// (compiler/codegen/transforms).
+  Kernels,
   /// Generated CUDA C++ source.
   Cuda,
   /// The engine file.
   Engine,
 };
 
-/// The stage named `name` (imported, sits, optimized, cuda, engine).
+/// The stage named `name` (imported, sits, optimized, kernels, cuda,
+/// engine).
 std::optional<Stage> parseStage(llvm::StringRef name);
 llvm::StringRef getStageName(Stage stage);
 
@@ -41,18 +45,17 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Tokens per sequence the KV cache holds (prompt and "
                      "generated tokens together)"),
       llvm::cl::init(2048)};
-  Option<int64_t> maxBatch{
-      *this, "max-batch",
-      llvm::cl::desc("Sequences decoded together at most"),
-      llvm::cl::init(8)};
+  Option<int64_t> maxBatch{*this, "max-batch",
+                           llvm::cl::desc("Sequences decoded together at most"),
+                           llvm::cl::init(8)};
   Option<std::string> weights{
       *this, "weights",
       llvm::cl::desc("Weight storage: fp16 (as --dtype), int8 or int4 "
                      "(group quantization, --sits-insert-qdq)"),
       llvm::cl::init("fp16")};
-  Option<int64_t> weightGroup{
-      *this, "weight-group",
-      llvm::cl::desc("Weights per quantization scale"), llvm::cl::init(128)};
+  Option<int64_t> weightGroup{*this, "weight-group",
+                              llvm::cl::desc("Weights per quantization scale"),
+                              llvm::cl::init(128)};
   Option<std::string> weightScale{
       *this, "weight-scale",
       llvm::cl::desc("Weight scales: mse (clipping searched per group) or "
@@ -100,7 +103,8 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
 };
 
 /// Checks option values, returning an error message naming the bad option.
-std::optional<std::string> validatePipelineOptions(const PipelineOptions &options);
+std::optional<std::string>
+validatePipelineOptions(const PipelineOptions &options);
 
 /// Adds the passes that take an imported program to `last` (Sits or
 /// Optimized; Imported adds nothing). Every pass is anchored on the module, so

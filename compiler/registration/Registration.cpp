@@ -2,7 +2,9 @@
 
 #include "compiler/registration/Registration.h"
 
+#include "compiler/codegen/transforms/Passes.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "dialects/kernel/KernelDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "dialects/sits/SitsDialect.h"
 #include "frontends/onnx/Passes.h"
@@ -17,6 +19,7 @@ void sits::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<sits::SitsDialect, mlir::arith::ArithDialect,
                   mlir::func::FuncDialect, mlir::tensor::TensorDialect>();
   registry.insert<sits::onnx::OnnxDialect>();
+  registry.insert<sits::kernel::KernelDialect>();
 }
 
 void sits::registerAllPasses() {
@@ -26,5 +29,6 @@ void sits::registerAllPasses() {
   mlir::registerInlinerPass();
   sits::registerSitsPasses();
   sits::registerSitsOnnxPasses();
+  sits::kernel::registerKernelPasses();
   sits::registerPipelines();
 }

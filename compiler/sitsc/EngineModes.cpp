@@ -95,8 +95,10 @@ cl::opt<std::string> batchBuckets(
              "(default: the runtime's)"),
     cl::value_desc("list"), cl::cat(sits::sitsc::getCategory()));
 
+} // namespace
+
 /// The code generation options from the command line (already validated).
-codegen::CodegenOptions getCodegenOptions() {
+codegen::CodegenOptions sits::sitsc::getCodegenOptions() {
   std::string error;
   codegen::CodegenOptions options;
   options.target = *codegen::parseTarget(targetName, &error);
@@ -109,6 +111,8 @@ codegen::CodegenOptions getCodegenOptions() {
     options.batchBuckets = *codegen::parseBatchBuckets(batchBuckets, &error);
   return options;
 }
+
+namespace {
 
 std::string humanBytes(uint64_t bytes) {
   char text[32];

@@ -9,6 +9,7 @@
 #ifndef SITS_COMPILER_SITSC_MODES_H
 #define SITS_COMPILER_SITSC_MODES_H
 
+#include "compiler/codegen/Target.h"
 #include "compiler/pipeline/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -34,6 +35,10 @@ std::optional<std::string> getInspectPath();
 int inspectEngine(llvm::StringRef path);
 /// Checks the engine options (--target, --dtype, ...) before any work.
 std::optional<std::string> validateEngineOptions();
+
+/// The code generation options from the command line (validated by
+/// validateEngineOptions), for the fusion passes and the code generator.
+codegen::CodegenOptions getCodegenOptions();
 /// `--emit=cuda`: prints the CUDA C++ source generated for `module` (the
 /// optimized program).
 int emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);

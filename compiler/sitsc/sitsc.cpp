@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/codegen/transforms/Passes.h"
 #include "compiler/pipeline/IRDumper.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/Registration.h"
@@ -55,9 +56,9 @@ cl::OptionCategory &sitscCategory = sits::sitsc::getCategory();
 cl::opt<std::string> inputPath(cl::Positional,
                                cl::desc("<model.onnx | program.mlir>"),
                                cl::cat(sitscCategory));
-cl::opt<std::string> outputPath(
-    "o", cl::desc("Output file: the engine, or the IR with --emit"),
-    cl::value_desc("file"), cl::cat(sitscCategory));
+cl::opt<std::string>
+    outputPath("o", cl::desc("Output file: the engine, or the IR with --emit"),
+               cl::value_desc("file"), cl::cat(sitscCategory));
 cl::opt<std::string> emitStage(
     "emit",
     cl::desc("Stop after a stage and print it: imported, sits, optimized "
@@ -75,32 +76,33 @@ cl::opt<bool> printWeights(
     "print-weights",
     cl::desc("Print weight values in IR output (elided by default)"),
     cl::init(false), cl::cat(sitscCategory));
-cl::opt<int64_t> maxSeqLen(
-    "max-seq-len",
-    cl::desc("Tokens per sequence the KV cache holds (default 2048)"),
-    cl::init(2048), cl::cat(sitscCategory));
+cl::opt<int64_t>
+    maxSeqLen("max-seq-len",
+              cl::desc("Tokens per sequence the KV cache holds (default 2048)"),
+              cl::init(2048), cl::cat(sitscCategory));
 cl::opt<int64_t> maxBatch("max-batch",
                           cl::desc("Sequences decoded together at most "
                                    "(default 8)"),
                           cl::init(8), cl::cat(sitscCategory));
-cl::opt<std::string> weights(
-    "weights",
-    cl::desc("Weight storage: fp16 (default, as --dtype), int8 or int4 "
-             "(round-to-nearest group quantization)"),
-    cl::init("fp16"), cl::value_desc("type"), cl::cat(sitscCategory));
-cl::opt<int64_t> weightGroup(
-    "weight-group", cl::desc("Weights per quantization scale (default 128)"),
-    cl::init(128), cl::cat(sitscCategory));
+cl::opt<std::string>
+    weights("weights",
+            cl::desc("Weight storage: fp16 (default, as --dtype), int8 or int4 "
+                     "(round-to-nearest group quantization)"),
+            cl::init("fp16"), cl::value_desc("type"), cl::cat(sitscCategory));
+cl::opt<int64_t>
+    weightGroup("weight-group",
+                cl::desc("Weights per quantization scale (default 128)"),
+                cl::init(128), cl::cat(sitscCategory));
 cl::opt<std::string> weightScale(
     "weight-scale",
     cl::desc("Weight scales: mse (default: each group's clipping ratio "
              "chosen for the smallest squared error) or absmax"),
     cl::init("mse"), cl::value_desc("rule"), cl::cat(sitscCategory));
-cl::opt<std::string> kvCache(
-    "kv-cache",
-    cl::desc("KV-cache storage of tokens outside the hot window: fp16 "
-             "(default), int8 or int4"),
-    cl::init("fp16"), cl::value_desc("type"), cl::cat(sitscCategory));
+cl::opt<std::string>
+    kvCache("kv-cache",
+            cl::desc("KV-cache storage of tokens outside the hot window: fp16 "
+                     "(default), int8 or int4"),
+            cl::init("fp16"), cl::value_desc("type"), cl::cat(sitscCategory));
 cl::opt<int64_t> kvHotWindow(
     "kv-hot-window",
     cl::desc("Newest tokens per sequence kept in FP16 (default 512)"),
@@ -114,12 +116,12 @@ cl::opt<int64_t> kvChannelBlock(
     "kv-channel-block",
     cl::desc("Tokens per block of per-channel key scales (default 64)"),
     cl::init(64), cl::cat(sitscCategory));
-cl::opt<std::string> tvc(
-    "tvc",
-    cl::desc("LM head: off (default) or exact (token viability classifier: "
-             "low-rank preview, exact candidates, proof, full-head "
-             "fallback)"),
-    cl::init("off"), cl::value_desc("mode"), cl::cat(sitscCategory));
+cl::opt<std::string>
+    tvc("tvc",
+        cl::desc("LM head: off (default) or exact (token viability classifier: "
+                 "low-rank preview, exact candidates, proof, full-head "
+                 "fallback)"),
+        cl::init("off"), cl::value_desc("mode"), cl::cat(sitscCategory));
 cl::opt<int64_t> tvcRank(
     "tvc-rank",
     cl::desc("Rank of the TVC preview (default 0: half the hidden size)"),
@@ -141,8 +143,8 @@ OwningOpRef<ModuleOp> loadInput(llvm::StringRef path, MLIRContext &context,
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &error);
   if (!buffer) {
-    emitError(UnknownLoc::get(&context)) << "cannot read '" << path
-                                         << "': " << error;
+    emitError(UnknownLoc::get(&context))
+        << "cannot read '" << path << "': " << error;
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
@@ -219,9 +221,9 @@ void sits::sitsc::printKVCacheSummary(ModuleOp module, llvm::raw_ostream &os) {
      << ", values per token in groups of " << quant.getGroupSize() << ", "
      << quant.getScaleType() << " scales) + " << cache.getElementType()
      << " hot window of " << quant.getHotWindow() << " tokens\n"
-     << "sitsc: kv cache: " << humanBytes(perToken) << " per token ("
-     << layers << " layers; fp16: " << humanBytes(double(fp16PerToken * layers))
-     << ", " << llvm::formatv("{0:f2}", double(fp16PerToken * layers) / perToken)
+     << "sitsc: kv cache: " << humanBytes(perToken) << " per token (" << layers
+     << " layers; fp16: " << humanBytes(double(fp16PerToken * layers)) << ", "
+     << llvm::formatv("{0:f2}", double(fp16PerToken * layers) / perToken)
      << "x more), hot windows " << humanBytes(double(cache.getHotWindowBytes()))
      << ", " << humanBytes(double(cache.getTotalBytes())) << " in all for "
      << cache.getMaxBatch() << " x " << cache.getCapacity()
@@ -312,7 +314,8 @@ int main(int argc, char **argv) {
   // ones users ask for in the overview.
   cl::ParseCommandLineOptions(
       argc, argv,
-      "sits compiler: ONNX decoder model -> optimized sits program -> engine\n\n"
+      "sits compiler: ONNX decoder model -> optimized sits program -> "
+      "engine\n\n"
       "  sitsc MODEL.onnx -o MODEL.sits [options]\n"
       "  sitsc MODEL.onnx --emit=sits          print the raised IR\n"
       "  sitsc MODEL.onnx --inspect=E.sits     summarize an engine\n\n"
@@ -323,7 +326,8 @@ int main(int argc, char **argv) {
       "      --verify-tolerance\n"
       "  sitsc MODEL.onnx --verify-greedy=greedy.json\n"
       "      prefill the prompt, decode token by token through the KV cache,\n"
-      "      compare the greedy stream (step, tokens and margin on a mismatch)\n"
+      "      compare the greedy stream (step, tokens and margin on a "
+      "mismatch)\n"
       "  sitsc MODEL.onnx --reference-perplexity=TEXT_OR_IDS [--max-tokens N]\n"
       "      teacher-forced NLL and perplexity (bytes for a 256-token\n"
       "      vocabulary, else a file of token ids)\n"
@@ -350,7 +354,8 @@ int main(int argc, char **argv) {
   if (!emitStage.empty()) {
     std::optional<Stage> stage = parseStage(emitStage);
     if (!stage || *stage == Stage::Engine)
-      return fail("--emit must be imported, sits, optimized or cuda, got '" +
+      return fail("--emit must be imported, sits, optimized, kernels or "
+                  "cuda, got '" +
                   emitStage + "'");
     last = *stage;
   }
@@ -426,10 +431,11 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(error)));
     pm.addInstrumentation(std::move(*created));
   }
-  buildPipeline(pm, last == Stage::Cuda || last == Stage::Engine
-                        ? Stage::Optimized
-                        : last,
-                options);
+  bool toKernels =
+      last == Stage::Kernels || last == Stage::Cuda || last == Stage::Engine;
+  buildPipeline(pm, toKernels ? Stage::Optimized : last, options);
+  if (toKernels && !verifying)
+    kernel::buildKernelPipeline(pm, sitsc::getCodegenOptions());
   if (failed(pm.run(*module)))
     return 1;
   pipelineTimer.stop();
@@ -455,8 +461,8 @@ int main(int argc, char **argv) {
   }
 
   std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
+  std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(
+      outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
   if (!output)
     return fail("cannot write '" + outputPath + "': " + error);
   if (last == Stage::Cuda) {

@@ -1,0 +1,124 @@
+//===- Passes.td - The CUDA backend's fusion passes --------*- tablegen -*-===//
+//
+// The passes after --emit=optimized that decide which sits ops share one
+// kernel launch. Each forms one kind of kernel.launch; the code generator
+// then plans one launch per kernel.launch and per remaining op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_CODEGEN_TRANSFORMS_PASSES_TD
+#define SITS_CODEGEN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FuseGatedLinears : Pass<"kernel-fuse-gated-linears", "mlir::ModuleOp"> {
+  let summary = "One launch for a gated MLP's gate and up projections";
+  let description = [{
+    A `sits.glu` whose gate and up are `sits.linear` results read by
+    nothing else, of the same token-major input, with weights of one type
+    and one quantization (bits and group size), becomes a
+    `kernel.launch <gated_linear>` at the glu: one GEMV/GEMM computes both
+    projections and writes act(gate) * up, so neither projection is ever
+    stored.
+
+    Audit: `launches` (formed), `linears` (fused into them).
+  }];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
+def FuseResidualLinears
+    : Pass<"kernel-fuse-residual-linears", "mlir::ModuleOp"> {
+  let summary = "A linear layer's residual add as its epilogue";
+  let description = [{
+    A `sits.add` of a residual and a token-major `sits.linear` result that
+    nothing else reads (and that is not already in a launch) becomes a
+    `kernel.launch <residual_linear>` at the add: the GEMV/GEMM adds the
+    residual as it writes. The right operand is tried first, as exports
+    write `residual + projection`.
+
+    Audit: `launches`.
+  }];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
+def GroupLinears : Pass<"kernel-group-linears", "mlir::ModuleOp"> {
+  let summary = "One launch for the linear layers that read the same input";
+  let description = [{
+    The `sits.linear` ops outside launches that read one token-major input
+    with weights of one quantization (Q, K and V of a layer) become
+    `kernel.launch <linear_group>`s of at most 4 segments each, in program
+    order, at the first of them: one GEMV/GEMM reads the input once for all
+    of them. The weights the later ones read are moved before the launch
+    when they are defined after the first. A linear alone stays a
+    `sits.linear` (one launch as it is).
+
+    Audit: `launches`, `linears`.
+  }];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
+def FuseRopeAppend : Pass<"kernel-fuse-rope-append", "mlir::ModuleOp"> {
+  let summary = "RoPE of the keys and of the query inside the KV-cache append";
+  let description = [{
+    A `sits.kv_cache.append` whose keys are a `sits.rope` result read by
+    nothing else takes that rope into a `kernel.launch <rope_kv_append>`,
+    and the `sits.rope` of the query of the attention that reads the layer
+    after the append joins it when nothing else reads it: the append kernel
+    rotates the keys on their way into the cache and the query beside
+    them. The launch sits at the later of the append and the query's rope.
+
+    Audit: `launches`, `ropes` (fused).
+  }];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
+def FuseNorms : Pass<"kernel-fuse-norms", "mlir::ModuleOp"> {
+  let summary = "A decode rms_norm computed by the GEMV that reads it";
+  let description = [{
+    In `@decode` only, a `sits.rms_norm` over whole rows whose result is the
+    input of exactly one launch (a linear launch, a lone `sits.linear`, or
+    the `sits.lm_head`) with unquantized weights on the tensor-core GEMV
+    joins that launch: the GEMV normalizes its input as it loads it. A
+    lone linear or LM head becomes a `<linear_group>` or `<lm_head>` launch
+    for it. Prefill's GEMMs read the normalized rows many times, so the
+    norm stays a launch there.
+
+    Off unless `enable` (sitsc --fuse-norms): the fused GEMVs measured
+    slower on the H200.
+
+    Audit: `norms` (fused).
+  }];
+  let options = [
+    Option<"enable", "enable", "bool", /*default=*/"false",
+           "Fuse the norms (otherwise the pass changes nothing)">,
+    Option<"targetSm", "target-sm", "unsigned", /*default=*/"90",
+           "The GPU's compute capability (major * 10 + minor)">,
+    Option<"weightType", "weight-type", "std::string", /*default=*/"\"fp16\"",
+           "Storage type of the weights: fp16, bf16 or fp32">
+  ];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
+def ChooseOperandLayout
+    : Pass<"kernel-choose-operand-layout", "mlir::ModuleOp"> {
+  let summary = "Write a GEMV input as the 16-bit operands its readers load";
+  let description = [{
+    In `@decode`, when every reader of an unfused `sits.rms_norm`'s result,
+    or of a `<gated_linear>` launch's result, is the input of a quantized
+    tensor-core GEMV of the same weight bits, the producer writes the value
+    as those GEMVs' 16-bit mma operands (rounded as they would round it):
+    they then load half the bytes of x and convert nothing. The norm
+    becomes a `kernel.launch <norm>`; both get `output_operand_bits`.
+
+    Audit: `norms`, `gated` (producers that write operands).
+  }];
+  let options = [
+    Option<"targetSm", "target-sm", "unsigned", /*default=*/"90",
+           "The GPU's compute capability (major * 10 + minor)">,
+    Option<"weightType", "weight-type", "std::string", /*default=*/"\"fp16\"",
+           "Storage type of the weights: fp16, bf16 or fp32">
+  ];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
+#endif // SITS_CODEGEN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,122 @@
+// RUN: sits-opt %s --split-input-file --verify-diagnostics
+
+func.func @mixed_inputs(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{'kernel.launch' op <linear_group> fuses linear layers of different inputs}}
+  %a, %b = kernel.launch <linear_group> {
+    %0 = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    %1 = sits.linear %y, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %0, %1 : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @too_many_segments(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{'kernel.launch' op <linear_group> fuses 1 to 4 sits.linear, found 5}}
+  %a:5 = kernel.launch <linear_group> {
+    %0 = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    %1 = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    %2 = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    %3 = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    %4 = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %0, %1, %2, %3, %4 : tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @gated_order(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<6x8xf32>
+  // expected-error @+1 {{'kernel.launch' op <gated_linear>'s sits.glu must read the gate and then the up linear layer}}
+  %h = kernel.launch <gated_linear> {
+    %g = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<6x8xf32> -> tensor<?x?x6xf32>
+    %u = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<6x8xf32> -> tensor<?x?x6xf32>
+    %a = sits.glu <silu> %u, %g : tensor<?x?x6xf32>
+    kernel.yield %a : tensor<?x?x6xf32>
+  } : tensor<?x?x6xf32>
+  return
+}
+
+// -----
+
+func.func @residual_without_add(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{'kernel.launch' op <residual_linear> ends with the sits.add of its linear layer's result and a residual}}
+  %r = kernel.launch <residual_linear> {
+    %d = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %d : tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @bits_on_linear_group(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{'kernel.launch' op output_operand_bits is for <gated_linear> and <norm> launches only}}
+  %r = kernel.launch <linear_group> attributes {output_operand_bits = 4 : i64} {
+    %d = sits.linear %x, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %d : tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @bad_bits(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'kernel.launch' op output_operand_bits must be 4 or 8, got 3}}
+  %n = kernel.launch <norm> attributes {output_operand_bits = 3 : i64} {
+    %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %0 : tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_read_elsewhere(%x: tensor<?x?x8xf32>, %nw: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{'kernel.launch' op fuses a sits.rms_norm whose result is read by something other than the launch's linear layers}}
+  %r, %n = kernel.launch <linear_group> {
+    %0 = sits.rms_norm %x, %nw {epsilon = 1.0e-6 : f32} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+    %1 = sits.linear %0, %w : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %1, %0 : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+  return %n : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @not_sits(%x: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{'kernel.launch' op may hold only sits ops, found 'arith.addf'}}
+  %r = kernel.launch <norm> {
+    %0 = arith.addf %x, %x : tensor<?x?x8xf32>
+    kernel.yield %0 : tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @yield_types(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'kernel.launch' op yields 1 values whose types differ from its results}}
+  %n = kernel.launch <norm> {
+    %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %0 : tensor<?x?x8xf32>
+  } : tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @empty(%x: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{'kernel.launch' op holds no ops}}
+  kernel.launch <norm> {
+    kernel.yield
+  }
+  return
+}
