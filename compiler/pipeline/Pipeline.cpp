@@ -118,15 +118,14 @@ void buildPipeline(OpPassManager &pm, Stage last,
     qdq.kvCache = options.kvCache;
     qdq.kvHotWindow = options.kvHotWindow;
     qdq.kvChannelBlock = options.kvChannelBlock;
-    if (options.kvKeys != "auto")
-      qdq.kvKeyGroups = options.kvKeys == "per-channel" ? "channel" : "token";
+    qdq.kvKeys = options.kvKeys;
     pm.addPass(createInsertQDQ(qdq));
   }
   if (options.tvc == "exact") {
     FuseTVCOptions fuse;
-    fuse.rank = options.tvcRank;
-    fuse.candidates = options.tvcCandidates;
-    fuse.exactTop = options.tvcTopK;
+    fuse.tvcRank = options.tvcRank;
+    fuse.tvcCandidates = options.tvcCandidates;
+    fuse.tvcTopK = options.tvcTopK;
     pm.addPass(createFuseTVC(fuse));
   }
   pm.addPass(createCanonicalizerPass());
