@@ -135,21 +135,22 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
       return success();
     }
     int64_t vocab = weightType.getDimSize(0), hidden = weightType.getDimSize(1);
-    int64_t r = rank ? static_cast<int64_t>(rank) : hidden / 2;
+    int64_t r = tvcRank ? static_cast<int64_t>(tvcRank) : hidden / 2;
     if (r < 1 || r >= hidden)
       return head.emitError()
              << kPassName
-             << ": rank must be between 1 and the hidden size - 1 ("
+             << ": tvc-rank must be between 1 and the hidden size - 1 ("
              << hidden - 1 << "), got " << r;
-    if (candidates < 1 || candidates > vocab)
+    if (tvcCandidates < 1 || tvcCandidates > vocab)
       return head.emitError() << kPassName
-                              << ": candidates must be between 1 and the "
+                              << ": tvc-candidates must be between 1 and the "
                                  "vocabulary size ("
-                              << vocab << "), got " << candidates.getValue();
-    if (exactTop < 1 || exactTop > candidates)
+                              << vocab << "), got " << tvcCandidates.getValue();
+    if (tvcTopK < 1 || tvcTopK > tvcCandidates)
       return head.emitError()
-             << kPassName << ": exact-top must be between 1 and candidates ("
-             << candidates.getValue() << "), got " << exactTop.getValue();
+             << kPassName
+             << ": tvc-top-k must be between 1 and tvc-candidates ("
+             << tvcCandidates.getValue() << "), got " << tvcTopK.getValue();
 
     auto read = readHeadWeight(head.getWeight());
     if (auto *reason = std::get_if<std::string>(&read)) {
@@ -187,7 +188,8 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
                         "[{2} x {0}], '{1}.tvc_right' [{0} x {3}], per-row "
                         "bounds '{1}.tvc_bounds'), {4} candidates scored "
                         "exactly, full head where the proof fails",
-                        r, weight.name, vocab, hidden, candidates.getValue()),
+                        r, weight.name, vocab, hidden,
+                        tvcCandidates.getValue()),
           llvm::formatv(
               "every logit is at most its preview plus |r_v| |h - T^T z| + "
               "|T r_v| |z| + f32 rounding terms (Cauchy-Schwarz on the "
@@ -196,7 +198,7 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
               "are exact; SVD {1:f2} s (randomized range finder, 2 power "
               "iterations), preview keeps {2:f1}% of |W|_F^2, largest "
               "singular value {3:f3}",
-              exactTop.getValue(), seconds, 100 * factors.capturedEnergy,
+              tvcTopK.getValue(), seconds, 100 * factors.capturedEnergy,
               factors.singularValues.empty() ? 0.0
                                              : factors.singularValues[0]));
     }
@@ -211,8 +213,8 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
         builder, loc, builder.getStringAttr(f.name + ".tvc_bounds"), f.bounds);
     auto tvc = TVCLMHeadOp::create(
         builder, loc, head.getType(), head.getInput(), head.getWeight(), left,
-        right, bounds, builder.getI64IntegerAttr(candidates),
-        builder.getI64IntegerAttr(exactTop));
+        right, bounds, builder.getI64IntegerAttr(tvcCandidates),
+        builder.getI64IntegerAttr(tvcTopK));
     head.replaceAllUsesWith(tvc.getResult());
     head.erase();
     audit.add("lm_heads_fused");

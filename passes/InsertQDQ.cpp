@@ -97,10 +97,9 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
     if (kvHotWindow < 1)
       return fail("kv-hot-window must be >= 1, got " +
                   Twine(kvHotWindow.getValue()));
-    if (kvKeyGroups != "auto" && kvKeyGroups != "token" &&
-        kvKeyGroups != "channel")
-      return fail("kv-key-groups must be auto, token or channel, got '" +
-                  kvKeyGroups + "'");
+    if (kvKeys != "auto" && kvKeys != "per-token" && kvKeys != "per-channel")
+      return fail("kv-keys must be auto, per-token or per-channel, got '" +
+                  kvKeys + "'");
     if (kvChannelBlock < 1 || kvChannelBlock > 4096)
       return fail("kv-channel-block must be between 1 and 4096, got " +
                   Twine(kvChannelBlock.getValue()));
@@ -306,7 +305,7 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
                               PassAudit &audit) {
     // auto: per-channel keys for int8 and int4 (measured on llama_bytes,
     // docs/quantization.md "Quantized KV cache on the GPU").
-    bool perChannelKeys = kvKeyGroups == "channel" || kvKeyGroups == "auto";
+    bool perChannelKeys = kvKeys == "per-channel" || kvKeys == "auto";
     SmallVector<func::FuncOp> steps;
     KVCacheType oldType;
     for (auto func : module.getOps<func::FuncOp>())

@@ -4,6 +4,7 @@
 #define SITS_PASSES_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+include "passes/PipelineOptions.td"
 
 def AuditReport : Pass<"sits-audit-report", "mlir::ModuleOp"> {
   let summary = "Print what the passes so far changed (the audit report)";
@@ -43,10 +44,7 @@ def HoistRope : Pass<"sits-hoist-rope", "mlir::ModuleOp"> {
     computations replaced), `rope_loads_shared` (gathers left, one per table
     and positions).
   }];
-  let options = [
-    Option<"maxSeqLen", "max-seq-len", "int64_t", /*default=*/"2048",
-           "Rows of each table: the largest position + 1">
-  ];
+  let options = [MaxSeqLenOption];
 }
 
 def FoldCausalMask : Pass<"sits-fold-causal-mask", "mlir::ModuleOp"> {
@@ -96,12 +94,7 @@ def KVCache : Pass<"sits-kv-cache", "mlir::ModuleOp"> {
     and names the op that prevents caching. Counter:
     `attention_layers_cached`.
   }];
-  let options = [
-    Option<"maxSeqLen", "max-seq-len", "int64_t", /*default=*/"2048",
-           "Tokens per sequence the cache holds">,
-    Option<"maxBatch", "max-batch", "int64_t", /*default=*/"8",
-           "Sequences the cache holds">
-  ];
+  let options = [MaxSeqLenOption, MaxBatchOption];
 }
 
 def InsertQDQ : Pass<"sits-insert-qdq", "mlir::ModuleOp"> {
@@ -133,35 +126,17 @@ def InsertQDQ : Pass<"sits-insert-qdq", "mlir::ModuleOp"> {
     dequantized into the attention's `cold` operands with `hot_window`:
     a query reads a token from the cold part once it is `kv-hot-window`
     positions old (for per-channel keys, once its whole block is).
-    `kv-key-groups=auto` picks per-channel keys for int4 and int8 (measured
-    lower perplexity than per-token keys for both, docs/quantization.md).
+    `kv-keys=auto` picks per-channel keys for int4 and int8 (measured lower
+    perplexity than per-token keys for both, docs/quantization.md).
 
     `fp16` (the default for both) changes nothing. Counters:
     `quantize_inserted`, `dequantize_inserted`, `weights_quantized`,
     `kv_layers_quantized`; every change names the dtype, group size and
     window.
   }];
-  let options = [
-    Option<"weights", "weights", "std::string", /*default=*/"\"fp16\"",
-           "Weight storage: fp16 (unchanged), int8 or int4">,
-    Option<"weightGroup", "weight-group", "int64_t", /*default=*/"128",
-           "Values per weight scale (a multiple of 32 for int4, of 16 for "
-           "int8)">,
-    Option<"weightScale", "weight-scale", "std::string",
-           /*default=*/"\"mse\"",
-           "Weight scales: mse (clipping ratio searched per group) or "
-           "absmax">,
-    Option<"kvCache", "kv-cache", "std::string", /*default=*/"\"fp16\"",
-           "KV-cache storage of tokens outside the hot window: fp16 "
-           "(unchanged), int8 or int4">,
-    Option<"kvHotWindow", "kv-hot-window", "int64_t", /*default=*/"512",
-           "Newest tokens per sequence kept in FP16">,
-    Option<"kvKeyGroups", "kv-key-groups", "std::string",
-           /*default=*/"\"auto\"",
-           "Key grouping: auto, token or channel">,
-    Option<"kvChannelBlock", "kv-channel-block", "int64_t", /*default=*/"64",
-           "Tokens per per-channel key block">
-  ];
+  let options = [WeightsOption, WeightGroupOption, WeightScaleOption,
+                 KVCacheOption, KVHotWindowOption, KVKeysOption,
+                 KVChannelBlockOption];
 }
 
 def FuseTVC : Pass<"sits-fuse-tvc", "mlir::ModuleOp"> {
@@ -169,14 +144,14 @@ def FuseTVC : Pass<"sits-fuse-tvc", "mlir::ModuleOp"> {
                 "(sits.tvc_lm_head)";
   let description = [{
     Factors every LM head weight `W [V, H]` at compile time with a rank-R
-    SVD (a randomized range finder with power iterations, then a Jacobi
-    eigen-solve of the small projected problem), `W ~= P T` with orthonormal
-    rows `T [R, H]` and `P = W T^T`, and stores per vocabulary row upper
-    bounds of the residual norms the proof needs. The `sits.lm_head` becomes
+    (`tvc-rank`) SVD (a randomized range finder with power iterations, then
+    a Jacobi eigen-solve of the small projected problem), `W ~= P T` with
+    orthonormal rows `T [R, H]` and `P = W T^T`, and stores per vocabulary
+    row upper bounds of the residual norms the proof needs. The `sits.lm_head` becomes
     `sits.tvc_lm_head` with the factors and bounds as weights (`NAME.tvc_left`,
-    `NAME.tvc_right`, `NAME.tvc_bounds`): it previews, scores `candidates`
+    `NAME.tvc_right`, `NAME.tvc_bounds`): it previews, scores `tvc-candidates`
     rows exactly, proves that no other row can win, and falls back to the
-    full head when the proof fails. Greedy tokens and top-`exact-top`
+    full head when the proof fails. Greedy tokens and top-`tvc-top-k`
     logits are exactly those of the plain head; the distribution over the
     rest of the vocabulary is not kept (perplexity needs the plain head).
 
@@ -185,14 +160,7 @@ def FuseTVC : Pass<"sits-fuse-tvc", "mlir::ModuleOp"> {
     a bias or with non-f32 activations are kept, with the reason in the
     audit. Counters: `lm_heads_fused`, `lm_heads_kept`.
   }];
-  let options = [
-    Option<"rank", "rank", "int64_t", /*default=*/"0",
-           "Rank R of the preview (0: half the hidden size)">,
-    Option<"candidates", "candidates", "int64_t", /*default=*/"256",
-           "Rows scored exactly per position">,
-    Option<"exactTop", "exact-top", "int64_t", /*default=*/"1",
-           "Largest top-k served exactly (1: greedy)">
-  ];
+  let options = [TvcRankOption, TvcCandidatesOption, TvcTopKOption];
 }
 
 #endif // SITS_PASSES_PASSES_TD

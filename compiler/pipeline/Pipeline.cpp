@@ -42,8 +42,13 @@ llvm::StringRef getStageName(Stage stage) {
   return "";
 }
 
+void PipelineFlags::getOptions(PipelineOptions &options) const {
+#define SITS_PIPELINE_OPTION(FIELD, ...) options.FIELD = FIELD.getValue();
+#include "compiler/pipeline/PipelineOptions.inc"
+}
+
 std::optional<std::string>
-validatePipelineOptions(const PipelineOptions &options) {
+validatePipelineOptions(const PipelineOptions &options, Stage last) {
   if (options.maxSeqLen < 1 || options.maxSeqLen > (int64_t{1} << 24))
     return "--max-seq-len must be between 1 and 16777216, got " +
            std::to_string(options.maxSeqLen);
@@ -90,6 +95,12 @@ validatePipelineOptions(const PipelineOptions &options) {
     return "--tvc-top-k must be between 1 and --tvc-candidates (" +
            std::to_string(options.tvcCandidates) + "), got " +
            std::to_string(options.tvcTopK);
+  bool quantizing = options.weights != "fp16" || options.kvCache != "fp16" ||
+                    options.tvc != "off";
+  if (quantizing && (last == Stage::Imported || last == Stage::Sits))
+    return "--weights, --kv-cache and --tvc change the optimized program; "
+           "stage '" +
+           getStageName(last).str() + "' comes before them";
   return std::nullopt;
 }
 
@@ -121,15 +132,14 @@ void buildPipeline(OpPassManager &pm, Stage last,
     qdq.kvCache = options.kvCache;
     qdq.kvHotWindow = options.kvHotWindow;
     qdq.kvChannelBlock = options.kvChannelBlock;
-    if (options.kvKeys != "auto")
-      qdq.kvKeyGroups = options.kvKeys == "per-channel" ? "channel" : "token";
+    qdq.kvKeys = options.kvKeys;
     pm.addPass(createInsertQDQ(qdq));
   }
   if (options.tvc == "exact") {
     FuseTVCOptions fuse;
-    fuse.rank = options.tvcRank;
-    fuse.candidates = options.tvcCandidates;
-    fuse.exactTop = options.tvcTopK;
+    fuse.tvcRank = options.tvcRank;
+    fuse.tvcCandidates = options.tvcCandidates;
+    fuse.tvcTopK = options.tvcTopK;
     pm.addPass(createFuseTVC(fuse));
   }
   pm.addPass(createCanonicalizerPass());
@@ -137,13 +147,29 @@ void buildPipeline(OpPassManager &pm, Stage last,
 }
 
 void registerPipelines() {
-  PassPipelineRegistration<PipelineOptions>(
+  // registerPassPipeline rather than PassPipelineRegistration: its builder
+  // can refuse bad values, with validatePipelineOptions' messages.
+  registerPassPipeline(
       "sits-pipeline",
       "The sitsc pipeline from an imported program to the optimized one "
       "(stop-after=sits stops after raising)",
-      [](OpPassManager &pm, const PipelineOptions &options) {
-        Stage last = parseStage(options.stopAfter).value_or(Stage::Optimized);
-        buildPipeline(pm, last, options);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::optional<Stage> last = parseStage(options.stopAfter);
+        if (last != Stage::Sits && last != Stage::Optimized)
+          return errorHandler("--stop-after must be sits or optimized, got '" +
+                              options.stopAfter.getValue() + "'");
+        if (std::optional<std::string> error =
+                validatePipelineOptions(options, *last))
+          return errorHandler(*error);
+        buildPipeline(pm, *last, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
+        optionsHandler(PipelineOptions());
       });
 }
 

@@ -11,9 +11,11 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace sits {
 
@@ -38,73 +40,47 @@ enum class Stage {
 std::optional<Stage> parseStage(llvm::StringRef name);
 llvm::StringRef getStageName(Stage stage);
 
-/// Options of the compilation pipeline, shared by sitsc and sits-opt.
+/// Options of the compilation pipeline, shared by sitsc and sits-opt. Each is
+/// declared once, in passes/PipelineOptions.td (its name, default and help
+/// text), and listed here by sits-tblgen.
 struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
-  Option<int64_t> maxSeqLen{
-      *this, "max-seq-len",
-      llvm::cl::desc("Tokens per sequence the KV cache holds (prompt and "
-                     "generated tokens together)"),
-      llvm::cl::init(2048)};
-  Option<int64_t> maxBatch{*this, "max-batch",
-                           llvm::cl::desc("Sequences decoded together at most"),
-                           llvm::cl::init(8)};
-  Option<std::string> weights{
-      *this, "weights",
-      llvm::cl::desc("Weight storage: fp16 (as --dtype), int8 or int4 "
-                     "(group quantization, --sits-insert-qdq)"),
-      llvm::cl::init("fp16")};
-  Option<int64_t> weightGroup{*this, "weight-group",
-                              llvm::cl::desc("Weights per quantization scale"),
-                              llvm::cl::init(128)};
-  Option<std::string> weightScale{
-      *this, "weight-scale",
-      llvm::cl::desc("Weight scales: mse (clipping searched per group) or "
-                     "absmax"),
-      llvm::cl::init("mse")};
-  Option<std::string> kvCache{
-      *this, "kv-cache",
-      llvm::cl::desc("KV-cache storage of tokens outside the hot window: "
-                     "fp16, int8 or int4"),
-      llvm::cl::init("fp16")};
-  Option<int64_t> kvHotWindow{
-      *this, "kv-hot-window",
-      llvm::cl::desc("Newest tokens per sequence kept in FP16"),
-      llvm::cl::init(512)};
-  Option<std::string> kvKeys{
-      *this, "kv-keys",
-      llvm::cl::desc("Grouping of the quantized keys: auto (per-channel), "
-                     "per-token or per-channel"),
-      llvm::cl::init("auto")};
-  Option<int64_t> kvChannelBlock{
-      *this, "kv-channel-block",
-      llvm::cl::desc("Tokens per block of per-channel key scales"),
-      llvm::cl::init(64)};
-  Option<std::string> tvc{
-      *this, "tvc",
-      llvm::cl::desc("LM head: off, or exact (the token viability "
-                     "classifier, --sits-fuse-tvc)"),
-      llvm::cl::init("off")};
-  Option<int64_t> tvcRank{
-      *this, "tvc-rank",
-      llvm::cl::desc("Rank of the TVC preview (0: half the hidden size)"),
-      llvm::cl::init(0)};
-  Option<int64_t> tvcCandidates{
-      *this, "tvc-candidates",
-      llvm::cl::desc("Vocabulary rows TVC scores exactly per position"),
-      llvm::cl::init(256)};
-  Option<int64_t> tvcTopK{
-      *this, "tvc-top-k",
-      llvm::cl::desc("Largest top-k TVC serves exactly (1: greedy)"),
-      llvm::cl::init(1)};
+#define SITS_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUE_DESC, HELP)     \
+  Option<TYPE> FIELD{*this, NAME, llvm::cl::desc(HELP),                        \
+                     llvm::cl::init(DEFAULT),                                  \
+                     llvm::cl::value_desc(VALUE_DESC)};
+#include "compiler/pipeline/PipelineOptions.inc"
+  /// sits-opt's only: sitsc stops with --emit.
   Option<std::string> stopAfter{
       *this, "stop-after",
-      llvm::cl::desc("Last stage to run: sits or optimized"),
-      llvm::cl::init("optimized")};
+      llvm::cl::desc("Last stage to run: sits or optimized (default: "
+                     "optimized)"),
+      llvm::cl::init("optimized"), llvm::cl::value_desc("stage")};
 };
 
-/// Checks option values, returning an error message naming the bad option.
+/// The options of PipelineOptions (not stop-after) as top-level flags of a
+/// tool (`sitsc --max-seq-len=4096`), with the same names, defaults and help.
+struct PipelineFlags {
+  explicit PipelineFlags(llvm::cl::OptionCategory &category)
+      : category(category) {}
+  PipelineFlags(const PipelineFlags &) = delete;
+  PipelineFlags &operator=(const PipelineFlags &) = delete;
+
+  /// Sets `options` to the values the command line gave (or the defaults).
+  void getOptions(PipelineOptions &options) const;
+
+  llvm::cl::OptionCategory &category;
+#define SITS_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUE_DESC, HELP)     \
+  llvm::cl::opt<TYPE> FIELD{                                                   \
+      NAME, llvm::cl::desc(HELP), llvm::cl::init(DEFAULT),                     \
+      llvm::cl::value_desc(VALUE_DESC), llvm::cl::cat(category)};
+#include "compiler/pipeline/PipelineOptions.inc"
+};
+
+/// Checks option values for a pipeline that runs to `last`, returning an
+/// error message naming the bad option. The one place the options are
+/// checked: sitsc, sits-exec and `sits-opt --sits-pipeline` all call it.
 std::optional<std::string>
-validatePipelineOptions(const PipelineOptions &options);
+validatePipelineOptions(const PipelineOptions &options, Stage last);
 
 /// Adds the passes that take an imported program to `last` (Sits or
 /// Optimized; Imported adds nothing). Every pass is anchored on the module, so

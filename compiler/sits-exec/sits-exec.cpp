@@ -80,29 +80,8 @@ static llvm::cl::opt<std::string>
               llvm::cl::desc("For an .onnx input: the stage to run "
                              "(imported, sits, optimized)"),
               llvm::cl::init("imported"));
-static llvm::cl::opt<int64_t>
-    maxSeqLen("max-seq-len",
-              llvm::cl::desc("KV-cache capacity for --stage=optimized"),
-              llvm::cl::init(2048));
-static llvm::cl::opt<int64_t>
-    maxBatch("max-batch",
-             llvm::cl::desc("KV-cache batch for --stage=optimized"),
-             llvm::cl::init(8));
-static llvm::cl::opt<std::string>
-    kvCache("kv-cache",
-            llvm::cl::desc("For --stage=optimized: KV-cache storage outside "
-                           "the hot window (fp16, int8, int4), as sitsc"),
-            llvm::cl::init("fp16"));
-static llvm::cl::opt<int64_t>
-    kvHotWindow("kv-hot-window", llvm::cl::desc("As sitsc --kv-hot-window"),
-                llvm::cl::init(512));
-static llvm::cl::opt<std::string> kvKeys("kv-keys",
-                                         llvm::cl::desc("As sitsc --kv-keys"),
-                                         llvm::cl::init("auto"));
-static llvm::cl::opt<int64_t>
-    kvChannelBlock("kv-channel-block",
-                   llvm::cl::desc("As sitsc --kv-channel-block"),
-                   llvm::cl::init(64));
+// For an .onnx input: the pipeline's options, as sitsc takes them.
+static sits::PipelineFlags pipelineFlags(llvm::cl::getGeneralCategory());
 static llvm::cl::opt<std::string> perplexityIds(
     "perplexity",
     llvm::cl::desc("Print the teacher-forced NLL of these token ids (.npy)"),
@@ -349,14 +328,9 @@ int main(int argc, char **argv) {
     if (!module)
       return fail("cannot import '" + inputFile + "'");
     sits::PipelineOptions options;
-    options.maxSeqLen = maxSeqLen;
-    options.maxBatch = maxBatch;
-    options.kvCache = kvCache;
-    options.kvHotWindow = kvHotWindow;
-    options.kvKeys = kvKeys;
-    options.kvChannelBlock = kvChannelBlock;
+    pipelineFlags.getOptions(options);
     if (std::optional<std::string> problem =
-            sits::validatePipelineOptions(options))
+            sits::validatePipelineOptions(options, *stage))
       return fail(*problem);
     PassManager pm(&context);
     sits::buildPipeline(pm, *stage, options);

@@ -56,9 +56,9 @@ cl::OptionCategory &sitscCategory = sits::sitsc::getCategory();
 cl::opt<std::string> inputPath(cl::Positional,
                                cl::desc("<model.onnx | program.mlir>"),
                                cl::cat(sitscCategory));
-cl::opt<std::string>
-    outputPath("o", cl::desc("Output file: the engine, or the IR with --emit"),
-               cl::value_desc("file"), cl::cat(sitscCategory));
+cl::opt<std::string> outputPath(
+    "o", cl::desc("Output file: the engine, or the IR with --emit"),
+    cl::value_desc("file"), cl::cat(sitscCategory));
 cl::opt<std::string> emitStage(
     "emit",
     cl::desc("Stop after a stage and print it: imported, sits, optimized "
@@ -76,64 +76,9 @@ cl::opt<bool> printWeights(
     "print-weights",
     cl::desc("Print weight values in IR output (elided by default)"),
     cl::init(false), cl::cat(sitscCategory));
-cl::opt<int64_t>
-    maxSeqLen("max-seq-len",
-              cl::desc("Tokens per sequence the KV cache holds (default 2048)"),
-              cl::init(2048), cl::cat(sitscCategory));
-cl::opt<int64_t> maxBatch("max-batch",
-                          cl::desc("Sequences decoded together at most "
-                                   "(default 8)"),
-                          cl::init(8), cl::cat(sitscCategory));
-cl::opt<std::string>
-    weights("weights",
-            cl::desc("Weight storage: fp16 (default, as --dtype), int8 or int4 "
-                     "(round-to-nearest group quantization)"),
-            cl::init("fp16"), cl::value_desc("type"), cl::cat(sitscCategory));
-cl::opt<int64_t>
-    weightGroup("weight-group",
-                cl::desc("Weights per quantization scale (default 128)"),
-                cl::init(128), cl::cat(sitscCategory));
-cl::opt<std::string> weightScale(
-    "weight-scale",
-    cl::desc("Weight scales: mse (default: each group's clipping ratio "
-             "chosen for the smallest squared error) or absmax"),
-    cl::init("mse"), cl::value_desc("rule"), cl::cat(sitscCategory));
-cl::opt<std::string>
-    kvCache("kv-cache",
-            cl::desc("KV-cache storage of tokens outside the hot window: fp16 "
-                     "(default), int8 or int4"),
-            cl::init("fp16"), cl::value_desc("type"), cl::cat(sitscCategory));
-cl::opt<int64_t> kvHotWindow(
-    "kv-hot-window",
-    cl::desc("Newest tokens per sequence kept in FP16 (default 512)"),
-    cl::init(512), cl::cat(sitscCategory));
-cl::opt<std::string> kvKeys(
-    "kv-keys",
-    cl::desc("Grouping of quantized keys: auto (default: per-channel, "
-             "measured best for int8 and int4), per-token or per-channel"),
-    cl::init("auto"), cl::value_desc("groups"), cl::cat(sitscCategory));
-cl::opt<int64_t> kvChannelBlock(
-    "kv-channel-block",
-    cl::desc("Tokens per block of per-channel key scales (default 64)"),
-    cl::init(64), cl::cat(sitscCategory));
-cl::opt<std::string>
-    tvc("tvc",
-        cl::desc("LM head: off (default) or exact (token viability classifier: "
-                 "low-rank preview, exact candidates, proof, full-head "
-                 "fallback)"),
-        cl::init("off"), cl::value_desc("mode"), cl::cat(sitscCategory));
-cl::opt<int64_t> tvcRank(
-    "tvc-rank",
-    cl::desc("Rank of the TVC preview (default 0: half the hidden size)"),
-    cl::init(0), cl::cat(sitscCategory));
-cl::opt<int64_t> tvcCandidates(
-    "tvc-candidates",
-    cl::desc("Vocabulary rows TVC scores exactly per position (default 256)"),
-    cl::init(256), cl::cat(sitscCategory));
-cl::opt<int64_t> tvcTopK(
-    "tvc-top-k",
-    cl::desc("Largest top-k sampling TVC serves exactly (default 1: greedy)"),
-    cl::init(1), cl::cat(sitscCategory));
+// --max-seq-len, --weights, --tvc, ...: the pipeline's options, declared
+// once in passes/PipelineOptions.td.
+PipelineFlags pipelineFlags(sitscCategory);
 
 /// Imports an ONNX model, or parses MLIR (any stage's output) for `.mlir`.
 OwningOpRef<ModuleOp> loadInput(llvm::StringRef path, MLIRContext &context,
@@ -143,8 +88,8 @@ OwningOpRef<ModuleOp> loadInput(llvm::StringRef path, MLIRContext &context,
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &error);
   if (!buffer) {
-    emitError(UnknownLoc::get(&context))
-        << "cannot read '" << path << "': " << error;
+    emitError(UnknownLoc::get(&context)) << "cannot read '" << path
+                                         << "': " << error;
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
@@ -221,9 +166,9 @@ void sits::sitsc::printKVCacheSummary(ModuleOp module, llvm::raw_ostream &os) {
      << ", values per token in groups of " << quant.getGroupSize() << ", "
      << quant.getScaleType() << " scales) + " << cache.getElementType()
      << " hot window of " << quant.getHotWindow() << " tokens\n"
-     << "sitsc: kv cache: " << humanBytes(perToken) << " per token (" << layers
-     << " layers; fp16: " << humanBytes(double(fp16PerToken * layers)) << ", "
-     << llvm::formatv("{0:f2}", double(fp16PerToken * layers) / perToken)
+     << "sitsc: kv cache: " << humanBytes(perToken) << " per token ("
+     << layers << " layers; fp16: " << humanBytes(double(fp16PerToken * layers))
+     << ", " << llvm::formatv("{0:f2}", double(fp16PerToken * layers) / perToken)
      << "x more), hot windows " << humanBytes(double(cache.getHotWindowBytes()))
      << ", " << humanBytes(double(cache.getTotalBytes())) << " in all for "
      << cache.getMaxBatch() << " x " << cache.getCapacity()
@@ -314,8 +259,7 @@ int main(int argc, char **argv) {
   // ones users ask for in the overview.
   cl::ParseCommandLineOptions(
       argc, argv,
-      "sits compiler: ONNX decoder model -> optimized sits program -> "
-      "engine\n\n"
+      "sits compiler: ONNX decoder model -> optimized sits program -> engine\n\n"
       "  sitsc MODEL.onnx -o MODEL.sits [options]\n"
       "  sitsc MODEL.onnx --emit=sits          print the raised IR\n"
       "  sitsc MODEL.onnx --inspect=E.sits     summarize an engine\n\n"
@@ -326,15 +270,14 @@ int main(int argc, char **argv) {
       "      --verify-tolerance\n"
       "  sitsc MODEL.onnx --verify-greedy=greedy.json\n"
       "      prefill the prompt, decode token by token through the KV cache,\n"
-      "      compare the greedy stream (step, tokens and margin on a "
-      "mismatch)\n"
+      "      compare the greedy stream (step, tokens and margin on a mismatch)\n"
       "  sitsc MODEL.onnx --reference-perplexity=TEXT_OR_IDS [--max-tokens N]\n"
       "      teacher-forced NLL and perplexity (bytes for a 256-token\n"
       "      vocabulary, else a file of token ids)\n"
       "  sitsc MODEL.onnx --tvc=exact --tvc-fallback-rate=TEXT_OR_IDS\n"
       "      how often the TVC head's proof holds over a text's positions\n\n"
       "Quantization (docs/quantization.md): --weights=int8|int4 "
-      "[--weight-group=128],\n--kv-cache=int8|int4 [--kv-hot-window=512], "
+      "[--weight-group=N],\n--kv-cache=int8|int4 [--kv-hot-window=N], "
       "--tvc=exact [--tvc-rank=R]\n[--tvc-candidates=K] [--tvc-top-k=k]; "
       "int8/int4 weights compile into engines, the\nKV cache and TVC are "
       "checked on the CPU for now.\n\n"
@@ -374,27 +317,9 @@ int main(int argc, char **argv) {
     return fail(*error);
 
   PipelineOptions options;
-  options.maxSeqLen = maxSeqLen;
-  options.maxBatch = maxBatch;
-  options.weights = weights;
-  options.weightGroup = weightGroup;
-  options.weightScale = weightScale;
-  options.kvCache = kvCache;
-  options.kvHotWindow = kvHotWindow;
-  options.kvKeys = kvKeys;
-  options.kvChannelBlock = kvChannelBlock;
-  options.tvc = tvc;
-  options.tvcRank = tvcRank;
-  options.tvcCandidates = tvcCandidates;
-  options.tvcTopK = tvcTopK;
-  if (std::optional<std::string> error = validatePipelineOptions(options))
+  pipelineFlags.getOptions(options);
+  if (std::optional<std::string> error = validatePipelineOptions(options, last))
     return fail(*error);
-  bool quantizing = options.weights != "fp16" || options.kvCache != "fp16" ||
-                    options.tvc != "off";
-  if (quantizing && (last == Stage::Imported || last == Stage::Sits))
-    return fail("--weights, --kv-cache and --tvc change the optimized "
-                "program; stage '" +
-                getStageName(last) + "' comes before them");
 
   // --mlir-timing reports the import and the engine writing beside the
   // passes: with large weights they take most of the time.
@@ -431,8 +356,8 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(error)));
     pm.addInstrumentation(std::move(*created));
   }
-  bool toKernels =
-      last == Stage::Kernels || last == Stage::Cuda || last == Stage::Engine;
+  bool toKernels = last == Stage::Kernels || last == Stage::Cuda ||
+                   last == Stage::Engine;
   buildPipeline(pm, toKernels ? Stage::Optimized : last, options);
   if (toKernels && !verifying)
     kernel::buildKernelPipeline(pm, sitsc::getCodegenOptions());
@@ -461,8 +386,8 @@ int main(int argc, char **argv) {
   }
 
   std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(
-      outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
   if (!output)
     return fail("cannot write '" + outputPath + "': " + error);
   if (last == Stage::Cuda) {

@@ -1,9 +1,9 @@
-// RUN: sits-opt %s --split-input-file --sits-fuse-tvc="rank=1 candidates=3 exact-top=2" | FileCheck %s
-// RUN: sits-opt %s --split-input-file --sits-fuse-tvc="rank=1 candidates=3 exact-top=2" --sits-audit-report | FileCheck %s --check-prefix=AUDIT
-// RUN: sits-opt %s --split-input-file --sits-insert-qdq="weights=int8 weight-group=16" --sits-fuse-tvc="rank=2 candidates=4" | FileCheck %s --check-prefix=QUANT
-// RUN: not sits-opt %s --split-input-file --sits-fuse-tvc="rank=4" 2>&1 | FileCheck %s --check-prefix=RANK
-// RUN: not sits-opt %s --split-input-file --sits-fuse-tvc="rank=1 candidates=9" 2>&1 | FileCheck %s --check-prefix=CANDIDATES
-// RUN: not sits-opt %s --split-input-file --sits-fuse-tvc="rank=1 candidates=2 exact-top=3" 2>&1 | FileCheck %s --check-prefix=TOP
+// RUN: sits-opt %s --split-input-file --sits-fuse-tvc="tvc-rank=1 tvc-candidates=3 tvc-top-k=2" | FileCheck %s
+// RUN: sits-opt %s --split-input-file --sits-fuse-tvc="tvc-rank=1 tvc-candidates=3 tvc-top-k=2" --sits-audit-report | FileCheck %s --check-prefix=AUDIT
+// RUN: sits-opt %s --split-input-file --sits-insert-qdq="weights=int8 weight-group=16" --sits-fuse-tvc="tvc-rank=2 tvc-candidates=4" | FileCheck %s --check-prefix=QUANT
+// RUN: not sits-opt %s --split-input-file --sits-fuse-tvc="tvc-rank=4" 2>&1 | FileCheck %s --check-prefix=RANK
+// RUN: not sits-opt %s --split-input-file --sits-fuse-tvc="tvc-rank=1 tvc-candidates=9" 2>&1 | FileCheck %s --check-prefix=CANDIDATES
+// RUN: not sits-opt %s --split-input-file --sits-fuse-tvc="tvc-rank=1 tvc-candidates=2 tvc-top-k=3" 2>&1 | FileCheck %s --check-prefix=TOP
 
 // A rank-1 head (row v is (v + 1) * [0.2, 0.4, 0.4, 0.8]): the preview is
 // the whole head, its singular value |a| |b| = sqrt(204) = 14.283.
@@ -56,6 +56,6 @@ func.func @kept(%h: tensor<?x4xf32>, %h16: tensor<?x4xf16>, %wa: tensor<8x4xf32>
   return %a, %c, %d : tensor<?x8xf32>, tensor<?x8xf16>, tensor<?x8xf32>
 }
 
-// RANK: error: sits-fuse-tvc: rank must be between 1 and the hidden size - 1 (3), got 4
-// CANDIDATES: error: sits-fuse-tvc: candidates must be between 1 and the vocabulary size (8), got 9
-// TOP: error: sits-fuse-tvc: exact-top must be between 1 and candidates (2), got 3
+// RANK: error: sits-fuse-tvc: tvc-rank must be between 1 and the hidden size - 1 (3), got 4
+// CANDIDATES: error: sits-fuse-tvc: tvc-candidates must be between 1 and the vocabulary size (8), got 9
+// TOP: error: sits-fuse-tvc: tvc-top-k must be between 1 and tvc-candidates (2), got 3

@@ -4,7 +4,7 @@
 // RUN: not sits-opt %s --sits-insert-qdq="weights=int4 weight-group=48" 2>&1 | FileCheck %s --check-prefix=GROUP4
 // RUN: not sits-opt %s --sits-insert-qdq="weights=int8 weight-group=8" 2>&1 | FileCheck %s --check-prefix=GROUP8
 // RUN: not sits-opt %s --sits-insert-qdq="kv-cache=int8 kv-hot-window=0" 2>&1 | FileCheck %s --check-prefix=WINDOW
-// RUN: not sits-opt %s --sits-insert-qdq="kv-cache=int8 kv-key-groups=row" 2>&1 | FileCheck %s --check-prefix=KEYS
+// RUN: not sits-opt %s --sits-insert-qdq="kv-cache=int8 kv-keys=per-row" 2>&1 | FileCheck %s --check-prefix=KEYS
 // RUN: not sits-opt %s --sits-insert-qdq="kv-cache=int8 kv-channel-block=0" 2>&1 | FileCheck %s --check-prefix=BLOCK
 // RUN: not sits-opt %s --sits-insert-qdq="kv-cache=int4" 2>&1 | FileCheck %s --check-prefix=NOCACHE
 // RUN: not sits-opt %s --sits-kv-cache="max-seq-len=32" --sits-insert-qdq="kv-cache=int4 kv-hot-window=33" 2>&1 | FileCheck %s --check-prefix=CAPACITY
@@ -15,7 +15,7 @@
 // GROUP4: error: sits-insert-qdq: weight-group must be a multiple of 32 between 32 and 65536 for int4 weights (a group is whole 16-byte loads), got 48
 // GROUP8: error: sits-insert-qdq: weight-group must be a multiple of 16 between 16 and 65536 for int8 weights (a group is whole 16-byte loads), got 8
 // WINDOW: error: sits-insert-qdq: kv-hot-window must be >= 1, got 0
-// KEYS: error: sits-insert-qdq: kv-key-groups must be auto, token or channel, got 'row'
+// KEYS: error: sits-insert-qdq: kv-keys must be auto, per-token or per-channel, got 'per-row'
 // BLOCK: error: sits-insert-qdq: kv-channel-block must be between 1 and 4096, got 0
 // NOCACHE: error: sits-insert-qdq: kv-cache=int4 needs a program with a KV cache (run --sits-kv-cache first)
 // CAPACITY: error: sits-insert-qdq: kv-hot-window 33 exceeds the cache capacity (32 tokens, --max-seq-len)

@@ -1,7 +1,7 @@
 // RUN: sits-opt %s --sits-kv-cache="max-seq-len=64 max-batch=4" --sits-insert-qdq="kv-cache=int4 kv-hot-window=16" | FileCheck %s
 // RUN: sits-opt %s --sits-kv-cache="max-seq-len=64 max-batch=4" --sits-insert-qdq="kv-cache=int4 kv-hot-window=16" --sits-audit-report | FileCheck %s --check-prefix=AUDIT
 // RUN: sits-opt %s --sits-kv-cache="max-seq-len=64 max-batch=4" --sits-insert-qdq="kv-cache=int8 kv-hot-window=8" | FileCheck %s --check-prefix=INT8
-// RUN: sits-opt %s --sits-kv-cache="max-seq-len=1024 max-batch=4" --sits-insert-qdq="kv-cache=int4 kv-key-groups=token" | FileCheck %s --check-prefix=TOKEN
+// RUN: sits-opt %s --sits-kv-cache="max-seq-len=1024 max-batch=4" --sits-insert-qdq="kv-cache=int4 kv-keys=per-token" | FileCheck %s --check-prefix=TOKEN
 
 // The KV cache after --sits-kv-cache (a two-layer program, as in
 // kv-cache.mlir): the type gets an FP16 hot window and an int4 cold part;

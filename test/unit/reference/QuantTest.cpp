@@ -389,11 +389,11 @@ TEST_F(QuantExecution, PrefillReadsWhatDecodingReads) {
   // Per-channel int4 keys in blocks of 2 tokens, a hot window of 3.
   auto channel = compile("sits-kv-cache{max-seq-len=24 max-batch=2},"
                          "sits-insert-qdq{kv-cache=int4 kv-hot-window=3 "
-                         "kv-key-groups=channel kv-channel-block=2}");
+                         "kv-keys=per-channel kv-channel-block=2}");
   expectPrefillEqualsDecode(*channel, 14);
   auto token = compile("sits-kv-cache{max-seq-len=24 max-batch=2},"
                        "sits-insert-qdq{kv-cache=int8 kv-hot-window=2 "
-                       "kv-key-groups=token}");
+                       "kv-keys=per-token}");
   expectPrefillEqualsDecode(*token, 14);
 }
 
@@ -415,7 +415,7 @@ TEST_F(QuantExecution, ColdTokensAreReadQuantized) {
   // A window of 1: every earlier token is read through int4.
   auto cold = compile("sits-kv-cache{max-seq-len=24 max-batch=2},"
                       "sits-insert-qdq{kv-cache=int4 kv-hot-window=1 "
-                      "kv-key-groups=token}");
+                      "kv-keys=per-token}");
   Tensor hot = logitsOf(*hotOnly), quantized = logitsOf(*cold);
   auto hotDiff = compareTensors(hot, reference);
   auto coldDiff = compareTensors(quantized, reference);
