@@ -6,7 +6,7 @@ received its first tile's words and queries, finished its first tile and
 all of them, written its block's partial and left, and for each last
 block how long the combine took.
 
-  cp -r compiler/codegen/kernels /tmp/p/sits
+  cp -r backends/cuda/kernels /tmp/p/sits
   cp bench/decode_block_times.cu /tmp/p/dbt.cu
   python3 bench/decode_phase_points.py /tmp/p/sits /tmp/p/dbt.cu
   nvcc -O3 -std=c++17 -arch=sm_90a -I /tmp/p /tmp/p/dbt.cu -o dbt-phases

@@ -102,7 +102,7 @@ if config.sits_asan:
 
 
 def has_nvrtc():
-    # The places sitsc looks (compiler/codegen/Nvrtc.cpp), then the default
+    # The places sitsc looks (backends/cuda/Nvrtc.cpp), then the default
     # library path.
     import ctypes
     candidates = []

@@ -27,7 +27,7 @@ enum class Stage {
   /// Decode passes applied: prefill and decode with a KV cache.
   Optimized,
   /// The CUDA backend's fusions: the kernel.launch ops
-  /// (compiler/codegen/transforms).
+  /// (backends/cuda/transforms).
   Kernels,
   /// Generated CUDA C++ source.
   Cuda,

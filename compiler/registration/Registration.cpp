@@ -2,7 +2,7 @@
 
 #include "compiler/registration/Registration.h"
 
-#include "compiler/codegen/transforms/Passes.h"
+#include "backends/cuda/transforms/Passes.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/kernel/KernelDialect.h"
 #include "dialects/onnx/OnnxDialect.h"

@@ -1,15 +1,15 @@
 //===- EngineModes.cpp - sitsc modes that make or read engines ------------===//
 //
-// `-o MODEL.sits` plans the optimized program (compiler/codegen), generates
+// `-o MODEL.sits` plans the optimized program (backends/cuda), generates
 // and compiles its CUDA kernels with NVRTC and writes the engine;
 // `--emit=cuda` prints the generated source; `--inspect ENGINE` summarizes
 // an engine file.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/codegen/EngineBuilder.h"
-#include "compiler/codegen/Nvrtc.h"
-#include "compiler/codegen/Plan.h"
+#include "backends/cuda/EngineBuilder.h"
+#include "backends/cuda/Nvrtc.h"
+#include "backends/cuda/Plan.h"
 #include "compiler/sitsc/Modes.h"
 #include "sits/EngineFormat.h"
 #include "sits/Json.h"

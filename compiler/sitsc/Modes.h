@@ -9,7 +9,7 @@
 #ifndef SITS_COMPILER_SITSC_MODES_H
 #define SITS_COMPILER_SITSC_MODES_H
 
-#include "compiler/codegen/Target.h"
+#include "backends/cuda/Target.h"
 #include "compiler/pipeline/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/codegen/transforms/Passes.h"
+#include "backends/cuda/transforms/Passes.h"
 #include "compiler/pipeline/IRDumper.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/Registration.h"
@@ -177,7 +177,7 @@ void sits::sitsc::printKVCacheSummary(ModuleOp module, llvm::raw_ostream &os) {
 }
 
 /// A sits.dequantize of constants read only as linear/LM-head weights:
-/// codegen's quantized GEMV reads it (compiler/codegen/PlanQuant.cpp).
+/// codegen's quantized GEMV reads it (backends/cuda/PlanQuant.cpp).
 static bool isQuantizedGemvWeight(Operation *op) {
   auto dequantize = dyn_cast<DequantizeOp>(op);
   if (!dequantize || !dequantize.getData().getDefiningOp<WeightOp>() ||

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/codegen/KVQuantLaunches.h"
+#include "backends/cuda/KVQuantLaunches.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/codegen/Launches.h"
+#include "backends/cuda/Launches.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/codegen/TvcBounds.h"
+#include "backends/cuda/TvcBounds.h"
 #include "passes/LowRank.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 //===- WeightSectionTest.cpp - The weights section, made in ranges --------===//
 
-#include "compiler/codegen/WeightSection.h"
-#include "compiler/codegen/QuantLayout.h"
+#include "backends/cuda/WeightSection.h"
+#include "backends/cuda/QuantLayout.h"
 #include "dialects/sits/SitsDialect.h"
 
 #include "mlir/IR/MLIRContext.h"

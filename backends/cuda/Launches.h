@@ -1,0 +1,236 @@
+//===- Launches.h - One launch of each kernel family ------------*- C++ -*-===//
+//
+// Each function describes one launch of a kernel-library family: the
+// specialized entry point (config constants, parameters) and the launch
+// (grid, block, shared memory, argument bindings). The planner decides what
+// to launch; these functions know how each family is launched. The launch
+// configurations here and the kernels in kernels/*.cuh change together.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_BACKENDS_CUDA_LAUNCHES_H
+#define SITS_BACKENDS_CUDA_LAUNCHES_H
+
+#include "backends/cuda/Plan.h"
+
+#include <optional>
+
+namespace sits::codegen {
+
+/// A kernel and its launch, before the kernel is deduplicated.
+struct PlannedLaunch {
+  KernelSpec spec;
+  LaunchPlan launch;
+};
+
+/// Largest dynamic shared memory a kernel may ask for (H100/H200 allow
+/// 227 KiB per block; the format's validator allows the same).
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+//===- Embedding, norms ---------------------------------------------------===//
+
+struct EmbeddingLaunch {
+  int64_t vocab = 0, hidden = 0;
+  float scale = 1.0f;
+  format::DType weightType = format::DType::F32;
+  unsigned table = 0; ///< weight index
+  ArgBinding out;
+};
+PlannedLaunch planEmbedding(const EmbeddingLaunch &desc);
+
+struct NormLaunch {
+  bool isLayerNorm = false;
+  int64_t hidden = 0;
+  float epsilon = 0.0f;
+  float weightOffset = 0.0f; ///< RMSNorm
+  /// RMSNorm writing the operands of quantized GEMVs of these level bits
+  /// (common.cuh's operandHalfIndex) in `operandType`; 0: f32 rows.
+  int operandBits = 0;
+  format::DType operandType = format::DType::F16;
+  ArgBinding input;
+  unsigned weight = 0;
+  std::optional<unsigned> bias; ///< LayerNorm
+  ArgBinding out;
+};
+PlannedLaunch planNorm(const NormLaunch &desc);
+
+//===- Linear layers and the LM head --------------------------------------===//
+
+enum class LinearEpilogue { Plain = 0, Residual = 1, Glu = 2 };
+
+struct LinearSegment {
+  unsigned weight = 0; ///< the matrix, or its int8/int4 data when quantized
+  std::optional<unsigned> bias;
+  int64_t rows = 0;
+  ArgBinding out; ///< unused for the second (up) segment of a GLU
+  /// Quantized weights: the f16 scales [rows, groups].
+  std::optional<unsigned> scales;
+  /// Where the matrix is instead of `weight` (prefill: dequantized into
+  /// the workspace).
+  std::optional<ArgBinding> weightArg;
+};
+
+/// Weights read through sits.dequantize (bits 0: not quantized): data
+/// [rows, rowBytes] of int8 or packed int4 levels, f16 scales per group of
+/// `group` inputs.
+struct LinearQuant {
+  int bits = 0;
+  int64_t group = 0;
+  int64_t rowBytes = 0;
+  /// The levels are stored with interleaved chunks (QuantLayout.h).
+  bool interleaved = false;
+  int64_t groups(int64_t k) const { return (k + group - 1) / group; }
+};
+
+struct LinearLaunch {
+  bool decode = false;      ///< GEMV (decode, LM head) or tiled GEMM
+  bool gatherLast = false;  ///< LM head: each sequence's last new token
+  bool tensorCores = false; ///< the target has mma.sync for f16/bf16 (sm_80+)
+  int64_t k = 0;
+  format::DType weightType = format::DType::F32;
+  std::vector<LinearSegment> segments; ///< 1..4; exactly 2 for Glu
+  LinearEpilogue epilogue = LinearEpilogue::Plain;
+  int activation = 0; ///< Glu: sits::Activation
+  ArgBinding input;
+  std::optional<ArgBinding> residual;
+  /// Decode GEMVs read quantized weights directly (gemv_quant.cuh); the
+  /// prefill GEMM reads them dequantized (planDequantize), so bits is 0.
+  LinearQuant quant;
+  /// The input is f16 (bf16) operand rows (common.cuh's
+  /// operandHalfIndex), written by an rms_norm (NormLaunch::operandBits) or
+  /// a gate/up GEMV (outputOperandBits); quantized tensor-core GEMVs over
+  /// interleaved rows only (quantGemvReadsHalfOperands).
+  bool halfInput = false;
+  /// Glu on tensor cores: act(gate) * up goes out as the f16 (bf16) operand
+  /// rows of the quantized GEMVs of these level bits that read it; 0: f32.
+  int outputOperandBits = 0;
+  /// Tiles per item asked for the quantized tensor-core GEMV
+  /// (CodegenOptions::quantGemvTiles); planLinear takes at most what fits.
+  int64_t quantTiles = 1;
+  /// The rms_norm that produces `input` (whose input `input` then is),
+  /// fused into the GEMV's load of x: decode GEMVs on tensor cores only
+  /// (decodeGemvOnTensorCores).
+  struct NormPrologue {
+    unsigned weight = 0; ///< weight index of the norm's f32 weight [k]
+    float epsilon = 0.0f, weightOffset = 0.0f;
+  };
+  std::optional<NormPrologue> norm;
+};
+PlannedLaunch planLinear(const LinearLaunch &desc);
+
+/// Whether planLinear runs a decode linear with unquantized weights of this
+/// type and input width on tensor cores (gemv.cuh's gemvTensorCore).
+bool decodeGemvOnTensorCores(bool tensorCores, format::DType weightType,
+                             int64_t k);
+/// Inputs of one chunk of the quantized tensor-core GEMV (4 lanes' 16-byte
+/// pieces): 64 int8 or 128 int4 levels.
+inline int64_t quantChunkInputs(int64_t bits) { return bits == 8 ? 64 : 128; }
+/// Whether planLinear runs a decode linear over `bits`-bit levels in groups
+/// of `group` with K inputs (a gate/up pair when `gated`) on tensor cores
+/// (gemv_quant.cuh's gemvQuantTensorCore), given decodeGemvOnTensorCores.
+bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k, bool gated);
+/// Whether every decode GEMV over such levels (gated or not) reads
+/// interleaved rows on tensor cores, and so can take its input as f16
+/// (bf16) operands (tensor cores and a 16-bit engine are the caller's to
+/// check).
+bool quantGemvReadsHalfOperands(int64_t bits, int64_t group, int64_t k);
+
+/// Dequantizes a whole weight [rows, k] into `out` in `weightType`, the
+/// layout of a stored weight (gemv_quant.cuh's dequantize).
+struct DequantizeLaunch {
+  LinearQuant quant;
+  int64_t rows = 0, k = 0;
+  format::DType weightType = format::DType::F16;
+  unsigned data = 0, scales = 0; ///< weight indices
+  ArgBinding out;
+};
+PlannedLaunch planDequantize(const DequantizeLaunch &desc);
+
+//===- RoPE, KV cache, attention ------------------------------------------===//
+
+struct RopeConfig {
+  int64_t heads = 0, headDim = 0, rotaryDim = 0, tableRows = 0;
+  bool interleaved = false;
+  unsigned table = 0; ///< weight index
+};
+
+struct RopeLaunch {
+  RopeConfig rope;
+  ArgBinding input, out;
+};
+PlannedLaunch planRope(const RopeLaunch &desc);
+
+struct AppendLaunch {
+  int64_t layer = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  int64_t hotRows = 0; ///< a quantized cache's hot ring rows (0: none)
+  format::DType cacheType = format::DType::F16;
+  uint64_t layerByteOffset = 0;
+  ArgBinding key, value;
+  std::optional<RopeConfig> keyRope;
+  std::optional<RopeConfig> queryRope;
+  ArgBinding query, queryOut; ///< with queryRope
+};
+PlannedLaunch planAppend(const AppendLaunch &desc);
+
+struct AttentionLaunch {
+  bool decode = false;
+  int64_t layer = 0, heads = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  format::DType cacheType = format::DType::F16;
+  uint64_t layerByteOffset = 0;
+  float scale = 1.0f;
+  float softcap = 0.0f;
+  int64_t window = 0;
+  bool tensorCores = false; ///< sm_80+: cp.async for the split decode kernel
+  /// The engine computes in 16 bits (f16/bf16 weights and cache): attention
+  /// may round its queries and probabilities to the cache's type, as the
+  /// tensor-core kernels do. An f32 engine keeps f32 products.
+  bool sixteenBitMath = false;
+  /// Keys per block of the split decode kernels asked for
+  /// (CodegenOptions::decodeSplitKeys); 0: decodeSplitOf's own choice.
+  int64_t splitKeys = 0;
+  ArgBinding query, out;
+  /// Split decode (attention_decode.cuh): partial results and counters.
+  std::optional<ArgBinding> partial;
+  ArgBinding counters;
+};
+
+/// How split-K decode attention divides a sequence's keys.
+struct DecodeSplit {
+  int64_t splitKeys = 0;    ///< keys per block
+  int64_t splits = 0;       ///< blocks per (sequence, KV head)
+  int64_t partialWidth = 0; ///< floats of partial results per sequence
+};
+/// The split of `desc` when the split decode kernel handles it (2-byte
+/// cache, head_dim a power of two from 8 to 256, at most 8 query heads per
+/// KV head, sm_80+); otherwise the one-block-per-head kernel runs.
+std::optional<DecodeSplit> decodeSplitOf(const AttentionLaunch &desc);
+
+/// attention_decode.cuh's combineSharedBytes: the shared memory of the
+/// split decode kernels' combine, for blocks of `threads`.
+int64_t decodeCombineSharedBytes(int64_t threads, int64_t group,
+                                 int64_t headDim);
+
+/// attention_decode.cuh's attentionDecodeSharedBytes: the split-K decode
+/// kernels' dynamic shared memory (128 threads).
+int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
+                                   int64_t unroll, int64_t stages);
+
+/// Fails (with the reason in `error`) when no tile fits in shared memory.
+std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
+                                           std::string *error);
+
+//===- Elementwise --------------------------------------------------------===//
+
+enum class ElementwiseKind { Add, Activation, Glu };
+
+struct ElementwiseLaunch {
+  ElementwiseKind kind = ElementwiseKind::Add;
+  int64_t width = 0;
+  int activation = 0;
+  ArgBinding lhs, rhs, out; ///< rhs unused for Activation
+};
+PlannedLaunch planElementwise(const ElementwiseLaunch &desc);
+
+} // namespace sits::codegen
+
+#endif // SITS_BACKENDS_CUDA_LAUNCHES_H

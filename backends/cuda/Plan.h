@@ -1,0 +1,203 @@
+//===- Plan.h - What the code generator decided ------------------*- C++
+//-*-===//
+//
+// The planner (Planner.cpp) turns the optimized program (@prefill and
+// @decode) into an EnginePlan: the weights to store, the specialized kernels
+// to generate, and for each program the ordered launches with their grid,
+// block, shared memory and argument bindings. The memory planner
+// (MemoryPlan.cpp) then gives every activation an offset in one workspace,
+// the emitter (CudaEmitter.cpp) writes the CUDA source, and the engine
+// builder (EngineBuilder.cpp) turns the plan into an engine file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_BACKENDS_CUDA_PLAN_H
+#define SITS_BACKENDS_CUDA_PLAN_H
+
+#include "backends/cuda/Target.h"
+#include "sits/EngineFormat.h"
+
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sits::codegen {
+
+/// The buffers a kernel argument can point at (the engine's buffer roles,
+/// with weights and workspace values named by index).
+enum class BufferKind {
+  Weight,     ///< index: EnginePlan::weights
+  Workspace,  ///< index: ProgramPlan::values (an activation)
+  KeyCache,   ///< offset: the layer's slice
+  ValueCache, ///< offset: the layer's slice
+  TokenIds,
+  PastLengths,
+  StepLengths,
+  Logits,
+  Counters,    ///< int32 counters that kernels leave at zero (split attention)
+  KVStats,     ///< u64 calibration counters of a quantized KV cache
+  TvcScratch,  ///< the TVC head's per-sequence scratch (kernels/tvc.cuh)
+  TvcCounters, ///< the TVC head's proved/fallback counts and mode (u64 x 3)
+};
+
+/// How one kernel parameter is bound at launch.
+struct ArgBinding {
+  enum class Kind { Buffer, Int32 } kind = Kind::Buffer;
+  BufferKind buffer = BufferKind::Workspace;
+  unsigned index = 0;
+  uint64_t byteOffset = 0;
+  format::Expr expr;
+
+  static ArgBinding bufferArg(BufferKind buffer, unsigned index = 0,
+                              uint64_t byteOffset = 0);
+  static ArgBinding int32(format::Expr expr);
+};
+
+/// A parameter of a generated entry point, and its binding in one launch.
+struct KernelParam {
+  std::string type; ///< C type, e.g. "const float *"
+  std::string name;
+};
+
+/// One generated `extern "C"` entry point: a kernel-library template
+/// instantiated with a config struct of compile-time constants.
+struct KernelSpec {
+  std::string family;              ///< e.g. "gemv"; names the entry
+  std::string header;              ///< e.g. "sits/gemv.cuh"
+  std::vector<std::string> config; ///< members of the config struct
+  std::vector<KernelParam> params;
+  std::vector<std::string> body; ///< statements before the call
+  std::string call;              ///< the call, config struct as `Cfg`
+  int threads = 128;             ///< __launch_bounds__
+  int minBlocks = 0; ///< __launch_bounds__'s blocks per SM (0: not given)
+  /// The call waits for the preceding kernels itself (after starting to
+  /// read its weights); otherwise the entry waits first (common.cuh).
+  bool callWaitsForPredecessors = false;
+  std::string name;              ///< set when the kernel is deduplicated
+  std::vector<std::string> uses; ///< what runs it, for the comments
+
+  /// Specs with the same key are the same kernel.
+  std::string getKey() const;
+};
+
+/// One kernel launch of a program.
+struct LaunchPlan {
+  unsigned kernel = 0; ///< index into EnginePlan::kernels
+  std::array<format::Expr, 3> grid;
+  std::array<format::Expr, 3> block;
+  format::Expr sharedBytes;
+  std::vector<ArgBinding> args; ///< one per kernel parameter
+  std::string description;      ///< ops it runs and where they came from
+};
+
+/// An activation: f32, token-major [T, width], T at most the program's
+/// maximum tokens.
+struct WorkspaceValue {
+  std::string name;
+  uint64_t width = 0;
+  uint64_t bytes = 0;       ///< at the program's maximum token count
+  unsigned firstLaunch = 0; ///< the launch that writes it
+  unsigned lastLaunch = 0;  ///< the last launch that reads it
+  uint64_t offset = 0;      ///< in the workspace (MemoryPlan.cpp)
+};
+
+struct ProgramPlan {
+  std::string name; ///< "prefill" or "decode"
+  bool isDecode = false;
+  int64_t maxTokens = 0;
+  std::vector<LaunchPlan> launches;
+  std::vector<WorkspaceValue> values;
+  /// Bytes the values of this program need at once (after reuse).
+  uint64_t peakBytes = 0;
+};
+
+/// A weight of the engine, stored once (by name and storage type).
+struct WeightPlan {
+  std::string name;
+  format::DType type = format::DType::F32;
+  std::vector<int64_t> shape;
+  mlir::ElementsAttr values;
+  uint64_t bytes = 0;
+  /// Quantized levels (i8, i4x2) stored with each 64-byte chunk of a row
+  /// interleaved for the tensor-core GEMV (QuantLayout.h): their bits (8 or
+  /// 4), or 0 for input order.
+  int interleavedBits = 0;
+};
+
+/// The model's configuration, as the metadata records it.
+struct ModelConfig {
+  int64_t vocab = 0;
+  int64_t hidden = 0;
+  int64_t layers = 0;
+  int64_t heads = 0;
+  int64_t kvHeads = 0;
+  int64_t headDim = 0;
+  int64_t intermediate = 0;
+  int64_t rotaryDim = 0;
+  std::string ropeStyle;
+  std::string norm;
+  std::string activation;
+  bool tiedLMHead = false;
+  bool hasLinearBias = false;
+  int64_t window = 0;
+  float softcap = 0.0f;
+  // Limits and the KV cache.
+  int64_t maxSeqLen = 0;
+  int64_t maxBatch = 0;
+  int64_t maxPrefillTokens = 0;
+  format::DType cacheType = format::DType::F16;
+};
+
+struct EnginePlan {
+  CodegenOptions options;
+  ModelConfig model;
+  std::vector<WeightPlan> weights;
+  std::vector<KernelSpec> kernels;
+  ProgramPlan prefill;
+  ProgramPlan decode;
+  /// The workspace both programs share (they never run at once).
+  uint64_t workspaceBytes = 0;
+  /// Bytes of the activations if none shared memory.
+  uint64_t unsharedBytes = 0;
+  /// Bytes of one of the two KV-cache buffers.
+  uint64_t cacheBufferBytes = 0;
+  /// Int32 counters the kernels need (0: no counters buffer).
+  uint64_t counterInts = 0;
+  /// The KV cache as the metadata describes it (quantization included).
+  format::KVCacheConfig kvCache;
+  /// The TVC LM head (TvcPlan.cpp), when the program has one.
+  struct Tvc {
+    int64_t rank = 0, candidates = 0, exactTop = 0;
+    uint64_t scratchBytes = 0; ///< the tvc_scratch buffer
+    uint64_t previewBytes = 0; ///< P, T and the bounds as stored
+  };
+  std::optional<Tvc> tvc;
+};
+
+/// Plans the engine for the optimized program in `module`. Errors are
+/// reported through the MLIR diagnostics at the op that cannot be compiled.
+mlir::FailureOr<EnginePlan> planEngine(mlir::ModuleOp module,
+                                       const CodegenOptions &options);
+
+/// Gives every workspace value of `program` an offset so that values live at
+/// the same time never overlap; sets the offsets and `peakBytes`.
+void planMemory(ProgramPlan &program);
+
+/// Checks that no two values live at the same time share bytes and that
+/// every value is aligned and inside the peak (the planner's own check).
+std::optional<std::string> checkMemoryPlan(const ProgramPlan &program);
+
+/// The CUDA C++ source of the plan's kernels (one translation unit that
+/// includes the kernel library headers).
+std::string emitCudaSource(const EnginePlan &plan,
+                           const std::string &modelName);
+
+} // namespace sits::codegen
+
+#endif // SITS_BACKENDS_CUDA_PLAN_H

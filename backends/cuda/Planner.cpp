@@ -1,0 +1,395 @@
+//===- Planner.cpp - From the optimized program to launches ---------------===//
+//
+// Walks @prefill and @decode op by op and maps each op to a kernel launch or
+// to a view of a buffer that exists already:
+//
+//   sits.embedding, rms_norm, layer_norm      one launch each
+//   sits.linear                               gemv (decode) / gemm (prefill)
+//   sits.lm_head                              gemv over each sequence's last
+//                                             new token, into `logits`
+//   sits.add, activation, glu                 elementwise (unless fused)
+//   sits.rope                                 rope (unless fused)
+//   sits.kv_cache.append                      append_kv (with fused RoPE)
+//   sits.attention                            attention over the cache
+//   split_heads, merge_heads, kv_cache.read   views (no launch)
+//   kv_cache.length, position_ids,            the past_lengths buffer,
+//   rope_gather                               read by the kernels
+//   kv_cache.advance                          nothing: the runtime advances
+//
+// Fusions (each checked on the use-def chains, never assumed):
+//   * linears that read the same input: one launch (Q, K and V);
+//   * glu(linear(x, Wg), linear(x, Wu)): one gated launch (gate/up MLP);
+//   * add(linear(...), r): the residual in the linear's epilogue;
+//   * rope of the keys into the KV-cache write, and rope of the query that
+//     the same layer's attention reads, into the same kernel;
+//   * decode: rms_norm into the one tensor-core GEMV launch that reads it
+//     (its only users), which normalizes x as it loads it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/cuda/ProgramPlanner.h"
+
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace sits::codegen {
+
+using format::DType;
+using format::Expr;
+
+ArgBinding ArgBinding::bufferArg(BufferKind buffer, unsigned index,
+                                 uint64_t byteOffset) {
+  ArgBinding arg;
+  arg.kind = Kind::Buffer;
+  arg.buffer = buffer;
+  arg.index = index;
+  arg.byteOffset = byteOffset;
+  return arg;
+}
+
+ArgBinding ArgBinding::int32(Expr expr) {
+  ArgBinding arg;
+  arg.kind = Kind::Int32;
+  arg.expr = std::move(expr);
+  return arg;
+}
+
+std::string KernelSpec::getKey() const {
+  std::string key = family + "|" + header + "|" + call + "|" +
+                    std::to_string(threads) + "|" + std::to_string(minBlocks) +
+                    (callWaitsForPredecessors ? "|waits" : "");
+  for (const std::string &line : config)
+    key += "|" + line;
+  for (const KernelParam &param : params)
+    key += "|" + param.type + " " + param.name;
+  for (const std::string &line : body)
+    key += "|" + line;
+  return key;
+}
+
+namespace detail {
+
+std::string describeLocation(Location loc) {
+  std::string out;
+  std::function<void(Location)> visit = [&](Location l) {
+    if (auto name = dyn_cast<NameLoc>(l)) {
+      out += (out.empty() ? "" : ", ") + name.getName().str();
+    } else if (auto fused = dyn_cast<FusedLoc>(l)) {
+      for (Location inner : fused.getLocations())
+        visit(inner);
+    } else if (auto file = dyn_cast<FileLineColLoc>(l)) {
+      out += (out.empty() ? "" : ", ") +
+             llvm::sys::path::filename(file.getFilename().getValue()).str() +
+             ":" + std::to_string(file.getLine());
+    } else if (auto callSite = dyn_cast<CallSiteLoc>(l)) {
+      visit(callSite.getCallee());
+    }
+  };
+  visit(loc);
+  if (out.size() > 120)
+    out = out.substr(0, 117) + "...";
+  return out;
+}
+
+std::string describeOp(Operation *op) {
+  std::string where = describeLocation(op->getLoc());
+  return op->getName().getStringRef().str() +
+         (where.empty() ? "" : " (" + where + ")");
+}
+
+FailureOr<int64_t> ProgramPlanner::tokenWidth(Value value, Operation *user) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || (type.getRank() != 3 && type.getRank() != 4))
+    return user->emitError()
+           << "codegen: expected an activation [batch, seq, width] or "
+              "[batch, heads, seq, head_dim], got "
+           << value.getType();
+  int64_t width = type.getRank() == 3
+                      ? type.getDimSize(2)
+                      : (type.isDynamicDim(1) || type.isDynamicDim(3)
+                             ? ShapedType::kDynamic
+                             : type.getDimSize(1) * type.getDimSize(3));
+  if (ShapedType::isDynamic(width) || width <= 0)
+    return user->emitError() << "codegen: the activation " << value.getType()
+                             << " needs static feature dimensions";
+  return width;
+}
+
+FailureOr<ArgBinding> ProgramPlanner::use(Value value, Operation *user) {
+  // A launch's result is the value its region computed.
+  auto it = activations.find(kernel::getInnerValue(value));
+  if (it == activations.end()) {
+    Operation *def = value.getDefiningOp();
+    return user->emitError()
+           << "codegen: operand " << value.getType() << " of "
+           << user->getName() << " is "
+           << (def ? "produced by '" + def->getName().getStringRef().str() +
+                         "', which codegen does not keep as an activation"
+                   : std::string("a function argument that is not an "
+                                 "activation"));
+  }
+  WorkspaceValue &stored = program.values[it->second];
+  stored.lastLaunch = std::max(stored.lastLaunch, currentLaunch());
+  return ArgBinding::bufferArg(BufferKind::Workspace, it->second);
+}
+
+FailureOr<ArgBinding> ProgramPlanner::define(Value value, Operation *producer) {
+  FailureOr<int64_t> width = tokenWidth(value, producer);
+  if (failed(width))
+    return failure();
+  WorkspaceValue stored;
+  stored.name = describeOp(producer);
+  stored.width = static_cast<uint64_t>(*width);
+  stored.bytes = static_cast<uint64_t>(program.maxTokens) * stored.width * 4;
+  stored.firstLaunch = stored.lastLaunch = currentLaunch();
+  program.values.push_back(std::move(stored));
+  unsigned index = static_cast<unsigned>(program.values.size() - 1);
+  activations[value] = index;
+  return ArgBinding::bufferArg(BufferKind::Workspace, index);
+}
+
+ArgBinding ProgramPlanner::scratch(const std::string &name, int64_t width) {
+  WorkspaceValue stored;
+  stored.name = name;
+  stored.width = static_cast<uint64_t>(width);
+  stored.bytes = static_cast<uint64_t>(program.maxTokens) * stored.width * 4;
+  stored.firstLaunch = stored.lastLaunch = currentLaunch();
+  program.values.push_back(std::move(stored));
+  return ArgBinding::bufferArg(
+      BufferKind::Workspace, static_cast<unsigned>(program.values.size() - 1));
+}
+
+FailureOr<unsigned> ProgramPlanner::weightOf(Value value, Operation *user,
+                                             DType type,
+                                             ArrayRef<int64_t> shape) {
+  auto weight = value.getDefiningOp<WeightOp>();
+  if (!weight)
+    return user->emitError()
+           << "codegen: the weights of " << user->getName()
+           << " must come from a sits.weight (a constant of the model)";
+  auto weightType = cast<ShapedType>(weight.getType());
+  if (weightType.getShape() != shape)
+    return user->emitError() << "codegen: weight '" << weight.getName()
+                             << "' has shape " << weightType << ", expected "
+                             << shape.size() << "-D "
+                             << "shape [" <<
+           [&] {
+             std::string s;
+             for (int64_t d : shape)
+               s += (s.empty() ? "" : "x") + std::to_string(d);
+             return s;
+           }() << "]";
+  return weights.bind(weight, type);
+}
+
+LogicalResult ProgramPlanner::checkPast(Value past, Operation *user) {
+  if (past && past == pastLengths)
+    return success();
+  return user->emitError()
+         << "codegen: past_len must be the sits.kv_cache.length of the step's "
+            "cache (the kernels read it from the past_lengths buffer)";
+}
+
+void ProgramPlanner::addLaunch(PlannedLaunch planned,
+                               ArrayRef<Operation *> ops) {
+  std::string what;
+  for (Operation *op : ops)
+    what += (what.empty() ? "" : " + ") + describeOp(op);
+  planned.launch.kernel =
+      kernels.add(std::move(planned.spec), program.name + ": " + what);
+  planned.launch.description = what;
+  program.launches.push_back(std::move(planned.launch));
+}
+
+//===----------------------------------------------------------------------===//
+// Launches formed by the fusion passes
+//===----------------------------------------------------------------------===//
+
+int ProgramPlanner::getOperandBits(Value value) {
+  auto launch = value.getDefiningOp<kernel::LaunchOp>();
+  if (!launch)
+    return 0;
+  return static_cast<int>(launch.getOutputOperandBits().value_or(0));
+}
+
+FailureOr<ArgBinding> ProgramPlanner::linearInput(Value value, Operation *user,
+                                                  LinearLaunch &desc) {
+  desc.halfInput = getOperandBits(value) != 0;
+  auto norm = value.getDefiningOp<RMSNormOp>();
+  if (!norm || !kernel::getEnclosingLaunch(norm) ||
+      kernel::getEnclosingLaunch(norm) != kernel::getEnclosingLaunch(user))
+    return use(value, user);
+  FailureOr<unsigned> weight =
+      weightOf(norm.getWeight(), norm, DType::F32, {desc.k});
+  if (failed(weight))
+    return failure();
+  LinearLaunch::NormPrologue prologue;
+  prologue.weight = *weight;
+  prologue.epsilon = norm.getEpsilon().convertToFloat();
+  prologue.weightOffset = norm.getWeightOffset().convertToFloat();
+  desc.norm = prologue;
+  fusedNormOp = norm;
+  observed.config.norm = "rms_norm";
+  return use(norm.getInput(), norm);
+}
+
+LogicalResult ProgramPlanner::planLaunch(kernel::LaunchOp launch) {
+  using kernel::FusionKind;
+  SmallVector<LinearOp> linears = launch.getOpsOfType<LinearOp>();
+  switch (launch.getFusion()) {
+  case FusionKind::LinearGroup:
+    return planLinears(linears);
+  case FusionKind::GatedLinear:
+    return planGatedLinear(launch.getOpsOfType<GLUOp>().front(), linears[0],
+                           linears[1]);
+  case FusionKind::ResidualLinear: {
+    AddOp add = launch.getOpsOfType<AddOp>().front();
+    Value residual =
+        add.getLhs() == linears[0].getResult() ? add.getRhs() : add.getLhs();
+    return planResidualLinear(add, linears[0], residual);
+  }
+  case FusionKind::RopeKVAppend: {
+    KVAppendOp append = launch.getOpsOfType<KVAppendOp>().front();
+    RopeOp keyRope, queryRope;
+    for (RopeOp rope : launch.getOpsOfType<RopeOp>())
+      (rope.getResult() == append.getKey() ? keyRope : queryRope) = rope;
+    return planAppend(append, keyRope, queryRope);
+  }
+  case FusionKind::LMHead:
+    return planLMHead(launch.getOpsOfType<LMHeadOp>().front());
+  case FusionKind::Norm:
+    return planOp(&launch.getBody().front().front());
+  }
+  return launch.emitError() << "codegen: unknown fusion";
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProgramPlanner::run() {
+  Block &entry = func.getBody().front();
+  if (entry.getNumArguments() != 2 ||
+      !isa<RankedTensorType>(entry.getArgument(0).getType()) ||
+      cast<RankedTensorType>(entry.getArgument(0).getType()).getRank() != 2 ||
+      entry.getArgument(1).getType() != cacheType)
+    return func.emitError()
+           << "codegen: @" << func.getSymName()
+           << " must take the token ids [batch, seq] and the KV cache";
+  tokenIds = entry.getArgument(0);
+
+  for (Operation &op : entry) {
+    auto launch = dyn_cast<kernel::LaunchOp>(op);
+    if (failed(launch ? planLaunch(launch) : planOp(&op)))
+      return failure();
+  }
+  return success();
+}
+
+} // namespace detail
+
+using detail::KernelTable;
+using detail::Observed;
+using detail::ProgramPlanner;
+using detail::WeightTable;
+
+//===----------------------------------------------------------------------===//
+// The engine
+//===----------------------------------------------------------------------===//
+
+FailureOr<EnginePlan> planEngine(ModuleOp module,
+                                 const CodegenOptions &options) {
+  auto prefill = module.lookupSymbol<func::FuncOp>("prefill");
+  auto decode = module.lookupSymbol<func::FuncOp>("decode");
+  if (!prefill || !decode)
+    return module.emitError()
+           << "codegen: the program has no @"
+           << (prefill ? "decode" : "prefill")
+           << " function; an engine is built from the optimized program "
+              "(prefill and decode steps over a KV cache)";
+  for (func::FuncOp func : {prefill, decode})
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      return func.emitError() << "codegen: @" << func.getSymName()
+                              << " must have a body of one block";
+
+  auto cacheType = prefill.getNumArguments() == 2
+                       ? dyn_cast<KVCacheType>(prefill.getArgumentTypes()[1])
+                       : KVCacheType();
+  if (!cacheType)
+    return prefill.emitError() << "codegen: @prefill must take the KV cache "
+                                  "as its second argument";
+  if (cacheType.getLayout().getValue() != KVCacheLayout::contiguous)
+    return prefill.emitError() << "codegen: only the contiguous KV-cache "
+                                  "layout is supported";
+
+  EnginePlan plan;
+  plan.options = options;
+  ModelConfig &config = plan.model;
+  config.layers = cacheType.getLayers();
+  config.kvHeads = cacheType.getKvHeads();
+  config.headDim = cacheType.getHeadDim();
+  config.maxSeqLen = cacheType.getCapacity();
+  config.maxBatch = cacheType.getMaxBatch();
+  config.cacheType = options.weightType;
+  config.maxPrefillTokens = options.maxPrefillTokens
+                                ? options.maxPrefillTokens
+                                : std::min<int64_t>(512, config.maxSeqLen);
+  if (config.maxPrefillTokens < 1 || config.maxPrefillTokens > config.maxSeqLen)
+    return module.emitError()
+           << "codegen: --max-prefill-tokens must be between 1 and the KV "
+              "cache capacity (--max-seq-len "
+           << config.maxSeqLen << "), got " << config.maxPrefillTokens;
+  for (uint32_t bucket : options.batchBuckets)
+    if (bucket > config.maxBatch)
+      return module.emitError() << "codegen: batch bucket " << bucket
+                                << " exceeds --max-batch " << config.maxBatch;
+
+  plan.prefill.name = format::kPrefillProgram;
+  plan.prefill.maxTokens = config.maxBatch * config.maxPrefillTokens;
+  plan.decode.name = format::kDecodeProgram;
+  plan.decode.isDecode = true;
+  plan.decode.maxTokens = config.maxBatch;
+
+  WeightTable weights(plan.weights);
+  KernelTable kernels(plan.kernels);
+  Observed observed;
+  observed.config = config;
+  for (auto [func, program] :
+       {std::pair{prefill, &plan.prefill}, std::pair{decode, &plan.decode}}) {
+    if (func.getNumArguments() != 2 || func.getArgumentTypes()[1] != cacheType)
+      return func.emitError() << "codegen: @prefill and @decode must take the "
+                                 "same KV cache";
+    ProgramPlanner planner(func, *program, weights, kernels, options, cacheType,
+                           observed);
+    if (failed(planner.run()))
+      return failure();
+  }
+  if (!observed.sawAttention)
+    return module.emitError() << "codegen: the program has no attention";
+  plan.model = observed.config;
+  plan.counterInts = observed.counterInts;
+  plan.tvc = observed.tvc;
+
+  for (ProgramPlan *program : {&plan.prefill, &plan.decode}) {
+    planMemory(*program);
+    if (std::optional<std::string> error = checkMemoryPlan(*program))
+      return module.emitError()
+             << "codegen: internal error in the memory plan of @"
+             << program->name << ": " << *error;
+    plan.workspaceBytes = std::max(plan.workspaceBytes, program->peakBytes);
+    uint64_t unshared = 0;
+    for (const WorkspaceValue &value : program->values)
+      unshared += value.bytes;
+    plan.unsharedBytes = std::max(plan.unsharedBytes, unshared);
+  }
+  plan.kvCache =
+      kvCacheConfigOf(cacheType, options.weightType, config.maxPrefillTokens);
+  plan.cacheBufferBytes = static_cast<uint64_t>(config.layers) *
+                          config.maxBatch * config.kvHeads * config.maxSeqLen *
+                          config.headDim *
+                          format::dtypeBytes(options.weightType);
+  return plan;
+}
+
+} // namespace sits::codegen

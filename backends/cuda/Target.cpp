@@ -1,0 +1,95 @@
+//===- Target.cpp - Code generation options -------------------------------===//
+
+#include "backends/cuda/Target.h"
+
+#include <cctype>
+
+namespace sits::codegen {
+
+std::string Target::getName() const {
+  return "sm_" + std::to_string(major) + std::to_string(minor) + suffix;
+}
+
+std::optional<Target> parseTarget(const std::string &text, std::string *error) {
+  auto fail = [&](const std::string &why) -> std::optional<Target> {
+    *error = "--target must be a GPU architecture such as sm_90a, sm_90 or "
+             "sm_80, got '" +
+             text + "'" + why;
+    return std::nullopt;
+  };
+  if (text.rfind("sm_", 0) != 0)
+    return fail("");
+  std::string rest = text.substr(3);
+  std::string digits;
+  size_t pos = 0;
+  while (pos < rest.size() &&
+         std::isdigit(static_cast<unsigned char>(rest[pos])))
+    digits += rest[pos++];
+  std::string suffix = rest.substr(pos);
+  if (digits.size() < 2 || digits.size() > 3 || digits[0] == '0' ||
+      (suffix != "" && suffix != "a" && suffix != "f"))
+    return fail("");
+  Target target;
+  target.major =
+      static_cast<unsigned>(std::stoul(digits.substr(0, digits.size() - 1)));
+  target.minor = static_cast<unsigned>(digits.back() - '0');
+  target.suffix = suffix;
+  if (target.getSm() < 75)
+    return fail(" (CUDA 13 compiles for sm_75 and newer)");
+  return target;
+}
+
+std::optional<format::DType> parseWeightType(const std::string &text,
+                                             std::string *error) {
+  if (text == "fp16" || text == "f16")
+    return format::DType::F16;
+  if (text == "bf16")
+    return format::DType::BF16;
+  if (text == "fp32" || text == "f32")
+    return format::DType::F32;
+  *error = "--dtype must be fp16, bf16 or fp32, got '" + text + "'";
+  return std::nullopt;
+}
+
+const char *weightTypeName(format::DType type) {
+  switch (type) {
+  case format::DType::F16:
+    return "fp16";
+  case format::DType::BF16:
+    return "bf16";
+  default:
+    return "fp32";
+  }
+}
+
+std::optional<std::vector<uint32_t>> parseBatchBuckets(const std::string &text,
+                                                       std::string *error) {
+  std::vector<uint32_t> buckets;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    bool digits = !item.empty() && item.size() <= 5;
+    for (char c : item)
+      digits &= std::isdigit(static_cast<unsigned char>(c)) != 0;
+    if (!digits || std::stoul(item) == 0) {
+      *error = "--batch-buckets must be increasing positive batch sizes "
+               "separated by commas (1,2,4,8), got '" +
+               text + "'";
+      return std::nullopt;
+    }
+    uint32_t value = static_cast<uint32_t>(std::stoul(item));
+    if (!buckets.empty() && value <= buckets.back()) {
+      *error = "--batch-buckets must increase, got '" + text + "'";
+      return std::nullopt;
+    }
+    buckets.push_back(value);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return buckets;
+}
+
+} // namespace sits::codegen

@@ -1,0 +1,77 @@
+//===- Target.h - Code generation options: GPU target, storage types ------===//
+//
+// The options `sitsc` passes to the code generator, parsed and checked here
+// so that the driver and the tests share one definition.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_BACKENDS_CUDA_TARGET_H
+#define SITS_BACKENDS_CUDA_TARGET_H
+
+#include "sits/EngineFormat.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sits::codegen {
+
+/// A GPU architecture NVRTC compiles for: `sm_90a` is major 9, minor 0,
+/// suffix "a" (architecture-specific features; the cubin runs on sm_90 only).
+struct Target {
+  unsigned major = 9;
+  unsigned minor = 0;
+  std::string suffix = "a";
+
+  /// major * 10 + minor, as the engine header stores it (90).
+  uint32_t getSm() const { return major * 10 + minor; }
+  /// The name given on the command line and to NVRTC's -arch (sm_90a).
+  std::string getName() const;
+};
+
+/// Parses `sm_<major><minor>[a|f]` (sm_80, sm_89, sm_90a, sm_100a, ...).
+/// Architectures before sm_75 are refused: CUDA 13 no longer compiles for
+/// them. On error, returns nullopt and sets `error`.
+std::optional<Target> parseTarget(const std::string &text, std::string *error);
+
+/// Parses --dtype: fp16 (f16), bf16 or fp32 (f32).
+std::optional<format::DType> parseWeightType(const std::string &text,
+                                             std::string *error);
+/// The --dtype spelling of a weight type (fp16, bf16, fp32).
+const char *weightTypeName(format::DType type);
+
+/// Parses --batch-buckets: a comma-separated list of increasing positive
+/// batch sizes ("1,2,4,8").
+std::optional<std::vector<uint32_t>> parseBatchBuckets(const std::string &text,
+                                                       std::string *error);
+
+/// What the code generator is asked to build.
+struct CodegenOptions {
+  Target target;
+  /// Storage type of the matrices (linear, embedding, LM head) and of the KV
+  /// cache. Vectors (norm weights, biases) and RoPE tables stay f32.
+  format::DType weightType = format::DType::F16;
+  /// Tokens per sequence in one prefill chunk; 0: min(512, max_seq_len).
+  int64_t maxPrefillTokens = 0;
+  /// Decode CUDA-graph batch sizes; empty: the runtime's default.
+  std::vector<uint32_t> batchBuckets;
+  /// Fuse decode rms_norms into the GEMV that reads them (Planner.cpp).
+  /// Off by default: the fused GEMVs ran at a third to a half of the plain
+  /// ones' bandwidth on the H200 (docs/performance.md).
+  bool fuseNorms = false;
+  /// 16-row tiles per item of the quantized tensor-core decode GEMVs (1, 2
+  /// or 4; the LM head picks its own): more tiles feed each load of x to
+  /// more rows (x is read per 32 int4 levels), at the cost of shared
+  /// memory (sitsc --gemv-quant-tiles, an experiment: 1 is what was
+  /// measured).
+  int64_t quantGemvTiles = 1;
+  /// Keys per block of the split-K decode attention kernels (a multiple of
+  /// 64; sitsc --decode-split-keys, an experiment); 0: 256, fewer for small
+  /// caches (decodeSplitOf).
+  int64_t decodeSplitKeys = 0;
+};
+
+} // namespace sits::codegen
+
+#endif // SITS_BACKENDS_CUDA_TARGET_H

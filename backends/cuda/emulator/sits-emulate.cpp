@@ -1,0 +1,647 @@
+//===- sits-emulate.cpp - Run an engine's kernels on the CPU --------------===//
+//
+//   sits-emulate ENGINE --cuda KERNELS.cu score --tokens 1,2,3[;4,5,6]
+//                [--prefill N] --out LOGITS.npy
+//   sits-emulate ENGINE --cuda KERNELS.cu generate --tokens 1,2,3[;...]
+//                --max-new-tokens N
+//
+// Runs an engine's launch plan on the CPU: the generated CUDA source (from
+// `sitsc --emit=cuda` with the same options) is compiled as host C++ with
+// the emulation header (every GPU thread a fiber), and the programs run as
+// the runtime runs them (prefill chunks, advancing lengths, decode steps
+// padded to a batch bucket, greedy sampling). It is how the kernels and the
+// launch plan are tested without a GPU; test/gpu/sits-score on a GPU takes
+// the same arguments and prints the same output.
+//
+// Beyond the GPU's behaviour it checks: writes past a buffer's end (guard
+// bytes around every buffer), writes to the weights (mapped read-only), and
+// with --poison, reads of activations or cache rows nothing wrote (they
+// start as NaN instead of zeros). --reverse-schedule runs the threads of a
+// block last to first between barriers: a missing barrier before a read of
+// shared memory shows in one order or the other.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/cuda/KernelLibrary.h"
+#include "sits/EngineFormat.h"
+#include "sits/KVCalibration.h"
+#include "src/PrefillPlan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <iterator>
+#include <spawn.h>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+
+namespace sits::codegen {
+/// The emulation header, embedded like the kernel library.
+extern const char *const kEmulationHeader;
+} // namespace sits::codegen
+
+namespace {
+
+using namespace sits;
+
+[[noreturn]] void die(const std::string &message) {
+  std::fprintf(stderr, "sits-emulate: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+const char *kUsage =
+    "usage: sits-emulate ENGINE --cuda KERNELS.cu [--poison] "
+    "[--reverse-schedule] score --tokens "
+    "1,2,3[;4,5,6] [--prefill N] --out LOGITS.npy\n"
+    "       sits-emulate ENGINE --cuda KERNELS.cu [--poison] generate "
+    "--tokens 1,2,3[;...] --max-new-tokens N\n"
+    "  --calibration-log FILE.json  (quantized KV cache) write the "
+    "quantization statistics after the run\n"
+    "  --multiprocessors N  the SMs of the emulated GPU (the plan's M; "
+    "default 2, so that kernels with a grid of a few blocks per SM loop "
+    "over their work)\n";
+
+struct Options {
+  std::string engine, cuda, mode, out, calibrationLog;
+  std::vector<std::vector<int32_t>> tokens;
+  int64_t prefill = 1, maxNewTokens = 16;
+  bool poison = false;
+  bool reverse = false;
+  int64_t multiprocessors = 2;
+};
+
+std::vector<std::vector<int32_t>> parseTokens(const std::string &text) {
+  std::vector<std::vector<int32_t>> rows(1);
+  std::string number;
+  auto flush = [&]() {
+    if (number.empty())
+      die("--tokens must be ids separated by ',' (sequences by ';'), got '" +
+          text + "'");
+    rows.back().push_back(static_cast<int32_t>(std::stol(number)));
+    number.clear();
+  };
+  for (char c : text) {
+    if (c >= '0' && c <= '9' && number.size() < 9) {
+      number += c;
+    } else if (c == ',') {
+      flush();
+    } else if (c == ';') {
+      flush();
+      rows.emplace_back();
+    } else {
+      die("--tokens must be ids separated by ',' (sequences by ';'), got '" +
+          text + "'");
+    }
+  }
+  flush();
+  return rows;
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto value = [&](size_t &i) -> std::string {
+    if (i + 1 >= args.size())
+      die(args[i] + " needs a value\n" + kUsage);
+    return args[++i];
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (a == "--cuda")
+      o.cuda = value(i);
+    else if (a == "--poison")
+      o.poison = true;
+    else if (a == "--reverse-schedule")
+      o.reverse = true;
+    else if (a == "--tokens")
+      o.tokens = parseTokens(value(i));
+    else if (a == "--prefill")
+      o.prefill = std::stol(value(i));
+    else if (a == "--max-new-tokens")
+      o.maxNewTokens = std::stol(value(i));
+    else if (a == "--out")
+      o.out = value(i);
+    else if (a == "--multiprocessors") {
+      std::string text = value(i);
+      char *end = nullptr;
+      long count = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end || count < 1 ||
+          count > format::kMaxMultiprocessors)
+        die("--multiprocessors must be a number from 1 to " +
+            std::to_string(format::kMaxMultiprocessors) + ", got '" + text +
+            "'");
+      o.multiprocessors = count;
+    } else if (a == "--calibration-log")
+      o.calibrationLog = value(i);
+    else if (a == "score" || a == "generate")
+      o.mode = a;
+    else if (!a.empty() && a[0] != '-' && o.engine.empty())
+      o.engine = a;
+    else
+      die("unknown argument '" + a + "'\n" + kUsage);
+  }
+  if (o.engine.empty() || o.cuda.empty() || o.mode.empty() || o.tokens.empty())
+    die(std::string("missing arguments\n") + kUsage);
+  if (o.mode == "score" && o.out.empty())
+    die("score needs --out FILE.npy");
+  std::string pathError;
+  if (!o.calibrationLog.empty() &&
+      !format::checkWritablePath(o.calibrationLog, &pathError))
+    die("--calibration-log: " + pathError);
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// Compiling the kernels for the host
+//===----------------------------------------------------------------------===//
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out)
+    die("cannot write " + path);
+}
+
+/// FNV-1a, to name a compiled object after everything that went into it.
+uint64_t hashText(uint64_t hash, const std::string &text) {
+  for (unsigned char c : text)
+    hash = (hash ^ c) * 0x100000001b3ull;
+  return hash;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    die("cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Compiles `cudaPath` into a shared object and returns its path. The object
+/// is kept next to the source, named after a hash of the source, the
+/// kernel library, the emulation header and the compiler, and reused:
+/// compiling takes seconds, a test runs the same kernels many times.
+std::string compileKernels(const std::string &cudaPath,
+                           const std::string &dir) {
+  const char *cxx = std::getenv("SITS_EMULATE_CXX");
+  if (!cxx || !*cxx)
+    cxx = "c++";
+  size_t count = 0;
+  const codegen::KernelHeader *headers = codegen::getKernelHeaders(&count);
+  uint64_t hash = hashText(0xcbf29ce484222325ull, readFile(cudaPath));
+  for (size_t i = 0; i < count; ++i)
+    hash = hashText(hashText(hash, headers[i].name), headers[i].source);
+  hash = hashText(hashText(hash, codegen::kEmulationHeader), cxx);
+  char suffix[32];
+  std::snprintf(suffix, sizeof(suffix), ".%016llx.emulate.so",
+                static_cast<unsigned long long>(hash));
+  // dlopen searches the library path for a name without a '/'.
+  std::string cached =
+      (cudaPath.find('/') == std::string::npos ? "./" : "") + cudaPath + suffix;
+  if (access(cached.c_str(), R_OK) == 0)
+    return cached;
+
+  mkdir((dir + "/sits").c_str(), 0700);
+  for (size_t i = 0; i < count; ++i)
+    writeFile(dir + "/" + headers[i].name, headers[i].source);
+  writeFile(dir + "/sits/emulation.h", codegen::kEmulationHeader);
+  std::string object = dir + "/kernels.so";
+  std::vector<std::string> command = {cxx,
+                                      "-std=c++17",
+                                      "-O2",
+                                      "-fPIC",
+                                      "-shared",
+                                      "-w",
+                                      "-DSITS_EMULATE",
+                                      "-include",
+                                      dir + "/sits/emulation.h",
+                                      "-I",
+                                      dir,
+                                      "-x",
+                                      "c++",
+                                      cudaPath,
+                                      "-o",
+                                      object};
+  std::vector<char *> argv;
+  for (std::string &part : command)
+    argv.push_back(part.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawnp(&pid, cxx, nullptr, nullptr, argv.data(), environ) != 0)
+    die(std::string("cannot run the host compiler '") + cxx + "'");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    die("the host compiler could not compile " + cudaPath);
+  // Keep it for the next run when the source's folder is writable.
+  if (std::rename(object.c_str(), cached.c_str()) == 0)
+    return cached;
+  return object;
+}
+
+//===----------------------------------------------------------------------===//
+// The engine on the CPU
+//===----------------------------------------------------------------------===//
+
+using LaunchFn = int (*)(void (*)(void **), const unsigned *, const unsigned *,
+                         unsigned, void **, char *, unsigned);
+
+constexpr size_t kGuardBytes = 4096;
+constexpr unsigned char kGuardByte = 0xa5;
+
+class Emulator {
+public:
+  Emulator(const Options &options, const std::string &object);
+  const format::RuntimeConfig &config() const { return cfg; }
+  /// The u64 words of the buffer named `name` (empty when there is none).
+  std::vector<uint64_t> words(const std::string &name) const {
+    for (size_t i = 0; i < contents.buffers.size(); ++i)
+      if (contents.buffers[i].name == name &&
+          contents.buffers[i].role != format::BufferRole::Weight) {
+        std::vector<uint64_t> out(contents.buffers[i].bytes / 8);
+        std::memcpy(out.data(), addresses[i], out.size() * 8);
+        return out;
+      }
+    return {};
+  }
+
+  /// Prefills `prompts`; returns each sequence's logits for its last token.
+  std::vector<std::vector<float>>
+  prefill(const std::vector<std::vector<int32_t>> &prompts);
+  /// One decode step: `tokens[b]` for active sequences (`active[b]`).
+  std::vector<std::vector<float>> decode(const std::vector<int32_t> &tokens,
+                                         const std::vector<bool> &active);
+  /// Prints the TVC head's counters (engines with one), as sits-score does.
+  void printTvcCounters() const;
+
+private:
+  void run(const std::string &program, uint32_t batch, uint32_t seq);
+  void advance(uint32_t batch);
+  std::vector<std::vector<float>> readLogits(uint32_t batch);
+  void checkGuards(const std::string &what);
+
+  std::unique_ptr<format::EngineFile> file;
+  format::Header header;
+  format::EngineContents contents;
+  format::RuntimeConfig cfg;
+  LaunchFn launchFn = nullptr;
+  std::vector<void (*)(void **)> kernels;
+  std::vector<std::vector<unsigned char>> storage; ///< non-weight buffers
+  std::vector<char *> addresses;
+  int32_t *tokenIds = nullptr, *pastLengths = nullptr, *stepLengths = nullptr;
+  float *logits = nullptr;
+  int64_t multiprocessors = 2;
+  uint32_t bucketFor(uint32_t batch) const;
+};
+
+Emulator::Emulator(const Options &options, const std::string &object) {
+  std::string error;
+  file = format::EngineFile::open(options.engine, &error);
+  if (!file || !format::readEngine(*file, format::ReadOptions(), &header,
+                                   &contents, &cfg, &error))
+    die(options.engine + ": " + error);
+  void *library = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    die(std::string("cannot load the compiled kernels: ") + dlerror());
+  launchFn = reinterpret_cast<LaunchFn>(dlsym(library, "sits_emu_launch"));
+  auto setReverse = reinterpret_cast<void (*)(int)>(
+      dlsym(library, "sits_emu_set_reverse_schedule"));
+  if (!launchFn || !setReverse)
+    die("the compiled kernels lack the emulation entry points");
+  setReverse(options.reverse ? 1 : 0);
+  multiprocessors = options.multiprocessors;
+  for (const format::KernelRef &kernel : contents.kernels) {
+    auto fn = reinterpret_cast<void (*)(void **)>(
+        dlsym(library, (kernel.function + "__emulate").c_str()));
+    if (!fn)
+      die("kernel " + kernel.function +
+          " is not in the CUDA source (was it generated with the engine's "
+          "options?)");
+    kernels.push_back(fn);
+  }
+  for (const format::BufferDesc &buffer : contents.buffers) {
+    if (buffer.role == format::BufferRole::Weight) {
+      // Weights point into the read-only file mapping: a write faults.
+      addresses.push_back(const_cast<char *>(reinterpret_cast<const char *>(
+          contents.weightBytes() + buffer.offset)));
+      continue;
+    }
+    storage.emplace_back(buffer.bytes + 2 * kGuardBytes + 256, kGuardByte);
+    std::vector<unsigned char> &bytes = storage.back();
+    // 256-aligned start, as the runtime's arena gives.
+    uintptr_t base = reinterpret_cast<uintptr_t>(bytes.data()) + kGuardBytes;
+    base = (base + 255) & ~uintptr_t(255);
+    char *data = reinterpret_cast<char *>(base);
+    // Float buffers only: NaN marks a read of what nothing wrote. Integer
+    // activations (the split attention's counters) start at zero, as the
+    // runtime's allocation leaves them.
+    bool isFloat = buffer.dtype == format::DType::F32 ||
+                   buffer.dtype == format::DType::F16 ||
+                   buffer.dtype == format::DType::BF16;
+    bool poisoned = options.poison && isFloat &&
+                    (buffer.role == format::BufferRole::Activation ||
+                     buffer.role == format::BufferRole::KeyCache ||
+                     buffer.role == format::BufferRole::ValueCache);
+    std::memset(data, poisoned ? 0xff : 0, buffer.bytes);
+    addresses.push_back(data);
+    switch (buffer.role) {
+    case format::BufferRole::TokenIds:
+      tokenIds = reinterpret_cast<int32_t *>(data);
+      break;
+    case format::BufferRole::PastLengths:
+      pastLengths = reinterpret_cast<int32_t *>(data);
+      break;
+    case format::BufferRole::StepLengths:
+      stepLengths = reinterpret_cast<int32_t *>(data);
+      break;
+    case format::BufferRole::Logits:
+      logits = reinterpret_cast<float *>(data);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+void Emulator::printTvcCounters() const {
+  for (size_t i = 0; i < contents.buffers.size(); ++i) {
+    if (contents.buffers[i].name != "tvc_counters")
+      continue;
+    uint64_t counts[2];
+    std::memcpy(counts, addresses[i], sizeof(counts));
+    uint64_t rows = counts[0] + counts[1];
+    std::printf("tvc: %llu proved, %llu fallback rows (fallback rate "
+                "%.2f%%)\n",
+                static_cast<unsigned long long>(counts[0]),
+                static_cast<unsigned long long>(counts[1]),
+                rows ? 100.0 * double(counts[1]) / double(rows) : 0.0);
+  }
+}
+
+void Emulator::checkGuards(const std::string &what) {
+  size_t index = 0;
+  for (size_t i = 0; i < contents.buffers.size(); ++i) {
+    if (contents.buffers[i].role == format::BufferRole::Weight)
+      continue;
+    std::vector<unsigned char> &bytes = storage[index++];
+    const unsigned char *data =
+        reinterpret_cast<const unsigned char *>(addresses[i]);
+    const unsigned char *end = data + contents.buffers[i].bytes;
+    bool ok = true;
+    for (const unsigned char *p = bytes.data(); p < data; ++p)
+      ok &= *p == kGuardByte;
+    for (const unsigned char *p = end; p < bytes.data() + bytes.size(); ++p)
+      ok &= *p == kGuardByte;
+    if (!ok)
+      die(what + " wrote outside buffer '" + contents.buffers[i].name + "'");
+  }
+}
+
+void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq) {
+  int index = contents.findProgram(name);
+  format::SymbolValues symbols =
+      format::makeSymbols(batch, seq, multiprocessors);
+  const format::Program &program = contents.programs[index];
+  for (size_t i = 0; i < program.launches.size(); ++i) {
+    const format::Launch &launch = program.launches[i];
+    std::string what = name + " launch " + std::to_string(i) + " (" +
+                       contents.kernels[launch.kernel].function +
+                       ") at B=" + std::to_string(batch) +
+                       " S=" + std::to_string(seq);
+    unsigned grid[3], block[3];
+    int64_t value = 0;
+    std::string error;
+    for (int d = 0; d < 3; ++d) {
+      if (!format::evalExpr(launch.grid[d], symbols, &value, &error))
+        die(what + ": " + error);
+      grid[d] = static_cast<unsigned>(value);
+      if (!format::evalExpr(launch.block[d], symbols, &value, &error))
+        die(what + ": " + error);
+      block[d] = static_cast<unsigned>(value);
+    }
+    if (!format::evalExpr(launch.sharedBytes, symbols, &value, &error))
+      die(what + ": " + error);
+    unsigned shared = static_cast<unsigned>(value);
+    std::vector<uint64_t> slots(launch.args.size());
+    std::vector<void *> args;
+    for (size_t a = 0; a < launch.args.size(); ++a) {
+      const format::LaunchArg &arg = launch.args[a];
+      if (arg.kind == format::ArgKind::BufferAddress) {
+        char *pointer = addresses[arg.buffer] + arg.offset;
+        std::memcpy(&slots[a], &pointer, sizeof(pointer));
+      } else if (arg.kind == format::ArgKind::Float32) {
+        std::memcpy(&slots[a], &arg.f32, 4);
+      } else {
+        if (!format::evalExpr(arg.expr, symbols, &value, &error))
+          die(what + ": " + error);
+        if (arg.kind == format::ArgKind::Int32) {
+          int32_t narrow = static_cast<int32_t>(value);
+          std::memcpy(&slots[a], &narrow, 4);
+        } else {
+          std::memcpy(&slots[a], &value, 8);
+        }
+      }
+      args.push_back(&slots[a]);
+    }
+    char message[512] = {0};
+    if (launchFn(kernels[launch.kernel], grid, block, shared, args.data(),
+                 message, sizeof(message)))
+      die(what + ": " + message);
+    checkGuards(what);
+  }
+}
+
+void Emulator::advance(uint32_t batch) {
+  for (uint32_t b = 0; b < batch; ++b)
+    pastLengths[b] += stepLengths[b];
+}
+
+std::vector<std::vector<float>> Emulator::readLogits(uint32_t batch) {
+  std::vector<std::vector<float>> rows(batch);
+  for (uint32_t b = 0; b < batch; ++b)
+    rows[b].assign(logits + uint64_t(b) * cfg.vocabSize,
+                   logits + uint64_t(b + 1) * cfg.vocabSize);
+  return rows;
+}
+
+uint32_t Emulator::bucketFor(uint32_t batch) const {
+  std::vector<uint32_t> buckets = cfg.batchBuckets;
+  buckets.push_back(cfg.maxBatch);
+  std::sort(buckets.begin(), buckets.end());
+  for (uint32_t b : buckets)
+    if (b >= batch)
+      return b;
+  return cfg.maxBatch;
+}
+
+std::vector<std::vector<float>>
+Emulator::prefill(const std::vector<std::vector<int32_t>> &prompts) {
+  uint32_t batch = static_cast<uint32_t>(prompts.size());
+  if (batch == 0 || batch > cfg.maxBatch)
+    die("the engine takes 1 to " + std::to_string(cfg.maxBatch) + " sequences");
+  std::memset(pastLengths, 0, cfg.maxBatch * 4);
+  std::vector<uint32_t> lengths;
+  for (const auto &p : prompts) {
+    if (p.empty() || p.size() > cfg.maxSeqLen)
+      die("a prompt is empty or longer than the KV cache");
+    for (int32_t t : p)
+      if (t < 0 || uint32_t(t) >= cfg.vocabSize)
+        die("token " + std::to_string(t) + " is outside the vocabulary");
+    lengths.push_back(static_cast<uint32_t>(p.size()));
+  }
+  std::vector<std::vector<uint32_t>> chunks =
+      runtime::planPrefillChunks(lengths, cfg.maxPrefillTokens);
+  std::vector<uint32_t> done(batch, 0);
+  for (const std::vector<uint32_t> &counts : chunks) {
+    uint32_t seq = *std::max_element(counts.begin(), counts.end());
+    std::memset(stepLengths, 0, cfg.maxBatch * 4);
+    std::memset(tokenIds, 0, uint64_t(batch) * seq * 4);
+    for (uint32_t b = 0; b < batch; ++b) {
+      std::copy_n(prompts[b].begin() + done[b], counts[b],
+                  tokenIds + uint64_t(b) * seq);
+      done[b] += counts[b];
+      stepLengths[b] = static_cast<int32_t>(counts[b]);
+    }
+    run(format::kPrefillProgram, batch, seq);
+    advance(batch);
+  }
+  return readLogits(batch);
+}
+
+std::vector<std::vector<float>>
+Emulator::decode(const std::vector<int32_t> &tokens,
+                 const std::vector<bool> &active) {
+  uint32_t batch = static_cast<uint32_t>(tokens.size());
+  uint32_t bucket = bucketFor(batch);
+  std::memset(stepLengths, 0, cfg.maxBatch * 4);
+  std::memset(tokenIds, 0, uint64_t(bucket) * 4);
+  for (uint32_t b = 0; b < batch; ++b) {
+    if (pastLengths[b] + (active[b] ? 1 : 0) > int32_t(cfg.maxSeqLen))
+      die("KV cache full");
+    tokenIds[b] = tokens[b];
+    stepLengths[b] = active[b] ? 1 : 0;
+  }
+  run(format::kDecodeProgram, bucket, 1);
+  advance(bucket);
+  return readLogits(batch);
+}
+
+int32_t argmax(const std::vector<float> &row) {
+  int32_t best = 0;
+  for (size_t v = 1; v < row.size(); ++v)
+    if (row[v] > row[best] || std::isnan(row[best]))
+      best = static_cast<int32_t>(v);
+  return best;
+}
+
+void writeNpy(const std::string &path, const std::vector<float> &data,
+              const std::vector<size_t> &shape) {
+  std::string dims;
+  for (size_t d : shape)
+    dims += std::to_string(d) + ", ";
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + header.size() + 1) % 64 != 0)
+    header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  uint16_t length = static_cast<uint16_t>(header.size());
+  out.write(reinterpret_cast<const char *>(&length), 2);
+  out << header;
+  out.write(reinterpret_cast<const char *>(data.data()), data.size() * 4);
+  if (!out)
+    die("cannot write " + path);
+}
+
+} // namespace
+
+/// --calibration-log: the quantized cache's statistics of the whole run.
+void writeCalibrationLog(const Options &options, const Emulator &emulator) {
+  if (options.calibrationLog.empty())
+    return;
+  const format::KVCacheConfig &kv = emulator.config().kvCache;
+  std::vector<uint64_t> words = emulator.words(format::kKVCalibrationBuffer);
+  if (!kv.coldBits || words.empty())
+    die("--calibration-log needs an engine with a quantized KV cache");
+  std::string error;
+  if (!format::writeTextFileAtomic(
+          options.calibrationLog, format::kvCalibrationJson(kv, words), &error))
+    die(error);
+  std::fputs(format::kvCalibrationSummary(kv, words).c_str(), stderr);
+}
+
+int main(int argc, char **argv) {
+  Options options = parseArgs(argc, argv);
+  char dirTemplate[] = "/tmp/sits-emulate-XXXXXX";
+  if (!mkdtemp(dirTemplate))
+    die("cannot create a temporary folder");
+  std::string dir = dirTemplate;
+  std::string object = compileKernels(options.cuda, dir);
+  Emulator emulator(options, object);
+  std::system(("rm -rf '" + dir + "'").c_str()); // the object stays mapped
+
+  const auto &prompts = options.tokens;
+  uint32_t batch = static_cast<uint32_t>(prompts.size());
+  if (options.mode == "score") {
+    size_t length = prompts[0].size();
+    for (const auto &p : prompts)
+      if (p.size() != length)
+        die("score needs sequences of one length");
+    if (options.prefill < 1 || size_t(options.prefill) > length)
+      die("--prefill must be between 1 and the sequence length");
+    size_t positions = length - options.prefill + 1;
+    uint32_t vocab = emulator.config().vocabSize;
+    std::vector<float> out(batch * positions * vocab);
+    auto store = [&](size_t position,
+                     const std::vector<std::vector<float>> &rows) {
+      for (uint32_t b = 0; b < batch; ++b)
+        std::copy(rows[b].begin(), rows[b].end(),
+                  out.begin() + (b * positions + position) * vocab);
+    };
+    std::vector<std::vector<int32_t>> prefix;
+    for (const auto &p : prompts)
+      prefix.emplace_back(p.begin(), p.begin() + options.prefill);
+    store(0, emulator.prefill(prefix));
+    for (size_t i = options.prefill; i < length; ++i) {
+      std::vector<int32_t> step;
+      for (const auto &p : prompts)
+        step.push_back(p[i]);
+      store(i - options.prefill + 1,
+            emulator.decode(step, std::vector<bool>(batch, true)));
+    }
+    writeNpy(options.out, out, {batch, positions, vocab});
+    writeCalibrationLog(options, emulator);
+    emulator.printTvcCounters();
+    return 0;
+  }
+
+  std::vector<std::vector<int32_t>> generated(batch);
+  std::vector<std::vector<float>> rows = emulator.prefill(prompts);
+  std::vector<int32_t> next(batch);
+  for (int64_t step = 0; step < options.maxNewTokens; ++step) {
+    for (uint32_t b = 0; b < batch; ++b) {
+      next[b] = argmax(rows[b]);
+      generated[b].push_back(next[b]);
+    }
+    if (step + 1 < options.maxNewTokens)
+      rows = emulator.decode(next, std::vector<bool>(batch, true));
+  }
+  for (uint32_t b = 0; b < batch; ++b) {
+    std::printf("tokens[%u]:", b);
+    for (int32_t t : generated[b])
+      std::printf(" %d", t);
+    std::printf("\n");
+  }
+  writeCalibrationLog(options, emulator);
+  emulator.printTvcCounters();
+  return 0;
+}

@@ -1,0 +1,128 @@
+//===- ChooseOperandLayout.cpp - GEMV inputs written as mma operands ------===//
+//
+// The quantized tensor-core GEMV rounds its input x to the engine's 16-bit
+// type in the order of its mma operands. When every reader of a value is
+// such a GEMV, its producer can write exactly that instead of f32: the
+// GEMVs then load half the bytes of x and convert nothing, with the same
+// rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/cuda/Launches.h"
+#include "backends/cuda/transforms/FusionUtils.h"
+#include "backends/cuda/transforms/Passes.h"
+#include "passes/Audit.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace sits::kernel {
+#define GEN_PASS_DEF_CHOOSEOPERANDLAYOUT
+#include "backends/cuda/transforms/Passes.h.inc"
+} // namespace sits::kernel
+
+using namespace mlir;
+using namespace sits;
+using namespace sits::kernel;
+
+namespace {
+
+struct ChooseOperandLayoutPass
+    : public sits::kernel::impl::ChooseOperandLayoutBase<
+          ChooseOperandLayoutPass> {
+  using ChooseOperandLayoutBase::ChooseOperandLayoutBase;
+
+  void runOnOperation() override {
+    PassAudit audit(&getContext(), getArgument(), {"norms", "gated"});
+    type = parseWeightTypeOption(weightType);
+    for (RMSNormOp norm : getUnfusedDecodeNorms(getOperation()))
+      chooseForNorm(norm, audit);
+    getOperation().walk([&](func::FuncOp func) {
+      if (!isDecodeProgram(func))
+        return;
+      func.walk([&](LaunchOp launch) {
+        if (launch.getFusion() == FusionKind::GatedLinear)
+          chooseForGated(launch, audit);
+      });
+    });
+  }
+
+  /// The level bits of the quantized weights of every reader of `value`
+  /// when each is a decode GEMV that reads its input as 16-bit operands,
+  /// all of the same bits; else 0.
+  int getOperandBits(Value value) {
+    auto valueType = dyn_cast<RankedTensorType>(value.getType());
+    if (targetSm < 80 || type == format::DType::F32 || !valueType ||
+        valueType.getRank() != 3 || valueType.isDynamicDim(2))
+      return 0;
+    const int64_t k = valueType.getDimSize(2);
+    int bits = 0;
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      Value weight;
+      if (auto linear = dyn_cast<LinearOp>(user);
+          linear && &use == &linear.getInputMutable())
+        weight = linear.getWeight();
+      else if (auto head = dyn_cast<LMHeadOp>(user);
+               head && &use == &head.getInputMutable())
+        weight = head.getWeight();
+      else
+        return 0;
+      auto [userBits, group] = getQuantKey(weight);
+      if (!codegen::quantGemvReadsHalfOperands(userBits, group, k) ||
+          (bits && userBits != bits))
+        return 0;
+      bits = static_cast<int>(userBits);
+    }
+    return bits;
+  }
+
+  void chooseForNorm(RMSNormOp norm, PassAudit &audit) {
+    auto weight = dyn_cast<ShapedType>(norm.getWeight().getType());
+    auto input = dyn_cast<RankedTensorType>(norm.getInput().getType());
+    if (!weight || weight.getRank() != 1 || !input || input.getRank() != 3 ||
+        input.getDimSize(2) != weight.getDimSize(0))
+      return;
+    int bits = getOperandBits(norm.getResult());
+    if (!bits)
+      return;
+    LaunchOp launch = formLaunch(FusionKind::Norm, {norm}, norm);
+    launch.setOutputOperandBits(static_cast<uint64_t>(bits));
+    audit.add("norms");
+    audit.change(norm.getLoc(), "sits.rms_norm",
+                 "kernel.launch <norm> {output_operand_bits = " +
+                     std::to_string(bits) + "}",
+                 "every reader is a tensor-core GEMV over " +
+                     std::to_string(bits) + "-bit weights");
+  }
+
+  void chooseForGated(LaunchOp launch, PassAudit &audit) {
+    SmallVector<LinearOp> linears = launch.getOpsOfType<LinearOp>();
+    SmallVector<GLUOp> glus = launch.getOpsOfType<GLUOp>();
+    if (linears.empty() || glus.size() != 1)
+      return;
+    LinearOp gate = linears.front();
+    auto input = dyn_cast<RankedTensorType>(gate.getInput().getType());
+    auto [bits, group] = getQuantKey(gate.getWeight());
+    if (!input || input.getRank() != 3 || input.isDynamicDim(2) ||
+        !codegen::decodeGemvOnTensorCores(targetSm >= 80, type,
+                                          input.getDimSize(2)) ||
+        !codegen::quantGemvOnTensorCores(bits, group, input.getDimSize(2),
+                                         /*gated=*/true))
+      return;
+    Value result = launch.getResultFor(glus.front().getResult());
+    int outBits = result ? getOperandBits(result) : 0;
+    if (!outBits)
+      return;
+    launch.setOutputOperandBits(static_cast<uint64_t>(outBits));
+    audit.add("gated");
+    audit.change(launch.getLoc(), "kernel.launch <gated_linear>",
+                 "kernel.launch <gated_linear> {output_operand_bits = " +
+                     std::to_string(outBits) + "}",
+                 "every reader of act(gate) * up is a tensor-core GEMV over " +
+                     std::to_string(outBits) + "-bit weights");
+  }
+
+  format::DType type = format::DType::F16;
+};
+
+} // namespace
