@@ -27,14 +27,21 @@ def main():
         sys.exit(f"cannot load {path} ({error.code.name}): {error}")
 
     if tokenizer.has_chat_template:
-        reply = engine.chat([{"role": "user", "content": message}],
-                            max_new_tokens=128, temperature=0.7, top_p=0.9,
-                            seed=1)
+        messages = [{"role": "user", "content": message}]
+        # The KV cache holds the prompt and the reply.
+        prompt = tokenizer.apply_chat_template(messages,
+                                               add_generation_prompt=True)
+        reply = engine.chat(messages,
+                            max_new_tokens=min(128, engine.max_seq_len -
+                                               len(prompt)),
+                            temperature=0.7, top_p=0.9, seed=1)
         print(reply.text)
         print(f"[{reply.finish_reason}] {reply.stats}", file=sys.stderr)
     else:
         # No chat template: the message is a prompt to continue, streamed.
-        stream = engine.stream(message, max_new_tokens=128, stop=["\n\n"])
+        budget = engine.max_seq_len - len(tokenizer.encode(message))
+        stream = engine.stream(message, max_new_tokens=min(128, budget),
+                               stop=["\n\n"])
         for piece in stream:
             print(piece, end="", flush=True)
         print()

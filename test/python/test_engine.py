@@ -93,7 +93,7 @@ def test_engine_properties(engine, tiny_folder):
 def test_generate_matches_sits_run(engine, tiny_engine, prompt):
     result = engine.generate(prompt, max_new_tokens=12, ignore_eos=True)
     prompt_ids, ids, stdout = sits_run_ids(tiny_engine, "--prompt", prompt,
-                                           "--max-new-tokens=12",
+                                           "--max-new-tokens", "12",
                                            "--ignore-eos")
     assert result.prompt_token_ids == prompt_ids
     assert result.token_ids == ids
@@ -178,7 +178,7 @@ def test_chat_uses_the_template(engine, tiny_engine):
     assert result.prompt_token_ids == expected
     prompt_ids, ids, _ = sits_run_ids(tiny_engine, "--system", "Be brief.",
                                       "--chat", "Hello!",
-                                      "--max-new-tokens=8", "--ignore-eos")
+                                      "--max-new-tokens", "8", "--ignore-eos")
     assert prompt_ids == expected and ids == result.token_ids
 
 
@@ -186,7 +186,7 @@ def test_sits_run_stop_and_chat_errors(engine, tiny_engine, bare_engine):
     whole = engine.generate(PROMPTS[0], max_new_tokens=24, ignore_eos=True)
     stop = whole.text[len(whole.text) // 2:len(whole.text) // 2 + 2]
     run = subprocess.run([tool("sits-run"), str(tiny_engine), "--prompt",
-                          PROMPTS[0], "--max-new-tokens=24", "--ignore-eos",
+                          PROMPTS[0], "--max-new-tokens", "24", "--ignore-eos",
                           "--stop", stop, "--print-ids"], capture_output=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.decode().rstrip("\n") == whole.text[:whole.text.index(
@@ -224,8 +224,12 @@ def test_request_errors(engine, bare_engine):
         engine.generate(3.5)
     bare = open_engine(bare_engine)
     assert bare.tokenizer is None
-    assert len(bare.generate([1, 2, 3], max_new_tokens=4,
-                             ignore_eos=True).token_ids) == 4
+    ids = bare.generate([1, 2, 3], max_new_tokens=4, ignore_eos=True)
+    assert len(ids.token_ids) == 4 and ids.text == ""
+    assert ids.finish_reason == "length"
+    with pytest.raises(sits.Error) as error:
+        bare.generate([1, 2, 3], stop=["x"])
+    assert error.value.code == sits.ErrorCode.NoTokenizer
     with pytest.raises(sits.Error) as error:
         bare.generate("text needs a tokenizer")
     assert error.value.code == sits.ErrorCode.NoTokenizer
@@ -241,7 +245,7 @@ def test_trained_model_writes_what_sits_run_writes(tmp_path_factory):
     prompt = "def main(argv):\n    parser = "
     result = engine.generate(prompt, max_new_tokens=48)
     prompt_ids, ids, stdout = sits_run_ids(path, "--prompt", prompt,
-                                           "--max-new-tokens=48")
+                                           "--max-new-tokens", "48")
     assert (result.prompt_token_ids, result.token_ids) == (prompt_ids, ids)
     assert stdout.rstrip("\n") == result.text.rstrip("\n")
     assert "argparse" in result.text or len(result.text) > 20

@@ -13,6 +13,7 @@
 #if SITS_PYTHON_HAS_CUDA
 #include "sits/Runtime.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -165,6 +166,29 @@ std::vector<Generation> toGenerations(const TextResult &result,
   return out;
 }
 
+/// An engine without a tokenizer generates ids only: the texts stay empty,
+/// and stop strings (which need text) are refused.
+TextResult generateIds(Session &session,
+                       const std::vector<std::vector<int32_t>> &prompts,
+                       const TextGenerateParams &params) {
+  if (!params.stop.empty())
+    throw Error(ErrorCode::NoTokenizer,
+                "stop strings need text: this engine holds no tokenizer");
+  GenerateResult ids = session.generate(prompts, params.generate);
+  const std::vector<int32_t> &eos = session.engine()->config().eosTokenIds;
+  TextResult result;
+  result.text.assign(prompts.size(), "");
+  result.tokens = std::move(ids.tokens);
+  result.stats = ids.stats;
+  for (const std::vector<int32_t> &tokens : result.tokens)
+    result.finishReasons.push_back(
+        params.generate.stopAtEos && !tokens.empty() &&
+                std::find(eos.begin(), eos.end(), tokens.back()) != eos.end()
+            ? FinishReason::EndOfSequence
+            : FinishReason::Length);
+  return result;
+}
+
 /// Runs a generation now (the GIL released): a Generation, or a list of
 /// them for a batch.
 py::object generateNow(const std::shared_ptr<EngineHolder> &h,
@@ -174,7 +198,9 @@ py::object generateNow(const std::shared_ptr<EngineHolder> &h,
   {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> busy(h->busy);
-    result = sessionOf(*h).generateText(prompts.ids, params);
+    result = h->engine->tokenizer()
+                 ? sessionOf(*h).generateText(prompts.ids, params)
+                 : generateIds(sessionOf(*h), prompts.ids, params);
   }
   std::vector<Generation> out = toGenerations(result, prompts);
   if (prompts.batched)
