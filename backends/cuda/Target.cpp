@@ -3,6 +3,8 @@
 #include "backends/cuda/Target.h"
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 
 namespace sits::codegen {
 
@@ -90,6 +92,71 @@ std::optional<std::vector<uint32_t>> parseBatchBuckets(const std::string &text,
     start = comma + 1;
   }
   return buckets;
+}
+
+std::optional<CodegenOptions>
+parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
+                    const std::set<std::string> &given) {
+  CodegenOptions options{CodegenOptions::FromValues()};
+  std::optional<Target> target = parseTarget(values.target, error);
+  if (!target)
+    return std::nullopt;
+  options.target = *target;
+  std::optional<format::DType> weightType =
+      parseWeightType(values.dtype, error);
+  if (!weightType)
+    return std::nullopt;
+  options.weightType = *weightType;
+  if (!values.batchBuckets.empty()) {
+    std::optional<std::vector<uint32_t>> buckets =
+        parseBatchBuckets(values.batchBuckets, error);
+    if (!buckets)
+      return std::nullopt;
+    options.batchBuckets = std::move(*buckets);
+  }
+  // The default, 0, lets the planner choose (min(512, max_seq_len)).
+  if ((given.count("max-prefill-tokens") || values.maxPrefillTokens != 0) &&
+      (values.maxPrefillTokens < 1 ||
+       values.maxPrefillTokens > (int64_t{1} << 24))) {
+    *error = "--max-prefill-tokens must be between 1 and 16777216, got " +
+             std::to_string(values.maxPrefillTokens);
+    return std::nullopt;
+  }
+  options.maxPrefillTokens = values.maxPrefillTokens;
+  options.fuseNorms = values.normFusion;
+  if (values.gemvQuantTiles != 1 && values.gemvQuantTiles != 2 &&
+      values.gemvQuantTiles != 4) {
+    *error = "--gemv-quant-tiles must be 1, 2 or 4, got " +
+             std::to_string(values.gemvQuantTiles);
+    return std::nullopt;
+  }
+  options.quantGemvTiles = values.gemvQuantTiles;
+  if (values.decodeSplitKeys != 0 &&
+      (values.decodeSplitKeys < 64 || values.decodeSplitKeys > 4096 ||
+       values.decodeSplitKeys % 64 != 0)) {
+    *error = "--decode-split-keys must be 0 or a multiple of 64 from 64 to "
+             "4096, got " +
+             std::to_string(values.decodeSplitKeys);
+    return std::nullopt;
+  }
+  options.decodeSplitKeys = values.decodeSplitKeys;
+  return options;
+}
+
+const CodegenOptions &CodegenOptions::getDefault() {
+  static const CodegenOptions defaults = [] {
+    std::string error;
+    std::optional<CodegenOptions> parsed =
+        parseCodegenOptions(CodegenOptionValues(), &error);
+    if (!parsed) {
+      // A default of CodegenOptions.td that its own check refuses.
+      std::fprintf(stderr, "sits: bad default code generation option: %s\n",
+                   error.c_str());
+      std::abort();
+    }
+    return *parsed;
+  }();
+  return defaults;
 }
 
 } // namespace sits::codegen

@@ -1,7 +1,8 @@
 //===- Target.h - Code generation options: GPU target, storage types ------===//
 //
-// The options `sitsc` passes to the code generator, parsed and checked here
-// so that the driver and the tests share one definition.
+// The options `sitsc` passes to the code generator, declared once in
+// CodegenOptions.td, parsed and checked here so that the driver, the fusion
+// passes and the tests share one definition.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,31 +48,66 @@ const char *weightTypeName(format::DType type);
 std::optional<std::vector<uint32_t>> parseBatchBuckets(const std::string &text,
                                                        std::string *error);
 
-/// What the code generator is asked to build.
+/// The code generator's options as given: one member per record of
+/// CodegenOptions.td, of its type and default (sitsc's flags, as text where
+/// CodegenOptions parses them).
+struct CodegenOptionValues {
+#define SITS_CODEGEN_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUE_DESC, HELP)      \
+  TYPE FIELD = DEFAULT;
+#include "backends/cuda/CodegenOptions.inc"
+};
+
+/// What the code generator is asked to build. The defaults are those of
+/// CodegenOptions.td (CodegenOptionValues()).
 struct CodegenOptions {
-  Target target;
+  CodegenOptions() = default;
+
+  Target target = getDefault().target;
   /// Storage type of the matrices (linear, embedding, LM head) and of the KV
   /// cache. Vectors (norm weights, biases) and RoPE tables stay f32.
-  format::DType weightType = format::DType::F16;
+  format::DType weightType = getDefault().weightType;
   /// Tokens per sequence in one prefill chunk; 0: min(512, max_seq_len).
-  int64_t maxPrefillTokens = 0;
+  int64_t maxPrefillTokens = getDefault().maxPrefillTokens;
   /// Decode CUDA-graph batch sizes; empty: the runtime's default.
-  std::vector<uint32_t> batchBuckets;
+  std::vector<uint32_t> batchBuckets = getDefault().batchBuckets;
   /// Fuse decode rms_norms into the GEMV that reads them (Planner.cpp).
   /// Off by default: the fused GEMVs ran at a third to a half of the plain
   /// ones' bandwidth on the H200 (docs/performance.md).
-  bool fuseNorms = false;
+  bool fuseNorms = getDefault().fuseNorms;
   /// 16-row tiles per item of the quantized tensor-core decode GEMVs (1, 2
   /// or 4; the LM head picks its own): more tiles feed each load of x to
   /// more rows (x is read per 32 int4 levels), at the cost of shared
   /// memory (sitsc --gemv-quant-tiles, an experiment: 1 is what was
   /// measured).
-  int64_t quantGemvTiles = 1;
+  int64_t quantGemvTiles = getDefault().quantGemvTiles;
   /// Keys per block of the split-K decode attention kernels (a multiple of
   /// 64; sitsc --decode-split-keys, an experiment); 0: 256, fewer for small
   /// caches (decodeSplitOf).
-  int64_t decodeSplitKeys = 0;
+  int64_t decodeSplitKeys = getDefault().decodeSplitKeys;
+
+private:
+  /// CodegenOptionValues() parsed once.
+  static const CodegenOptions &getDefault();
+  struct FromValues {};
+  /// Every member set here: their initializers above would ask getDefault.
+  explicit CodegenOptions(FromValues)
+      : target(), weightType(format::DType::F16), maxPrefillTokens(0),
+        batchBuckets(), fuseNorms(false), quantGemvTiles(0),
+        decodeSplitKeys(0) {}
+  friend std::optional<CodegenOptions>
+  parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
+                      const std::set<std::string> &given);
 };
+
+/// Checks and parses the options as given: the one place their values are
+/// checked. `given` names the options given explicitly (their flags without
+/// dashes): a default may be a value that cannot be given, as
+/// max-prefill-tokens' 0 (the planner chooses). On error, returns nullopt
+/// and sets `error` to a message naming the option ("--gemv-quant-tiles
+/// must be 1, 2 or 4, got 3").
+std::optional<CodegenOptions>
+parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
+                    const std::set<std::string> &given = {});
 
 } // namespace sits::codegen
 

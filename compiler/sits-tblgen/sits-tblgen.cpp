@@ -5,6 +5,9 @@
 //
 //   SITS_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUE_DESC, HELP)
 //
+// -gen-codegen-options lists those of class CodegenOption
+// (backends/cuda/CodegenOptions.td) the same way, as SITS_CODEGEN_OPTION.
+//
 // FIELD is the C++ member name, TYPE its type, NAME the flag ("max-seq-len"),
 // DEFAULT a C++ expression, VALUE_DESC and HELP string literals. The passes
 // read the same records through mlir-tblgen, so PipelineOptions, sitsc's
@@ -28,12 +31,15 @@ using namespace llvm;
 
 namespace {
 
-enum class Action { GenPipelineOptions };
+enum class Action { GenPipelineOptions, GenCodegenOptions };
 
 cl::opt<Action> action(
     cl::desc("Action to perform:"),
     cl::values(clEnumValN(Action::GenPipelineOptions, "gen-pipeline-options",
                           "List the PipelineOption records as X-macro "
+                          "entries"),
+               clEnumValN(Action::GenCodegenOptions, "gen-codegen-options",
+                          "List the CodegenOption records as X-macro "
                           "entries")),
     cl::Required);
 
@@ -43,24 +49,26 @@ void emitStringLiteral(StringRef text, raw_ostream &os) {
   os << '"';
 }
 
-bool emitPipelineOptions(raw_ostream &os, const RecordKeeper &records) {
-  emitSourceFileHeader("The options of the sits pipeline", os, records);
+/// Lists the records of class `className` as `macro(...)` entries.
+bool emitOptions(raw_ostream &os, const RecordKeeper &records, StringRef title,
+                 StringRef className, StringRef macro) {
+  emitSourceFileHeader(title, os, records);
   // Declaration order, not the name order records are kept in: the order
-  // of PipelineOptions' members and of `--help` for the pipeline.
+  // of the options' members and of `--help`.
   std::vector<const Record *> options(
-      records.getAllDerivedDefinitions("PipelineOption"));
+      records.getAllDerivedDefinitions(className));
   llvm::sort(options, [](const Record *a, const Record *b) {
     return a->getID() < b->getID();
   });
-  os << "#ifndef SITS_PIPELINE_OPTION\n"
-     << "#error \"define SITS_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, "
-        "VALUE_DESC, HELP) first\"\n"
+  os << "#ifndef " << macro << "\n"
+     << "#error \"define " << macro
+     << "(FIELD, TYPE, NAME, DEFAULT, VALUE_DESC, HELP) first\"\n"
      << "#endif\n\n";
   for (const Record *option : options) {
     StringRef defaultValue = option->getValueAsString("defaultValue");
     if (defaultValue.empty())
-      PrintFatalError(option, "a pipeline option needs a default");
-    os << "SITS_PIPELINE_OPTION(" << option->getValueAsString("cppName") << ", "
+      PrintFatalError(option, "an option needs a default");
+    os << macro << "(" << option->getValueAsString("cppName") << ", "
        << option->getValueAsString("type") << ", ";
     emitStringLiteral(option->getValueAsString("argument"), os);
     os << ", " << defaultValue << ", ";
@@ -69,14 +77,18 @@ bool emitPipelineOptions(raw_ostream &os, const RecordKeeper &records) {
     emitStringLiteral(option->getValueAsString("description"), os);
     os << ")\n";
   }
-  os << "\n#undef SITS_PIPELINE_OPTION\n";
+  os << "\n#undef " << macro << "\n";
   return false;
 }
 
 bool emit(raw_ostream &os, const RecordKeeper &records) {
   switch (action) {
   case Action::GenPipelineOptions:
-    return emitPipelineOptions(os, records);
+    return emitOptions(os, records, "The options of the sits pipeline",
+                       "PipelineOption", "SITS_PIPELINE_OPTION");
+  case Action::GenCodegenOptions:
+    return emitOptions(os, records, "The options of the code generator",
+                       "CodegenOption", "SITS_CODEGEN_OPTION");
   }
   return true;
 }

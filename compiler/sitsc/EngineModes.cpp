@@ -34,48 +34,12 @@ cl::opt<bool> inspectVerbose(
     "inspect-verbose",
     cl::desc("With --inspect: also list every buffer, launch and the metadata"),
     cl::init(false), cl::cat(sits::sitsc::getCategory()));
-cl::opt<std::string> targetName(
-    "target",
-    cl::desc("GPU architecture of the kernels: sm_90a (default, H100/H200), "
-             "sm_90, sm_89, sm_80, ..."),
-    cl::init("sm_90a"), cl::value_desc("sm_XY"),
-    cl::cat(sits::sitsc::getCategory()));
-cl::opt<std::string> dtypeName(
-    "dtype",
-    cl::desc("Storage type of the weights and the KV cache: fp16 (default), "
-             "bf16 or fp32"),
-    cl::init("fp16"), cl::value_desc("type"),
-    cl::cat(sits::sitsc::getCategory()));
 cl::opt<bool> force("force", cl::desc("Replace the engine file if it exists"),
                     cl::init(false), cl::cat(sits::sitsc::getCategory()));
 cl::opt<unsigned> writerThreads(
     "threads",
     cl::desc("Threads that read, convert, hash and write the weights "
              "(default 0: one per CPU sitsc may run on)"),
-    cl::init(0), cl::cat(sits::sitsc::getCategory()));
-cl::opt<int64_t> maxPrefillTokens(
-    "max-prefill-tokens",
-    cl::desc("Tokens per sequence in one prefill chunk (default: 512, at "
-             "most --max-seq-len)"),
-    cl::init(0), cl::cat(sits::sitsc::getCategory()));
-cl::opt<bool> normFusion(
-    "norm-fusion",
-    cl::desc("Normalize in the decode GEMV that reads each rms_norm instead "
-             "of a launch of its own (measured slower on the H200: "
-             "docs/performance.md)"),
-    cl::init(false), cl::cat(sits::sitsc::getCategory()));
-cl::opt<int64_t> gemvQuantTiles(
-    "gemv-quant-tiles",
-    cl::desc("16-row tiles per item of the int8/int4 decode GEMVs: 1 "
-             "(default, what was measured), 2 or 4 (an experiment: each load "
-             "of x feeds more rows; at most what fits in shared memory)"),
-    cl::init(1), cl::cat(sits::sitsc::getCategory()));
-cl::opt<int64_t> decodeSplitKeys(
-    "decode-split-keys",
-    cl::desc("Keys per block of the split-K decode attention: 0 (default: "
-             "256, fewer for small caches) or a multiple of 64 from 64 to "
-             "4096 (an experiment: fewer, longer splits give each warp more "
-             "tiles and the combine fewer partials, with fewer blocks)"),
     cl::init(0), cl::cat(sits::sitsc::getCategory()));
 cl::opt<std::string> tokenizerFolder(
     "tokenizer",
@@ -89,27 +53,40 @@ cl::opt<bool> noTokenizer(
     "no-tokenizer",
     cl::desc("Store no tokenizer: the engine takes and returns token ids"),
     cl::init(false), cl::cat(sits::sitsc::getCategory()));
-cl::opt<std::string> batchBuckets(
-    "batch-buckets",
-    cl::desc("Decode batch sizes to capture CUDA graphs for, e.g. 1,2,4,8 "
-             "(default: the runtime's)"),
-    cl::value_desc("list"), cl::cat(sits::sitsc::getCategory()));
+
+// The code generator's options: declared in backends/cuda/CodegenOptions.td.
+#define SITS_CODEGEN_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUE_DESC, HELP)      \
+  cl::opt<TYPE> FIELD##Flag(NAME, cl::desc(HELP), cl::init(DEFAULT),           \
+                            cl::value_desc(VALUE_DESC),                        \
+                            cl::cat(sits::sitsc::getCategory()));
+#include "backends/cuda/CodegenOptions.inc"
+
+/// The code generator's options as given on the command line.
+codegen::CodegenOptionValues getCodegenOptionValues() {
+  codegen::CodegenOptionValues values;
+#define SITS_CODEGEN_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUE_DESC, HELP)      \
+  values.FIELD = FIELD##Flag;
+#include "backends/cuda/CodegenOptions.inc"
+  return values;
+}
+
+/// The code generator's options given on the command line, by name.
+std::set<std::string> getGivenCodegenOptions() {
+  std::set<std::string> given;
+#define SITS_CODEGEN_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUE_DESC, HELP)      \
+  if (FIELD##Flag.getNumOccurrences())                                         \
+    given.insert(NAME);
+#include "backends/cuda/CodegenOptions.inc"
+  return given;
+}
 
 } // namespace
 
 /// The code generation options from the command line (already validated).
 codegen::CodegenOptions sits::sitsc::getCodegenOptions() {
   std::string error;
-  codegen::CodegenOptions options;
-  options.target = *codegen::parseTarget(targetName, &error);
-  options.weightType = *codegen::parseWeightType(dtypeName, &error);
-  options.maxPrefillTokens = maxPrefillTokens;
-  options.fuseNorms = normFusion;
-  options.quantGemvTiles = gemvQuantTiles;
-  options.decodeSplitKeys = decodeSplitKeys;
-  if (!batchBuckets.empty())
-    options.batchBuckets = *codegen::parseBatchBuckets(batchBuckets, &error);
-  return options;
+  return *codegen::parseCodegenOptions(getCodegenOptionValues(), &error,
+                                       getGivenCodegenOptions());
 }
 
 namespace {
@@ -281,29 +258,14 @@ int sits::sitsc::inspectEngine(llvm::StringRef path) {
 
 std::optional<std::string> sits::sitsc::validateEngineOptions() {
   std::string error;
-  if (!codegen::parseTarget(targetName, &error) ||
-      !codegen::parseWeightType(dtypeName, &error))
-    return error;
-  if (!batchBuckets.empty() &&
-      !codegen::parseBatchBuckets(batchBuckets, &error))
+  if (!codegen::parseCodegenOptions(getCodegenOptionValues(), &error,
+                                    getGivenCodegenOptions()))
     return error;
   if (noTokenizer && !tokenizerFolder.empty())
     return "give at most one of --tokenizer and --no-tokenizer";
   if (!tokenizerFolder.empty() &&
       !llvm::sys::fs::is_directory(tokenizerFolder.getValue()))
     return "--tokenizer: '" + tokenizerFolder + "' is not a directory";
-  if (maxPrefillTokens.getNumOccurrences() &&
-      (maxPrefillTokens < 1 || maxPrefillTokens > (int64_t{1} << 24)))
-    return "--max-prefill-tokens must be between 1 and 16777216, got " +
-           std::to_string(maxPrefillTokens);
-  if (gemvQuantTiles != 1 && gemvQuantTiles != 2 && gemvQuantTiles != 4)
-    return "--gemv-quant-tiles must be 1, 2 or 4, got " +
-           std::to_string(gemvQuantTiles);
-  if (decodeSplitKeys != 0 && (decodeSplitKeys < 64 || decodeSplitKeys > 4096 ||
-                               decodeSplitKeys % 64 != 0))
-    return "--decode-split-keys must be 0 or a multiple of 64 from 64 to "
-           "4096, got " +
-           std::to_string(decodeSplitKeys);
   return std::nullopt;
 }
 
@@ -380,6 +342,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   source.sha256 =
       format::sha256((*input)->getBufferStart(), (*input)->getBufferSize());
   hashTimer.stop();
+  // The options given, each but the first ones only when not the default.
+  codegen::CodegenOptionValues given = getCodegenOptionValues();
+  const codegen::CodegenOptionValues defaults;
   source.sitscOptions =
       "--target=" + codegenOptions.target.getName() +
       " --dtype=" + codegen::weightTypeName(codegenOptions.weightType) +
@@ -387,13 +352,14 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       " --max-batch=" + std::to_string(options.maxBatch) +
       " --max-prefill-tokens=" +
       std::to_string(planned->model.maxPrefillTokens) +
-      (batchBuckets.empty() ? "" : " --batch-buckets=" + batchBuckets) +
-      (normFusion ? " --norm-fusion" : "") +
-      (gemvQuantTiles != 1
-           ? " --gemv-quant-tiles=" + std::to_string(gemvQuantTiles)
+      (given.batchBuckets.empty() ? ""
+                                  : " --batch-buckets=" + given.batchBuckets) +
+      (given.normFusion ? " --norm-fusion" : "") +
+      (given.gemvQuantTiles != defaults.gemvQuantTiles
+           ? " --gemv-quant-tiles=" + std::to_string(given.gemvQuantTiles)
            : std::string()) +
-      (decodeSplitKeys != 0
-           ? " --decode-split-keys=" + std::to_string(decodeSplitKeys)
+      (given.decodeSplitKeys != defaults.decodeSplitKeys
+           ? " --decode-split-keys=" + std::to_string(given.decodeSplitKeys)
            : std::string()) +
       (options.weights == "fp16"
            ? ""

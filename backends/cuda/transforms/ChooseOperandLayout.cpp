@@ -33,7 +33,8 @@ struct ChooseOperandLayoutPass
 
   void runOnOperation() override {
     PassAudit audit(&getContext(), getArgument(), {"norms", "gated"});
-    type = parseWeightTypeOption(weightType);
+    type = parseWeightTypeOption(dtype);
+    targetSm = parseTargetSmOption(target);
     for (RMSNormOp norm : getUnfusedDecodeNorms(getOperation()))
       chooseForNorm(norm, audit);
     getOperation().walk([&](func::FuncOp func) {
@@ -123,6 +124,7 @@ struct ChooseOperandLayoutPass
   }
 
   format::DType type = format::DType::F16;
+  unsigned targetSm = 90;
 };
 
 } // namespace

@@ -28,7 +28,7 @@ struct FuseNormsPass : public sits::kernel::impl::FuseNormsBase<FuseNormsPass> {
 
   void runOnOperation() override {
     PassAudit audit(&getContext(), getArgument(), {"norms"});
-    if (!enable)
+    if (!normFusion)
       return;
     for (RMSNormOp norm : getUnfusedDecodeNorms(getOperation()))
       fuse(norm, audit);
@@ -41,8 +41,8 @@ struct FuseNormsPass : public sits::kernel::impl::FuseNormsBase<FuseNormsPass> {
     auto input = dyn_cast<RankedTensorType>(norm.getInput().getType());
     if (!weight || weight.getRank() != 1 || !input || input.getRank() != 3 ||
         input.isDynamicDim(2) || input.getDimSize(2) != weight.getDimSize(0) ||
-        !codegen::decodeGemvOnTensorCores(targetSm >= 80,
-                                          parseWeightTypeOption(weightType),
+        !codegen::decodeGemvOnTensorCores(parseTargetSmOption(target) >= 80,
+                                          parseWeightTypeOption(dtype),
                                           input.getDimSize(2)))
       return nullptr;
     Operation *reader = nullptr;

@@ -125,3 +125,10 @@ format::DType sits::kernel::parseWeightTypeOption(StringRef name) {
       codegen::parseWeightType(name.str(), &error);
   return type ? *type : format::DType::F16;
 }
+
+unsigned sits::kernel::parseTargetSmOption(StringRef name) {
+  std::string error;
+  std::optional<codegen::Target> target =
+      codegen::parseTarget(name.str(), &error);
+  return target ? target->getSm() : codegen::Target().getSm();
+}

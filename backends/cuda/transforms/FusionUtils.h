@@ -58,6 +58,9 @@ getLocations(llvm::ArrayRef<mlir::Operation *> ops);
 /// --dtype's spelling as a storage type (fp16 when unknown; sitsc checks
 /// the option before the passes run).
 format::DType parseWeightTypeOption(llvm::StringRef name);
+/// --target's compute capability, major * 10 + minor (90 when unknown;
+/// sitsc checks the option before the passes run).
+unsigned parseTargetSmOption(llvm::StringRef name);
 
 } // namespace sits::kernel
 

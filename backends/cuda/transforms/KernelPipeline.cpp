@@ -13,8 +13,16 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   pm.addPass(createFuseResidualLinears());
   pm.addPass(createGroupLinears());
   pm.addPass(createFuseRopeAppend());
-  std::string weightType = codegen::weightTypeName(options.weightType);
-  pm.addPass(
-      createFuseNorms({options.fuseNorms, options.target.getSm(), weightType}));
-  pm.addPass(createChooseOperandLayout({options.target.getSm(), weightType}));
+  // The passes take these as sitsc's flags (backends/cuda/CodegenOptions.td).
+  std::string target = options.target.getName();
+  std::string dtype = codegen::weightTypeName(options.weightType);
+  FuseNormsOptions fuseNorms;
+  fuseNorms.normFusion = options.fuseNorms;
+  fuseNorms.target = target;
+  fuseNorms.dtype = dtype;
+  pm.addPass(createFuseNorms(fuseNorms));
+  ChooseOperandLayoutOptions chooseLayout;
+  chooseLayout.target = target;
+  chooseLayout.dtype = dtype;
+  pm.addPass(createChooseOperandLayout(chooseLayout));
 }

@@ -10,6 +10,7 @@
 #define SITS_CODEGEN_TRANSFORMS_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+include "backends/cuda/CodegenOptions.td"
 
 def FuseGatedLinears : Pass<"kernel-fuse-gated-linears", "mlir::ModuleOp"> {
   let summary = "One launch for a gated MLP's gate and up projections";
@@ -83,19 +84,12 @@ def FuseNorms : Pass<"kernel-fuse-norms", "mlir::ModuleOp"> {
     for it. Prefill's GEMMs read the normalized rows many times, so the
     norm stays a launch there.
 
-    Off unless `enable` (sitsc --fuse-norms): the fused GEMVs measured
+    Off unless `norm-fusion` (as sitsc's): the fused GEMVs measured
     slower on the H200.
 
     Audit: `norms` (fused).
   }];
-  let options = [
-    Option<"enable", "enable", "bool", /*default=*/"false",
-           "Fuse the norms (otherwise the pass changes nothing)">,
-    Option<"targetSm", "target-sm", "unsigned", /*default=*/"90",
-           "The GPU's compute capability (major * 10 + minor)">,
-    Option<"weightType", "weight-type", "std::string", /*default=*/"\"fp16\"",
-           "Storage type of the weights: fp16, bf16 or fp32">
-  ];
+  let options = [NormFusionOption, TargetOption, DTypeOption];
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 
@@ -112,12 +106,7 @@ def ChooseOperandLayout
 
     Audit: `norms`, `gated` (producers that write operands).
   }];
-  let options = [
-    Option<"targetSm", "target-sm", "unsigned", /*default=*/"90",
-           "The GPU's compute capability (major * 10 + minor)">,
-    Option<"weightType", "weight-type", "std::string", /*default=*/"\"fp16\"",
-           "Storage type of the weights: fp16, bf16 or fp32">
-  ];
+  let options = [TargetOption, DTypeOption];
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 

@@ -1,7 +1,7 @@
 // RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout | FileCheck %s
 // RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout --sits-audit-report | FileCheck %s --check-prefix=AUDIT
-// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout="weight-type=fp32" | FileCheck %s --check-prefix=NONE
-// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout="target-sm=75" | FileCheck %s --check-prefix=NONE
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout="dtype=fp32" | FileCheck %s --check-prefix=NONE
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout="target=sm_75" | FileCheck %s --check-prefix=NONE
 
 // At decode, a norm whose readers are all int4 tensor-core GEMVs writes
 // their 16-bit operands (a <norm> launch with output_operand_bits = 4), and

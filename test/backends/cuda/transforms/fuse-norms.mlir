@@ -1,8 +1,8 @@
-// RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms="enable=true" | FileCheck %s
-// RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms="enable=true" --sits-audit-report | FileCheck %s --check-prefix=AUDIT
+// RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms="norm-fusion=true" | FileCheck %s
+// RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms="norm-fusion=true" --sits-audit-report | FileCheck %s --check-prefix=AUDIT
 // RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms | FileCheck %s --check-prefix=OFF
-// RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms="enable=true weight-type=fp32" | FileCheck %s --check-prefix=OFF
-// RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms="enable=true target-sm=75" | FileCheck %s --check-prefix=OFF
+// RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms="norm-fusion=true dtype=fp32" | FileCheck %s --check-prefix=OFF
+// RUN: sits-opt %s --kernel-group-linears --kernel-fuse-norms="norm-fusion=true target=sm_75" | FileCheck %s --check-prefix=OFF
 
 // At decode, a norm whose row one launch reads joins it: the Q/K/V launch,
 // and a lone LM head (which becomes an <lm_head> launch). In prefill, and

@@ -1,0 +1,66 @@
+//===- CodegenOptions.td - The options of the code generator -*- tablegen -*-===//
+//
+// The single declaration of every option of the CUDA code generator: its
+// name, C++ type, default and help. sits-tblgen -gen-codegen-options lists
+// them for sitsc's flags and for `CodegenOptionValues`, whose defaults are
+// those of `CodegenOptions` (Target.h); the fusion passes that take one of
+// them take the record itself as their option (transforms/Passes.td), so
+// that a name, a default or a help text cannot diverge between them. Their
+// values are checked in one place, parseCodegenOptions (Target.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_BACKENDS_CUDA_CODEGENOPTIONS_TD
+#define SITS_BACKENDS_CUDA_CODEGENOPTIONS_TD
+
+include "mlir/Pass/PassBase.td"
+
+// An option of the code generator, of sitsc and of the fusion passes that
+// take it. The help text ends with the default, written once here
+// (`defaultDesc` words it where the value alone would say little);
+// `valueDesc` names the value in --help (`--dtype=<type>`; empty: the
+// type's, `<long>`).
+class CodegenOption<string varName, string arg, string valueType,
+                    string default, string desc, string valueDesc = "",
+                    string defaultDesc = "">
+    : Option<varName, arg, valueType, default,
+             desc # " (default: " #
+                 !if(!empty(defaultDesc), !subst("\"", "", default),
+                     defaultDesc) # ")",
+             !if(!empty(valueDesc), "",
+                 "::llvm::cl::value_desc(\"" # valueDesc # "\")")> {
+  string valueDescription = valueDesc;
+}
+
+def TargetOption : CodegenOption<"target", "target", "std::string",
+    "\"sm_90a\"",
+    "GPU architecture of the kernels: sm_90a (H100/H200), sm_90, sm_89, "
+    "sm_80, ...", "sm_XY">;
+def DTypeOption : CodegenOption<"dtype", "dtype", "std::string", "\"fp16\"",
+    "Storage type of the weights and the KV cache: fp16, bf16 or fp32",
+    "type">;
+def MaxPrefillTokensOption : CodegenOption<"maxPrefillTokens",
+    "max-prefill-tokens", "int64_t", "0",
+    "Tokens per sequence in one prefill chunk, from 1 to --max-seq-len", "",
+    "512, at most --max-seq-len">;
+def BatchBucketsOption : CodegenOption<"batchBuckets", "batch-buckets",
+    "std::string", "\"\"",
+    "Decode batch sizes to capture CUDA graphs for, e.g. 1,2,4,8", "list",
+    "the runtime's">;
+def NormFusionOption : CodegenOption<"normFusion", "norm-fusion", "bool",
+    "false",
+    "Normalize in the decode GEMV that reads each rms_norm instead of a "
+    "launch of its own (measured slower on the H200: docs/performance.md)">;
+def GemvQuantTilesOption : CodegenOption<"gemvQuantTiles",
+    "gemv-quant-tiles", "int64_t", "1",
+    "16-row tiles per item of the int8/int4 decode GEMVs: 1 (what was "
+    "measured), 2 or 4 (an experiment: each load of x feeds more rows; at "
+    "most what fits in shared memory)">;
+def DecodeSplitKeysOption : CodegenOption<"decodeSplitKeys",
+    "decode-split-keys", "int64_t", "0",
+    "Keys per block of the split-K decode attention: 0 (256, fewer for small "
+    "caches) or a multiple of 64 from 64 to 4096 (an experiment: fewer, "
+    "longer splits give each warp more tiles and the combine fewer "
+    "partials, with fewer blocks)">;
+
+#endif // SITS_BACKENDS_CUDA_CODEGENOPTIONS_TD
