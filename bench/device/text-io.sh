@@ -19,6 +19,19 @@ say() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$FINAL/text-io.log"; }
 status=0
 
 say "$(nvidia-smi -L | head -1)"
+# lit and FileCheck for test/runtime's lit tests, from the wheels that
+# bench/device/prepare.sh put in .device/wheels (the machine has no LLVM).
+if ! command -v FileCheck >/dev/null && ls .device/wheels/*.whl >/dev/null 2>&1; then
+  py=$W/litpy tools=$W/littools
+  python3 -m pip install -q --upgrade --no-index --no-deps --target "$py" .device/wheels/*.whl
+  mkdir -p "$tools"
+  printf '#!/bin/sh\nPYTHONPATH=%s exec python3 %s/bin/lit "$@"\n' "$py" "$py" >"$tools/lit"
+  printf '#!/bin/sh\nPYTHONPATH=%s exec python3 -m filecheck "$@"\n' "$py" >"$tools/FileCheck"
+  printf '#!/bin/sh\n"$@"\n[ $? -ne 0 ]\n' >"$tools/not"
+  chmod +x "$tools"/*
+  export LIT=$tools/lit FILECHECK=$tools/FileCheck
+  say "lit and FileCheck: $(PYTHONPATH=$py python3 -c 'import lit; print("lit", lit.__version__)'), Python filecheck"
+fi
 test/runtime/run-gpu-tests.sh "$W/build" 2>&1 | tee -a "$FINAL/text-io.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 for f in gpu-tests.log ctest-gpu.log ctest-cpu.log python.log lit.log; do
@@ -39,7 +52,7 @@ mkdir -p "$tok"
 cp test/runtime/tokenizer/Inputs/llama3-512.json "$tok/tokenizer.json"
 python3 -c "import json, sys; json.dump({'bos_token': '<|begin_of_text|>', 'eos_token': '<|eot_id|>', 'chat_template': open(sys.argv[1]).read()}, open(sys.argv[2], 'w'))" \
   test/runtime/chat/Inputs/templates/llama3.jinja "$tok/tokenizer_config.json"
-sitsc test/models/llama_gqa/model.onnx --tokenizer="$tok" -o "$W/gqa.sits" \
+sitsc test/models/llama_gqa/model.onnx --tokenizer="$tok" -o "$W/gqa.sits" --force \
   --max-seq-len=256 --max-batch=8 | tee -a "$FINAL/text-io.log"
 say "examples/python/chat.py on the installed package"
 (cd /tmp && python3 "$OLDPWD/examples/python/chat.py" "$W/gqa.sits" "Hello there!") \

@@ -28,6 +28,10 @@ SHARED_MODELS = pathlib.Path(
     os.environ.get("SITS_SHARED_MODELS_DIR", TEST_DIR.parent.parent / "shared" /
                    "models"))
 BPE16K = SHARED_MODELS / "llama_bpe16k"
+# An engine of llama_bpe16k compiled elsewhere, for GPU machines that get the
+# model's tokenizer files but not its 45 MB ONNX file
+# (bench/device/bpe16k.sh).
+BPE16K_ENGINE = os.environ.get("SITS_BPE16K_ENGINE")
 
 
 def tool(name):
@@ -83,6 +87,18 @@ def tiny_engine(tmp_path_factory, tiny_folder):
                           MODELS / "llama_gqa" / "model.onnx",
                           "--tokenizer=" + str(tiny_folder),
                           "--dtype=fp32", "--max-seq-len=96", "--max-batch=2")
+
+
+@pytest.fixture(scope="session")
+def bpe16k_engine(tmp_path_factory):
+    """The trained llama_bpe16k model in fp16 with its own tokenizer."""
+    if BPE16K_ENGINE:
+        return pathlib.Path(BPE16K_ENGINE)
+    if not (BPE16K / "model.onnx").exists():
+        pytest.skip("the shared llama_bpe16k model is not here")
+    return compile_engine(tmp_path_factory.mktemp("bpe16k"),
+                          BPE16K / "model.onnx", "--max-seq-len=256",
+                          "--max-batch=1")
 
 
 @pytest.fixture(scope="session")

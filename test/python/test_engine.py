@@ -6,6 +6,7 @@ sits-run on the same engine: the same ids, and the text the tokenizer
 decodes from them.
 """
 
+import json
 import re
 import subprocess
 import sys
@@ -235,20 +236,21 @@ def test_request_errors(engine, bare_engine):
     assert error.value.code == sits.ErrorCode.NoTokenizer
 
 
-@pytest.mark.skipif(not (BPE16K / "model.onnx").exists(),
-                    reason="the shared llama_bpe16k model is not here")
-def test_trained_model_writes_what_sits_run_writes(tmp_path_factory):
-    path = compile_engine(tmp_path_factory.mktemp("bpe16k"),
-                          BPE16K / "model.onnx", "--max-seq-len=256",
-                          "--max-batch=1")
+def test_trained_model_writes_what_sits_run_writes(bpe16k_engine):
+    """The fp16 engine continues greedy.json's prompt (its decoded text) with
+    the reference's 48 greedy tokens, and sits-run writes the same."""
+    greedy = json.loads((BPE16K / "greedy.json").read_text())
+    path = bpe16k_engine
     engine = open_engine(path)
-    prompt = "def main(argv):\n    parser = "
+    prompt = engine.tokenizer.decode(greedy["prompt"])
     result = engine.generate(prompt, max_new_tokens=48)
+    assert result.prompt_token_ids == greedy["prompt"]
+    assert result.token_ids == greedy["greedy"]
     prompt_ids, ids, stdout = sits_run_ids(path, "--prompt", prompt,
                                            "--max-new-tokens", "48")
     assert (result.prompt_token_ids, result.token_ids) == (prompt_ids, ids)
     assert stdout.rstrip("\n") == result.text.rstrip("\n")
-    assert "argparse" in result.text or len(result.text) > 20
+    assert result.text == engine.tokenizer.decode(greedy["greedy"])
 
 
 def test_python_example_runs(tiny_engine):
