@@ -139,48 +139,6 @@ PlannedLaunch planNorm(const NormLaunch &desc) {
   return b.take();
 }
 
-/// gemv.cuh's gemvTensorCoreSharedBytes.
-static int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
-                                         int64_t unroll, int64_t stages) {
-  constexpr int64_t kThreads = 256, kWarps = 8;
-  return 16 * (stages * unroll * mats * tilesPerBlock * 2 * kThreads +
-               kWarps * mats * tilesPerBlock * 32);
-}
-
-/// gemv_quant.cuh's gemvQuantTensorCoreSharedBytes.
-static int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
-                                    int64_t unroll, int64_t stages,
-                                    int64_t groups) {
-  const int64_t table = (2 * mats * tilesPerBlock * 16 * groups + 15) / 16 * 16;
-  return gemvTensorCoreSharedBytes(mats, tilesPerBlock, unroll, stages) +
-         2 * table;
-}
-
-bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k,
-                            bool gated) {
-  constexpr int64_t kTcStages = 3;
-  if (bits != 8 && bits != 4)
-    return false;
-  // A chunk lies in one group, and the per-block scale table fits beside
-  // the ring at two tiles a block.
-  const int64_t mats = gated ? 2 : 1;
-  return group % quantChunkInputs(bits) == 0 &&
-         gemvQuantSharedBytes(mats, 2, std::max<int64_t>(1, 2 / mats),
-                              kTcStages,
-                              (k + group - 1) / group) <= kMaxSharedBytes;
-}
-
-bool quantGemvReadsHalfOperands(int64_t bits, int64_t group, int64_t k) {
-  // Interleaved rows (PlanQuant.cpp) are whole chunks; a gated pair's
-  // shared memory bounds every other reader's.
-  return k % quantChunkInputs(bits) == 0 &&
-         quantGemvOnTensorCores(bits, group, k, /*gated=*/true);
-}
-
-bool decodeGemvOnTensorCores(bool tensorCores, DType weightType, int64_t k) {
-  return tensorCores && weightType != DType::F32 && k % 8 == 0;
-}
-
 PlannedLaunch planLinear(const LinearLaunch &desc) {
   constexpr int64_t kGemvWarps = 4, kTokenTile = 8;
   constexpr int64_t kTile = 64; // gemm.cuh's kGemmTileM and kGemmTileN
@@ -189,19 +147,16 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   const bool quantized = desc.decode && quant.bits != 0;
   const int64_t quantGroups = quantized ? quant.groups(desc.k) : 0;
   const bool gated = desc.epilogue == LinearEpilogue::Glu;
-  // Decode on tensor cores (gemv.cuh's gemvTensorCore): f16/bf16 rows that
-  // are 16-byte aligned, sm_80 and newer; quantized rows also as
-  // quantGemvOnTensorCores says.
+  // The kernel the selection pass chose and the planner checked
+  // (checkLinearKernel).
   const bool tensorGemv =
-      desc.decode &&
-      decodeGemvOnTensorCores(desc.tensorCores, desc.weightType, desc.k) &&
-      (!quantized ||
-       quantGemvOnTensorCores(quant.bits, quant.group, desc.k, gated));
-  constexpr int64_t kTcRows = 16, kTcThreads = 256, kTcStages = 3;
-  // Prefill on tensor cores (gemm.cuh's gemmTensorCore): the same
-  // conditions; 128 x 128 tiles (64 gate and 64 up rows with a GLU).
-  const bool tensorGemm = !desc.decode && desc.tensorCores &&
-                          desc.weightType != DType::F32 && desc.k % 8 == 0;
+      desc.kernel == kernel::KernelKind::GemvTensorCore ||
+      desc.kernel == kernel::KernelKind::GemvQuantTensorCore;
+  constexpr int64_t kTcRows = 16, kTcThreads = 256,
+                    kTcStages = kGemvTensorCoreStages;
+  // Prefill on tensor cores (gemm.cuh's gemmTensorCore): 128 x 128 tiles
+  // (64 gate and 64 up rows with a GLU).
+  const bool tensorGemm = desc.kernel == kernel::KernelKind::GemmTensorCore;
   constexpr int64_t kTcTileM = 128;
   const int64_t tcGemmRows = gated ? 64 : 128;
   std::string family = desc.gatherLast ? "lm_head"
@@ -272,24 +227,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   if (desc.outputOperandBits && !(tensorGemv && gated))
     llvm::report_fatal_error("codegen: only a gate/up GEMV on tensor cores "
                              "writes f16 operands");
-  int64_t tilesPerBlock = 1;
+  const int64_t tilesPerBlock = desc.tiles;
   if (tensorGemv) {
-    // Two tiles per block only when there are plenty of blocks either way
-    // (the LM head): each block reads x once, so fewer, larger blocks read
-    // less of it. Every lane copies 8 pieces of 16 bytes per step.
-    constexpr int64_t kManyBlocks = 4 * 2 * 132;
-    if (!gated && totalTcTiles >= 2 * kManyBlocks)
-      tilesPerBlock = 2;
-    // Quantized GEMVs other than the LM head: the tiles asked for, at most
-    // 4 / mats (a step's copies stay 8 pieces a lane) and what fits.
-    if (quantized && !desc.gatherLast)
-      for (int64_t tiles = std::min<int64_t>(desc.quantTiles, 4 / mats);
-           tiles > 1; tiles /= 2)
-        if (gemvQuantSharedBytes(mats, tiles, 4 / (mats * tiles), kTcStages,
-                                 quantGroups) <= kMaxSharedBytes) {
-          tilesPerBlock = tiles;
-          break;
-        }
     int64_t unroll = 4 / (mats * tilesPerBlock);
     b.constant(segmentFunction("int", "tiles", tcTiles));
     b.intConstant("kTotalTiles", totalTcTiles);

@@ -12,6 +12,7 @@
 #define SITS_BACKENDS_CUDA_LAUNCHES_H
 
 #include "backends/cuda/Plan.h"
+#include "dialects/kernel/KernelDialect.h"
 
 #include <optional>
 
@@ -104,9 +105,10 @@ struct LinearLaunch {
   /// Glu on tensor cores: act(gate) * up goes out as the f16 (bf16) operand
   /// rows of the quantized GEMVs of these level bits that read it; 0: f32.
   int outputOperandBits = 0;
-  /// Tiles per item asked for the quantized tensor-core GEMV
-  /// (CodegenOptions::quantGemvTiles); planLinear takes at most what fits.
-  int64_t quantTiles = 1;
+  /// The kernel and its 16-row tiles per block, as the launch's
+  /// #kernel.config says (selectLinearKernel chose them).
+  kernel::KernelKind kernel = kernel::KernelKind::Gemv;
+  int64_t tiles = 1;
   /// The rms_norm that produces `input` (whose input `input` then is),
   /// fused into the GEMV's load of x: decode GEMVs on tensor cores only
   /// (decodeGemvOnTensorCores).
@@ -118,15 +120,48 @@ struct LinearLaunch {
 };
 PlannedLaunch planLinear(const LinearLaunch &desc);
 
-/// Whether planLinear runs a decode linear with unquantized weights of this
-/// type and input width on tensor cores (gemv.cuh's gemvTensorCore).
+//===- Choosing a linear layer's kernel (LinearKernels.cpp) ---------------===//
+
+/// What decides the kernel of one linear launch, all read off the IR.
+struct LinearShape {
+  bool decode = false;      ///< @decode's GEMVs (and every LM head)
+  bool gatherLast = false;  ///< the LM head
+  bool gated = false;       ///< a gate/up pair with its GLU epilogue
+  bool tensorCores = false; ///< the target has mma.sync (sm_80+)
+  format::DType weightType = format::DType::F16;
+  int64_t k = 0;
+  std::vector<int64_t> segmentRows; ///< output rows of each weight
+  int quantBits = 0;                ///< int8/int4 levels (0: none)
+  int64_t quantGroup = 0;
+  int64_t quantTilesAsked = 1; ///< --gemv-quant-tiles
+};
+
+/// The kernel, its tiles per block, and why (for the audit).
+struct LinearKernelChoice {
+  kernel::KernelKind kernel = kernel::KernelKind::Gemv;
+  int64_t tiles = 1;
+  std::string reason;
+};
+
+/// The fastest kernel that can run `shape`: tensor cores where the weights,
+/// K and the target allow, the quantized GEMV for int8/int4 decode weights
+/// (prefill dequantizes them for the GEMM), more tiles per block where
+/// that reads the input fewer times and fits in shared memory.
+LinearKernelChoice selectLinearKernel(const LinearShape &shape);
+
+/// Why `kernel` with `tiles` cannot run `shape` (empty when it can).
+std::string checkLinearKernel(const LinearShape &shape,
+                              kernel::KernelKind kernel, int64_t tiles);
+
+/// Whether a decode linear with unquantized weights of this type and input
+/// width can run on tensor cores (gemv.cuh's gemvTensorCore).
 bool decodeGemvOnTensorCores(bool tensorCores, format::DType weightType,
                              int64_t k);
 /// Inputs of one chunk of the quantized tensor-core GEMV (4 lanes' 16-byte
 /// pieces): 64 int8 or 128 int4 levels.
 inline int64_t quantChunkInputs(int64_t bits) { return bits == 8 ? 64 : 128; }
-/// Whether planLinear runs a decode linear over `bits`-bit levels in groups
-/// of `group` with K inputs (a gate/up pair when `gated`) on tensor cores
+/// Whether a decode linear over `bits`-bit levels in groups of `group`
+/// with K inputs (a gate/up pair when `gated`) can run on tensor cores
 /// (gemv_quant.cuh's gemvQuantTensorCore), given decodeGemvOnTensorCores.
 bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k, bool gated);
 /// Whether every decode GEMV over such levels (gated or not) reads
@@ -134,6 +169,15 @@ bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k, bool gated);
 /// (bf16) operands (tensor cores and a 16-bit engine are the caller's to
 /// check).
 bool quantGemvReadsHalfOperands(int64_t bits, int64_t group, int64_t k);
+
+/// cp.async stages of the tensor-core GEMVs' rings.
+constexpr int64_t kGemvTensorCoreStages = 3;
+/// gemv.cuh's gemvTensorCoreSharedBytes.
+int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
+                                  int64_t unroll, int64_t stages);
+/// gemv_quant.cuh's gemvQuantTensorCoreSharedBytes.
+int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
+                             int64_t unroll, int64_t stages, int64_t groups);
 
 /// Dequantizes a whole weight [rows, k] into `out` in `weightType`, the
 /// layout of a stored weight (gemv_quant.cuh's dequantize).

@@ -310,8 +310,7 @@ LogicalResult ProgramPlanner::planLinears(ArrayRef<LinearOp> linears) {
     desc.segments.push_back(*segment);
     ops.push_back(linear);
   }
-  addLinearLaunch(std::move(desc), ops);
-  return success();
+  return addLinearLaunch(std::move(desc), ops);
 }
 
 LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
@@ -345,8 +344,7 @@ LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
       getOperandBits(kernel::getOuterValue(glu.getResult()));
   observed.config.intermediate = desc.segments[0].rows;
   observed.config.activation = stringifyActivation(glu.getKind()).str();
-  addLinearLaunch(std::move(desc), {gate, up, glu});
-  return success();
+  return addLinearLaunch(std::move(desc), {gate, up, glu});
 }
 
 LogicalResult ProgramPlanner::planResidualLinear(AddOp add, LinearOp linear,
@@ -375,8 +373,7 @@ LogicalResult ProgramPlanner::planResidualLinear(AddOp add, LinearOp linear,
     return failure();
   segment->out = *out;
   desc.segments.push_back(*segment);
-  addLinearLaunch(std::move(desc), {linear, add});
-  return success();
+  return addLinearLaunch(std::move(desc), {linear, add});
 }
 
 LogicalResult ProgramPlanner::planLMHead(LMHeadOp head) {
@@ -415,8 +412,7 @@ LogicalResult ProgramPlanner::planLMHead(LMHeadOp head) {
   observed.config.vocab = segment->rows;
   observed.config.tiedLMHead = head.getTied();
   logits = head.getResult();
-  addLinearLaunch(std::move(desc), {head});
-  return success();
+  return addLinearLaunch(std::move(desc), {head});
 }
 
 FailureOr<RopeConfig> ProgramPlanner::ropeConfigOf(RopeOp rope) {

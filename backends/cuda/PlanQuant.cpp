@@ -101,9 +101,41 @@ LogicalResult ProgramPlanner::checkDequantizeUsers(DequantizeOp dequantize) {
   return success();
 }
 
-void ProgramPlanner::addLinearLaunch(LinearLaunch desc,
-                                     ArrayRef<Operation *> ops) {
-  desc.quantTiles = options.quantGemvTiles;
+LogicalResult ProgramPlanner::takeLinearKernel(Operation *owner,
+                                               LinearLaunch &desc) {
+  LinearShape shape;
+  shape.decode = desc.decode;
+  shape.gatherLast = desc.gatherLast;
+  shape.gated = desc.epilogue == LinearEpilogue::Glu;
+  shape.tensorCores = desc.tensorCores;
+  shape.weightType = desc.weightType;
+  shape.k = desc.k;
+  for (const LinearSegment &segment : desc.segments)
+    shape.segmentRows.push_back(segment.rows);
+  shape.quantBits = desc.quant.bits;
+  shape.quantGroup = desc.quant.group;
+  auto config = owner->getAttrOfType<kernel::ConfigAttr>(
+      kernel::KernelDialect::kConfigAttrName);
+  if (!config)
+    return owner->emitError()
+           << "codegen: no '" << kernel::KernelDialect::kConfigAttrName
+           << "' says which kernel runs this linear launch (the pass "
+              "--kernel-select-linear-kernels chooses it)";
+  std::string why =
+      checkLinearKernel(shape, config.getKernel(), config.getTiles());
+  if (!why.empty())
+    return owner->emitError() << "codegen: cannot launch " << config << ": "
+                              << why;
+  desc.kernel = config.getKernel();
+  desc.tiles = config.getTiles();
+  return success();
+}
+
+LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
+                                              ArrayRef<Operation *> ops) {
+  Operation *owner = kernel::getEnclosingLaunch(ops.front());
+  if (failed(takeLinearKernel(owner ? owner : ops.front(), desc)))
+    return failure();
   if (desc.quant.bits && !desc.decode) {
     SmallVector<unsigned> scratches;
     for (LinearSegment &segment : desc.segments) {
@@ -143,13 +175,14 @@ void ProgramPlanner::addLinearLaunch(LinearLaunch desc,
   }
   if (!desc.norm) {
     addLaunch(planLinear(desc), ops);
-    return;
+    return success();
   }
   // The fused rms_norm is part of what the launch runs (audit, comments).
   SmallVector<Operation *> withNorm{fusedNormOp};
   withNorm.append(ops.begin(), ops.end());
   fusedNormOp = nullptr;
   addLaunch(planLinear(desc), withNorm);
+  return success();
 }
 
 } // namespace sits::codegen::detail

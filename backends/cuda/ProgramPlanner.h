@@ -205,7 +205,11 @@ private:
   LogicalResult checkDequantizeUsers(DequantizeOp dequantize);
   /// Adds the launch of `desc`; for prefill, quantized weights are first
   /// dequantized into the workspace (the GEMM then reads them as usual).
-  void addLinearLaunch(LinearLaunch desc, ArrayRef<Operation *> ops);
+  LogicalResult addLinearLaunch(LinearLaunch desc, ArrayRef<Operation *> ops);
+  /// Takes the kernel that `owner`'s kernel.config chose for `desc` (the
+  /// launch, or the op that launches alone), after checking that it can
+  /// run it (LinearKernels.cpp).
+  LogicalResult takeLinearKernel(Operation *owner, LinearLaunch &desc);
 
   func::FuncOp func;
   ProgramPlan &program;

@@ -240,6 +240,8 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     return failure();
   segment->out = ArgBinding::bufferArg(BufferKind::Logits);
   desc.segments.push_back(*segment);
+  if (failed(takeLinearKernel(head, desc)))
+    return failure();
   PlannedLaunch plain = planLinear(desc);
   const bool tensorCore =
       plain.spec.call.find("gemvTensorCore") != std::string::npos;

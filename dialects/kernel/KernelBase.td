@@ -28,11 +28,23 @@ def Kernel_Dialect : Dialect {
     A `kernel.launch` holds the `sits` ops it fuses, unchanged, in its
     region; the values they compute for the rest of the program leave
     through `kernel.yield`. Its `fusion` says which fused kernel runs them.
-    The passes that form launches (`--kernel-fuse-*`, `--kernel-group-*`,
-    `--kernel-choose-*`) each make one kind of decision, and are described
-    in the kernel pass reference.
+    The op that becomes a launch (a `kernel.launch`, or a `sits` op that
+    launches alone) carries the kernel it runs as a `kernel.config`
+    attribute. The passes that form launches (`--kernel-fuse-*`,
+    `--kernel-group-*`, `--kernel-choose-*`) and choose their kernels
+    (`--kernel-select-*`) each make one kind of decision, and are described
+    in the kernel pass reference. The printed IR, weights included, is a
+    valid input of `sitsc`: a configuration written into it is the one the
+    engine launches, once the code generator has checked that its kernel
+    can run the launch.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The discardable attribute that carries a launch's kernel choice
+    /// (a #kernel.config) on the op that becomes the launch.
+    static constexpr llvm::StringLiteral kConfigAttrName = "kernel.config";
+  }];
 }
 
 def Kernel_FusionKind : I32EnumAttr<"FusionKind",
@@ -51,6 +63,59 @@ def Kernel_FusionKind : I32EnumAttr<"FusionKind",
 def Kernel_FusionKindAttr : EnumAttr<Kernel_Dialect, Kernel_FusionKind,
                                      "fusion"> {
   let assemblyFormat = "`<` $value `>`";
+}
+
+def Kernel_KernelKind : I32EnumAttr<"KernelKind",
+    "the kernel-library kernel a launch runs", [
+  I32EnumAttrCase<"Gemv", 0, "gemv">,
+  I32EnumAttrCase<"GemvTensorCore", 1, "gemv_tc">,
+  I32EnumAttrCase<"GemvQuant", 2, "gemv_quant">,
+  I32EnumAttrCase<"GemvQuantTensorCore", 3, "gemv_quant_tc">,
+  I32EnumAttrCase<"Gemm", 4, "gemm">,
+  I32EnumAttrCase<"GemmTensorCore", 5, "gemm_tc">
+]> {
+  let cppNamespace = "::sits::kernel";
+  let genSpecializedAttr = 0;
+}
+
+def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
+  let mnemonic = "config";
+  let summary = "The kernel a launch runs, how it is launched, what it reads";
+  let description = [{
+    Set by the kernel selection passes on the op that becomes one launch (a
+    `kernel.launch`, or a `sits` op that launches alone), as the
+    discardable attribute `kernel.config`; the code generator launches
+    exactly this kernel with this configuration, and refuses a
+    configuration the kernel cannot take.
+
+    | kernel | what runs |
+    |---|---|
+    | `gemv` | a GEMV of warps over rows, any weight type (gemv.cuh) |
+    | `gemv_tc` | the tensor-core GEMV: 16-row tiles through mma.sync, a ring of cp.async stages (gemv.cuh) |
+    | `gemv_quant` | the GEMV over int8/int4 levels and group scales (gemv_quant.cuh) |
+    | `gemv_quant_tc` | its tensor-core form (gemv_quant.cuh) |
+    | `gemm` | the tiled prefill GEMM, 64 x 64 tiles (gemm.cuh) |
+    | `gemm_tc` | the tensor-core prefill GEMM, 128 x 128 tiles (gemm.cuh) |
+
+    `tiles`: 16-row tiles per block of the tensor-core GEMVs (1 unless
+    more), so that fewer blocks read the input row fewer times.
+    `weight_bytes`: the bytes of weights (levels, scales and biases) one
+    launch reads, as stored in the engine.
+
+    ```mlir
+    %q, %k, %v = kernel.launch <linear_group>
+        attributes {kernel.config = #kernel.config<gemv_tc, weight_bytes = 98304>} {
+      ...
+    }
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Kernel_KernelKind>:$kernel,
+    DefaultValuedParameter<"int64_t", "1">:$tiles,
+    DefaultValuedParameter<"int64_t", "0">:$weightBytes);
+  let assemblyFormat = [{
+    `<` $kernel `,` (`tiles` `=` $tiles^ `,`)? `weight_bytes` `=` $weightBytes `>`
+  }];
 }
 
 #endif // SITS_DIALECT_KERNEL_KERNELBASE_TD

@@ -2,6 +2,7 @@
 
 #include "dialects/kernel/KernelDialect.h"
 #include "dialects/kernel/KernelOps.h"
+#include "dialects/sits/SitsOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -25,4 +26,43 @@ void KernelDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "dialects/kernel/KernelAttrs.cpp.inc"
       >();
+}
+
+/// Whether `op` becomes one launch of a linear kernel (GEMV or GEMM).
+static bool isLinearLaunch(Operation *op) {
+  if (auto launch = dyn_cast<LaunchOp>(op))
+    return launch.getFusion() != FusionKind::RopeKVAppend &&
+           launch.getFusion() != FusionKind::Norm;
+  return isa<sits::LinearOp, sits::LMHeadOp, sits::TVCLMHeadOp>(op) &&
+         !getEnclosingLaunch(op);
+}
+
+LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
+                                                      NamedAttribute attr) {
+  if (attr.getName() != kConfigAttrName)
+    return op->emitError() << "unknown kernel dialect attribute "
+                           << attr.getName();
+  auto config = dyn_cast<ConfigAttr>(attr.getValue());
+  if (!config)
+    return op->emitError() << "'" << kConfigAttrName
+                           << "' must be a #kernel.config, got "
+                           << attr.getValue();
+  if (getEnclosingLaunch(op))
+    return op->emitError() << "'" << kConfigAttrName
+                           << "' belongs on the kernel.launch, not on the "
+                              "ops of its region";
+  if (!isLinearLaunch(op))
+    return op->emitError() << "a " << stringifyKernelKind(config.getKernel())
+                           << " kernel runs linear layers: a linear "
+                              "kernel.launch, a sits.linear or a sits.lm_head";
+  bool tensorCoreGemv = config.getKernel() == KernelKind::GemvTensorCore ||
+                        config.getKernel() == KernelKind::GemvQuantTensorCore;
+  int64_t tiles = config.getTiles();
+  if (tiles != 1 && !(tensorCoreGemv && (tiles == 2 || tiles == 4)))
+    return op->emitError() << "tiles = " << tiles
+                           << ": only the tensor-core GEMVs take 2 or 4 "
+                              "tiles per block (1 otherwise)";
+  if (config.getWeightBytes() < 0)
+    return op->emitError() << "weight_bytes must not be negative";
+  return success();
 }

@@ -25,4 +25,9 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   chooseLayout.target = target;
   chooseLayout.dtype = dtype;
   pm.addPass(createChooseOperandLayout(chooseLayout));
+  SelectLinearKernelsOptions selectLinear;
+  selectLinear.target = target;
+  selectLinear.dtype = dtype;
+  selectLinear.gemvQuantTiles = options.quantGemvTiles;
+  pm.addPass(createSelectLinearKernels(selectLinear));
 }

@@ -110,4 +110,28 @@ def ChooseOperandLayout
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 
+def SelectLinearKernels
+    : Pass<"kernel-select-linear-kernels", "mlir::ModuleOp"> {
+  let summary = "The GEMV or GEMM kernel of every linear launch";
+  let description = [{
+    Every op that becomes a launch of linear layers (a linear
+    `kernel.launch`, a lone `sits.linear`, the `sits.lm_head` or
+    `sits.tvc_lm_head`) gets a `kernel.config`: at `@decode` (and for every
+    LM head) a GEMV, at `@prefill` the tiled GEMM (over weights dequantized
+    first when they are int8/int4); on tensor cores when the target has
+    mma.sync, the weights are 16-bit and K is a multiple of 8 (and, for
+    int8/int4 levels, the groups are whole chunks whose scales fit in shared
+    memory); two tiles per block for GEMVs of many tiles (the LM head), or
+    the tiles `gemv-quant-tiles` asks for where they fit. A `kernel.config`
+    given in the input is kept. The code generator launches what the
+    attribute says, and refuses a kernel that cannot run the launch.
+
+    Audit: one counter per kernel (launches that run it), and
+    `decode_weight_bytes` (the weights one decode step's linear launches
+    read); each choice with its reason.
+  }];
+  let options = [TargetOption, DTypeOption, GemvQuantTilesOption];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
 #endif // SITS_CODEGEN_TRANSFORMS_PASSES_TD

@@ -120,3 +120,63 @@ func.func @empty(%x: tensor<?x?x8xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @config_not_linear(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{a gemv_tc kernel runs linear layers: a linear kernel.launch, a sits.linear or a sits.lm_head}}
+  %n = kernel.launch <norm> attributes {kernel.config = #kernel.config<gemv_tc, weight_bytes = 0>} {
+    %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %0 : tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @config_inside(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  %a = kernel.launch <linear_group> {
+    // expected-error @+1 {{'kernel.config' belongs on the kernel.launch, not on the ops of its region}}
+    %0 = sits.linear %x, %w {kernel.config = #kernel.config<gemv, weight_bytes = 128>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %0 : tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @config_tiles(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{tiles = 2: only the tensor-core GEMVs take 2 or 4 tiles per block (1 otherwise)}}
+  %0 = sits.linear %x, %w {kernel.config = #kernel.config<gemm_tc, tiles = 2, weight_bytes = 128>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @config_value(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{'kernel.config' must be a #kernel.config, got "gemv"}}
+  %0 = sits.linear %x, %w {kernel.config = "gemv"} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_attribute(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{unknown kernel dialect attribute "kernel.tiles"}}
+  %0 = sits.linear %x, %w {kernel.tiles = 2} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @config_kind(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+2 {{expected ::sits::kernel::KernelKind to be one of: gemv, gemv_tc, gemv_quant, gemv_quant_tc, gemm, gemm_tc}}
+  // expected-error @+1 {{failed to parse Kernel_ConfigAttr parameter 'kernel' which is to be a `::sits::kernel::KernelKind`}}
+  %0 = sits.linear %x, %w {kernel.config = #kernel.config<gemv_fast, weight_bytes = 0>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}

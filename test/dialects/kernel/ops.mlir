@@ -12,7 +12,7 @@
 // CHECK: kernel.launch <gated_linear> attributes {output_operand_bits = 4 : i64} {
 // CHECK: kernel.launch <residual_linear> {
 // CHECK: kernel.launch <norm> attributes {output_operand_bits = 8 : i64} {
-// CHECK: kernel.launch <lm_head> {
+// CHECK: kernel.launch <lm_head> attributes {kernel.config = #kernel.config<gemv_tc, tiles = 2, weight_bytes = 256>} {
 func.func @decode(%x: tensor<?x?x8xf32>) -> tensor<?x?x16xf32> {
   %norm_w = sits.weight "norm" dense<1.0> : tensor<8xf32>
   %wq = sits.weight "wq" dense<0.25> : tensor<8x8xf32>
@@ -44,7 +44,7 @@ func.func @decode(%x: tensor<?x?x8xf32>) -> tensor<?x?x16xf32> {
     %n = sits.rms_norm %r, %norm_w {epsilon = 1.0e-6 : f32} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
     kernel.yield %n : tensor<?x?x8xf32>
   } : tensor<?x?x8xf32>
-  %logits = kernel.launch <lm_head> {
+  %logits = kernel.launch <lm_head> attributes {kernel.config = #kernel.config<gemv_tc, tiles = 2, weight_bytes = 256>} {
     %n = sits.rms_norm %n2, %norm_w {epsilon = 1.0e-6 : f32} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
     %l = sits.lm_head %n, %head : tensor<?x?x8xf32>, tensor<16x8xf32> -> tensor<?x?x16xf32>
     kernel.yield %l : tensor<?x?x16xf32>

@@ -55,6 +55,79 @@ TEST(QuantGemvTest, HalfOperandsNeedWholeChunks) {
   EXPECT_FALSE(quantGemvReadsHalfOperands(0, 0, 4096));
 }
 
+LinearShape decodeShape(int64_t k, std::vector<int64_t> rows, int bits = 0,
+                        int64_t group = 0) {
+  LinearShape shape;
+  shape.decode = true;
+  shape.tensorCores = true;
+  shape.weightType = format::DType::F16;
+  shape.k = k;
+  shape.segmentRows = std::move(rows);
+  shape.quantBits = bits;
+  shape.quantGroup = group;
+  return shape;
+}
+
+TEST(LinearKernelTest, SelectionFollowsWeightsTargetAndStep) {
+  using kernel::KernelKind;
+  // Llama-3-8B's QKV at decode: the tensor-core GEMV, one tile a block.
+  LinearShape qkv = decodeShape(4096, {4096, 1024, 1024});
+  EXPECT_EQ(selectLinearKernel(qkv).kernel, KernelKind::GemvTensorCore);
+  EXPECT_EQ(selectLinearKernel(qkv).tiles, 1);
+  // Its LM head (128256 rows, 8016 tiles): two tiles a block.
+  LinearShape head = decodeShape(4096, {128256});
+  head.gatherLast = true;
+  EXPECT_EQ(selectLinearKernel(head).tiles, 2);
+  // fp32 weights, sm_75, or K not a multiple of 8: no tensor cores.
+  LinearShape f32 = qkv;
+  f32.weightType = format::DType::F32;
+  EXPECT_EQ(selectLinearKernel(f32).kernel, KernelKind::Gemv);
+  LinearShape old = qkv;
+  old.tensorCores = false;
+  EXPECT_EQ(selectLinearKernel(old).kernel, KernelKind::Gemv);
+  EXPECT_EQ(selectLinearKernel(decodeShape(4100, {64})).kernel,
+            KernelKind::Gemv);
+  // Prefill: the GEMM, over dequantized int4 weights too.
+  LinearShape prefill = decodeShape(4096, {14336}, 4, 128);
+  prefill.decode = false;
+  EXPECT_EQ(selectLinearKernel(prefill).kernel, KernelKind::GemmTensorCore);
+  // int4 at decode: groups of 128 on tensor cores, 64 not.
+  EXPECT_EQ(selectLinearKernel(decodeShape(4096, {14336}, 4, 128)).kernel,
+            KernelKind::GemvQuantTensorCore);
+  EXPECT_EQ(selectLinearKernel(decodeShape(4096, {14336}, 4, 64)).kernel,
+            KernelKind::GemvQuant);
+  // Tiles asked for: at most 4 / matrices, as far as they fit.
+  LinearShape gated = decodeShape(4096, {14336, 14336}, 4, 128);
+  gated.gated = true;
+  gated.quantTilesAsked = 4;
+  EXPECT_EQ(selectLinearKernel(gated).tiles, 2);
+  LinearShape down = decodeShape(14336, {4096}, 4, 128);
+  down.quantTilesAsked = 4;
+  EXPECT_EQ(selectLinearKernel(down).tiles, 4);
+}
+
+TEST(LinearKernelTest, CheckRefusesWhatAKernelCannotRun) {
+  using kernel::KernelKind;
+  LinearShape qkv = decodeShape(4096, {4096, 1024, 1024});
+  EXPECT_EQ(checkLinearKernel(qkv, KernelKind::GemvTensorCore, 1), "");
+  EXPECT_EQ(checkLinearKernel(qkv, KernelKind::Gemv, 1), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::GemmTensorCore, 1), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::GemvQuant, 1), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::Gemv, 2), "");
+  LinearShape f32 = qkv;
+  f32.weightType = format::DType::F32;
+  EXPECT_NE(checkLinearKernel(f32, KernelKind::GemvTensorCore, 1), "");
+  LinearShape int4 = decodeShape(4096, {14336}, 4, 64);
+  EXPECT_NE(checkLinearKernel(int4, KernelKind::GemvQuantTensorCore, 1), "");
+  EXPECT_NE(checkLinearKernel(int4, KernelKind::Gemv, 1), "");
+  // Every choice selectLinearKernel makes passes the check.
+  for (LinearShape shape : {qkv, f32, int4, decodeShape(8, {33792})}) {
+    LinearKernelChoice choice = selectLinearKernel(shape);
+    EXPECT_EQ(checkLinearKernel(shape, choice.kernel, choice.tiles), "")
+        << choice.reason;
+  }
+}
+
 AttentionLaunch decodeAttention(int64_t capacity, int64_t splitKeys) {
   AttentionLaunch desc;
   desc.decode = true;

@@ -1,0 +1,213 @@
+//===- LinearKernels.cpp - Which kernel runs a linear layer ---------------===//
+//
+// The kernel selection of the linear launches (GEMV at decode, GEMM at
+// prefill; plain or tensor-core; plain or quantized weights) and the tiles
+// per block of the tensor-core GEMVs. The pass kernel-select-linear-kernels
+// records the choice in the IR; the planner checks the IR's choice here and
+// launches it (Launches.cpp's planLinear), so the two cannot disagree.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backends/cuda/Launches.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace sits::codegen {
+
+using format::DType;
+using kernel::KernelKind;
+
+int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
+                                  int64_t unroll, int64_t stages) {
+  constexpr int64_t kThreads = 256, kWarps = 8;
+  return 16 * (stages * unroll * mats * tilesPerBlock * 2 * kThreads +
+               kWarps * mats * tilesPerBlock * 32);
+}
+
+int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
+                             int64_t unroll, int64_t stages, int64_t groups) {
+  const int64_t table = (2 * mats * tilesPerBlock * 16 * groups + 15) / 16 * 16;
+  return gemvTensorCoreSharedBytes(mats, tilesPerBlock, unroll, stages) +
+         2 * table;
+}
+
+bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k,
+                            bool gated) {
+  if (bits != 8 && bits != 4)
+    return false;
+  // A chunk lies in one group, and the per-block scale table fits beside
+  // the ring at two tiles a block.
+  const int64_t mats = gated ? 2 : 1;
+  return group % quantChunkInputs(bits) == 0 &&
+         gemvQuantSharedBytes(mats, 2, std::max<int64_t>(1, 2 / mats),
+                              kGemvTensorCoreStages,
+                              (k + group - 1) / group) <= kMaxSharedBytes;
+}
+
+bool quantGemvReadsHalfOperands(int64_t bits, int64_t group, int64_t k) {
+  // Interleaved rows (PlanQuant.cpp) are whole chunks; a gated pair's
+  // shared memory bounds every other reader's.
+  return k % quantChunkInputs(bits) == 0 &&
+         quantGemvOnTensorCores(bits, group, k, /*gated=*/true);
+}
+
+bool decodeGemvOnTensorCores(bool tensorCores, DType weightType, int64_t k) {
+  return tensorCores && weightType != DType::F32 && k % 8 == 0;
+}
+
+namespace {
+
+bool isTensorCoreGemv(KernelKind kernel) {
+  return kernel == KernelKind::GemvTensorCore ||
+         kernel == KernelKind::GemvQuantTensorCore;
+}
+
+/// Why unquantized weights of this shape cannot use tensor cores (empty
+/// when they can).
+std::string whyNoTensorCores(const LinearShape &shape) {
+  if (!shape.tensorCores)
+    return "the target has no mma.sync (before sm_80)";
+  if (shape.weightType == DType::F32)
+    return "fp32 weights";
+  if (shape.k % 8 != 0)
+    return "K = " + std::to_string(shape.k) + " is not a multiple of 8";
+  return "";
+}
+
+int64_t mats(const LinearShape &shape) { return shape.gated ? 2 : 1; }
+
+int64_t quantGroups(const LinearShape &shape) {
+  return (shape.k + shape.quantGroup - 1) / shape.quantGroup;
+}
+
+/// 16-row tiles of the tensor-core GEMV: a gated pair's tiles hold both
+/// projections' rows.
+int64_t tensorCoreTiles(const LinearShape &shape) {
+  auto tiles = [](int64_t rows) { return (rows + 15) / 16; };
+  if (shape.gated)
+    return tiles(shape.segmentRows.front());
+  int64_t total = 0;
+  for (int64_t rows : shape.segmentRows)
+    total += tiles(rows);
+  return total;
+}
+
+bool tilesFit(const LinearShape &shape, int64_t tiles) {
+  const int64_t m = mats(shape);
+  if (m * tiles > 4)
+    return false;
+  const int64_t unroll = 4 / (m * tiles);
+  const int64_t bytes =
+      shape.decode && shape.quantBits
+          ? gemvQuantSharedBytes(m, tiles, unroll, kGemvTensorCoreStages,
+                                 quantGroups(shape))
+          : gemvTensorCoreSharedBytes(m, tiles, unroll, kGemvTensorCoreStages);
+  return bytes <= kMaxSharedBytes;
+}
+
+std::string weightsPhrase(const LinearShape &shape) {
+  if (shape.quantBits)
+    return "int" + std::to_string(shape.quantBits) + " weights in groups of " +
+           std::to_string(shape.quantGroup);
+  return std::string(shape.weightType == DType::F32    ? "fp32"
+                     : shape.weightType == DType::BF16 ? "bf16"
+                                                       : "fp16") +
+         " weights";
+}
+
+} // namespace
+
+LinearKernelChoice selectLinearKernel(const LinearShape &shape) {
+  LinearKernelChoice choice;
+  if (!shape.decode) {
+    std::string why = whyNoTensorCores(shape);
+    choice.kernel = why.empty() ? KernelKind::GemmTensorCore : KernelKind::Gemm;
+    choice.reason =
+        "prefill, " + weightsPhrase(shape) +
+        (shape.quantBits ? " (dequantized for the GEMM)" : "") +
+        (why.empty() ? ": tensor cores" : ": no tensor cores, " + why);
+    return choice;
+  }
+  const bool quantized = shape.quantBits != 0;
+  std::string why = whyNoTensorCores(shape);
+  if (why.empty() && quantized &&
+      !quantGemvOnTensorCores(shape.quantBits, shape.quantGroup, shape.k,
+                              shape.gated)) {
+    const int64_t chunk = quantChunkInputs(shape.quantBits);
+    why = shape.quantGroup % chunk != 0
+              ? "groups of " + std::to_string(shape.quantGroup) +
+                    " are not whole chunks of " + std::to_string(chunk) +
+                    " levels"
+              : "the scales of " + std::to_string(quantGroups(shape)) +
+                    " groups a row do not fit in shared memory";
+  }
+  const bool tensorCores = why.empty();
+  choice.kernel =
+      quantized ? (tensorCores ? KernelKind::GemvQuantTensorCore
+                               : KernelKind::GemvQuant)
+                : (tensorCores ? KernelKind::GemvTensorCore : KernelKind::Gemv);
+  choice.reason =
+      std::string(shape.gatherLast ? "LM head" : "decode") + ", " +
+      weightsPhrase(shape) +
+      (tensorCores ? ": tensor cores" : ": no tensor cores, " + why);
+  if (!tensorCores)
+    return choice;
+  // Two tiles per block only when there are plenty of blocks either way
+  // (the LM head): each block reads x once, so fewer, larger blocks read
+  // less of it.
+  constexpr int64_t kManyBlocks = 4 * 2 * 132;
+  const int64_t tiles = tensorCoreTiles(shape);
+  if (!shape.gated && tiles >= 2 * kManyBlocks) {
+    choice.tiles = 2;
+    choice.reason += "; 2 tiles per block (" + std::to_string(tiles) +
+                     " tiles: plenty of blocks either way)";
+  }
+  // Quantized GEMVs other than the LM head: the tiles asked for, at most
+  // 4 / mats (a step's copies stay 8 pieces a lane) and what fits.
+  if (quantized && !shape.gatherLast)
+    for (int64_t asked =
+             std::min<int64_t>(shape.quantTilesAsked, 4 / mats(shape));
+         asked > 1; asked /= 2)
+      if (tilesFit(shape, asked)) {
+        choice.tiles = asked;
+        choice.reason += "; " + std::to_string(asked) +
+                         " tiles per block (--gemv-quant-tiles)";
+        break;
+      }
+  return choice;
+}
+
+std::string checkLinearKernel(const LinearShape &shape, KernelKind kernel,
+                              int64_t tiles) {
+  const std::string name = kernel::stringifyKernelKind(kernel).str();
+  const bool gemm =
+      kernel == KernelKind::Gemm || kernel == KernelKind::GemmTensorCore;
+  if (shape.decode && gemm)
+    return name + " is a prefill GEMM; a decode step and the LM head run GEMVs";
+  if (!shape.decode && !gemm)
+    return name + " is a GEMV; prefill runs the tiled GEMM";
+  const bool quantKernel = kernel == KernelKind::GemvQuant ||
+                           kernel == KernelKind::GemvQuantTensorCore;
+  if (shape.decode && quantKernel != (shape.quantBits != 0))
+    return name + (quantKernel ? " reads int8/int4 levels, and the weights "
+                                 "are not quantized"
+                               : " cannot read quantized weights (" +
+                                     weightsPhrase(shape) + ")");
+  if (isTensorCoreGemv(kernel) || kernel == KernelKind::GemmTensorCore) {
+    if (std::string why = whyNoTensorCores(shape); !why.empty())
+      return name + " needs tensor cores: " + why;
+    if (kernel == KernelKind::GemvQuantTensorCore &&
+        !quantGemvOnTensorCores(shape.quantBits, shape.quantGroup, shape.k,
+                                shape.gated))
+      return name + " cannot take groups of " +
+             std::to_string(shape.quantGroup) +
+             " over K = " + std::to_string(shape.k);
+  }
+  if (tiles != 1 && (!isTensorCoreGemv(kernel) || !tilesFit(shape, tiles)))
+    return std::to_string(tiles) + " tiles per block do not fit " + name +
+           (shape.gated ? " over a gate/up pair" : "");
+  return "";
+}
+
+} // namespace sits::codegen
