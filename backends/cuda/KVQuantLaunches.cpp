@@ -146,14 +146,9 @@ static int64_t mmaDecodeSharedBytes(const format::KVCacheConfig &kv,
          2 * kWarps * 32 * copyBytes;
 }
 
-/// Whether the tensor-core decode kernel takes `desc`: an engine computing
-/// in f16 (it rounds queries and probabilities to f16), at most 8 query
-/// heads per KV head, head_dim at most 128 in whole scale groups of a
-/// multiple of 32 channels (each lane's share of a group is whole words).
-/// Others run attention_decode_kvq.cuh.
-static bool mmaDecodeFits(const AttentionLaunch &desc,
-                          const format::KVCacheConfig &kv,
-                          const DecodeSplit &split) {
+// Each lane's share of a scale group must be whole words.
+bool mmaDecodeFits(const AttentionLaunch &desc,
+                   const format::KVCacheConfig &kv) {
   const int64_t group = desc.heads / desc.kvHeads;
   return desc.sixteenBitMath && kv.dtype == DType::F16 && group <= 8 &&
          kv.headDim <= 128 && kv.groupSize % 32 == 0 &&
@@ -194,12 +189,15 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
                                               std::string *error) {
   constexpr int64_t kThreads = 128;
   const int64_t group = desc.heads / desc.kvHeads;
-  // Partial results are planned only for shapes the split kernels take;
-  // any other shape takes the tiled kernel below.
+  // The kernel the selection pass chose and the planner checked
+  // (checkAttentionKernel).
   std::optional<DecodeSplit> split =
-      desc.partial ? decodeSplitOf(desc) : std::nullopt;
+      desc.kernel == kernel::KernelKind::AttentionKVQSplit ||
+              desc.kernel == kernel::KernelKind::AttentionKVQMma
+          ? decodeSplitOf(desc)
+          : std::nullopt;
   if (split) {
-    if (mmaDecodeFits(desc, kv, *split)) {
+    if (desc.kernel == kernel::KernelKind::AttentionKVQMma) {
       LaunchBuilder b = splitDecodeKVQ(
           desc, kv, *split, "attention_decode_kvq_mma",
           /*threads=kMmaDecodeThreads*/ 256, "attentionDecodeKVQMma");

@@ -34,11 +34,19 @@ std::optional<std::string> checkKVQuant(const format::KVCacheConfig &kv);
 /// buffer.
 PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer);
 
-/// Attention over the quantized cache (split-K decode when `desc.partial`
-/// is set, else the tiled kernel).
+/// Attention over the quantized cache, by the kernel `desc.kernel` names
+/// (attention_kvq, attention_kvq_split or attention_kvq_mma).
 std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
                                               const format::KVCacheConfig &kv,
                                               std::string *error);
+
+/// Whether the tensor-core decode kernel over a quantized cache takes
+/// `desc`: an engine computing in f16 (it rounds queries and probabilities
+/// to f16), at most 8 query heads per KV head, head_dim at most 128 in
+/// whole scale groups of a multiple of 32 channels, its shared memory
+/// within a block's. Others run attention_decode_kvq.cuh.
+bool mmaDecodeFits(const AttentionLaunch &desc,
+                   const format::KVCacheConfig &kv);
 
 /// u64 counters of the calibration buffer (8 per layer, kv head, K/V).
 uint64_t kvStatsWords(const format::KVCacheConfig &kv);

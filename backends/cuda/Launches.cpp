@@ -535,13 +535,14 @@ static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
   return b.take();
 }
 
+bool flashPrefillFits(const AttentionLaunch &desc) {
+  return !desc.decode && desc.tensorCores && desc.cacheType != DType::F32 &&
+         desc.headDim % 16 == 0 && desc.headDim <= 128;
+}
+
 /// Causal prefill on tensor cores (attention_prefill.cuh).
-static std::optional<PlannedLaunch>
-planFlashPrefill(const AttentionLaunch &desc) {
+static PlannedLaunch planFlashPrefill(const AttentionLaunch &desc) {
   const int64_t d = desc.headDim;
-  if (desc.decode || !desc.tensorCores || desc.cacheType == DType::F32 ||
-      d % 16 != 0 || d > 128)
-    return std::nullopt;
   constexpr int64_t kThreads = 128, kRows = 64;
   LaunchBuilder b("attention_prefill", "sits/attention_prefill.cuh",
                   static_cast<int>(kThreads));
@@ -576,12 +577,12 @@ planFlashPrefill(const AttentionLaunch &desc) {
 
 std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
                                            std::string *error) {
-  if (desc.partial) {
-    if (std::optional<DecodeSplit> split = decodeSplitOf(desc))
-      return planSplitDecode(desc, *split);
-  }
-  if (std::optional<PlannedLaunch> flash = planFlashPrefill(desc))
-    return flash;
+  // The kernel the selection pass chose and the planner checked
+  // (checkAttentionKernel).
+  if (desc.kernel == kernel::KernelKind::AttentionSplit)
+    return planSplitDecode(desc, *decodeSplitOf(desc));
+  if (desc.kernel == kernel::KernelKind::AttentionFlash)
+    return planFlashPrefill(desc);
   constexpr int64_t kThreads = 128;
   // Rows per block (query tokens x the GQA group): one token in decode; in
   // prefill up to 64 rows, bounded so that the per-thread accumulators

@@ -229,9 +229,13 @@ struct AttentionLaunch {
   /// may round its queries and probabilities to the cache's type, as the
   /// tensor-core kernels do. An f32 engine keeps f32 products.
   bool sixteenBitMath = false;
-  /// Keys per block of the split decode kernels asked for
-  /// (CodegenOptions::decodeSplitKeys); 0: decodeSplitOf's own choice.
+  /// Keys per block of the split decode kernels (the launch's
+  /// #kernel.config, or --decode-split-keys when choosing it); 0:
+  /// decodeSplitOf's own choice.
   int64_t splitKeys = 0;
+  /// The kernel, as the launch's #kernel.config says
+  /// (selectAttentionKernel chose it).
+  kernel::KernelKind kernel = kernel::KernelKind::Attention;
   ArgBinding query, out;
   /// Split decode (attention_decode.cuh): partial results and counters.
   std::optional<ArgBinding> partial;
@@ -259,9 +263,38 @@ int64_t decodeCombineSharedBytes(int64_t threads, int64_t group,
 int64_t attentionDecodeSharedBytes(int64_t headDim, int64_t group,
                                    int64_t unroll, int64_t stages);
 
-/// Fails (with the reason in `error`) when no tile fits in shared memory.
+/// Whether the tensor-core prefill kernel (attention_prefill.cuh) takes
+/// `desc`: a 16-bit cache, head_dim a multiple of 16 up to 128, sm_80+.
+bool flashPrefillFits(const AttentionLaunch &desc);
+
+/// The launch of `desc.kernel` over a plain cache. Fails (with the reason
+/// in `error`) when no tile fits in shared memory.
 std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
                                            std::string *error);
+
+//===- Choosing attention's kernel (AttentionKernels.cpp) -----------------===//
+
+/// The kernel, its keys per block when split, and why (for the audit).
+struct AttentionKernelChoice {
+  kernel::KernelKind kernel = kernel::KernelKind::Attention;
+  int64_t splitKeys = 0;
+  std::string reason;
+};
+
+/// The kernel for attention of `desc`'s shape (its `splitKeys` is what
+/// --decode-split-keys asks) over a cache of `kv` (quantized when
+/// kv.coldBits is set): at decode the split kernels where they take the
+/// shape, the tensor-core one over a quantized cache where it fits; at
+/// prefill the tensor-core kernel where it takes the shape; the tiled
+/// kernels otherwise.
+AttentionKernelChoice selectAttentionKernel(const AttentionLaunch &desc,
+                                            const format::KVCacheConfig &kv);
+
+/// Why `kernel` with `splitKeys` keys a split cannot run attention of
+/// `desc` over `kv` (empty when it can).
+std::string checkAttentionKernel(const AttentionLaunch &desc,
+                                 const format::KVCacheConfig &kv,
+                                 kernel::KernelKind kernel, int64_t splitKeys);
 
 //===- Elementwise --------------------------------------------------------===//
 

@@ -574,7 +574,6 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
   desc.layer = layer;
   desc.heads = attention.getNumHeads();
   desc.kvHeads = attention.getNumKvHeads();
-  desc.splitKeys = options.decodeSplitKeys;
   desc.headDim = cacheType.getHeadDim();
   desc.capacity = cacheType.getCapacity();
   desc.cacheType = options.weightType;
@@ -622,7 +621,22 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
     return failure();
   desc.query = *queryArg;
   desc.out = *out;
-  if (std::optional<DecodeSplit> split = decodeSplitOf(desc)) {
+  auto kernelConfig = attention->getAttrOfType<kernel::ConfigAttr>(
+      kernel::KernelDialect::kConfigAttrName);
+  if (!kernelConfig)
+    return attention.emitError()
+           << "codegen: no '" << kernel::KernelDialect::kConfigAttrName
+           << "' says which kernel runs this attention (the pass "
+              "--kernel-select-attention-kernels chooses it)";
+  if (std::string why = checkAttentionKernel(desc, kv, kernelConfig.getKernel(),
+                                             kernelConfig.getSplitKeys());
+      !why.empty())
+    return attention.emitError()
+           << "codegen: cannot launch " << kernelConfig << ": " << why;
+  desc.kernel = kernelConfig.getKernel();
+  desc.splitKeys = kernelConfig.getSplitKeys();
+  if (desc.splitKeys != 0) {
+    std::optional<DecodeSplit> split = decodeSplitOf(desc);
     desc.partial = scratch("partial results of " + describeOp(attention),
                            split->partialWidth);
     desc.counters = ArgBinding::bufferArg(BufferKind::Counters);

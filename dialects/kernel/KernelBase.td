@@ -72,7 +72,13 @@ def Kernel_KernelKind : I32EnumAttr<"KernelKind",
   I32EnumAttrCase<"GemvQuant", 2, "gemv_quant">,
   I32EnumAttrCase<"GemvQuantTensorCore", 3, "gemv_quant_tc">,
   I32EnumAttrCase<"Gemm", 4, "gemm">,
-  I32EnumAttrCase<"GemmTensorCore", 5, "gemm_tc">
+  I32EnumAttrCase<"GemmTensorCore", 5, "gemm_tc">,
+  I32EnumAttrCase<"Attention", 6, "attention">,
+  I32EnumAttrCase<"AttentionSplit", 7, "attention_split">,
+  I32EnumAttrCase<"AttentionFlash", 8, "attention_flash">,
+  I32EnumAttrCase<"AttentionKVQ", 9, "attention_kvq">,
+  I32EnumAttrCase<"AttentionKVQSplit", 10, "attention_kvq_split">,
+  I32EnumAttrCase<"AttentionKVQMma", 11, "attention_kvq_mma">
 ]> {
   let cppNamespace = "::sits::kernel";
   let genSpecializedAttr = 0;
@@ -96,11 +102,19 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
     | `gemv_quant_tc` | its tensor-core form (gemv_quant.cuh) |
     | `gemm` | the tiled prefill GEMM, 64 x 64 tiles (gemm.cuh) |
     | `gemm_tc` | the tensor-core prefill GEMM, 128 x 128 tiles (gemm.cuh) |
+    | `attention` | tiled attention with an online softmax, any cache type and head_dim, decode or prefill (attention.cuh) |
+    | `attention_split` | decode attention split over the keys, blocks of `split_keys` keys combined by the last block (attention_decode.cuh) |
+    | `attention_flash` | tensor-core prefill attention, 64 query rows a block (attention_prefill.cuh) |
+    | `attention_kvq` | tiled attention over a quantized cache's hot and cold rows (attention_kvq.cuh) |
+    | `attention_kvq_split` | split decode attention over a quantized cache (attention_decode_kvq.cuh) |
+    | `attention_kvq_mma` | its tensor-core form (attention_decode_kvq_mma.cuh) |
 
     `tiles`: 16-row tiles per block of the tensor-core GEMVs (1 unless
     more), so that fewer blocks read the input row fewer times.
+    `split_keys`: keys per block of the split decode attention kernels.
     `weight_bytes`: the bytes of weights (levels, scales and biases) one
-    launch reads, as stored in the engine.
+    launch reads, as stored in the engine (attention reads none: the KV
+    cache it reads grows with the sequence).
 
     ```mlir
     %q, %k, %v = kernel.launch <linear_group>
@@ -112,9 +126,10 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
   let parameters = (ins
     EnumParameter<Kernel_KernelKind>:$kernel,
     DefaultValuedParameter<"int64_t", "1">:$tiles,
-    DefaultValuedParameter<"int64_t", "0">:$weightBytes);
+    DefaultValuedParameter<"int64_t", "0">:$split_keys,
+    "int64_t":$weight_bytes);
   let assemblyFormat = [{
-    `<` $kernel `,` (`tiles` `=` $tiles^ `,`)? `weight_bytes` `=` $weightBytes `>`
+    `<` $kernel `,` struct($tiles, $split_keys, $weight_bytes) `>`
   }];
 }
 

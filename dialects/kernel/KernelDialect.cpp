@@ -37,6 +37,16 @@ static bool isLinearLaunch(Operation *op) {
          !getEnclosingLaunch(op);
 }
 
+static bool isAttentionKernel(KernelKind kernel) {
+  return kernel >= KernelKind::Attention;
+}
+
+static bool isSplitAttentionKernel(KernelKind kernel) {
+  return kernel == KernelKind::AttentionSplit ||
+         kernel == KernelKind::AttentionKVQSplit ||
+         kernel == KernelKind::AttentionKVQMma;
+}
+
 LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() != kConfigAttrName)
@@ -51,17 +61,31 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << kConfigAttrName
                            << "' belongs on the kernel.launch, not on the "
                               "ops of its region";
-  if (!isLinearLaunch(op))
-    return op->emitError() << "a " << stringifyKernelKind(config.getKernel())
-                           << " kernel runs linear layers: a linear "
-                              "kernel.launch, a sits.linear or a sits.lm_head";
-  bool tensorCoreGemv = config.getKernel() == KernelKind::GemvTensorCore ||
-                        config.getKernel() == KernelKind::GemvQuantTensorCore;
+  const KernelKind kernel = config.getKernel();
+  if (isAttentionKernel(kernel) ? !isa<sits::AttentionOp>(op)
+                                : !isLinearLaunch(op))
+    return op->emitError()
+           << "the " << stringifyKernelKind(kernel)
+           << (isAttentionKernel(kernel)
+                   ? " kernel runs a sits.attention"
+                   : " kernel runs linear layers: a linear kernel.launch, a "
+                     "sits.linear or a sits.lm_head");
+  bool tensorCoreGemv = kernel == KernelKind::GemvTensorCore ||
+                        kernel == KernelKind::GemvQuantTensorCore;
   int64_t tiles = config.getTiles();
   if (tiles != 1 && !(tensorCoreGemv && (tiles == 2 || tiles == 4)))
     return op->emitError() << "tiles = " << tiles
                            << ": only the tensor-core GEMVs take 2 or 4 "
                               "tiles per block (1 otherwise)";
+  int64_t splitKeys = config.getSplitKeys();
+  if (isSplitAttentionKernel(kernel)
+          ? splitKeys < 16 || splitKeys > 4096 || splitKeys % 16 != 0
+          : splitKeys != 0)
+    return op->emitError() << "split_keys = " << splitKeys << ": "
+                           << stringifyKernelKind(kernel)
+                           << (isSplitAttentionKernel(kernel)
+                                   ? " takes a multiple of 16 from 16 to 4096"
+                                   : " does not split the keys");
   if (config.getWeightBytes() < 0)
     return op->emitError() << "weight_bytes must not be negative";
   return success();

@@ -30,4 +30,9 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   selectLinear.dtype = dtype;
   selectLinear.gemvQuantTiles = options.quantGemvTiles;
   pm.addPass(createSelectLinearKernels(selectLinear));
+  SelectAttentionKernelsOptions selectAttention;
+  selectAttention.target = target;
+  selectAttention.dtype = dtype;
+  selectAttention.decodeSplitKeys = options.decodeSplitKeys;
+  pm.addPass(createSelectAttentionKernels(selectAttention));
 }

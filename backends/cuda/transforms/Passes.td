@@ -134,4 +134,27 @@ def SelectLinearKernels
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 
+def SelectAttentionKernels
+    : Pass<"kernel-select-attention-kernels", "mlir::ModuleOp"> {
+  let summary = "The kernel of every attention over the KV cache";
+  let description = [{
+    Every `sits.attention` of a step that takes a KV cache gets a
+    `kernel.config`. At `@decode`: split over the keys (`split_keys` a
+    block, combined by the last block to finish) when the target has
+    cp.async, the cache is 16-bit, head_dim a power of two from 8 to 256
+    and at most 8 query heads share a KV head; over a quantized cache the
+    split kernel on tensor cores where it fits (an fp16 engine, head_dim at
+    most 128 in scale groups of a multiple of 32 channels). At `@prefill`:
+    the tensor-core kernel for a 16-bit plain cache with head_dim a multiple
+    of 16 up to 128. The tiled kernels otherwise. `decode-split-keys` sets
+    the keys a split (0: 256, fewer for small caches). A `kernel.config`
+    given in the input is kept; the code generator refuses one whose kernel
+    cannot run the attention.
+
+    Audit: one counter per kernel, each choice with its reason.
+  }];
+  let options = [TargetOption, DTypeOption, DecodeSplitKeysOption];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
 #endif // SITS_CODEGEN_TRANSFORMS_PASSES_TD

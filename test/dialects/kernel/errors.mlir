@@ -124,7 +124,7 @@ func.func @empty(%x: tensor<?x?x8xf32>) {
 // -----
 
 func.func @config_not_linear(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) {
-  // expected-error @+1 {{a gemv_tc kernel runs linear layers: a linear kernel.launch, a sits.linear or a sits.lm_head}}
+  // expected-error @+1 {{the gemv_tc kernel runs linear layers: a linear kernel.launch, a sits.linear or a sits.lm_head}}
   %n = kernel.launch <norm> attributes {kernel.config = #kernel.config<gemv_tc, weight_bytes = 0>} {
     %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
     kernel.yield %0 : tensor<?x?x8xf32>
@@ -175,8 +175,41 @@ func.func @unknown_attribute(%x: tensor<?x?x8xf32>) {
 
 func.func @config_kind(%x: tensor<?x?x8xf32>) {
   %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
-  // expected-error @+2 {{expected ::sits::kernel::KernelKind to be one of: gemv, gemv_tc, gemv_quant, gemv_quant_tc, gemm, gemm_tc}}
+  // expected-error @+2 {{expected ::sits::kernel::KernelKind to be one of: gemv, gemv_tc, gemv_quant, gemv_quant_tc, gemm, gemm_tc, attention,}}
   // expected-error @+1 {{failed to parse Kernel_ConfigAttr parameter 'kernel' which is to be a `::sits::kernel::KernelKind`}}
   %0 = sits.linear %x, %w {kernel.config = #kernel.config<gemv_fast, weight_bytes = 0>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_on_linear(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{the attention_split kernel runs a sits.attention}}
+  %0 = sits.linear %x, %w {kernel.config = #kernel.config<attention_split, split_keys = 32, weight_bytes = 0>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @split_keys(%q: tensor<?x2x1x32xf32>, %k: tensor<?x1x128x32xf32>, %past: tensor<?xi64>) {
+  // expected-error @+1 {{split_keys = 20: attention_split takes a multiple of 16 from 16 to 4096}}
+  %a = sits.attention %q, %k, %k past_len(%past : tensor<?xi64>) {num_heads = 2, num_kv_heads = 1, scale = 0.5 : f32, kernel.config = #kernel.config<attention_split, split_keys = 20, weight_bytes = 0>} : tensor<?x2x1x32xf32>, tensor<?x1x128x32xf32>, tensor<?x1x128x32xf32> -> tensor<?x2x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @split_keys_unsplit(%q: tensor<?x2x1x32xf32>, %k: tensor<?x1x128x32xf32>, %past: tensor<?xi64>) {
+  // expected-error @+1 {{split_keys = 64: attention does not split the keys}}
+  %a = sits.attention %q, %k, %k past_len(%past : tensor<?xi64>) {num_heads = 2, num_kv_heads = 1, scale = 0.5 : f32, kernel.config = #kernel.config<attention, split_keys = 64, weight_bytes = 0>} : tensor<?x2x1x32xf32>, tensor<?x1x128x32xf32>, tensor<?x1x128x32xf32> -> tensor<?x2x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @linear_kernel_on_attention(%q: tensor<?x2x1x32xf32>, %k: tensor<?x1x128x32xf32>, %past: tensor<?xi64>) {
+  // expected-error @+1 {{the gemv kernel runs linear layers}}
+  %a = sits.attention %q, %k, %k past_len(%past : tensor<?xi64>) {num_heads = 2, num_kv_heads = 1, scale = 0.5 : f32, kernel.config = #kernel.config<gemv, weight_bytes = 0>} : tensor<?x2x1x32xf32>, tensor<?x1x128x32xf32>, tensor<?x1x128x32xf32> -> tensor<?x2x1x32xf32>
   return
 }

@@ -1,6 +1,7 @@
 //===- KVQuantLaunchesTest.cpp - Decode attention over a quantized cache --===//
 //
-// Which split decode kernel planAttentionKVQ gives a quantized cache: the
+// Which split decode kernel selectAttentionKernel gives a quantized cache
+// (and planAttentionKVQ launches): the
 // tensor-core one (attention_decode_kvq_mma.cuh) only for f16 engines with
 // at most 8 query heads per KV head and head_dim at most 128 made of whole
 // scale groups of a multiple of 32 channels (each lane's share of a group is
@@ -50,6 +51,11 @@ PlannedLaunch planDecode(const Shape &shape) {
   desc.scale = 0.125f;
   desc.tensorCores = true;
   desc.sixteenBitMath = shape.sixteenBitMath;
+  AttentionKernelChoice choice = selectAttentionKernel(desc, kv);
+  EXPECT_EQ(checkAttentionKernel(desc, kv, choice.kernel, choice.splitKeys),
+            "");
+  desc.kernel = choice.kernel;
+  desc.splitKeys = choice.splitKeys;
   desc.partial = ArgBinding::bufferArg(BufferKind::Workspace, 0, 0);
   std::string error;
   std::optional<PlannedLaunch> planned = planAttentionKVQ(desc, kv, &error);

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cuda/Launches.h"
+#include "backends/cuda/KVQuantLaunches.h"
 
 #include <gtest/gtest.h>
 
@@ -169,6 +169,75 @@ TEST(DecodeSplitTest, AskedKeysPerSplit) {
   AttentionLaunch f32 = decodeAttention(8448, 512);
   f32.cacheType = format::DType::F32;
   EXPECT_FALSE(decodeSplitOf(f32).has_value());
+}
+
+TEST(AttentionKernelTest, SelectionByStepShapeAndCache) {
+  using kernel::KernelKind;
+  format::KVCacheConfig plain;
+  plain.headDim = 128;
+  // Llama-3-8B at decode: split, 256 keys a block; at prefill: flash.
+  AttentionLaunch decode = decodeAttention(8448, 0);
+  decode.sixteenBitMath = true;
+  AttentionKernelChoice choice = selectAttentionKernel(decode, plain);
+  EXPECT_EQ(choice.kernel, KernelKind::AttentionSplit);
+  EXPECT_EQ(choice.splitKeys, 256);
+  AttentionLaunch prefill = decode;
+  prefill.decode = false;
+  EXPECT_EQ(selectAttentionKernel(prefill, plain).kernel,
+            KernelKind::AttentionFlash);
+  // 16 query heads per KV head: the tiled kernel at decode.
+  AttentionLaunch wide = decode;
+  wide.heads = 128;
+  EXPECT_EQ(selectAttentionKernel(wide, plain).kernel, KernelKind::Attention);
+  // A quantized cache (int4 in groups of 32): on tensor cores in an fp16
+  // engine, not in bf16; tiled at prefill.
+  format::KVCacheConfig int4;
+  int4.headDim = 128;
+  int4.coldBits = 4;
+  int4.groupSize = 32;
+  int4.dtype = format::DType::F16;
+  EXPECT_EQ(selectAttentionKernel(decode, int4).kernel,
+            KernelKind::AttentionKVQMma);
+  format::KVCacheConfig bf16 = int4;
+  bf16.dtype = format::DType::BF16;
+  AttentionLaunch decodeBf16 = decode;
+  decodeBf16.cacheType = format::DType::BF16;
+  EXPECT_EQ(selectAttentionKernel(decodeBf16, bf16).kernel,
+            KernelKind::AttentionKVQSplit);
+  EXPECT_EQ(selectAttentionKernel(prefill, int4).kernel,
+            KernelKind::AttentionKVQ);
+}
+
+TEST(AttentionKernelTest, CheckRefusesWhatAKernelCannotRun) {
+  using kernel::KernelKind;
+  format::KVCacheConfig plain;
+  plain.headDim = 128;
+  AttentionLaunch decode = decodeAttention(8448, 0);
+  decode.sixteenBitMath = true;
+  EXPECT_EQ(
+      checkAttentionKernel(decode, plain, KernelKind::AttentionSplit, 512), "");
+  EXPECT_EQ(checkAttentionKernel(decode, plain, KernelKind::Attention, 0), "");
+  EXPECT_NE(checkAttentionKernel(decode, plain, KernelKind::AttentionFlash, 0),
+            "");
+  EXPECT_NE(checkAttentionKernel(decode, plain, KernelKind::AttentionKVQ, 0),
+            "");
+  EXPECT_NE(checkAttentionKernel(decode, plain, KernelKind::AttentionSplit, 0),
+            "");
+  EXPECT_NE(checkAttentionKernel(decode, plain, KernelKind::Attention, 256),
+            "");
+  AttentionLaunch f32 = decode;
+  f32.cacheType = format::DType::F32;
+  EXPECT_NE(checkAttentionKernel(f32, plain, KernelKind::AttentionSplit, 256),
+            "");
+  // Every choice selectAttentionKernel makes passes the check.
+  AttentionLaunch prefill = decode;
+  prefill.decode = false;
+  for (const AttentionLaunch &desc : {decode, prefill, f32}) {
+    AttentionKernelChoice choice = selectAttentionKernel(desc, plain);
+    EXPECT_EQ(
+        checkAttentionKernel(desc, plain, choice.kernel, choice.splitKeys), "")
+        << choice.reason;
+  }
 }
 
 } // namespace
