@@ -3,8 +3,9 @@
 # present) with two sitsc binaries under 13 option sets (weights, KV cache,
 # TVC, dtypes, norm fusion, targets) and lists the engines that differ: a
 # refactor of the compiler that must not change what it generates shows
-# "0 of N engines differ". Both compile from this same working directory,
-# since NVRTC's line info records it.
+# "0 of N engines differ". Both compile from this same working directory:
+# sitsc binaries built before NVRTC ran in the root directory recorded it
+# in the kernels' line tables.
 #
 #   scripts/compare-engines.sh BASE_SITSC NEW_SITSC [WORK_DIR]
 set -uo pipefail

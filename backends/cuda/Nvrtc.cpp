@@ -8,10 +8,39 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace sits::codegen {
 
 namespace {
+
+/// Runs NVRTC in the root directory and goes back after: -lineinfo records
+/// the working directory in the cubins' line tables, and an engine's bytes
+/// must not depend on where sitsc ran (the generated source exists nowhere
+/// on disk, so no path is lost).
+class InRootDirectory {
+public:
+  InRootDirectory() : saved(::open(".", O_RDONLY | O_CLOEXEC)) {
+    if (saved >= 0 && ::chdir("/") != 0) {
+      ::close(saved);
+      saved = -1;
+    }
+  }
+  ~InRootDirectory() {
+    if (saved < 0)
+      return;
+    // Going back cannot fail short of the directory being unreadable now;
+    // nothing here could repair that.
+    (void)::fchdir(saved);
+    ::close(saved);
+  }
+  InRootDirectory(const InRootDirectory &) = delete;
+  InRootDirectory &operator=(const InRootDirectory &) = delete;
+
+private:
+  int saved;
+};
 
 // The few NVRTC entry points sitsc uses, declared here so that building the
 // compiler needs no CUDA headers. nvrtcResult is an int enum, nvrtcProgram a
@@ -186,8 +215,13 @@ llvm::Expected<CompiledModule> compileWithNvrtc(const std::string &source,
   std::string arch = "-arch=" + target.getName();
   const char *options[] = {arch.c_str(), "--std=c++17", "-lineinfo",
                            "-DNDEBUG"};
-  int compiled = api.compileProgram(
-      program, static_cast<int>(sizeof(options) / sizeof(options[0])), options);
+  int compiled;
+  {
+    InRootDirectory root;
+    compiled = api.compileProgram(
+        program, static_cast<int>(sizeof(options) / sizeof(options[0])),
+        options);
+  }
   CompiledModule module;
   size_t logSize = 0;
   if (api.getProgramLogSize(program, &logSize) == 0 && logSize > 1) {
