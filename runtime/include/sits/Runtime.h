@@ -180,6 +180,19 @@ struct TextResult {
 using TextCallback =
     std::function<bool(uint32_t sequence, const std::string &text)>;
 
+/// One sequence's part of a Session::step. Each of a session's max_batch
+/// slots holds one sequence; a step appends tokens to some of them.
+struct StepInput {
+  uint32_t slot = 0;
+  /// The tokens to append: a chunk of a prompt (at most the engine's
+  /// max_prefill_tokens), or the one token the slot's last step sampled.
+  std::vector<int32_t> tokens;
+  /// Start a new sequence in the slot: its cache is emptied first, and
+  /// `sampling` becomes the slot's until the next reset.
+  bool reset = false;
+  SamplingParams sampling;
+};
+
 /// One generation context: its own KV cache (max_batch sequences), buffers
 /// and decode graphs. Not thread-safe; use one session per thread.
 class Session {
@@ -212,6 +225,22 @@ public:
   TextResult generateText(const std::vector<std::vector<int32_t>> &prompts,
                           const TextGenerateParams &params,
                           const TextCallback &callback = {});
+
+  /// Continuous batching, one step at a time: appends each input's tokens
+  /// to its slot's sequence and returns, per input in order, the token
+  /// sampled after its last token (with the slot's sampling parameters).
+  /// When every input is one token the step is a decode step, replayed from
+  /// the CUDA graph of the bucket that holds the highest slot; otherwise
+  /// one prefill chunk runs all inputs together. Slots not in `inputs` keep
+  /// their sequences untouched. Seeded sampling draws from the slot's seed
+  /// and the session's step count, so the same schedule gives the same
+  /// tokens. generate and scoreTokens empty every slot. Throws
+  /// InvalidArgument (a slot out of range or given twice, no tokens, a
+  /// token outside the vocabulary, a chunk longer than max_prefill_tokens,
+  /// a slot that holds no sequence and is not reset) and KVCacheFull.
+  std::vector<int32_t> step(const std::vector<StepInput> &inputs);
+  /// Tokens the slot's sequence holds in the cache.
+  uint32_t slotLength(uint32_t slot) const;
 
   /// Teacher-forced logits, for checking an engine against a reference:
   /// prefills the first `prefillTokens` tokens of every sequence, then feeds

@@ -1,0 +1,154 @@
+//===- SessionStep.cpp - Continuous batching, one step at a time ----------===//
+//
+// Session::step extends the sequences of some slots by a few tokens each.
+// The engine's programs already take per-sequence lengths (past_lengths,
+// step_lengths; a sequence with step length 0 writes nothing), so one step
+// can prefill a new request in one slot while the others decode: all-single
+// token steps replay the bucket's decode graph, anything else runs as one
+// prefill chunk. The step's tokens are uploaded every time, so a slot's
+// input never depends on what an earlier step left in the device buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "src/CudaCheck.h"
+#include "src/SessionImpl.h"
+
+#include <algorithm>
+
+namespace sits {
+
+using runtime::checkCuda;
+
+namespace {
+
+/// Checks `inputs` against the session's slots; returns the highest slot.
+uint32_t checkStep(const Session::Impl &s,
+                   const std::vector<StepInput> &inputs) {
+  const format::RuntimeConfig &config = s.config;
+  if (inputs.empty())
+    throw Error(ErrorCode::InvalidArgument, "a step needs at least one input");
+  std::vector<bool> seen(config.maxBatch, false);
+  uint32_t highest = 0;
+  for (const StepInput &input : inputs) {
+    const std::string slot = "slot " + std::to_string(input.slot);
+    if (input.slot >= config.maxBatch)
+      throw Error(ErrorCode::InvalidArgument,
+                  slot + " is outside the session's 0.." +
+                      std::to_string(config.maxBatch - 1));
+    if (seen[input.slot])
+      throw Error(ErrorCode::InvalidArgument, slot + " is given twice");
+    seen[input.slot] = true;
+    highest = std::max(highest, input.slot);
+    if (input.tokens.empty())
+      throw Error(ErrorCode::InvalidArgument, slot + " is given no tokens");
+    if (input.tokens.size() > config.maxPrefillTokens)
+      throw Error(ErrorCode::InvalidArgument,
+                  slot + " is given " + std::to_string(input.tokens.size()) +
+                      " tokens, more than a prefill chunk of " +
+                      std::to_string(config.maxPrefillTokens));
+    if (!input.reset && !s.slotLive[input.slot])
+      throw Error(ErrorCode::InvalidArgument,
+                  slot + " holds no sequence: start one with reset");
+    for (int32_t token : input.tokens)
+      if (token < 0 || uint32_t(token) >= config.vocabSize)
+        throw Error(ErrorCode::TokenOutOfVocab,
+                    "token id " + std::to_string(token) + " for " + slot +
+                        " is outside the vocabulary (0.." +
+                        std::to_string(config.vocabSize - 1) + ")");
+    const uint64_t held = input.reset ? 0 : s.slotLengths[input.slot];
+    if (held + input.tokens.size() > config.maxSeqLen)
+      throw Error(ErrorCode::KVCacheFull,
+                  "KV cache full: " + slot + " holds " + std::to_string(held) +
+                      " tokens; " + std::to_string(input.tokens.size()) +
+                      " more would pass the capacity of " +
+                      std::to_string(config.maxSeqLen));
+    if (input.reset)
+      checkSamplingParams(input.sampling, s.tvcExactTop);
+  }
+  return highest;
+}
+
+} // namespace
+
+std::vector<int32_t> Session::step(const std::vector<StepInput> &inputs) {
+  Impl &s = *state;
+  const format::RuntimeConfig &config = s.config;
+  const uint32_t maxBatch = config.maxBatch;
+  if (s.slotLengths.size() != maxBatch) {
+    s.slotLengths.assign(maxBatch, 0);
+    s.slotLive.assign(maxBatch, false);
+  }
+  const uint32_t batch = checkStep(s, inputs) + 1;
+  checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
+
+  // New sequences: an empty cache and their sampling parameters.
+  for (const StepInput &input : inputs) {
+    if (!input.reset)
+      continue;
+    const int32_t zero = 0;
+    const runtime::DeviceSamplingParams params = {
+        input.sampling.temperature, input.sampling.topK, input.sampling.topP, 0,
+        input.sampling.seed};
+    checkCuda(cudaMemcpyAsync(s.pastLengths + input.slot, &zero, 4,
+                              cudaMemcpyHostToDevice, s.stream),
+              "resetting a slot's length");
+    checkCuda(cudaMemcpyAsync(s.samplingParams + input.slot, &params,
+                              sizeof(params), cudaMemcpyHostToDevice, s.stream),
+              "uploading a slot's sampling parameters");
+    s.slotLengths[input.slot] = 0;
+    s.slotLive[input.slot] = true;
+  }
+
+  const bool decode =
+      std::all_of(inputs.begin(), inputs.end(), [](const StepInput &input) {
+        return input.tokens.size() == 1;
+      });
+  uint32_t seq = 1;
+  for (const StepInput &input : inputs)
+    seq = std::max<uint32_t>(seq, static_cast<uint32_t>(input.tokens.size()));
+  // The decode graph of a bucket reads the bucket's rows; a prefill chunk
+  // the rows of the highest slot given.
+  const uint32_t rows = decode ? s.bucketFor(batch) : batch;
+  std::vector<int32_t> ids(uint64_t(rows) * seq, 0);
+  std::vector<int32_t> stepLengths(maxBatch, 0);
+  for (const StepInput &input : inputs) {
+    std::copy(input.tokens.begin(), input.tokens.end(),
+              ids.begin() + uint64_t(input.slot) * seq);
+    stepLengths[input.slot] = static_cast<int32_t>(input.tokens.size());
+  }
+  checkCuda(cudaMemcpyAsync(s.tokenIds, ids.data(), ids.size() * 4,
+                            cudaMemcpyHostToDevice, s.stream),
+            "uploading the step's tokens");
+  checkCuda(cudaMemcpyAsync(s.stepLengths, stepLengths.data(), maxBatch * 4,
+                            cudaMemcpyHostToDevice, s.stream),
+            "uploading step lengths");
+  if (decode) {
+    s.decodeStep(rows);
+  } else {
+    s.run(s.prepare(s.prefillProgram, rows, seq));
+    s.stepTail(rows, true);
+  }
+  // The uploads above are from pageable memory, and the sampled tokens are
+  // needed now.
+  checkCuda(cudaStreamSynchronize(s.stream), "running a step");
+
+  std::vector<int32_t> next;
+  next.reserve(inputs.size());
+  for (const StepInput &input : inputs) {
+    s.slotLengths[input.slot] += static_cast<uint32_t>(input.tokens.size());
+    next.push_back(s.hostTokens[input.slot]);
+  }
+  return next;
+}
+
+uint32_t Session::slotLength(uint32_t slot) const {
+  const Impl &s = *state;
+  if (slot >= s.config.maxBatch)
+    throw Error(ErrorCode::InvalidArgument,
+                "slot " + std::to_string(slot) +
+                    " is outside the session's 0.." +
+                    std::to_string(s.config.maxBatch - 1));
+  return slot < s.slotLengths.size() ? s.slotLengths[slot] : 0;
+}
+
+} // namespace sits
