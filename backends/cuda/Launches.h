@@ -170,6 +170,15 @@ bool quantGemvOnTensorCores(int64_t bits, int64_t group, int64_t k, bool gated);
 /// check).
 bool quantGemvReadsHalfOperands(int64_t bits, int64_t group, int64_t k);
 
+/// Whether the rows of a quantized weight [rows, k] in groups of `group`
+/// are stored interleaved (QuantLayout.h) for the tensor-core GEMV: on
+/// sm_80+ in a 16-bit engine, for rows and groups of whole chunks.
+bool interleaveQuantRows(bool tensorCores, format::DType weightType,
+                         int64_t bits, int64_t group, int64_t k);
+/// Why rows of such a weight cannot be stored interleaved (empty when they
+/// can).
+std::string checkInterleavedRows(int64_t bits, int64_t group, int64_t k);
+
 /// cp.async stages of the tensor-core GEMVs' rings.
 constexpr int64_t kGemvTensorCoreStages = 3;
 /// gemv.cuh's gemvTensorCoreSharedBytes.

@@ -56,6 +56,24 @@ bool decodeGemvOnTensorCores(bool tensorCores, DType weightType, int64_t k) {
   return tensorCores && weightType != DType::F32 && k % 8 == 0;
 }
 
+std::string checkInterleavedRows(int64_t bits, int64_t group, int64_t k) {
+  const int64_t chunk = quantChunkInputs(bits);
+  if (k % chunk != 0)
+    return "rows of " + std::to_string(k) + " inputs are not whole chunks of " +
+           std::to_string(chunk) + " int" + std::to_string(bits) + " levels";
+  if (group % chunk != 0)
+    return "groups of " + std::to_string(group) +
+           " inputs are not whole chunks of " + std::to_string(chunk) + " int" +
+           std::to_string(bits) + " levels";
+  return "";
+}
+
+bool interleaveQuantRows(bool tensorCores, DType weightType, int64_t bits,
+                         int64_t group, int64_t k) {
+  return tensorCores && weightType != DType::F32 &&
+         checkInterleavedRows(bits, group, k).empty();
+}
+
 namespace {
 
 bool isTensorCoreGemv(KernelKind kernel) {

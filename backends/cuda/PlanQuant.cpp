@@ -69,15 +69,23 @@ FailureOr<LinearQuant> ProgramPlanner::quantizedWeight(Operation *op,
   FailureOr<unsigned> scaleIndex = weights.bind(scales, DType::F16);
   if (failed(dataIndex) || failed(scaleIndex))
     return failure();
-  // Rows of whole chunks that the tensor-core GEMV can read are stored with
-  // interleaved chunks (QuantLayout.h); every kernel that reads the weight
-  // (decode GEMV of either kind, prefill dequantization) is told so. The
-  // choice depends on the weight and the engine alone, so that every
-  // reader of a weight agrees.
-  const int64_t chunk = quantChunkInputs(quant.bits);
-  quant.interleaved = hasTensorCores() && options.weightType != DType::F32 &&
-                      k % chunk == 0 && quant.group % chunk == 0;
-  weights.setInterleaved(*dataIndex, quant.interleaved ? quant.bits : 0);
+  // The storage order the IR chose (--kernel-choose-weight-layout); every
+  // kernel that reads the weight (decode GEMV of either kind, prefill
+  // dequantization) is told so.
+  auto layout = dequantize->getAttrOfType<kernel::WeightLayoutAttr>(
+      kernel::KernelDialect::kWeightLayoutAttrName);
+  if (!layout)
+    return fail() << "no '" << kernel::KernelDialect::kWeightLayoutAttrName
+                  << "' says how its levels are stored (the pass "
+                     "--kernel-choose-weight-layout chooses it)";
+  quant.interleaved = layout.getValue() == kernel::WeightLayout::Interleaved;
+  if (quant.interleaved)
+    if (std::string why = checkInterleavedRows(quant.bits, quant.group, k);
+        !why.empty())
+      return fail() << "cannot store it interleaved: " << why;
+  if (!weights.setInterleaved(*dataIndex, quant.interleaved ? quant.bits : 0))
+    return fail() << "another sits.dequantize of '" << data.getName()
+                  << "' stores it in the other layout";
   segment.weight = *dataIndex;
   segment.scales = *scaleIndex;
   return quant;
@@ -124,8 +132,8 @@ LogicalResult ProgramPlanner::takeLinearKernel(Operation *owner,
   std::string why =
       checkLinearKernel(shape, config.getKernel(), config.getTiles());
   if (!why.empty())
-    return owner->emitError() << "codegen: cannot launch " << config << ": "
-                              << why;
+    return owner->emitError()
+           << "codegen: cannot launch " << config << ": " << why;
   desc.kernel = config.getKernel();
   desc.tiles = config.getTiles();
   return success();
@@ -134,8 +142,25 @@ LogicalResult ProgramPlanner::takeLinearKernel(Operation *owner,
 LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
                                               ArrayRef<Operation *> ops) {
   Operation *owner = kernel::getEnclosingLaunch(ops.front());
-  if (failed(takeLinearKernel(owner ? owner : ops.front(), desc)))
+  if (!owner)
+    owner = ops.front();
+  if (failed(takeLinearKernel(owner, desc)))
     return failure();
+  // What the operand-layout producers ask of their readers (hand-written IR
+  // can ask it of a kernel that cannot give it).
+  const bool quantTensorCore =
+      desc.kernel == kernel::KernelKind::GemvQuantTensorCore;
+  if (desc.halfInput && !(quantTensorCore && desc.quant.interleaved))
+    return owner->emitError()
+           << "codegen: its input is written as 16-bit operands "
+              "(output_operand_bits), which only gemv_quant_tc over "
+              "interleaved rows reads";
+  if (desc.outputOperandBits &&
+      !(desc.epilogue == LinearEpilogue::Glu &&
+        (quantTensorCore || desc.kernel == kernel::KernelKind::GemvTensorCore)))
+    return owner->emitError()
+           << "codegen: output_operand_bits needs a gate/up launch on a "
+              "tensor-core GEMV";
   if (desc.quant.bits && !desc.decode) {
     SmallVector<unsigned> scratches;
     for (LinearSegment &segment : desc.segments) {

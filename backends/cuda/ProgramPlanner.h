@@ -70,10 +70,16 @@ public:
   }
 
   /// Stores quantized levels `index` with interleaved chunks of `bits`-bit
-  /// levels (0: input order). A weight is bound once per name and type, and
-  /// its readers derive the layout from it alone, so they always agree.
-  void setInterleaved(unsigned index, int bits) {
+  /// levels (0: input order), as the sits.dequantize ops reading it say;
+  /// false when an earlier reader said the other.
+  bool setInterleaved(unsigned index, int bits) {
+    if (layoutGiven.size() < weights.size())
+      layoutGiven.resize(weights.size(), false);
+    if (layoutGiven[index] && weights[index].interleavedBits != bits)
+      return false;
+    layoutGiven[index] = true;
     weights[index].interleavedBits = bits;
+    return true;
   }
 
   /// Binds values computed by the planner (the TVC bounds of the stored
@@ -100,6 +106,8 @@ public:
 private:
   std::vector<WeightPlan> &weights;
   std::map<std::string, unsigned> byKey;
+  /// Whether a reader gave each weight its layout (setInterleaved).
+  std::vector<bool> layoutGiven;
 };
 
 /// Deduplicates kernel specs across both programs and names them.

@@ -44,6 +44,10 @@ def Kernel_Dialect : Dialect {
     /// The discardable attribute that carries a launch's kernel choice
     /// (a #kernel.config) on the op that becomes the launch.
     static constexpr llvm::StringLiteral kConfigAttrName = "kernel.config";
+    /// The discardable attribute that carries a quantized weight's storage
+    /// order (a #kernel.weight_layout) on the sits.dequantize that reads it.
+    static constexpr llvm::StringLiteral kWeightLayoutAttrName =
+        "kernel.weight_layout";
   }];
 }
 
@@ -82,6 +86,31 @@ def Kernel_KernelKind : I32EnumAttr<"KernelKind",
 ]> {
   let cppNamespace = "::sits::kernel";
   let genSpecializedAttr = 0;
+}
+
+def Kernel_WeightLayout : I32EnumAttr<"WeightLayout",
+    "the order in which the engine stores a quantized weight's rows", [
+  I32EnumAttrCase<"InputOrder", 0, "input_order">,
+  I32EnumAttrCase<"Interleaved", 1, "interleaved">
+]> {
+  let cppNamespace = "::sits::kernel";
+  let genSpecializedAttr = 0;
+}
+
+def Kernel_WeightLayoutAttr : EnumAttr<Kernel_Dialect, Kernel_WeightLayout,
+                                       "weight_layout"> {
+  let summary = "How the engine stores a quantized weight's levels";
+  let description = [{
+    Set by `--kernel-choose-weight-layout` on each `sits.dequantize` of
+    int8/int4 weights, as the discardable attribute `kernel.weight_layout`:
+    `input_order` stores each row's levels as the inputs come;
+    `interleaved` stores each 64-byte chunk of a row in the order the
+    lanes of the tensor-core GEMV load it (QuantLayout.h), which needs rows
+    and groups of whole chunks (64 int8 or 128 int4 levels). Every kernel
+    that reads the weight (the decode GEMVs, prefill's dequantization) reads
+    the layout the attribute names.
+  }];
+  let assemblyFormat = "`<` $value `>`";
 }
 
 def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {

@@ -49,6 +49,17 @@ static bool isSplitAttentionKernel(KernelKind kernel) {
 
 LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
+  if (attr.getName() == kWeightLayoutAttrName) {
+    if (!isa<WeightLayoutAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kWeightLayoutAttrName
+             << "' must be a #kernel.weight_layout, got " << attr.getValue();
+    if (!isa<sits::DequantizeOp>(op))
+      return op->emitError() << "'" << kWeightLayoutAttrName
+                             << "' belongs on the sits.dequantize of a "
+                                "quantized weight";
+    return success();
+  }
   if (attr.getName() != kConfigAttrName)
     return op->emitError() << "unknown kernel dialect attribute "
                            << attr.getName();

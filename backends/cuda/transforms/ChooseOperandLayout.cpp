@@ -69,7 +69,13 @@ struct ChooseOperandLayoutPass
       else
         return 0;
       auto [userBits, group] = getQuantKey(weight);
-      if (!codegen::quantGemvReadsHalfOperands(userBits, group, k) ||
+      auto layout =
+          weight.getDefiningOp()
+              ? weight.getDefiningOp()->getAttrOfType<WeightLayoutAttr>(
+                    KernelDialect::kWeightLayoutAttrName)
+              : WeightLayoutAttr();
+      if (!codegen::quantGemvReadsHalfOperands(userBits, group, k) || !layout ||
+          layout.getValue() != WeightLayout::Interleaved ||
           (bits && userBits != bits))
         return 0;
       bits = static_cast<int>(userBits);

@@ -21,6 +21,10 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   fuseNorms.target = target;
   fuseNorms.dtype = dtype;
   pm.addPass(createFuseNorms(fuseNorms));
+  ChooseWeightLayoutOptions weightLayout;
+  weightLayout.target = target;
+  weightLayout.dtype = dtype;
+  pm.addPass(createChooseWeightLayout(weightLayout));
   ChooseOperandLayoutOptions chooseLayout;
   chooseLayout.target = target;
   chooseLayout.dtype = dtype;

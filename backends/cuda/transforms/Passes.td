@@ -93,13 +93,33 @@ def FuseNorms : Pass<"kernel-fuse-norms", "mlir::ModuleOp"> {
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 
+def ChooseWeightLayout
+    : Pass<"kernel-choose-weight-layout", "mlir::ModuleOp"> {
+  let summary = "The storage order of every quantized weight";
+  let description = [{
+    Every `sits.dequantize` of a `sits.weight` gets a
+    `kernel.weight_layout`: `interleaved` (each 64-byte chunk of a row in
+    the order the tensor-core GEMV's lanes load it) on sm_80+ in a 16-bit
+    engine when its rows and groups are whole chunks (64 int8 or 128 int4
+    levels), `input_order` otherwise. The GEMVs and prefill's
+    dequantization read the layout the attribute names; a layout given in
+    the input is kept, and the code generator refuses `interleaved` for
+    rows or groups that are not whole chunks.
+
+    Audit: `interleaved`, `input_order` (weights read through each), each
+    choice with its reason.
+  }];
+  let options = [TargetOption, DTypeOption];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
 def ChooseOperandLayout
     : Pass<"kernel-choose-operand-layout", "mlir::ModuleOp"> {
   let summary = "Write a GEMV input as the 16-bit operands its readers load";
   let description = [{
     In `@decode`, when every reader of an unfused `sits.rms_norm`'s result,
     or of a `<gated_linear>` launch's result, is the input of a quantized
-    tensor-core GEMV of the same weight bits, the producer writes the value
+    tensor-core GEMV of the same weight bits over interleaved rows, the producer writes the value
     as those GEMVs' 16-bit mma operands (rounded as they would round it):
     they then load half the bytes of x and convert nothing. The norm
     becomes a `kernel.launch <norm>`; both get `output_operand_bits`.

@@ -213,3 +213,20 @@ func.func @linear_kernel_on_attention(%q: tensor<?x2x1x32xf32>, %k: tensor<?x1x1
   %a = sits.attention %q, %k, %k past_len(%past : tensor<?xi64>) {num_heads = 2, num_kv_heads = 1, scale = 0.5 : f32, kernel.config = #kernel.config<gemv, weight_bytes = 0>} : tensor<?x2x1x32xf32>, tensor<?x1x128x32xf32>, tensor<?x1x128x32xf32> -> tensor<?x2x1x32xf32>
   return
 }
+
+// -----
+
+func.func @layout_not_on_dequantize(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{'kernel.weight_layout' belongs on the sits.dequantize of a quantized weight}}
+  %0 = sits.linear %x, %w {kernel.weight_layout = #kernel.weight_layout<interleaved>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @layout_value(%q: tensor<8x64xi8>, %s: tensor<8x1xf16>) {
+  // expected-error @+1 {{'kernel.weight_layout' must be a #kernel.weight_layout, got "interleaved"}}
+  %w = sits.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 128 : i64, kernel.weight_layout = "interleaved"} : tensor<8x64xi8>, tensor<8x1xf16> -> tensor<8x128xf32>
+  return
+}

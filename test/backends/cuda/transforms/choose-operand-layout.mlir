@@ -1,12 +1,15 @@
-// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout | FileCheck %s
-// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout --sits-audit-report | FileCheck %s --check-prefix=AUDIT
-// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout="dtype=fp32" | FileCheck %s --check-prefix=NONE
-// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-operand-layout="target=sm_75" | FileCheck %s --check-prefix=NONE
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-weight-layout --kernel-choose-operand-layout | FileCheck %s
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-weight-layout --kernel-choose-operand-layout --sits-audit-report | FileCheck %s --check-prefix=AUDIT
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-weight-layout="dtype=fp32" --kernel-choose-operand-layout="dtype=fp32" | FileCheck %s --check-prefix=NONE
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-choose-weight-layout="target=sm_75" --kernel-choose-operand-layout="target=sm_75" | FileCheck %s --check-prefix=NONE
+// Rows stored in input order (given in the input) are read as f32 rows.
+// RUN: sed 's/group_size = 128 : i64}/group_size = 128 : i64, kernel.weight_layout = #kernel.weight_layout<input_order>}/' %s | sits-opt --kernel-fuse-gated-linears --kernel-choose-weight-layout --kernel-choose-operand-layout | FileCheck %s --check-prefix=NONE
 
-// At decode, a norm whose readers are all int4 tensor-core GEMVs writes
-// their 16-bit operands (a <norm> launch with output_operand_bits = 4), and
-// so does the gated launch whose product only the int4 down projection
-// reads. A norm that an fp16 GEMV also reads keeps f32.
+// At decode, a norm whose readers are all int4 tensor-core GEMVs over
+// interleaved rows writes their 16-bit operands (a <norm> launch with
+// output_operand_bits = 4), and so does the gated launch whose product only
+// the int4 down projection reads. A norm that an fp16 GEMV also reads keeps
+// f32.
 
 // CHECK-LABEL: func.func @decode
 // CHECK: %[[N:.*]] = kernel.launch <norm> attributes {output_operand_bits = 4 : i64} {
