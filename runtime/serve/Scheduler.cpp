@@ -152,13 +152,13 @@ Submission Scheduler::submit(Request request, EventCallback callback) {
   result.id = nextId++;
   waiting.push_back(Pending{result.id, std::move(request), std::move(callback),
                             Clock::now()});
-  uint32_t waitingNow = waiting.size(), runningNow = running;
-  lock.unlock();
-  wake.notify_all();
+  // Gauges are set under the lock, so that the last value set is current.
   if (metrics) {
     metrics->requestAccepted(promptTokens);
-    metrics->setQueue(waitingNow, runningNow);
+    metrics->setQueue(waiting.size(), running);
   }
+  lock.unlock();
+  wake.notify_all();
   return result;
 }
 
@@ -270,18 +270,25 @@ void Scheduler::finish(Running &request, FinishReason reason, std::string text,
   if (reason != FinishReason::Cancelled && event.error.empty() && request.text)
     text += request.text->finish();
   event.text = std::move(text);
-  request.pending.callback(event);
+  end(request, event);
+}
+
+void Scheduler::end(Running &request, const RequestEvent &last) {
+  // Counts first: whoever reads the metrics after the last event sees the
+  // request ended.
   if (metrics)
     metrics->requestFinished(
-        reasonLabel(reason, !event.error.empty()),
+        reasonLabel(last.reason, !last.error.empty()),
         std::chrono::duration<double>(Clock::now() - request.pending.arrival)
             .count());
-  uint32_t slot = request.slot;
-  slotsInUse[slot].reset(); // `request` is gone from here on
   {
     std::lock_guard<std::mutex> lock(mutex);
     --running;
+    if (metrics)
+      metrics->setQueue(waiting.size(), running);
   }
+  request.pending.callback(last);
+  slotsInUse[request.slot].reset(); // `request` is gone from here on
 }
 
 /// Delivers a sampled token; false when the request ended with it.
@@ -316,22 +323,19 @@ bool Scheduler::deliver(Running &request, int32_t token) {
     // The final event carries the token and the text held back until now.
     RequestEvent last;
     std::string text = piece;
-    if (*reason != FinishReason::StopString)
+    if (*reason != FinishReason::StopString) {
+      // The text held back until the end may complete a stop string too.
       text += request.text->finish();
+      if (request.text->stopped())
+        reason = FinishReason::StopString;
+    }
     last.tokens = {token};
     last.text = std::move(text);
     last.finished = true;
     last.reason = *reason;
     last.promptTokens = params.prompt.size();
     last.completionTokens = request.generated;
-    request.pending.callback(last);
-    if (metrics)
-      metrics->requestFinished(
-          reasonLabel(*reason, false),
-          std::chrono::duration<double>(now - request.pending.arrival).count());
-    slotsInUse[request.slot].reset();
-    std::lock_guard<std::mutex> lock(mutex);
-    --running;
+    end(request, last);
     return false;
   }
   RequestEvent event;

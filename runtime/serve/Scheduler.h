@@ -141,6 +141,8 @@ private:
   void applyCancels();
   void finish(Running &running, FinishReason reason, std::string text = {},
               std::string error = {});
+  /// Ends a request with its last event and frees its slot.
+  void end(Running &running, const RequestEvent &last);
   bool deliver(Running &running, int32_t token);
   void publishQueue();
 

@@ -92,7 +92,7 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request &req,
   try {
     parsed = parseRequest(endpoint, req.body, model);
   } catch (const ApiError &error) {
-    metrics.requestRejected("invalid");
+    metrics.requestRejected(error.status == 413 ? "too_long" : "invalid");
     return sendError(res, error);
   } catch (const Error &error) {
     // The tokenizer or the chat template refused the input.
