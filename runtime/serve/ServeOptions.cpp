@@ -69,7 +69,8 @@ static OptionSpec textOption(const char *name, const char *help,
           },
           [=](const ServeOptions &options) {
             const std::string &value = options.*member;
-            return value.empty() ? std::string("chosen by the tool") : value;
+            // Only the model name is empty by default.
+            return value.empty() ? std::string("the model file's stem") : value;
           }};
 }
 
@@ -78,8 +79,7 @@ static const std::vector<OptionSpec> &specs() {
       textOption("host", "Address to listen on", &ServeOptions::host),
       numberOption("port", "Port to listen on (0: a free one, printed)",
                    &ServeOptions::port, 0, 65535),
-      textOption("model-name",
-                 "The model's id in the API (default: the model file's stem)",
+      textOption("model-name", "The model's id in the API",
                  &ServeOptions::modelName),
       numberOption("max-queue",
                    "Requests waiting for a slot at most; more get HTTP 429",

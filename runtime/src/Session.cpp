@@ -16,6 +16,7 @@
 #include "src/NamedBuffers.h"
 #include "src/PrefillPlan.h"
 #include "src/Sampling.h"
+#include "src/SessionImpl.h"
 #include "src/Tvc.h"
 
 #include <algorithm>
@@ -36,19 +37,6 @@ namespace {
 constexpr uint64_t kArenaAlignment = 256;
 constexpr uint64_t kDefaultSharedLimit = 48 * 1024;
 
-struct PreparedLaunch {
-  CUfunction function = nullptr;
-  /// The kernel's name, for error messages.
-  const std::string *name = nullptr;
-  unsigned grid[3] = {1, 1, 1};
-  unsigned block[3] = {1, 1, 1};
-  unsigned sharedBytes = 0;
-  std::vector<uint64_t> values; ///< one 8-byte slot per argument
-  std::vector<void *> params;   ///< pointers to the slots
-};
-
-using PreparedProgram = std::vector<PreparedLaunch>;
-
 double msSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - start)
@@ -56,55 +44,6 @@ double msSince(std::chrono::steady_clock::time_point start) {
 }
 
 } // namespace
-
-struct Session::Impl {
-  std::shared_ptr<Engine> engine;
-  Engine::Impl &e;
-  const format::RuntimeConfig &config;
-  SessionOptions options;
-  std::vector<uint32_t> buckets;
-
-  cudaStream_t stream = nullptr;
-  void *arena = nullptr;
-  uint64_t arenaBytes = 0;
-  std::vector<CUdeviceptr> addresses; ///< per plan buffer
-
-  int32_t *tokenIds = nullptr;
-  int32_t *pastLengths = nullptr;
-  int32_t *stepLengths = nullptr;
-  float *logits = nullptr;
-  int32_t *sampled = nullptr;
-  runtime::DeviceSamplingParams *samplingParams = nullptr;
-  uint64_t *rngStep = nullptr;
-  int32_t *hostTokens = nullptr; ///< pinned, max_batch entries
-  /// A quantized KV cache's calibration counters (null without one).
-  uint64_t *kvStats = nullptr;
-  uint64_t kvStatsBytes = 0;
-  /// The TVC head's u64 [proved, fallback, mode] (null: no TVC head), and
-  /// the largest top-k it serves exactly.
-  uint64_t *tvcCounters = nullptr;
-  uint32_t tvcExactTop = 0;
-
-  int prefillProgram = -1;
-  int decodeProgram = -1;
-  std::map<uint32_t, PreparedProgram> decodeByBucket;
-  std::map<uint32_t, cudaGraphExec_t> graphs;
-  /// Launch the engine's kernels with programmatic dependent launch.
-  bool programmaticLaunch = false;
-
-  Impl(std::shared_ptr<Engine> engine, const SessionOptions &options);
-  ~Impl();
-
-  void allocate();
-  PreparedProgram prepare(int program, uint32_t batch, uint32_t seq);
-  void run(const PreparedProgram &program);
-  void stepTail(uint32_t batch, bool sample);
-  void decodeStep(uint32_t bucket);
-  uint32_t bucketFor(uint32_t batch) const;
-  uint32_t prefill(const std::vector<std::vector<int32_t>> &prompts,
-                   bool sampleLast);
-  void resetSequences(uint32_t batch, const SamplingParams &sampling);
-};
 
 Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
                     const SessionOptions &optionsIn)
@@ -121,6 +60,7 @@ Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
                       std::to_string(config.maxBatch));
   if (buckets.empty() || buckets.back() != config.maxBatch)
     buckets.push_back(config.maxBatch);
+  slotLengths.assign(config.maxBatch, 0);
   prefillProgram = e.contents.findProgram(format::kPrefillProgram);
   decodeProgram = e.contents.findProgram(format::kDecodeProgram);
 
@@ -426,6 +366,7 @@ void Session::Impl::resetSequences(uint32_t batch,
   }
   checkCuda(cudaMemsetAsync(pastLengths, 0, maxBatch * 4, stream),
             "resetting lengths");
+  std::fill(slotLengths.begin(), slotLengths.end(), 0);
   checkCuda(cudaMemsetAsync(rngStep, 0, 8, stream), "resetting the RNG");
   // Calibration counts the request's quantization (read once at its end).
   if (kvStats)

@@ -180,6 +180,20 @@ struct TextResult {
 using TextCallback =
     std::function<bool(uint32_t sequence, const std::string &text)>;
 
+/// What one sequence slot of a session gets in a `Session::step` (serving:
+/// runtime/serve drives the slots one step at a time).
+struct StepInput {
+  uint32_t slot = 0; ///< < max_batch
+  /// Tokens already in the slot's cache; 0 starts a new sequence there.
+  uint32_t position = 0;
+  /// 1 to max_prefill_tokens tokens; position + tokens.size() <= max_seq_len.
+  std::vector<int32_t> tokens;
+  /// Whether a token is wanted after these (false: a prefill chunk that is
+  /// not the prompt's last).
+  bool sample = true;
+  SamplingParams sampling;
+};
+
 /// One generation context: its own KV cache (max_batch sequences), buffers
 /// and decode graphs. Not thread-safe; use one session per thread.
 class Session {
@@ -212,6 +226,15 @@ public:
   TextResult generateText(const std::vector<std::vector<int32_t>> &prompts,
                           const TextGenerateParams &params,
                           const TextCallback &callback = {});
+
+  /// One step over some of the sequence slots, for serving: each input's
+  /// tokens are fed to its slot at its position (one prefill-program launch
+  /// for the step, or, when every input is a single token, the decode
+  /// graph of the bucket); slots not fed keep their caches. Returns one
+  /// token per input (-1 where `sample` is false). Unlike `generate`, the
+  /// cache is not reset between calls. Throws InvalidArgument,
+  /// TokenOutOfVocab or KVCacheFull naming the slot.
+  std::vector<int32_t> step(const std::vector<StepInput> &inputs);
 
   /// Teacher-forced logits, for checking an engine against a reference:
   /// prefills the first `prefillTokens` tokens of every sequence, then feeds

@@ -1,0 +1,91 @@
+//===- SessionImpl.h - A session's state, shared by its sources -*- C++ -*-===//
+//
+// The state of a Session (buffers, prepared launches, decode graphs) and the
+// steps it runs: Session.cpp makes and runs it, SessionStep.cpp drives its
+// slots one serving step at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_RUNTIME_SRC_SESSIONIMPL_H
+#define SITS_RUNTIME_SRC_SESSIONIMPL_H
+
+#include "sits/Runtime.h"
+#include "src/Driver.h"
+#include "src/EngineImpl.h"
+#include "src/Sampling.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sits {
+
+struct PreparedLaunch {
+  CUfunction function = nullptr;
+  /// The kernel's name, for error messages.
+  const std::string *name = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned sharedBytes = 0;
+  std::vector<uint64_t> values; ///< one 8-byte slot per argument
+  std::vector<void *> params;   ///< pointers to the slots
+};
+
+using PreparedProgram = std::vector<PreparedLaunch>;
+
+struct Session::Impl {
+  std::shared_ptr<Engine> engine;
+  Engine::Impl &e;
+  const format::RuntimeConfig &config;
+  SessionOptions options;
+  std::vector<uint32_t> buckets;
+
+  cudaStream_t stream = nullptr;
+  void *arena = nullptr;
+  uint64_t arenaBytes = 0;
+  std::vector<CUdeviceptr> addresses; ///< per plan buffer
+
+  int32_t *tokenIds = nullptr;
+  int32_t *pastLengths = nullptr;
+  int32_t *stepLengths = nullptr;
+  float *logits = nullptr;
+  int32_t *sampled = nullptr;
+  runtime::DeviceSamplingParams *samplingParams = nullptr;
+  uint64_t *rngStep = nullptr;
+  int32_t *hostTokens = nullptr; ///< pinned, max_batch entries
+  /// A quantized KV cache's calibration counters (null without one).
+  uint64_t *kvStats = nullptr;
+  uint64_t kvStatsBytes = 0;
+  /// The TVC head's u64 [proved, fallback, mode] (null: no TVC head), and
+  /// the largest top-k it serves exactly.
+  uint64_t *tvcCounters = nullptr;
+  uint32_t tvcExactTop = 0;
+
+  int prefillProgram = -1;
+  int decodeProgram = -1;
+  std::map<uint32_t, PreparedProgram> decodeByBucket;
+  std::map<uint32_t, cudaGraphExec_t> graphs;
+  /// Launch the engine's kernels with programmatic dependent launch.
+  bool programmaticLaunch = false;
+
+  Impl(std::shared_ptr<Engine> engine, const SessionOptions &options);
+  ~Impl();
+
+  void allocate();
+  PreparedProgram prepare(int program, uint32_t batch, uint32_t seq);
+  void run(const PreparedProgram &program);
+  void stepTail(uint32_t batch, bool sample);
+  void decodeStep(uint32_t bucket);
+  uint32_t bucketFor(uint32_t batch) const;
+  uint32_t prefill(const std::vector<std::vector<int32_t>> &prompts,
+                   bool sampleLast);
+  void resetSequences(uint32_t batch, const SamplingParams &sampling);
+
+  /// Session::step's view of the tokens each slot holds (the device's
+  /// pastLengths after its last step; reset with the cache by generate).
+  std::vector<int32_t> slotLengths;
+};
+
+} // namespace sits
+
+#endif // SITS_RUNTIME_SRC_SESSIONIMPL_H
