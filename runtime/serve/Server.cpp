@@ -328,6 +328,13 @@ Server::Server(Scheduler &scheduler,
     return new httplib::ThreadPool(threads);
   };
   impl->http.set_payload_max_length(options.maxBodyBytes);
+  // httplib's default is SO_REUSEPORT, which lets a second server bind a
+  // port in use and share its connections silently: reuse only a port
+  // nobody listens on (SO_REUSEADDR), so that a busy one is an error.
+  impl->http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   impl->routes();
 }
 

@@ -130,9 +130,10 @@ def server(tmp_path_factory, tokenizer_folder):
 
 @pytest.fixture(scope="session")
 def chunked_server(tmp_path_factory, tokenizer_folder):
-    """Two slots; prompts fed 3 tokens per step."""
+    """Two slots; prompts fed 3 tokens per step; bodies of 4 KiB at most."""
     process = start_server(tmp_path_factory, tokenizer_folder,
-                           "--max-batch=2", "--max-prefill-chunk=3")
+                           "--max-batch=2", "--max-prefill-chunk=3",
+                           "--max-body-bytes=4096")
     yield process
     process.stop()
 

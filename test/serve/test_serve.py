@@ -6,11 +6,13 @@ max_tokens, bad requests, the bounded queue and the metrics."""
 import concurrent.futures
 import json
 import re
+import subprocess
 import threading
 
 import pytest
 
-from conftest import MAX_SEQ_LEN, MODEL_NAME, http, openai, start_server
+from conftest import (MAX_SEQ_LEN, MODEL, MODEL_NAME, http, openai,
+                      start_server, tool)
 
 PROMPTS = [
     "The quick brown fox",
@@ -333,3 +335,33 @@ def test_metrics(server):
                  "sits_step_duration_seconds"):
         assert re.search(r"^# TYPE %s histogram$" % name,
                          http(server.base_url, "GET", "/metrics")[2], re.M)
+
+
+def test_body_too_large(chunked_server):
+    body = json.dumps({"model": MODEL_NAME, "prompt": "x" * 5000}).encode()
+    status, _, error = http(chunked_server.base_url, "POST", "/v1/completions",
+                            raw=body)
+    assert status == 413
+    assert "4096 bytes" in error["error"]["message"]
+
+
+@pytest.mark.parametrize("arguments,message", [
+    (["/nonexistent/model.onnx"], "cannot import"),
+    ([str(MODEL), "--port=abc"], "--port expects an integer"),
+    ([str(MODEL), "--max-queue"], "--max-queue needs a value"),
+    ([str(MODEL), "--tokenizer=/nonexistent"], "/nonexistent"),
+])
+def test_command_line_errors(arguments, message):
+    result = subprocess.run([tool("sits-serve-reference"), *arguments],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_port_in_use(server, tokenizer_folder):
+    result = subprocess.run(
+        [tool("sits-serve-reference"), str(MODEL),
+         "--tokenizer=" + str(tokenizer_folder), "--port=%d" % server.port],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "cannot listen on 127.0.0.1:%d" % server.port in result.stderr
