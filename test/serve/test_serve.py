@@ -365,3 +365,38 @@ def test_port_in_use(server, tokenizer_folder):
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "cannot listen on 127.0.0.1:%d" % server.port in result.stderr
+
+
+def test_sigterm_ends_running_requests(tmp_path_factory, tokenizer_folder):
+    # A stream still running when the server stops ends with an error event,
+    # and the server exits with 0 (ServerProcess.stop checks that).
+    process = start_server(tmp_path_factory, tokenizer_folder,
+                           "--max-batch=1", pipeline=["--max-seq-len=1024"])
+    stopped = False
+    try:
+        stream = process.client().completions.create(
+            model=MODEL_NAME, prompt="Once", max_tokens=1000, stream=True,
+            extra_body={"ignore_eos": True}, **GREEDY)
+        chunks = iter(stream)
+        next(chunks)
+        failures = []
+
+        def stop():
+            try:
+                process.stop()
+            except AssertionError as error:
+                failures.append(error)
+
+        stopper = threading.Thread(target=stop)
+        stopper.start()
+        with pytest.raises(openai.APIError) as caught:
+            for _ in chunks:
+                pass
+        assert "shutting down" in str(caught.value)
+        stopper.join(timeout=90)
+        assert not stopper.is_alive(), "the server did not stop"
+        stopped = True
+        assert not failures, failures
+    finally:
+        if not stopped:
+            process.process.kill()
