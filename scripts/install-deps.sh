@@ -15,7 +15,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev
   libzstd-dev zlib1g-dev
-  libpcre2-dev libutf8proc-dev nlohmann-json3-dev
+  libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcpp-httplib-dev
   pybind11-dev python3-dev
   cmake ninja-build g++ libgtest-dev python3 python3-pip
 )
@@ -30,10 +30,10 @@ fi
 
 # Test helpers only: reference evaluations with onnx/onnxruntime/numpy, the
 # `tokenizers` package as the tokenizer's reference, and transformers (with
-# jinja2) as the chat templates' reference, and pytest for the Python
-# package's tests.
-PY_PACKAGES=(onnx onnxruntime numpy tokenizers transformers jinja2 pytest)
-if ! python3 -c "import onnx, onnxruntime, numpy, tokenizers, transformers, jinja2, pytest" 2>/dev/null; then
+# jinja2) as the chat templates' reference, pytest for the Python
+# package's tests, and openai as the client of the serving tests.
+PY_PACKAGES=(onnx onnxruntime numpy tokenizers transformers jinja2 pytest openai)
+if ! python3 -c "import onnx, onnxruntime, numpy, tokenizers, transformers, jinja2, pytest, openai" 2>/dev/null; then
   python3 -m pip install -q "${PY_PACKAGES[@]}" 2>/dev/null ||
     python3 -m pip install -q --break-system-packages "${PY_PACKAGES[@]}"
 fi

@@ -263,10 +263,10 @@ stepArguments(func::FuncOp function, const Tensor &ids,
   return args;
 }
 
-/// Runs one step; returns the logits and the cache it produced (if any).
-static llvm::Expected<std::pair<Tensor, std::shared_ptr<KVCacheState>>>
-runStep(Executor &executor, ModuleOp module, llvm::StringRef name,
-        const Tensor &ids, std::shared_ptr<KVCacheState> cache) {
+llvm::Expected<StepResult>
+sits::reference::runStep(Executor &executor, ModuleOp module,
+                         llvm::StringRef name, const Tensor &ids,
+                         std::shared_ptr<KVCacheState> cache) {
   auto function = module.lookupSymbol<func::FuncOp>(name);
   if (!function)
     return llvm::createStringError("the module has no function '" + name.str() +
@@ -290,7 +290,7 @@ runStep(Executor &executor, ModuleOp module, llvm::StringRef name,
   if (!logits)
     return llvm::createStringError("function '" + name.str() +
                                    "' returns no float tensor (logits)");
-  return std::make_pair(*logits, std::move(next));
+  return StepResult{*logits, std::move(next)};
 }
 
 llvm::Expected<Tensor> sits::reference::runLogits(Executor &executor,
@@ -300,7 +300,7 @@ llvm::Expected<Tensor> sits::reference::runLogits(Executor &executor,
   auto step = runStep(executor, module, function, tokenIds, nullptr);
   if (!step)
     return step.takeError();
-  return std::move(step->first);
+  return std::move(step->logits);
 }
 
 //===----------------------------------------------------------------------===//
@@ -356,11 +356,11 @@ llvm::Expected<std::vector<GreedyStep>> sits::reference::greedyDecode(
     if (!result)
       return llvm::createStringError("greedy step " + std::to_string(t) + ": " +
                                      llvm::toString(result.takeError()));
-    if (program.hasCache() && !result->second)
+    if (program.hasCache() && !result->cache)
       return llvm::createStringError("function '" + function.str() +
                                      "' returns no KV cache");
-    cache = std::move(result->second);
-    llvm::Expected<GreedyStep> step = chooseToken(result->first);
+    cache = std::move(result->cache);
+    llvm::Expected<GreedyStep> step = chooseToken(result->logits);
     if (!step)
       return step.takeError();
     sequence.push_back(step->token);

@@ -88,6 +88,21 @@ llvm::Expected<Tensor> runLogits(Executor &executor, mlir::ModuleOp module,
                                  llvm::StringRef function,
                                  const Tensor &tokenIds);
 
+/// What one prefill or decode step returns.
+struct StepResult {
+  Tensor logits;
+  /// The state after the step (null for a function without a KV cache).
+  std::shared_ptr<KVCacheState> cache;
+};
+
+/// Runs one step of `function` on token ids `[batch, seq]` with `cache` (an
+/// empty cache when null): the ids converted to the function's integer type.
+/// The executor updates `cache` in place and returns it.
+llvm::Expected<StepResult> runStep(Executor &executor, mlir::ModuleOp module,
+                                   llvm::StringRef function,
+                                   const Tensor &tokenIds,
+                                   std::shared_ptr<KVCacheState> cache);
+
 /// One step of greedy decoding: the chosen token and how sure it was.
 struct GreedyStep {
   int64_t token = 0;

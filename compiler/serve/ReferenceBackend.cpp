@@ -1,0 +1,111 @@
+//===- ReferenceBackend.cpp - The serving backend on the CPU reference ----===//
+
+#include "compiler/serve/ReferenceBackend.h"
+
+#include "dialects/sits/SitsDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace sits;
+using namespace sits::reference;
+
+llvm::Expected<std::unique_ptr<ReferenceBackend>>
+ReferenceBackend::create(ModuleOp module, ExecutorOptions options) {
+  llvm::Expected<Program> program = findProgram(module);
+  if (!program)
+    return program.takeError();
+  if (!program->hasCache())
+    return llvm::createStringError(
+        "the module has no prefill/decode steps with a KV cache (compile it "
+        "to the optimized stage)");
+  auto prefill = module.lookupSymbol<func::FuncOp>(program->prefill);
+  std::optional<KVCacheConfig> config;
+  for (Type type : prefill.getArgumentTypes())
+    if (auto cacheType = dyn_cast<KVCacheType>(type)) {
+      llvm::Expected<KVCacheConfig> parsed = KVCacheConfig::fromType(cacheType);
+      if (!parsed)
+        return parsed.takeError();
+      config = *parsed;
+    }
+  if (!config)
+    return llvm::createStringError("'" + program->prefill +
+                                   "' takes no KV cache");
+  if (config->maxBatch < 1 || config->capacity < 2)
+    return llvm::createStringError(
+        "the KV cache holds no sequence of two tokens");
+  return std::unique_ptr<ReferenceBackend>(
+      new ReferenceBackend(module, std::move(*program), options,
+                           static_cast<uint32_t>(config->maxBatch),
+                           static_cast<uint32_t>(config->capacity)));
+}
+
+ReferenceBackend::ReferenceBackend(ModuleOp module, Program program,
+                                   ExecutorOptions options, uint32_t slotCount,
+                                   uint32_t capacity)
+    : module(module), program(std::move(program)), executor(module, options),
+      slotCount(slotCount), capacity(capacity), caches(slotCount) {}
+
+std::vector<int32_t>
+ReferenceBackend::step(const std::vector<serve::SlotStep> &steps) {
+  std::vector<int32_t> tokens;
+  tokens.reserve(steps.size());
+  for (const serve::SlotStep &step : steps)
+    tokens.push_back(runSlot(step));
+  return tokens;
+}
+
+int32_t ReferenceBackend::runSlot(const serve::SlotStep &step) {
+  auto fail = [&](const std::string &message) {
+    return Error(ErrorCode::InvalidArgument,
+                 "slot " + std::to_string(step.slot) + ": " + message);
+  };
+  if (step.slot >= slotCount)
+    throw fail("there are only " + std::to_string(slotCount) + " slots");
+  if (step.tokens.empty())
+    throw fail("a step needs at least one token");
+  if (uint64_t(step.position) + step.tokens.size() > capacity)
+    throw Error(ErrorCode::KVCacheFull,
+                "slot " + std::to_string(step.slot) + ": " +
+                    std::to_string(step.position + step.tokens.size()) +
+                    " tokens exceed the cache's " + std::to_string(capacity));
+  std::shared_ptr<KVCacheState> &cache = caches[step.slot];
+  if (step.position == 0)
+    cache.reset();
+  int64_t held = cache ? cache->getLength(0) : 0;
+  if (held != step.position)
+    throw fail("the step starts at position " + std::to_string(step.position) +
+               " but the cache holds " + std::to_string(held) + " tokens");
+
+  // One token after a prompt: a decode step; otherwise a prefill (chunk),
+  // which attends over what the cache holds already.
+  bool decode = step.position > 0 && step.tokens.size() == 1;
+  llvm::StringRef function = decode ? program.decode : program.prefill;
+  Tensor ids = Tensor::fromInts(
+      ElementType::I64, {1, static_cast<int64_t>(step.tokens.size())},
+      std::vector<int64_t>(step.tokens.begin(), step.tokens.end()));
+  // The executor updates the state in place: a failed step leaves it
+  // unknown, so the slot starts over.
+  std::shared_ptr<KVCacheState> input = std::move(cache);
+  llvm::Expected<StepResult> result =
+      runStep(executor, module, function, ids, std::move(input));
+  if (!result)
+    throw Error(ErrorCode::InvalidArgument,
+                "slot " + std::to_string(step.slot) + ": " +
+                    llvm::toString(result.takeError()));
+  if (!result->cache)
+    throw fail("'" + function.str() + "' returns no KV cache");
+  cache = std::move(result->cache);
+  if (!step.sample)
+    return -1;
+  const Tensor &logits = result->logits;
+  int64_t vocab = logits.getRank() ? logits.getDim(-1) : 0;
+  if (vocab <= 0 || logits.getNumElements() < vocab || !logits.isFloat())
+    throw fail("the logits of shape " + formatShape(logits.getShape()) +
+               " hold no row to sample from");
+  const float *row = logits.floats().data() + logits.getNumElements() - vocab;
+  // The counter is the position of the token drawn: a request's draws do
+  // not depend on what else runs.
+  return serve::sampleToken(row, static_cast<uint32_t>(vocab), step.sampling,
+                            step.position + step.tokens.size());
+}

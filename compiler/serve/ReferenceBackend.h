@@ -1,0 +1,58 @@
+//===- ReferenceBackend.h - The serving backend on the CPU reference -*- C++
+//-*-===//
+//
+// Runs the optimized program's @prefill and @decode steps (a module after
+// --sits-kv-cache) with the CPU reference executor, as a serve::Backend:
+// sits-serve-reference serves the real model this way where no GPU exists.
+// Each slot owns a batch-1 KV-cache state, and each fed slot runs its own
+// executor call: a batched call cannot give its sequences different step
+// lengths, and the reference cache cannot reset one sequence of a batch.
+// Correct before fast: the tokens equal `sits-exec --prompt` greedy ones.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_COMPILER_SERVE_REFERENCEBACKEND_H
+#define SITS_COMPILER_SERVE_REFERENCEBACKEND_H
+
+#include "compiler/reference/Executor.h"
+#include "compiler/reference/Verification.h"
+
+#include "Backend.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <vector>
+
+namespace sits {
+
+class ReferenceBackend : public serve::Backend {
+public:
+  /// The backend of `module` (which must outlive it): an error when the
+  /// module has no prefill/decode steps with a KV cache.
+  static llvm::Expected<std::unique_ptr<ReferenceBackend>>
+  create(mlir::ModuleOp module, reference::ExecutorOptions options = {});
+
+  uint32_t slots() const override { return slotCount; }
+  uint32_t maxSequenceLength() const override { return capacity; }
+  std::vector<int32_t> step(const std::vector<serve::SlotStep> &steps) override;
+
+private:
+  ReferenceBackend(mlir::ModuleOp module, reference::Program program,
+                   reference::ExecutorOptions options, uint32_t slotCount,
+                   uint32_t capacity);
+  int32_t runSlot(const serve::SlotStep &step);
+
+  mlir::ModuleOp module;
+  reference::Program program;
+  reference::Executor executor;
+  uint32_t slotCount;
+  uint32_t capacity;
+  /// Each slot's cache (null: empty).
+  std::vector<std::shared_ptr<reference::KVCacheState>> caches;
+};
+
+} // namespace sits
+
+#endif // SITS_COMPILER_SERVE_REFERENCEBACKEND_H

@@ -1,0 +1,60 @@
+//===- Backend.h - The step interface the serving scheduler drives -*- C++
+//-*-===//
+//
+// A backend holds `slots()` sequences' KV caches and runs one step over any
+// subset of them: each fed slot gets its tokens (a prefill chunk of a newly
+// admitted request, or the token sampled for it last step) at its position
+// (the tokens already in its cache; 0 starts a new sequence there, dropping
+// what the slot held), and comes back with the next token sampled with that
+// slot's own parameters. Slots not fed keep their caches untouched. The
+// scheduler (Scheduler.h) owns the backend and calls it from one thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_RUNTIME_SERVE_BACKEND_H
+#define SITS_RUNTIME_SERVE_BACKEND_H
+
+#include "sits/Runtime.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace sits::serve {
+
+/// What one slot gets in a step.
+struct SlotStep {
+  uint32_t slot = 0;
+  /// Tokens already in the slot's cache; 0 resets the slot.
+  uint32_t position = 0;
+  /// At least one token; position + tokens.size() <= maxSequenceLength().
+  std::vector<int32_t> tokens;
+  /// False for a prefill chunk that is not the prompt's last: no token is
+  /// wanted after it.
+  bool sample = true;
+  SamplingParams sampling;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  /// Sequences held at once.
+  virtual uint32_t slots() const = 0;
+  /// Tokens a slot's cache holds, prompt and generated together.
+  virtual uint32_t maxSequenceLength() const = 0;
+  /// Runs one step; returns one entry per entry of `steps`: the sampled
+  /// token, or -1 where `sample` is false. Throws sits::Error on failure
+  /// (the slots fed in a failed step must be restarted at position 0).
+  virtual std::vector<int32_t> step(const std::vector<SlotStep> &steps) = 0;
+};
+
+/// The token chosen from `logits` (`vocab` of them) with `params`: the first
+/// maximum when greedy; otherwise a draw after temperature, top-k and top-p,
+/// whose randomness depends only on the seed and `counter` (the host-side
+/// sampler of CPU backends; the same rules as the runtime's kernels, not
+/// the same random numbers).
+int32_t sampleToken(const float *logits, uint32_t vocab,
+                    const SamplingParams &params, uint64_t counter);
+
+} // namespace sits::serve
+
+#endif // SITS_RUNTIME_SERVE_BACKEND_H

@@ -1,0 +1,161 @@
+//===- Metrics.cpp - The server's Prometheus metrics ----------------------===//
+
+#include "Metrics.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace sits::serve;
+
+Histogram::Histogram(std::vector<double> upperBounds)
+    : bounds(std::move(upperBounds)), counts(bounds.size(), 0) {}
+
+void Histogram::observe(double value) {
+  for (size_t i = 0; i < bounds.size(); ++i)
+    if (value <= bounds[i]) {
+      ++counts[i];
+      break;
+    }
+  sum += value;
+  ++total;
+}
+
+/// A number as Prometheus writes it (shortest round trip is not needed).
+static std::string number(double value) {
+  if (std::isinf(value))
+    return value > 0 ? "+Inf" : "-Inf";
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.9g", value);
+  return buffer;
+}
+
+void Histogram::render(const std::string &name, std::string &out) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    cumulative += counts[i];
+    out += name + "_bucket{le=\"" + number(bounds[i]) + "\"} " +
+           std::to_string(cumulative) + "\n";
+  }
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(total) + "\n";
+  out += name + "_sum " + number(sum) + "\n";
+  out += name + "_count " + std::to_string(total) + "\n";
+}
+
+static std::vector<double> latencyBounds() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+          0.25,  0.5,    1,     2.5,  5,     10,   30};
+}
+
+Metrics::Metrics()
+    : timeToFirstToken(latencyBounds()), interTokenLatency(latencyBounds()),
+      stepSeconds(latencyBounds()),
+      batchSize({1, 2, 4, 8, 16, 32, 64, 128, 256}),
+      requestSeconds({0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}) {}
+
+void Metrics::requestAccepted(uint32_t tokens) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++accepted;
+  promptTokens += tokens;
+}
+
+void Metrics::requestRejected(const std::string &reason) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++rejected[reason];
+}
+
+void Metrics::requestFinished(const std::string &reason, double seconds) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++finished[reason];
+  requestSeconds.observe(seconds);
+}
+
+void Metrics::firstToken(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++generatedTokens;
+  timeToFirstToken.observe(seconds);
+}
+
+void Metrics::nextToken(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++generatedTokens;
+  interTokenLatency.observe(seconds);
+}
+
+void Metrics::step(uint32_t batch, uint32_t prefill, double seconds) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++steps;
+  prefillTokens += prefill;
+  batchSize.observe(batch);
+  stepSeconds.observe(seconds);
+}
+
+void Metrics::setQueue(uint32_t waitingNow, uint32_t runningNow) {
+  std::lock_guard<std::mutex> lock(mutex);
+  waiting = waitingNow;
+  running = runningNow;
+}
+
+void Metrics::httpResponse(int status) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++responses[status];
+}
+
+std::string Metrics::render() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string out;
+  auto header = [&](const char *name, const char *type, const char *help) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name +
+           " " + type + "\n";
+  };
+  auto line = [&](const std::string &name, uint64_t value) {
+    out += name + " " + std::to_string(value) + "\n";
+  };
+  header("sits_requests_accepted_total", "counter",
+         "Requests the scheduler accepted.");
+  line("sits_requests_accepted_total", accepted);
+  header("sits_requests_finished_total", "counter",
+         "Requests that ended, by finish reason.");
+  for (const char *reason : {"length", "eos", "stop", "cancelled", "error"})
+    line(std::string("sits_requests_finished_total{reason=\"") + reason + "\"}",
+         finished.count(reason) ? finished.at(reason) : 0);
+  header("sits_requests_rejected_total", "counter",
+         "Requests refused before they ran, by reason.");
+  for (const char *reason :
+       {"queue_full", "too_long", "invalid", "shutting_down"})
+    line(std::string("sits_requests_rejected_total{reason=\"") + reason + "\"}",
+         rejected.count(reason) ? rejected.at(reason) : 0);
+  header("sits_http_responses_total", "counter",
+         "HTTP responses sent, by status code.");
+  for (const auto &[status, count] : responses)
+    line("sits_http_responses_total{code=\"" + std::to_string(status) + "\"}",
+         count);
+  header("sits_prompt_tokens_total", "counter",
+         "Prompt tokens of accepted requests.");
+  line("sits_prompt_tokens_total", promptTokens);
+  header("sits_prefill_tokens_total", "counter",
+         "Prompt tokens the backend has run.");
+  line("sits_prefill_tokens_total", prefillTokens);
+  header("sits_generation_tokens_total", "counter", "Tokens generated.");
+  line("sits_generation_tokens_total", generatedTokens);
+  header("sits_steps_total", "counter", "Backend steps run.");
+  line("sits_steps_total", steps);
+  header("sits_queue_length", "gauge", "Requests waiting for a slot.");
+  line("sits_queue_length", waiting);
+  header("sits_running_requests", "gauge", "Requests in a slot.");
+  line("sits_running_requests", running);
+  header("sits_time_to_first_token_seconds", "histogram",
+         "From a request's arrival to its first token.");
+  timeToFirstToken.render("sits_time_to_first_token_seconds", out);
+  header("sits_inter_token_latency_seconds", "histogram",
+         "Between consecutive tokens of a request.");
+  interTokenLatency.render("sits_inter_token_latency_seconds", out);
+  header("sits_batch_size", "histogram", "Slots fed per backend step.");
+  batchSize.render("sits_batch_size", out);
+  header("sits_step_duration_seconds", "histogram",
+         "Time of one backend step.");
+  stepSeconds.render("sits_step_duration_seconds", out);
+  header("sits_request_duration_seconds", "histogram",
+         "From a request's arrival to its end.");
+  requestSeconds.render("sits_request_duration_seconds", out);
+  return out;
+}

@@ -1,0 +1,76 @@
+//===- Metrics.h - The server's Prometheus metrics --------------*- C++ -*-===//
+//
+// Counters, gauges and histograms the scheduler and the HTTP server update
+// from their threads, rendered in the Prometheus text format (0.0.4) for
+// GET /metrics. Every metric is named `sits_...`; docs/serving.md lists them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_RUNTIME_SERVE_METRICS_H
+#define SITS_RUNTIME_SERVE_METRICS_H
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sits::serve {
+
+/// A cumulative histogram over fixed upper bounds.
+class Histogram {
+public:
+  explicit Histogram(std::vector<double> upperBounds);
+  void observe(double value);
+  /// The `name_bucket`, `name_sum` and `name_count` lines.
+  void render(const std::string &name, std::string &out) const;
+  uint64_t count() const { return total; }
+
+private:
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts; ///< per bound, not cumulative
+  double sum = 0;
+  uint64_t total = 0;
+};
+
+class Metrics {
+public:
+  Metrics();
+
+  /// A request the scheduler accepted (`promptTokens` to prefill).
+  void requestAccepted(uint32_t promptTokens);
+  /// A request refused before it ran; `reason` is a label value
+  /// ("queue_full", "too_long", "invalid", "shutting_down").
+  void requestRejected(const std::string &reason);
+  /// A request that ended; `reason` is its finish reason ("length", "eos",
+  /// "stop", "cancelled", "error").
+  void requestFinished(const std::string &reason, double seconds);
+  /// A token delivered: its latency since arrival (the first token) or
+  /// since the request's previous token.
+  void firstToken(double seconds);
+  void nextToken(double seconds);
+  /// One backend step over `batch` slots, `prefillTokens` of its tokens
+  /// prompt tokens.
+  void step(uint32_t batch, uint32_t prefillTokens, double seconds);
+  /// Requests waiting for a slot and requests in slots, now.
+  void setQueue(uint32_t waiting, uint32_t running);
+  /// An HTTP response sent, by status code.
+  void httpResponse(int status);
+
+  /// Everything, in the Prometheus text format.
+  std::string render() const;
+
+private:
+  mutable std::mutex mutex;
+  std::map<std::string, uint64_t> finished, rejected;
+  std::map<int, uint64_t> responses;
+  uint64_t accepted = 0, promptTokens = 0, generatedTokens = 0, steps = 0;
+  uint64_t prefillTokens = 0;
+  uint32_t waiting = 0, running = 0;
+  Histogram timeToFirstToken, interTokenLatency, stepSeconds, batchSize,
+      requestSeconds;
+};
+
+} // namespace sits::serve
+
+#endif // SITS_RUNTIME_SERVE_METRICS_H

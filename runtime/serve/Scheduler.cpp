@@ -1,0 +1,416 @@
+//===- Scheduler.cpp - Continuous batching over a Backend -----------------===//
+
+#include "Scheduler.h"
+
+#include "sits/TextStream.h"
+
+#include <algorithm>
+#include <optional>
+
+using namespace sits;
+using namespace sits::serve;
+
+const char *serve::rejectionName(Rejection rejection) {
+  switch (rejection) {
+  case Rejection::None:
+    return "none";
+  case Rejection::QueueFull:
+    return "queue_full";
+  case Rejection::TooLong:
+    return "too_long";
+  case Rejection::Invalid:
+    return "invalid";
+  case Rejection::ShuttingDown:
+    return "shutting_down";
+  }
+  return "invalid";
+}
+
+/// The metrics label of a finish reason.
+static const char *reasonLabel(FinishReason reason, bool failed) {
+  if (failed)
+    return "error";
+  switch (reason) {
+  case FinishReason::Length:
+    return "length";
+  case FinishReason::EndOfSequence:
+    return "eos";
+  case FinishReason::StopString:
+    return "stop";
+  case FinishReason::Cancelled:
+    return "cancelled";
+  }
+  return "error";
+}
+
+/// A request in a slot (scheduler thread only).
+struct Scheduler::Running {
+  Pending pending;
+  uint32_t slot = 0;
+  /// Prompt tokens fed so far; the prompt is done when it equals its size.
+  uint32_t prefilled = 0;
+  /// Tokens in the slot's cache.
+  uint32_t position = 0;
+  int32_t lastToken = 0;
+  uint32_t generated = 0;
+  std::optional<TextStream> text;
+  Clock::time_point lastTokenTime;
+};
+
+Scheduler::Scheduler(Backend &backend,
+                     std::shared_ptr<const ModelTokenizer> tokenizer,
+                     SchedulerOptions options, Metrics *metrics)
+    : backend(backend), tokenizer(std::move(tokenizer)), options(options),
+      metrics(metrics), slotCount(backend.slots()),
+      maxLength(backend.maxSequenceLength()) {
+  if (!this->tokenizer)
+    throw Error(ErrorCode::InvalidArgument,
+                "the scheduler needs the model's tokenizer");
+  if (slotCount == 0 || maxLength < 2)
+    throw Error(ErrorCode::InvalidArgument,
+                "the backend holds no sequence of two tokens");
+  if (options.maxPrefillChunk == 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "the prefill chunk must hold at least one token");
+  slotsInUse.resize(slotCount);
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::start() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!thread.joinable() && !stopping)
+    thread = std::thread([this] { loop(); });
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  if (thread.joinable())
+    thread.join();
+  // Nothing runs any more: end what is left, so that no caller waits.
+  for (std::unique_ptr<Running> &slot : slotsInUse)
+    if (slot)
+      finish(*slot, FinishReason::Cancelled);
+  std::deque<Pending> left;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    left.swap(waiting);
+  }
+  for (Pending &pending : left) {
+    RequestEvent event;
+    event.finished = true;
+    event.reason = FinishReason::Cancelled;
+    event.promptTokens = pending.request.prompt.size();
+    pending.callback(event);
+    if (metrics)
+      metrics->requestFinished("cancelled", 0);
+  }
+  publishQueue();
+}
+
+Submission Scheduler::submit(Request request, EventCallback callback) {
+  Submission result;
+  auto refuse = [&](Rejection rejection, std::string message) {
+    result.rejection = rejection;
+    result.message = std::move(message);
+    if (metrics)
+      metrics->requestRejected(rejectionName(rejection));
+    return result;
+  };
+  if (request.prompt.empty())
+    return refuse(Rejection::Invalid, "the prompt is empty");
+  if (request.maxTokens == 0)
+    return refuse(Rejection::Invalid, "max_tokens must be at least 1");
+  for (const std::string &stop : request.stop)
+    if (stop.empty())
+      return refuse(Rejection::Invalid, "a stop string is empty");
+  uint64_t wanted = uint64_t(request.prompt.size()) + request.maxTokens;
+  if (wanted > maxLength)
+    return refuse(
+        Rejection::TooLong,
+        "the prompt (" + std::to_string(request.prompt.size()) +
+            " tokens) and max_tokens (" + std::to_string(request.maxTokens) +
+            ") exceed the context of " + std::to_string(maxLength) + " tokens");
+  uint32_t promptTokens = request.prompt.size();
+  std::unique_lock<std::mutex> lock(mutex);
+  if (stopping) {
+    lock.unlock();
+    return refuse(Rejection::ShuttingDown, "the server is shutting down");
+  }
+  if (waiting.size() + running >= uint64_t(slotCount) + options.maxQueue) {
+    size_t queued = waiting.size();
+    lock.unlock();
+    return refuse(Rejection::QueueFull,
+                  "the server is busy: all " + std::to_string(slotCount) +
+                      " slots are in use and " + std::to_string(queued) +
+                      " requests wait");
+  }
+  result.id = nextId++;
+  waiting.push_back(Pending{result.id, std::move(request), std::move(callback),
+                            Clock::now()});
+  // Gauges are set under the lock, so that the last value set is current.
+  if (metrics) {
+    metrics->requestAccepted(promptTokens);
+    metrics->setQueue(waiting.size(), running);
+  }
+  lock.unlock();
+  wake.notify_all();
+  return result;
+}
+
+void Scheduler::cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    cancels.push_back(id);
+  }
+  wake.notify_all();
+}
+
+uint32_t Scheduler::waitingRequests() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return waiting.size();
+}
+
+uint32_t Scheduler::runningRequests() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return running;
+}
+
+void Scheduler::publishQueue() {
+  if (!metrics)
+    return;
+  std::lock_guard<std::mutex> lock(mutex);
+  metrics->setQueue(waiting.size(), running);
+}
+
+void Scheduler::loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      bool busy = std::any_of(slotsInUse.begin(), slotsInUse.end(),
+                              [](const auto &slot) { return slot != nullptr; });
+      wake.wait(lock, [&] {
+        return stopping || busy || !waiting.empty() || !cancels.empty();
+      });
+      if (stopping)
+        return;
+    }
+    runOnce();
+  }
+}
+
+void Scheduler::admit() {
+  std::vector<Pending> cancelledWaiting;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    // A cancelled request that still waits never takes a slot.
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      auto found = std::find(cancels.begin(), cancels.end(), it->id);
+      if (found == cancels.end()) {
+        ++it;
+        continue;
+      }
+      cancels.erase(found);
+      cancelledWaiting.push_back(std::move(*it));
+      it = waiting.erase(it);
+    }
+    for (uint32_t slot = 0; slot < slotCount && !waiting.empty(); ++slot) {
+      if (slotsInUse[slot])
+        continue;
+      auto admitted = std::make_unique<Running>();
+      admitted->pending = std::move(waiting.front());
+      waiting.pop_front();
+      admitted->slot = slot;
+      slotsInUse[slot] = std::move(admitted);
+      ++running;
+    }
+  }
+  for (Pending &pending : cancelledWaiting) {
+    RequestEvent event;
+    event.finished = true;
+    event.reason = FinishReason::Cancelled;
+    event.promptTokens = pending.request.prompt.size();
+    pending.callback(event);
+    if (metrics)
+      metrics->requestFinished("cancelled", std::chrono::duration<double>(
+                                                Clock::now() - pending.arrival)
+                                                .count());
+  }
+  // Text streams are made here, outside the lock (they copy stop strings).
+  for (std::unique_ptr<Running> &slot : slotsInUse)
+    if (slot && !slot->text)
+      slot->text.emplace(tokenizer->tokenizer(), slot->pending.request.stop,
+                         slot->pending.request.skipSpecialTokens);
+}
+
+void Scheduler::applyCancels() {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ids.swap(cancels);
+  }
+  for (uint64_t id : ids)
+    for (std::unique_ptr<Running> &slot : slotsInUse)
+      if (slot && slot->pending.id == id)
+        finish(*slot, FinishReason::Cancelled);
+}
+
+void Scheduler::finish(Running &request, FinishReason reason, std::string text,
+                       std::string error) {
+  RequestEvent event;
+  event.finished = true;
+  event.reason = reason;
+  event.error = std::move(error);
+  event.promptTokens = request.pending.request.prompt.size();
+  event.completionTokens = request.generated;
+  if (reason != FinishReason::Cancelled && event.error.empty() && request.text)
+    text += request.text->finish();
+  event.text = std::move(text);
+  end(request, event);
+}
+
+void Scheduler::end(Running &request, const RequestEvent &last) {
+  // Counts first: whoever reads the metrics after the last event sees the
+  // request ended.
+  if (metrics)
+    metrics->requestFinished(
+        reasonLabel(last.reason, !last.error.empty()),
+        std::chrono::duration<double>(Clock::now() - request.pending.arrival)
+            .count());
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    --running;
+    if (metrics)
+      metrics->setQueue(waiting.size(), running);
+  }
+  request.pending.callback(last);
+  slotsInUse[request.slot].reset(); // `request` is gone from here on
+}
+
+/// Delivers a sampled token; false when the request ended with it.
+bool Scheduler::deliver(Running &request, int32_t token) {
+  Clock::time_point now = Clock::now();
+  if (metrics) {
+    if (request.generated == 0)
+      metrics->firstToken(
+          std::chrono::duration<double>(now - request.pending.arrival).count());
+    else
+      metrics->nextToken(
+          std::chrono::duration<double>(now - request.lastTokenTime).count());
+  }
+  request.lastTokenTime = now;
+  request.lastToken = token;
+  ++request.generated;
+  const Request &params = request.pending.request;
+
+  std::string piece = request.text->push(token);
+  std::optional<FinishReason> reason;
+  const std::vector<int32_t> &eos = tokenizer->eosTokenIds();
+  if (request.text->stopped())
+    reason = FinishReason::StopString;
+  else if (params.stopAtEos &&
+           std::find(eos.begin(), eos.end(), token) != eos.end())
+    reason = FinishReason::EndOfSequence;
+  else if (request.generated >= params.maxTokens ||
+           request.position >= maxLength)
+    reason = FinishReason::Length;
+
+  if (reason) {
+    // The final event carries the token and the text held back until now.
+    RequestEvent last;
+    std::string text = piece;
+    if (*reason != FinishReason::StopString) {
+      // The text held back until the end may complete a stop string too.
+      text += request.text->finish();
+      if (request.text->stopped())
+        reason = FinishReason::StopString;
+    }
+    last.tokens = {token};
+    last.text = std::move(text);
+    last.finished = true;
+    last.reason = *reason;
+    last.promptTokens = params.prompt.size();
+    last.completionTokens = request.generated;
+    end(request, last);
+    return false;
+  }
+  RequestEvent event;
+  event.tokens = {token};
+  event.text = std::move(piece);
+  event.promptTokens = params.prompt.size();
+  event.completionTokens = request.generated;
+  if (!request.pending.callback(event)) {
+    finish(request, FinishReason::Cancelled);
+    return false;
+  }
+  return true;
+}
+
+bool Scheduler::runOnce() {
+  admit();
+  applyCancels();
+  std::vector<SlotStep> steps;
+  uint32_t prefillTokens = 0;
+  for (std::unique_ptr<Running> &slot : slotsInUse) {
+    if (!slot)
+      continue;
+    Running &request = *slot;
+    const std::vector<int32_t> &prompt = request.pending.request.prompt;
+    SlotStep step;
+    step.slot = request.slot;
+    step.position = request.position;
+    step.sampling = request.pending.request.sampling;
+    if (request.prefilled < prompt.size()) {
+      uint32_t chunk = std::min<uint32_t>(options.maxPrefillChunk,
+                                          prompt.size() - request.prefilled);
+      step.tokens.assign(prompt.begin() + request.prefilled,
+                         prompt.begin() + request.prefilled + chunk);
+      step.sample = request.prefilled + chunk == prompt.size();
+      prefillTokens += chunk;
+    } else {
+      step.tokens = {request.lastToken};
+    }
+    steps.push_back(std::move(step));
+  }
+  publishQueue();
+  if (steps.empty())
+    return false;
+
+  Clock::time_point start = Clock::now();
+  std::vector<int32_t> tokens;
+  std::string failure;
+  try {
+    tokens = backend.step(steps);
+    if (tokens.size() != steps.size())
+      failure = "the backend returned " + std::to_string(tokens.size()) +
+                " tokens for " + std::to_string(steps.size()) + " slots";
+  } catch (const std::exception &error) {
+    failure = error.what();
+  }
+  if (metrics)
+    metrics->step(steps.size(), prefillTokens,
+                  std::chrono::duration<double>(Clock::now() - start).count());
+  if (!failure.empty()) {
+    // The fed slots' caches are unknown now: their requests end.
+    for (const SlotStep &step : steps)
+      if (slotsInUse[step.slot])
+        finish(*slotsInUse[step.slot], FinishReason::Cancelled, {},
+               "the backend failed: " + failure);
+    publishQueue();
+    return true;
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Running &request = *slotsInUse[steps[i].slot];
+    request.position += steps[i].tokens.size();
+    if (request.prefilled < request.pending.request.prompt.size())
+      request.prefilled += steps[i].tokens.size();
+    if (steps[i].sample)
+      deliver(request, tokens[i]);
+  }
+  publishQueue();
+  return true;
+}

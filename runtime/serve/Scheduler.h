@@ -1,0 +1,171 @@
+//===- Scheduler.h - Continuous batching over a Backend ---------*- C++ -*-===//
+//
+// Requests join the running batch between steps and leave when they end:
+//
+//   serve::Scheduler scheduler(backend, tokenizer, options, &metrics);
+//   scheduler.start();  // the thread that owns the backend
+//   auto submitted = scheduler.submit(request, [](const RequestEvent &e) {
+//     ...; return true; // false cancels the request
+//   });
+//
+// Any thread may submit and cancel; the scheduler thread admits waiting
+// requests into free slots, feeds each new request its prompt in chunks of
+// at most `maxPrefillChunk` tokens while the others decode, and calls each
+// request's callback (on its own thread) with every token and the text that
+// became final (sits/TextStream.h: whole UTF-8 characters, stop strings
+// held back and cut). A full waiting queue refuses a request at once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_RUNTIME_SERVE_SCHEDULER_H
+#define SITS_RUNTIME_SERVE_SCHEDULER_H
+
+#include "Backend.h"
+#include "Metrics.h"
+
+#include "sits/ModelTokenizer.h"
+#include "sits/Runtime.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sits::serve {
+
+struct Request {
+  /// Prompt ids (at least one).
+  std::vector<int32_t> prompt;
+  /// Tokens to generate at most (>= 1); prompt + maxTokens must fit the
+  /// backend's maxSequenceLength().
+  uint32_t maxTokens = 16;
+  SamplingParams sampling;
+  /// The text ends before the first of these (empty strings are refused).
+  std::vector<std::string> stop;
+  /// End after one of the tokenizer's EOS ids (which the tokens include).
+  bool stopAtEos = true;
+  /// Leave special tokens out of the text.
+  bool skipSpecialTokens = true;
+};
+
+/// Why a submit was refused.
+enum class Rejection {
+  None,
+  QueueFull,    ///< slots and waiting queue full: try again later
+  TooLong,      ///< prompt + maxTokens exceed maxSequenceLength()
+  Invalid,      ///< an empty prompt, maxTokens 0, an empty stop string
+  ShuttingDown, ///< the scheduler is stopping
+};
+/// "queue_full", "too_long", "invalid", "shutting_down" (metrics labels).
+const char *rejectionName(Rejection rejection);
+
+struct Submission {
+  Rejection rejection = Rejection::None;
+  /// The cause, one sentence (empty when accepted).
+  std::string message;
+  /// The request's id (for cancel), when accepted.
+  uint64_t id = 0;
+  bool accepted() const { return rejection == Rejection::None; }
+};
+
+/// What a request's callback gets: a token (or none, for the final event of
+/// a cancelled or failed request) and the text that became final with it.
+struct RequestEvent {
+  std::vector<int32_t> tokens;
+  std::string text;
+  bool finished = false;
+  FinishReason reason = FinishReason::Length;
+  /// Set when the backend failed; the request has ended.
+  std::string error;
+  uint32_t promptTokens = 0;
+  uint32_t completionTokens = 0;
+};
+/// Called on the scheduler thread; return false to cancel the request.
+using EventCallback = std::function<bool(const RequestEvent &)>;
+
+struct SchedulerOptions {
+  /// Requests waiting for a slot at most; more are refused (QueueFull).
+  uint32_t maxQueue = 64;
+  /// Prompt tokens fed per request per step at most (>= 1).
+  uint32_t maxPrefillChunk = 256;
+};
+
+class Scheduler {
+public:
+  /// `backend` and `tokenizer` (its EOS ids and text) must outlive the
+  /// scheduler; `metrics` may be null.
+  Scheduler(Backend &backend, std::shared_ptr<const ModelTokenizer> tokenizer,
+            SchedulerOptions options, Metrics *metrics = nullptr);
+  ~Scheduler();
+  Scheduler(const Scheduler &) = delete;
+  Scheduler &operator=(const Scheduler &) = delete;
+
+  /// Starts the scheduler thread.
+  void start();
+  /// Stops the thread; requests still waiting or running end as cancelled.
+  void stop();
+
+  /// Queues a request or refuses it at once (never blocks on the backend).
+  Submission submit(Request request, EventCallback callback);
+  /// Ends a request as cancelled before its next step (no effect once it
+  /// ended).
+  void cancel(uint64_t id);
+
+  /// One scheduling round on the caller's thread (what the thread runs):
+  /// admits, runs one backend step, delivers its tokens. False when there
+  /// was nothing to do. Only without start() (deterministic tests).
+  bool runOnce();
+
+  /// The backend's slots.
+  uint32_t slots() const { return slotCount; }
+  uint32_t waitingRequests() const;
+  uint32_t runningRequests() const;
+
+private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    uint64_t id = 0;
+    Request request;
+    EventCallback callback;
+    Clock::time_point arrival;
+  };
+  struct Running;
+
+  void loop();
+  void admit();
+  void applyCancels();
+  void finish(Running &running, FinishReason reason, std::string text = {},
+              std::string error = {});
+  /// Ends a request with its last event and frees its slot.
+  void end(Running &running, const RequestEvent &last);
+  bool deliver(Running &running, int32_t token);
+  void publishQueue();
+
+  Backend &backend;
+  std::shared_ptr<const ModelTokenizer> tokenizer;
+  SchedulerOptions options;
+  Metrics *metrics;
+  const uint32_t slotCount;
+  const uint32_t maxLength;
+
+  mutable std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Pending> waiting;
+  std::vector<uint64_t> cancels;
+  uint32_t running = 0; ///< requests in slots, as other threads see it
+  uint64_t nextId = 1;
+  bool stopping = false;
+  std::thread thread;
+
+  /// Scheduler-thread state: the request in each slot (null: free).
+  std::vector<std::unique_ptr<Running>> slotsInUse;
+};
+
+} // namespace sits::serve
+
+#endif // SITS_RUNTIME_SERVE_SCHEDULER_H

@@ -1,0 +1,149 @@
+//===- ServeOptions.cpp - The serving options, declared once --------------===//
+//
+// Every sits-serve tool takes these; each is named, defaulted and explained
+// here only (the defaults are ServeOptions' member initializers).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Server.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+using namespace sits;
+using namespace sits::serve;
+
+namespace {
+struct OptionSpec {
+  const char *name;
+  const char *help;
+  /// Stores `value`; an error message or "".
+  std::function<std::string(const std::string &value, ServeOptions &)> set;
+  std::function<std::string(const ServeOptions &)> show;
+};
+} // namespace
+
+/// A whole decimal number in [min, max], or an error message.
+static std::string parseNumber(const std::string &name, const std::string &text,
+                               uint64_t min, uint64_t max, uint64_t &out) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long value = text.empty() || text[0] == '-' || text[0] == '+'
+                                 ? 0
+                                 : std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || text[0] == '+' || errno || *end ||
+      value < min || value > max)
+    return "--" + name + " expects an integer from " + std::to_string(min) +
+           " to " + std::to_string(max) + ", got '" + text + "'";
+  out = value;
+  return "";
+}
+
+template <typename T>
+static OptionSpec numberOption(const char *name, const char *help,
+                               T ServeOptions::*member, uint64_t min,
+                               uint64_t max) {
+  return {name, help,
+          [=](const std::string &value, ServeOptions &options) {
+            uint64_t number = 0;
+            std::string error = parseNumber(name, value, min, max, number);
+            if (error.empty())
+              options.*member = static_cast<T>(number);
+            return error;
+          },
+          [=](const ServeOptions &options) {
+            return std::to_string(options.*member);
+          }};
+}
+
+static OptionSpec textOption(const char *name, const char *help,
+                             std::string ServeOptions::*member) {
+  return {name, help,
+          [=](const std::string &value, ServeOptions &options) {
+            if (value.empty())
+              return "--" + std::string(name) + " expects a non-empty value";
+            options.*member = value;
+            return std::string();
+          },
+          [=](const ServeOptions &options) {
+            const std::string &value = options.*member;
+            // Only the model name is empty by default.
+            return value.empty() ? std::string("the model file's stem") : value;
+          }};
+}
+
+static const std::vector<OptionSpec> &specs() {
+  static const std::vector<OptionSpec> all = {
+      textOption("host", "Address to listen on", &ServeOptions::host),
+      numberOption("port", "Port to listen on (0: a free one, printed)",
+                   &ServeOptions::port, 0, 65535),
+      textOption("model-name", "The model's id in the API",
+                 &ServeOptions::modelName),
+      numberOption("max-queue",
+                   "Requests waiting for a slot at most; more get HTTP 429",
+                   &ServeOptions::maxQueue, 0, 1u << 20),
+      numberOption("max-prefill-chunk",
+                   "Prompt tokens fed per request per step at most (longer "
+                   "prompts are prefilled over several steps, between the "
+                   "decode steps of running requests)",
+                   &ServeOptions::maxPrefillChunk, 1, 1u << 20),
+      numberOption("retry-after",
+                   "Seconds a 429 response asks the client to wait",
+                   &ServeOptions::retryAfter, 0, 3600),
+      numberOption("max-body-bytes",
+                   "Largest request body accepted (HTTP 413 beyond)",
+                   &ServeOptions::maxBodyBytes, 1024, uint64_t(1) << 32),
+  };
+  return all;
+}
+
+std::string serve::parseServeOptions(int argc, char **argv,
+                                     ServeOptions &options,
+                                     std::vector<char *> &rest) {
+  if (argc > 0)
+    rest.push_back(argv[0]);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    const OptionSpec *match = nullptr;
+    std::string value;
+    bool hasValue = false;
+    for (const OptionSpec &spec : specs()) {
+      std::string flag = std::string("--") + spec.name;
+      if (arg == flag) {
+        match = &spec;
+      } else if (arg.rfind(flag + "=", 0) == 0) {
+        match = &spec;
+        value = arg.substr(flag.size() + 1);
+        hasValue = true;
+      }
+      if (match)
+        break;
+    }
+    if (!match) {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    if (!hasValue) {
+      if (i + 1 >= argc)
+        return arg + " needs a value";
+      value = argv[++i];
+    }
+    std::string error = match->set(value, options);
+    if (!error.empty())
+      return error;
+  }
+  return "";
+}
+
+std::string serve::serveOptionsHelp() {
+  ServeOptions defaults;
+  std::string out;
+  for (const OptionSpec &spec : specs()) {
+    std::string flag = std::string("  --") + spec.name + "=<value>";
+    flag.resize(std::max<size_t>(flag.size() + 1, 28), ' ');
+    out += flag + spec.help + " (default: " + spec.show(defaults) + ")\n";
+  }
+  return out;
+}

@@ -1,0 +1,172 @@
+//===- sits-serve.cpp - The OpenAI-compatible server over an engine -------===//
+//
+//   sits-serve ENGINE.sits [--host H] [--port P] [--model-name NAME]
+//              [--max-queue N] [--max-prefill-chunk N] [--device D]
+//              [--no-cuda-graph]
+//
+// Serves the engine through runtime/serve (docs/serving.md): its slots are
+// the engine's max_batch sequences, each with max_seq_len tokens; every
+// step is Session::step (the decode graph of the batch bucket, or one
+// prefill launch when prompt chunks are in the step). Text in and out uses
+// the tokenizer stored in the engine. Exit codes as sits-run's: 1 a bad
+// engine, 2 a bad command line, 4 no GPU or the wrong one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommandLine.h"
+#include "Metrics.h"
+#include "Scheduler.h"
+#include "Server.h"
+#include "sits/Runtime.h"
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+namespace {
+
+constexpr int kExitBadInput = 1;
+constexpr int kExitGpu = 4;
+
+const char *kUsage =
+    "usage: sits-serve ENGINE.sits [options]\n"
+    "  --device=<d>              GPU to run on (default: 0)\n"
+    "  --no-cuda-graph           Launch decode kernels one by one\n";
+
+/// serve::Backend over a session's slots.
+class SessionBackend : public sits::serve::Backend {
+public:
+  explicit SessionBackend(sits::Session &session) : session(session) {}
+  uint32_t slots() const override {
+    return session.engine()->config().maxBatch;
+  }
+  uint32_t maxSequenceLength() const override {
+    return session.engine()->config().maxSeqLen;
+  }
+  std::vector<int32_t>
+  step(const std::vector<sits::serve::SlotStep> &steps) override {
+    std::vector<sits::StepInput> inputs;
+    inputs.reserve(steps.size());
+    for (const sits::serve::SlotStep &step : steps) {
+      // The session keeps each slot's length; a step at another position
+      // would attend to the wrong cache rows.
+      if (step.position != 0 &&
+          step.position != session.slotLength(step.slot))
+        throw sits::Error(sits::ErrorCode::InvalidArgument,
+                          "slot " + std::to_string(step.slot) + " holds " +
+                              std::to_string(session.slotLength(step.slot)) +
+                              " tokens, not " + std::to_string(step.position));
+      inputs.push_back(sits::StepInput{step.slot, step.tokens,
+                                       /*reset=*/step.position == 0,
+                                       step.sampling});
+    }
+    std::vector<int32_t> sampled = session.step(inputs);
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (!steps[i].sample)
+        sampled[i] = -1; // a prefill chunk before the prompt's last
+    return sampled;
+  }
+
+private:
+  sits::Session &session;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  sits::serve::ServeOptions serveOptions;
+  std::vector<char *> rest;
+  std::string usage = std::string(kUsage) + sits::serve::serveOptionsHelp();
+  sits::tools::CommandLine serveLine("sits-serve", usage.c_str(), argc, argv);
+  std::string problem =
+      sits::serve::parseServeOptions(argc, argv, serveOptions, rest);
+  if (!problem.empty())
+    serveLine.usageError(problem);
+  sits::tools::CommandLine cl("sits-serve", usage.c_str(), int(rest.size()),
+                              rest.data());
+  std::string enginePath;
+  sits::LoadOptions loadOptions;
+  sits::SessionOptions sessionOptions;
+  for (int i = 1; i < int(rest.size()); ++i) {
+    std::string arg = rest[i];
+    if (arg == "--help" || arg == "-h")
+      cl.printUsage();
+    else if (arg == "--device")
+      loadOptions.device = int(cl.parseUnsigned(arg, cl.value(i), 1024));
+    else if (arg.rfind("--device=", 0) == 0)
+      loadOptions.device =
+          int(cl.parseUnsigned("--device", arg.c_str() + 9, 1024));
+    else if (arg == "--no-cuda-graph")
+      sessionOptions.useCudaGraphs = false;
+    else if (arg.rfind("-", 0) == 0)
+      cl.usageError("unknown option " + arg);
+    else if (enginePath.empty())
+      enginePath = arg;
+    else
+      cl.usageError("more than one engine: '" + enginePath + "' and '" + arg +
+                    "'");
+  }
+  if (enginePath.empty())
+    cl.usageError("no engine given");
+  if (serveOptions.modelName.empty()) {
+    std::string stem = enginePath.substr(enginePath.find_last_of('/') + 1);
+    serveOptions.modelName = stem.substr(0, stem.rfind(".sits"));
+  }
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    auto engine = sits::Engine::load(enginePath, loadOptions);
+    std::shared_ptr<const sits::ModelTokenizer> tokenizer = engine->tokenizer();
+    if (!tokenizer)
+      throw sits::Error(sits::ErrorCode::NoTokenizer,
+                        "the engine holds no tokenizer (compile it with "
+                        "sitsc --tokenizer=DIR)");
+    // A step feeds at most the engine's prefill chunk per sequence.
+    uint32_t chunkLimit = engine->config().maxPrefillTokens;
+    if (serveOptions.maxPrefillChunk > chunkLimit) {
+      std::fprintf(stderr,
+                   "sits-serve: --max-prefill-chunk lowered to the engine's "
+                   "max_prefill_tokens, %u\n",
+                   chunkLimit);
+      serveOptions.maxPrefillChunk = chunkLimit;
+    }
+    sits::Session session(engine, sessionOptions);
+    SessionBackend backend(session);
+    sits::serve::Metrics metrics;
+    sits::serve::SchedulerOptions schedulerOptions;
+    schedulerOptions.maxQueue = serveOptions.maxQueue;
+    schedulerOptions.maxPrefillChunk = serveOptions.maxPrefillChunk;
+    sits::serve::Scheduler scheduler(backend, tokenizer, schedulerOptions,
+                                     &metrics);
+    sits::serve::Server server(scheduler, tokenizer,
+                               backend.maxSequenceLength(), serveOptions,
+                               metrics);
+    uint32_t port = server.bind();
+    scheduler.start();
+    std::thread waiter([&] {
+      int signal = 0;
+      sigwait(&signals, &signal);
+      server.stop();
+    });
+    waiter.detach();
+    std::printf("sits-serve: serving '%s' on http://%s:%u (%u slots, %u "
+                "tokens each, %s)\n",
+                serveOptions.modelName.c_str(), serveOptions.host.c_str(), port,
+                backend.slots(), backend.maxSequenceLength(),
+                engine->deviceName().c_str());
+    std::fflush(stdout);
+    server.run();
+    server.stop();
+  } catch (const sits::Error &error) {
+    std::fprintf(stderr, "sits-serve: error: %s\n", error.what());
+    bool gpu = error.code() == sits::ErrorCode::NoGpu ||
+               error.code() == sits::ErrorCode::WrongGpu;
+    return gpu ? kExitGpu : kExitBadInput;
+  }
+  return 0;
+}

@@ -1,0 +1,74 @@
+"""sits-serve (the server over a GPU engine) through the `openai` client:
+greedy results of an fp32 engine equal sits-exec's on the CPU reference,
+also with requests batched together and prompts in chunks. Skips without a
+GPU (unless SITS_REQUIRE_GPU=1) or without sitsc and sits-serve."""
+
+import concurrent.futures
+import os
+import subprocess
+
+import pytest
+
+from conftest import (MAX_SEQ_LEN, MODEL, MODEL_NAME, ServerDidNotStart,
+                      ServerProcess, tool)
+from test_serve import PROMPTS, complete, token_ids
+
+EXIT_NO_GPU = 4
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, tokenizer_folder):
+    out = tmp_path_factory.mktemp("engine") / "llama_gqa.sits"
+    result = subprocess.run(
+        [tool("sitsc"), str(MODEL), "-o", str(out),
+         "--tokenizer=" + str(tokenizer_folder), "--dtype=fp32",
+         "--max-seq-len=%d" % MAX_SEQ_LEN, "--max-batch=4"],
+        capture_output=True, text=True)
+    if (result.returncode != 0 and "NVRTC" in result.stderr and
+            os.environ.get("SITS_REQUIRE_GPU") != "1"):
+        pytest.skip("sitsc cannot compile here: " + result.stderr.strip())
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def start_gpu_server(tmp_path_factory, engine, *options):
+    log = tmp_path_factory.mktemp("gpu-server") / "stderr.txt"
+    try:
+        return ServerProcess([tool("sits-serve"), str(engine), "--port=0",
+                              "--model-name=" + MODEL_NAME, *options], log)
+    except ServerDidNotStart as error:
+        if (error.exit_code == EXIT_NO_GPU and
+                os.environ.get("SITS_REQUIRE_GPU") != "1"):
+            pytest.skip("no usable GPU: " + str(error).splitlines()[-1])
+        raise
+
+
+@pytest.fixture(scope="module")
+def gpu_server(tmp_path_factory, engine):
+    process = start_gpu_server(tmp_path_factory, engine)
+    yield process
+    process.stop()
+
+
+@pytest.mark.parametrize("prompt", PROMPTS[:3])
+def test_gpu_greedy_equals_sits_exec(gpu_server, reference, prompt):
+    _, ids, text = reference(prompt, 12)
+    choice = complete(gpu_server.client(), prompt, 12).choices[0]
+    assert token_ids(choice) == ids
+    assert choice.text == text
+
+
+def test_gpu_batched_and_chunked_equal_lone_runs(tmp_path_factory, engine,
+                                                 reference):
+    chunked = start_gpu_server(tmp_path_factory, engine,
+                               "--max-prefill-chunk=3")
+    try:
+        client = chunked.client()
+        expected = [reference(p, 10)[1] for p in PROMPTS]
+        with concurrent.futures.ThreadPoolExecutor(len(PROMPTS) * 2) as pool:
+            results = list(pool.map(lambda p: complete(client, p, 10),
+                                    PROMPTS * 2))
+        for i, response in enumerate(results):
+            assert token_ids(response.choices[0]) == expected[i % len(PROMPTS)]
+    finally:
+        chunked.stop()

@@ -1,0 +1,126 @@
+//===- ReferenceBackendTest.cpp - The serving backend on the CPU reference ===//
+//
+// ReferenceBackend's slots against greedyDecode of one prompt alone: a
+// sequence started, chunked and decoded beside another gives the same
+// tokens, a slot restarts at position 0, and bad steps are errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/serve/ReferenceBackend.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "compiler/registration/Registration.h"
+#include "frontends/onnx/OnnxImporter.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+using namespace sits;
+using namespace sits::reference;
+
+namespace {
+class ReferenceBackendTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    mlir::DialectRegistry registry;
+    registerAllDialects(registry);
+    context = std::make_unique<mlir::MLIRContext>(registry);
+    context->loadAllAvailableDialects();
+    module = importOnnxFile(SITS_SOURCE_DIR "/test/models/llama_gqa/model.onnx",
+                            *context);
+    ASSERT_TRUE(module);
+    PipelineOptions options;
+    options.maxSeqLen = 32;
+    options.maxBatch = 2;
+    mlir::PassManager pm(context.get());
+    buildPipeline(pm, Stage::Optimized, options);
+    ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+    auto created = ReferenceBackend::create(*module);
+    ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
+    backend = std::move(*created);
+  }
+
+  /// greedyDecode's tokens for `prompt` alone.
+  std::vector<int32_t> alone(const std::vector<int32_t> &prompt, int count) {
+    Executor executor(*module);
+    auto program = findProgram(*module);
+    EXPECT_TRUE(bool(program));
+    auto steps =
+        greedyDecode(executor, *module, *program,
+                     std::vector<int64_t>(prompt.begin(), prompt.end()), count);
+    EXPECT_TRUE(bool(steps));
+    std::vector<int32_t> tokens;
+    for (const GreedyStep &step : *steps)
+      tokens.push_back(static_cast<int32_t>(step.token));
+    return tokens;
+  }
+
+  serve::SlotStep step(uint32_t slot, uint32_t position,
+                       std::vector<int32_t> tokens, bool sample = true) {
+    serve::SlotStep s;
+    s.slot = slot;
+    s.position = position;
+    s.tokens = std::move(tokens);
+    s.sample = sample;
+    return s;
+  }
+
+  std::unique_ptr<mlir::MLIRContext> context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::unique_ptr<ReferenceBackend> backend;
+};
+} // namespace
+
+TEST_F(ReferenceBackendTest, SlotsRunApartAndRestart) {
+  EXPECT_EQ(backend->slots(), 2u);
+  EXPECT_EQ(backend->maxSequenceLength(), 32u);
+  std::vector<int32_t> a = {337, 146, 29, 222}, b = {5, 6, 7, 8, 9, 10, 11};
+  std::vector<int32_t> wantA = alone(a, 5), wantB = alone(b, 3);
+
+  std::vector<int32_t> gotA, gotB;
+  gotA.push_back(backend->step({step(0, 0, a)})[0]);
+  // B's prompt in two chunks while A decodes.
+  std::vector<int32_t> out =
+      backend->step({step(0, 4, {gotA.back()}), step(1, 0, {5, 6, 7}, false)});
+  EXPECT_EQ(out[1], -1);
+  gotA.push_back(out[0]);
+  out = backend->step({step(0, 5, {gotA.back()}), step(1, 3, {8, 9, 10, 11})});
+  gotA.push_back(out[0]);
+  gotB.push_back(out[1]);
+  for (uint32_t position = 6; gotA.size() < 5; ++position) {
+    out = backend->step({step(0, position, {gotA.back()}),
+                         step(1, position + 1, {gotB.back()})});
+    gotA.push_back(out[0]);
+    gotB.push_back(out[1]);
+  }
+  EXPECT_EQ(gotA, wantA);
+  EXPECT_EQ(std::vector<int32_t>(gotB.begin(), gotB.begin() + 3), wantB);
+
+  // Slot 0 starts over with B's prompt while slot 1 is left as it was.
+  EXPECT_EQ(backend->step({step(0, 0, b)})[0], wantB[0]);
+}
+
+TEST_F(ReferenceBackendTest, BadStepsAreErrors) {
+  backend->step({step(0, 0, {1, 2, 3})});
+  try {
+    backend->step({step(0, 5, {4})});
+    FAIL() << "a wrong position ran";
+  } catch (const Error &error) {
+    EXPECT_NE(std::string(error.what()).find("holds 3 tokens"),
+              std::string::npos)
+        << error.what();
+  }
+  try {
+    backend->step({step(2, 0, {1})});
+    FAIL() << "a slot past the last ran";
+  } catch (const Error &error) {
+    EXPECT_NE(std::string(error.what()).find("slot 2"), std::string::npos);
+  }
+  try {
+    backend->step({step(1, 0, std::vector<int32_t>(33, 1))});
+    FAIL() << "a step past the capacity ran";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), ErrorCode::KVCacheFull);
+  }
+}
