@@ -13,6 +13,7 @@
 #include "Interpreter.h"
 #include "Unicode.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdarg>
@@ -672,6 +673,10 @@ bool parseFloat(std::string_view text, double &out) {
     long exponent = e == std::string::npos
                         ? 0
                         : std::strtol(clean.c_str() + e + 1, nullptr, 10);
+    // strtol saturates at LONG_MAX/MIN; any exponent this large decides the
+    // result alone, and the clamp keeps `exponent + position` from
+    // overflowing (position is bounded by the literal's length).
+    exponent = std::clamp(exponent, -(1L << 40), 1L << 40);
     size_t point = mantissa.find('.');
     size_t first = mantissa.find_first_of("123456789");
     long position = static_cast<long>(

@@ -15,6 +15,7 @@
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define SITS_HAVE_SHA_NI 1
 #endif
@@ -93,9 +94,13 @@ compressShaNi(uint32_t state[8], const uint8_t *data, uint64_t count) {
   _mm_storeu_si128(reinterpret_cast<__m128i *>(state + 4), state1);
 }
 
+// CPUID rather than __builtin_cpu_supports("sha"), which clang 14 (the
+// fuzzing build's compiler) does not know.
 bool cpuHasShaNi() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_SSE4_1))
+    return false;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_SHA);
 }
 #else
 bool cpuHasShaNi() { return false; }

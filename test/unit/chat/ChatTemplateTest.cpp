@@ -280,6 +280,16 @@ TEST(ChatTemplateLimits, HugeWorkIsBounded) {
   EXPECT_MESSAGE(renderError("{{ '%999999999999s' % 'x' }}"), "longer than");
 }
 
+// Float literals whose exponent does not fit in a long (found by the
+// model-tokenizer fuzz target: the exponent arithmetic overflowed). Python
+// gives inf and 0.0.
+TEST(ChatTemplateLimits, HugeExponentsSaturate) {
+  EXPECT_EQ(render("{{ 1e99999999999999999999999 }}"), "inf");
+  EXPECT_EQ(render("{{ 44444444444444e444444444444444444444444 }}"), "inf");
+  EXPECT_EQ(render("{{ 1e-99999999999999999999999 }}"), "0.0");
+  EXPECT_EQ(render("{{ 0.5e-9223372036854775808 }}"), "0.0");
+}
+
 TEST(ChatTemplateLimits, ConcurrentRendersShareNothing) {
   auto t =
       ChatTemplate::parse("{% set ns = namespace(n=0) %}{% for m in messages %}"

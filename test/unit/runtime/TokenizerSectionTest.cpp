@@ -40,11 +40,12 @@ protected:
     std::string error;
     if (!serializeEngine(contents, &bytes, &error))
       return "serialize: " + error;
-    auto file = EngineFile::fromBytes(std::move(bytes));
+    // The contents read point into the file's bytes: keep them alive.
+    readFile = EngineFile::fromBytes(std::move(bytes));
     Header h;
     EngineContents c;
     RuntimeConfig rc;
-    if (!readEngine(*file, {}, &h, &c, &rc, &error))
+    if (!readEngine(*readFile, {}, &h, &c, &rc, &error))
       return error;
     if (read)
       *read = std::move(c);
@@ -55,6 +56,7 @@ protected:
 
   test::ToyConfig config;
   EngineContents contents;
+  std::unique_ptr<EngineFile> readFile;
 };
 
 TEST_F(TokenizerSectionTest, FilesRoundTripVerbatim) {
