@@ -17,8 +17,6 @@
 #include "compiler/serve/ReferenceBackend.h"
 #include "frontends/onnx/OnnxImporter.h"
 
-#include "Metrics.h"
-#include "Scheduler.h"
 #include "Server.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -29,9 +27,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <csignal>
 #include <cstdio>
-#include <thread>
 
 using namespace mlir;
 
@@ -69,15 +65,8 @@ int main(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(static_cast<int>(rest.size()), rest.data(),
                                     overview);
 
-  // Signals are taken by one thread (sigwait): the others never see them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  // A client that goes away must not end the server: a failed write
-  // cancels its request instead.
-  std::signal(SIGPIPE, SIG_IGN);
+  // Before any thread starts: the stop signals go to one waiting thread.
+  sits::serve::blockStopSignals();
 
   DialectRegistry registry;
   sits::registerAllDialects(registry);
@@ -117,31 +106,9 @@ int main(int argc, char **argv) {
   try {
     auto tokenizer = sits::ModelTokenizer::fromFiles(
         sits::ModelTokenizer::readFolder(folder));
-    sits::serve::Metrics metrics;
-    sits::serve::SchedulerOptions schedulerOptions;
-    schedulerOptions.maxQueue = serveOptions.maxQueue;
-    schedulerOptions.maxPrefillChunk = serveOptions.maxPrefillChunk;
-    sits::serve::Scheduler scheduler(**backend, tokenizer, schedulerOptions,
-                                     &metrics);
-    sits::serve::Server server(scheduler, tokenizer,
-                               (*backend)->maxSequenceLength(), serveOptions,
-                               metrics);
-    uint32_t port = server.bind();
-    scheduler.start();
-    std::thread waiter([&] {
-      int signal = 0;
-      sigwait(&signals, &signal);
-      server.stop();
-    });
-    waiter.detach();
-    // Tests read the port from this line.
-    std::printf("sits-serve-reference: serving '%s' on http://%s:%u (%u "
-                "slots, %u tokens each, CPU reference executor)\n",
-                serveOptions.modelName.c_str(), serveOptions.host.c_str(), port,
-                (*backend)->slots(), (*backend)->maxSequenceLength());
-    std::fflush(stdout);
-    server.run();
-    server.stop();
+    sits::serve::serveUntilStopped(**backend, tokenizer, serveOptions,
+                                   "sits-serve-reference",
+                                   "CPU reference executor");
   } catch (const sits::Error &error) {
     return fail(error.what());
   }

@@ -15,8 +15,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
+#include <cstdio>
 #include <deque>
 #include <mutex>
+#include <pthread.h>
+#include <thread>
 
 using namespace sits;
 using namespace sits::serve;
@@ -363,4 +367,49 @@ void Server::stop() {
   // Requests end first (as cancelled), so that no handler waits forever.
   impl->scheduler.stop();
   impl->http.stop();
+}
+
+static sigset_t stopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  return signals;
+}
+
+void sits::serve::blockStopSignals() {
+  sigset_t signals = stopSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+void sits::serve::serveUntilStopped(
+    Backend &backend, std::shared_ptr<const ModelTokenizer> tokenizer,
+    const ServeOptions &options, const std::string &tool,
+    const std::string &device) {
+  Metrics metrics;
+  SchedulerOptions schedulerOptions;
+  schedulerOptions.maxQueue = options.maxQueue;
+  schedulerOptions.maxPrefillChunk = options.maxPrefillChunk;
+  Scheduler scheduler(backend, tokenizer, schedulerOptions, &metrics);
+  Server server(scheduler, tokenizer, backend.maxSequenceLength(), options,
+                metrics);
+  uint32_t port = server.bind();
+  scheduler.start();
+  std::thread waiter([&server] {
+    sigset_t signals = stopSignals();
+    int signal = 0;
+    sigwait(&signals, &signal);
+    server.stop();
+  });
+  waiter.detach();
+  // Tests read the port from this line.
+  std::printf("%s: serving '%s' on http://%s:%u (%u slots, %u tokens each, "
+              "%s)\n",
+              tool.c_str(), options.modelName.c_str(), options.host.c_str(),
+              port, backend.slots(), backend.maxSequenceLength(),
+              device.c_str());
+  std::fflush(stdout);
+  server.run();
+  server.stop();
 }

@@ -74,6 +74,21 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// Blocks SIGINT and SIGTERM in the calling thread (and the threads it
+/// starts after), so that serveUntilStopped can wait for them; ignores
+/// SIGPIPE (a client that hangs up is a cancelled request). Call first.
+void blockStopSignals();
+
+/// What a serving tool does once its backend and tokenizer exist: the
+/// scheduler and the HTTP server over `backend`, the line tests read the
+/// port from ("TOOL: serving 'MODEL' on http://HOST:PORT (... DEVICE)"), and
+/// a clean stop on SIGINT or SIGTERM. Throws sits::Error when the server
+/// cannot bind.
+void serveUntilStopped(Backend &backend,
+                       std::shared_ptr<const ModelTokenizer> tokenizer,
+                       const ServeOptions &options, const std::string &tool,
+                       const std::string &device);
+
 } // namespace sits::serve
 
 #endif // SITS_RUNTIME_SERVE_SERVER_H

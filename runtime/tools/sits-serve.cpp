@@ -14,14 +14,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommandLine.h"
-#include "Metrics.h"
-#include "Scheduler.h"
 #include "Server.h"
 #include "sits/Runtime.h"
 
-#include <csignal>
 #include <cstdio>
-#include <thread>
 
 namespace {
 
@@ -50,8 +46,7 @@ public:
     for (const sits::serve::SlotStep &step : steps) {
       // The session keeps each slot's length; a step at another position
       // would attend to the wrong cache rows.
-      if (step.position != 0 &&
-          step.position != session.slotLength(step.slot))
+      if (step.position != 0 && step.position != session.slotLength(step.slot))
         throw sits::Error(sits::ErrorCode::InvalidArgument,
                           "slot " + std::to_string(step.slot) + " holds " +
                               std::to_string(session.slotLength(step.slot)) +
@@ -113,12 +108,7 @@ int main(int argc, char **argv) {
     serveOptions.modelName = stem.substr(0, stem.rfind(".sits"));
   }
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  sits::serve::blockStopSignals();
   try {
     auto engine = sits::Engine::load(enginePath, loadOptions);
     std::shared_ptr<const sits::ModelTokenizer> tokenizer = engine->tokenizer();
@@ -137,31 +127,8 @@ int main(int argc, char **argv) {
     }
     sits::Session session(engine, sessionOptions);
     SessionBackend backend(session);
-    sits::serve::Metrics metrics;
-    sits::serve::SchedulerOptions schedulerOptions;
-    schedulerOptions.maxQueue = serveOptions.maxQueue;
-    schedulerOptions.maxPrefillChunk = serveOptions.maxPrefillChunk;
-    sits::serve::Scheduler scheduler(backend, tokenizer, schedulerOptions,
-                                     &metrics);
-    sits::serve::Server server(scheduler, tokenizer,
-                               backend.maxSequenceLength(), serveOptions,
-                               metrics);
-    uint32_t port = server.bind();
-    scheduler.start();
-    std::thread waiter([&] {
-      int signal = 0;
-      sigwait(&signals, &signal);
-      server.stop();
-    });
-    waiter.detach();
-    std::printf("sits-serve: serving '%s' on http://%s:%u (%u slots, %u "
-                "tokens each, %s)\n",
-                serveOptions.modelName.c_str(), serveOptions.host.c_str(), port,
-                backend.slots(), backend.maxSequenceLength(),
-                engine->deviceName().c_str());
-    std::fflush(stdout);
-    server.run();
-    server.stop();
+    sits::serve::serveUntilStopped(backend, tokenizer, serveOptions,
+                                   "sits-serve", engine->deviceName());
   } catch (const sits::Error &error) {
     std::fprintf(stderr, "sits-serve: error: %s\n", error.what());
     bool gpu = error.code() == sits::ErrorCode::NoGpu ||
