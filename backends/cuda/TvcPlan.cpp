@@ -33,7 +33,7 @@ namespace {
 constexpr int64_t kThreads = 256; ///< tvc.cuh's kTvcThreads
 constexpr int64_t kWarps = kThreads / 32;
 constexpr int64_t kSelectThreads = 1024;
-constexpr int64_t kMaxSelect = 16384; ///< 12 bytes each in shared memory
+constexpr int64_t kMaxSelect = 16384;    ///< 12 bytes each in shared memory
 constexpr int64_t kResidualColumns = 32; ///< inputs per tvcResidual block
 
 /// tvc.cuh's tvcAligned, tvcPreviewSharedBytes and tvcSelectSharedBytes.
