@@ -468,10 +468,7 @@ LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
   desc.headDim = cacheType.getHeadDim();
   desc.capacity = cacheType.getCapacity();
   desc.cacheType = options.weightType;
-  uint64_t layerElements = static_cast<uint64_t>(cacheType.getMaxBatch()) *
-                           desc.kvHeads * desc.capacity * desc.headDim;
-  desc.layerByteOffset =
-      layer * layerElements * format::dtypeBytes(options.weightType);
+  desc.layerByteOffset = cacheLayerByteOffset(layer);
   format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
                                              observed.config.maxPrefillTokens);
   if (kv.coldBits) {
@@ -577,10 +574,7 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
   desc.headDim = cacheType.getHeadDim();
   desc.capacity = cacheType.getCapacity();
   desc.cacheType = options.weightType;
-  uint64_t layerElements = static_cast<uint64_t>(cacheType.getMaxBatch()) *
-                           desc.kvHeads * desc.capacity * desc.headDim;
-  desc.layerByteOffset =
-      layer * layerElements * format::dtypeBytes(options.weightType);
+  desc.layerByteOffset = cacheLayerByteOffset(layer);
   format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
                                              observed.config.maxPrefillTokens);
   if (kv.coldBits) {

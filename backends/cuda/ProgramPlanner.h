@@ -173,6 +173,13 @@ private:
   LogicalResult checkPast(Value past, Operation *user);
   /// mma.sync for f16/bf16 (tensor-core GEMV and GEMM): sm_80 and newer.
   bool hasTensorCores() const { return options.target.getSm() >= 80; }
+  /// Where layer `layer` starts in each of the KV cache's buffers (key and
+  /// value): max_batch x kv_heads x capacity x head_dim elements a layer.
+  uint64_t cacheLayerByteOffset(int64_t layer) const {
+    return static_cast<uint64_t>(layer) * cacheType.getMaxBatch() *
+           cacheType.getKvHeads() * cacheType.getCapacity() *
+           cacheType.getHeadDim() * format::dtypeBytes(options.weightType);
+  }
   unsigned currentLaunch() const {
     return static_cast<unsigned>(program.launches.size());
   }

@@ -60,11 +60,8 @@ struct ChooseWeightLayoutPass
                                                 "fp32 engine"
                                               : why;
       }
-      audit.add(stringifyWeightLayout(given.getValue()));
-      std::string with;
-      llvm::raw_string_ostream os(with);
-      os << given;
-      audit.change(dequantize.getLoc(), "sits.dequantize", with, reason);
+      auditChoice(audit, dequantize.getLoc(), "sits.dequantize", given,
+                  stringifyWeightLayout(given.getValue()), reason);
     });
   }
 };

@@ -119,6 +119,16 @@ SmallVector<Location> sits::kernel::getLocations(ArrayRef<Operation *> ops) {
   return locations;
 }
 
+void sits::kernel::auditChoice(PassAudit &audit, Location loc, StringRef what,
+                               Attribute chosen, StringRef counter,
+                               const std::string &reason) {
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  os << chosen;
+  audit.add(counter);
+  audit.change(loc, what.str(), printed, reason);
+}
+
 format::DType sits::kernel::parseWeightTypeOption(StringRef name) {
   std::string error;
   std::optional<format::DType> type =

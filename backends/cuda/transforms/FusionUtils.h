@@ -10,6 +10,7 @@
 
 #include "dialects/kernel/KernelOps.h"
 #include "dialects/sits/SitsOps.h"
+#include "passes/Audit.h"
 #include "sits/EngineFormat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -54,6 +55,12 @@ LaunchOp formLaunch(FusionKind fusion, llvm::ArrayRef<mlir::Operation *> ops,
 /// The locations of `ops`, for the audit.
 llvm::SmallVector<mlir::Location>
 getLocations(llvm::ArrayRef<mlir::Operation *> ops);
+
+/// Records a choice in the audit: one more under `counter`, and `what` ->
+/// the chosen attribute as printed, with the reason.
+void auditChoice(PassAudit &audit, mlir::Location loc, llvm::StringRef what,
+                 mlir::Attribute chosen, llvm::StringRef counter,
+                 const std::string &reason);
 
 /// --dtype's spelling as a storage type (fp16 when unknown; sitsc checks
 /// the option before the passes run).

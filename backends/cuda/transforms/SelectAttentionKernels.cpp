@@ -81,11 +81,8 @@ struct SelectAttentionKernelsPass
       attention->setAttr(KernelDialect::kConfigAttrName, config);
       reason = choice.reason;
     }
-    audit.add(stringifyKernelKind(config.getKernel()));
-    std::string with;
-    llvm::raw_string_ostream os(with);
-    os << config;
-    audit.change(attention.getLoc(), "sits.attention", with, reason);
+    auditChoice(audit, attention.getLoc(), "sits.attention", config,
+                stringifyKernelKind(config.getKernel()), reason);
   }
 };
 

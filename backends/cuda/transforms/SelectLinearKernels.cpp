@@ -131,7 +131,6 @@ struct SelectLinearKernelsPass
       owner->setAttr(KernelDialect::kConfigAttrName, config);
       reason = choice.reason;
     }
-    audit.add(stringifyKernelKind(config.getKernel()));
     if (decode)
       audit.add("decode_weight_bytes", config.getWeightBytes());
     auto launch = dyn_cast<LaunchOp>(owner);
@@ -139,10 +138,8 @@ struct SelectLinearKernelsPass
                                  stringifyFusionKind(launch.getFusion()) + ">")
                                     .str()
                               : owner->getName().getStringRef().str();
-    std::string with;
-    llvm::raw_string_ostream os(with);
-    os << config;
-    audit.change(owner->getLoc(), what, with, reason);
+    auditChoice(audit, owner->getLoc(), what, config,
+                stringifyKernelKind(config.getKernel()), reason);
   }
 
   format::DType weightType = format::DType::F16;
