@@ -1,7 +1,9 @@
 //===- MemoryPlan.cpp - One workspace for every activation of a program ---===//
 //
-// Every activation gets an offset in one workspace buffer, fixed at compile
-// time (the launch plan stores addresses as buffer + offset). A value is
+// Every value a step writes gets an offset in one workspace buffer, fixed
+// at compile time (the launch plan stores addresses as buffer + offset):
+// --kernel-plan-memory places them here and records the offsets in the IR,
+// and code generation checks the IR's plan with checkMemoryPlan. A value is
 // live from the launch that writes it to the last launch that reads it;
 // values whose lifetimes overlap get disjoint bytes, the others share.
 // Placement is greedy by size (largest first, each at the lowest offset
@@ -12,15 +14,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "backends/cuda/Plan.h"
+#include "dialects/kernel/KernelDialect.h"
 
 #include <algorithm>
 #include <numeric>
 
 namespace sits::codegen {
 
-/// Offsets are multiples of this, so that vector loads stay aligned and
-/// values start on their own cache lines.
-constexpr uint64_t kWorkspaceAlignment = 256;
+constexpr uint64_t kWorkspaceAlignment =
+    kernel::KernelDialect::kWorkspaceAlignment;
 
 static uint64_t alignUp(uint64_t value) {
   return (value + kWorkspaceAlignment - 1) / kWorkspaceAlignment *

@@ -1,13 +1,13 @@
-//===- Plan.h - What the code generator decided ------------------*- C++
-//-*-===//
+//===- Plan.h - What the code generator decided -----------------*- C++ -*-===//
 //
-// The planner (Planner.cpp) turns the optimized program (@prefill and
+// The planner (Planner.cpp) turns the kernel-level program (@prefill and
 // @decode) into an EnginePlan: the weights to store, the specialized kernels
 // to generate, and for each program the ordered launches with their grid,
-// block, shared memory and argument bindings. The memory planner
-// (MemoryPlan.cpp) then gives every activation an offset in one workspace,
-// the emitter (CudaEmitter.cpp) writes the CUDA source, and the engine
-// builder (EngineBuilder.cpp) turns the plan into an engine file.
+// block, shared memory and argument bindings, every value at the workspace
+// offset its #kernel.slice gives (placed by --kernel-plan-memory through
+// placeWorkspace and MemoryPlan.cpp). The emitter (CudaEmitter.cpp) writes
+// the CUDA source, and the engine builder (EngineBuilder.cpp) turns the plan
+// into an engine file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include "backends/cuda/Target.h"
 #include "sits/EngineFormat.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -104,7 +105,12 @@ struct WorkspaceValue {
   uint64_t bytes = 0;       ///< at the program's maximum token count
   unsigned firstLaunch = 0; ///< the launch that writes it
   unsigned lastLaunch = 0;  ///< the last launch that reads it
-  uint64_t offset = 0;      ///< in the workspace (MemoryPlan.cpp)
+  uint64_t offset = 0;      ///< in the workspace (its #kernel.slice)
+  /// Where the IR records its slice: the op that becomes its launch, and
+  /// which of its results it is (kernel.buffers), or -1 for the op's
+  /// scratch (kernel.scratch, in the order the launch takes it).
+  mlir::Operation *owner = nullptr;
+  int result = -1;
 };
 
 struct ProgramPlan {
@@ -185,12 +191,22 @@ struct EnginePlan {
 mlir::FailureOr<EnginePlan> planEngine(mlir::ModuleOp module,
                                        const CodegenOptions &options);
 
+/// Places the workspace values of the step function `func` (@prefill or
+/// @decode of the kernel-level program) and records the placement in the IR:
+/// kernel.buffers and kernel.scratch on the ops that become launches,
+/// kernel.workspace_bytes on `func`. Plans the function's launches as code
+/// generation will, to learn each value's size and lifetime. Returns the
+/// values as placed.
+mlir::FailureOr<ProgramPlan> placeWorkspace(mlir::func::FuncOp func,
+                                            const CodegenOptions &options);
+
 /// Gives every workspace value of `program` an offset so that values live at
 /// the same time never overlap; sets the offsets and `peakBytes`.
 void planMemory(ProgramPlan &program);
 
 /// Checks that no two values live at the same time share bytes and that
-/// every value is aligned and inside the peak (the planner's own check).
+/// every value is aligned and inside the peak (what code generation checks
+/// of the plan the IR gives).
 std::optional<std::string> checkMemoryPlan(const ProgramPlan &program);
 
 /// The CUDA C++ source of the plan's kernels (one translation unit that

@@ -631,8 +631,13 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
   desc.splitKeys = kernelConfig.getSplitKeys();
   if (desc.splitKeys != 0) {
     std::optional<DecodeSplit> split = decodeSplitOf(desc);
-    desc.partial = scratch("partial results of " + describeOp(attention),
-                           split->partialWidth);
+    uint64_t width = static_cast<uint64_t>(split->partialWidth);
+    FailureOr<ArgBinding> partial =
+        scratch("partial results of " + describeOp(attention), width,
+                static_cast<uint64_t>(program.maxTokens) * width * 4);
+    if (failed(partial))
+      return failure();
+    desc.partial = *partial;
     desc.counters = ArgBinding::bufferArg(BufferKind::Counters);
     observed.counterInts = std::max<uint64_t>(
         observed.counterInts,

@@ -164,15 +164,14 @@ LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
   if (desc.quant.bits && !desc.decode) {
     SmallVector<unsigned> scratches;
     for (LinearSegment &segment : desc.segments) {
-      WorkspaceValue stored;
-      stored.name = "dequantized weight of " + describeOp(ops.front());
-      stored.width = static_cast<uint64_t>(desc.k);
-      stored.bytes = static_cast<uint64_t>(segment.rows) * desc.k *
-                     format::dtypeBytes(desc.weightType);
-      stored.firstLaunch = stored.lastLaunch = currentLaunch();
-      program.values.push_back(std::move(stored));
-      unsigned index = static_cast<unsigned>(program.values.size() - 1);
-      scratches.push_back(index);
+      FailureOr<ArgBinding> dequantized =
+          scratch("dequantized weight of " + describeOp(ops.front()),
+                  static_cast<uint64_t>(desc.k),
+                  static_cast<uint64_t>(segment.rows) * desc.k *
+                      format::dtypeBytes(desc.weightType));
+      if (failed(dequantized))
+        return failure();
+      scratches.push_back(dequantized->index);
       DequantizeLaunch dequantize;
       dequantize.quant = desc.quant;
       dequantize.rows = segment.rows;
@@ -180,7 +179,7 @@ LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
       dequantize.weightType = desc.weightType;
       dequantize.data = segment.weight;
       dequantize.scales = *segment.scales;
-      dequantize.out = ArgBinding::bufferArg(BufferKind::Workspace, index);
+      dequantize.out = *dequantized;
       segment.weightArg = dequantize.out;
       addLaunch(planDequantize(dequantize), ops);
     }

@@ -29,6 +29,7 @@
 
 #include "backends/cuda/ProgramPlanner.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -142,22 +143,80 @@ FailureOr<ArgBinding> ProgramPlanner::define(Value value, Operation *producer) {
   stored.name = describeOp(producer);
   stored.width = static_cast<uint64_t>(*width);
   stored.bytes = static_cast<uint64_t>(program.maxTokens) * stored.width * 4;
-  stored.firstLaunch = stored.lastLaunch = currentLaunch();
-  program.values.push_back(std::move(stored));
-  unsigned index = static_cast<unsigned>(program.values.size() - 1);
-  activations[value] = index;
-  return ArgBinding::bufferArg(BufferKind::Workspace, index);
+  FailureOr<ArgBinding> bound = addValue(std::move(stored), value);
+  if (succeeded(bound))
+    activations[value] = bound->index;
+  return bound;
 }
 
-ArgBinding ProgramPlanner::scratch(const std::string &name, int64_t width) {
+FailureOr<ArgBinding> ProgramPlanner::scratch(const std::string &name,
+                                              uint64_t width, uint64_t bytes) {
   WorkspaceValue stored;
   stored.name = name;
-  stored.width = static_cast<uint64_t>(width);
-  stored.bytes = static_cast<uint64_t>(program.maxTokens) * stored.width * 4;
+  stored.width = width;
+  stored.bytes = bytes;
+  return addValue(std::move(stored), Value());
+}
+
+FailureOr<ArgBinding> ProgramPlanner::addValue(WorkspaceValue stored,
+                                               Value value) {
   stored.firstLaunch = stored.lastLaunch = currentLaunch();
+  stored.owner = currentOp;
+  stored.result = -1;
+  if (value) {
+    Value outer = kernel::getOuterValue(value);
+    if (outer.getDefiningOp() == currentOp)
+      stored.result = static_cast<int>(cast<OpResult>(outer).getResultNumber());
+  }
+  if (memory == Memory::FromIR) {
+    kernel::SliceAttr slice;
+    if (stored.result >= 0) {
+      if (auto buffers = currentOp->getAttrOfType<ArrayAttr>(
+              kernel::KernelDialect::kBuffersAttrName))
+        slice = dyn_cast<kernel::SliceAttr>(buffers[stored.result]);
+    } else if (auto scratch = currentOp->getAttrOfType<ArrayAttr>(
+                   kernel::KernelDialect::kScratchAttrName)) {
+      if (scratchTaken < scratch.size())
+        slice = dyn_cast<kernel::SliceAttr>(scratch[scratchTaken]);
+      ++scratchTaken;
+    }
+    if (!slice)
+      return currentOp->emitError()
+             << "codegen: no #kernel.slice in '"
+             << (stored.result >= 0 ? kernel::KernelDialect::kBuffersAttrName
+                                    : kernel::KernelDialect::kScratchAttrName)
+             << "' holds the " << (stored.result >= 0 ? "result" : "scratch")
+             << " '" << stored.name
+             << "' (the pass --kernel-plan-memory places every value)";
+    if (static_cast<uint64_t>(slice.getBytes()) != stored.bytes)
+      return currentOp->emitError()
+             << "codegen: " << slice << " cannot hold '" << stored.name
+             << "', which takes " << stored.bytes
+             << " bytes (a memory plan made for other sizes?)";
+    stored.offset = static_cast<uint64_t>(slice.getOffset());
+    ++slicesTaken;
+  }
   program.values.push_back(std::move(stored));
   return ArgBinding::bufferArg(
       BufferKind::Workspace, static_cast<unsigned>(program.values.size() - 1));
+}
+
+LogicalResult ProgramPlanner::checkSlicesUsed() {
+  if (memory != Memory::FromIR)
+    return success();
+  unsigned given = 0;
+  if (auto buffers = currentOp->getAttrOfType<ArrayAttr>(
+          kernel::KernelDialect::kBuffersAttrName))
+    given += llvm::count_if(buffers, llvm::IsaPred<kernel::SliceAttr>);
+  if (auto scratch = currentOp->getAttrOfType<ArrayAttr>(
+          kernel::KernelDialect::kScratchAttrName))
+    given += scratch.size();
+  if (given != slicesTaken)
+    return currentOp->emitError()
+           << "codegen: the op has " << given
+           << " workspace slices, but its launches write " << slicesTaken
+           << " values (a stale memory plan?)";
+  return success();
 }
 
 FailureOr<unsigned> ProgramPlanner::weightOf(Value value, Operation *user,
@@ -280,8 +339,11 @@ LogicalResult ProgramPlanner::run() {
   tokenIds = entry.getArgument(0);
 
   for (Operation &op : entry) {
+    currentOp = &op;
+    scratchTaken = slicesTaken = 0;
     auto launch = dyn_cast<kernel::LaunchOp>(op);
-    if (failed(launch ? planLaunch(launch) : planOp(&op)))
+    if (failed(launch ? planLaunch(launch) : planOp(&op)) ||
+        failed(checkSlicesUsed()))
       return failure();
   }
   return success();
@@ -298,6 +360,106 @@ using detail::WeightTable;
 // The engine
 //===----------------------------------------------------------------------===//
 
+/// The KV cache a step function takes as its second argument, or null.
+static KVCacheType getStepCacheType(func::FuncOp func) {
+  return func.getNumArguments() == 2
+             ? dyn_cast<KVCacheType>(func.getArgumentTypes()[1])
+             : KVCacheType();
+}
+
+/// The prefill chunk the engine takes (--max-prefill-tokens, or its default).
+static int64_t getMaxPrefillTokens(const CodegenOptions &options,
+                                   KVCacheType cacheType) {
+  return options.maxPrefillTokens
+             ? options.maxPrefillTokens
+             : std::min<int64_t>(512, cacheType.getCapacity());
+}
+
+/// What the KV cache and the options say of the model before planning.
+static ModelConfig getCacheConfig(KVCacheType cacheType,
+                                  const CodegenOptions &options) {
+  ModelConfig config;
+  config.layers = cacheType.getLayers();
+  config.kvHeads = cacheType.getKvHeads();
+  config.headDim = cacheType.getHeadDim();
+  config.maxSeqLen = cacheType.getCapacity();
+  config.maxBatch = cacheType.getMaxBatch();
+  config.cacheType = options.weightType;
+  config.maxPrefillTokens = getMaxPrefillTokens(options, cacheType);
+  return config;
+}
+
+/// Names the program and sizes it for the most tokens a step takes.
+static void initProgram(ProgramPlan &program, bool decode,
+                        KVCacheType cacheType, int64_t maxPrefillTokens) {
+  program.name = decode ? format::kDecodeProgram : format::kPrefillProgram;
+  program.isDecode = decode;
+  program.maxTokens = cacheType.getMaxBatch() * (decode ? 1 : maxPrefillTokens);
+}
+
+/// The end of the last slice of `program`'s values.
+static uint64_t getSlicesEnd(const ProgramPlan &program) {
+  uint64_t end = 0;
+  for (const WorkspaceValue &value : program.values)
+    end = std::max(end, value.offset + value.bytes);
+  return end;
+}
+
+FailureOr<ProgramPlan> placeWorkspace(func::FuncOp func,
+                                      const CodegenOptions &options) {
+  KVCacheType cacheType = getStepCacheType(func);
+  if (!cacheType || func.isExternal() || !func.getBody().hasOneBlock())
+    return func.emitError() << "codegen: @" << func.getSymName()
+                            << " is not a step function (token ids and the "
+                               "KV cache, a body of one block)";
+  ProgramPlan program;
+  initProgram(program, func.getSymName() == format::kDecodeProgram, cacheType,
+              getMaxPrefillTokens(options, cacheType));
+  std::vector<WeightPlan> weightPlans;
+  std::vector<KernelSpec> kernelSpecs;
+  WeightTable weights(weightPlans);
+  KernelTable kernels(kernelSpecs);
+  Observed observed;
+  observed.config = getCacheConfig(cacheType, options);
+  ProgramPlanner planner(func, program, weights, kernels, options, cacheType,
+                         observed, ProgramPlanner::Memory::Place);
+  if (failed(planner.run()))
+    return failure();
+  planMemory(program);
+
+  // One kernel.buffers entry per result of each op that writes values, in
+  // result order, and its scratch in the order its launches take it.
+  MLIRContext *context = func.getContext();
+  llvm::MapVector<Operation *,
+                  std::pair<SmallVector<Attribute>, SmallVector<Attribute>>>
+      slices;
+  for (const WorkspaceValue &value : program.values) {
+    auto &[buffers, scratch] = slices[value.owner];
+    auto slice =
+        kernel::SliceAttr::get(context, static_cast<int64_t>(value.offset),
+                               static_cast<int64_t>(value.bytes));
+    if (value.result < 0) {
+      scratch.push_back(slice);
+      continue;
+    }
+    if (buffers.empty())
+      buffers.assign(value.owner->getNumResults(), UnitAttr::get(context));
+    buffers[value.result] = slice;
+  }
+  for (auto &[op, entry] : slices) {
+    if (!entry.first.empty())
+      op->setAttr(kernel::KernelDialect::kBuffersAttrName,
+                  ArrayAttr::get(context, entry.first));
+    if (!entry.second.empty())
+      op->setAttr(kernel::KernelDialect::kScratchAttrName,
+                  ArrayAttr::get(context, entry.second));
+  }
+  func->setAttr(kernel::KernelDialect::kWorkspaceBytesAttrName,
+                IntegerAttr::get(IntegerType::get(context, 64),
+                                 static_cast<int64_t>(program.peakBytes)));
+  return program;
+}
+
 FailureOr<EnginePlan> planEngine(ModuleOp module,
                                  const CodegenOptions &options) {
   auto prefill = module.lookupSymbol<func::FuncOp>("prefill");
@@ -313,9 +475,7 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
       return func.emitError() << "codegen: @" << func.getSymName()
                               << " must have a body of one block";
 
-  auto cacheType = prefill.getNumArguments() == 2
-                       ? dyn_cast<KVCacheType>(prefill.getArgumentTypes()[1])
-                       : KVCacheType();
+  KVCacheType cacheType = getStepCacheType(prefill);
   if (!cacheType)
     return prefill.emitError() << "codegen: @prefill must take the KV cache "
                                   "as its second argument";
@@ -326,15 +486,7 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   EnginePlan plan;
   plan.options = options;
   ModelConfig &config = plan.model;
-  config.layers = cacheType.getLayers();
-  config.kvHeads = cacheType.getKvHeads();
-  config.headDim = cacheType.getHeadDim();
-  config.maxSeqLen = cacheType.getCapacity();
-  config.maxBatch = cacheType.getMaxBatch();
-  config.cacheType = options.weightType;
-  config.maxPrefillTokens = options.maxPrefillTokens
-                                ? options.maxPrefillTokens
-                                : std::min<int64_t>(512, config.maxSeqLen);
+  config = getCacheConfig(cacheType, options);
   if (config.maxPrefillTokens < 1 || config.maxPrefillTokens > config.maxSeqLen)
     return module.emitError()
            << "codegen: --max-prefill-tokens must be between 1 and the KV "
@@ -345,11 +497,9 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
       return module.emitError() << "codegen: batch bucket " << bucket
                                 << " exceeds --max-batch " << config.maxBatch;
 
-  plan.prefill.name = format::kPrefillProgram;
-  plan.prefill.maxTokens = config.maxBatch * config.maxPrefillTokens;
-  plan.decode.name = format::kDecodeProgram;
-  plan.decode.isDecode = true;
-  plan.decode.maxTokens = config.maxBatch;
+  initProgram(plan.prefill, /*decode=*/false, cacheType,
+              config.maxPrefillTokens);
+  initProgram(plan.decode, /*decode=*/true, cacheType, config.maxPrefillTokens);
 
   WeightTable weights(plan.weights);
   KernelTable kernels(plan.kernels);
@@ -360,10 +510,31 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
     if (func.getNumArguments() != 2 || func.getArgumentTypes()[1] != cacheType)
       return func.emitError() << "codegen: @prefill and @decode must take the "
                                  "same KV cache";
-    ProgramPlanner planner(func, *program, weights, kernels, options, cacheType,
-                           observed);
+    // A step without a memory plan is one --kernel-plan-memory could not
+    // plan: planning it again reports why, at the op.
+    auto given = func->getAttrOfType<IntegerAttr>(
+        kernel::KernelDialect::kWorkspaceBytesAttrName);
+    ProgramPlanner planner(
+        func, *program, weights, kernels, options, cacheType, observed,
+        given ? ProgramPlanner::Memory::FromIR : ProgramPlanner::Memory::Place);
     if (failed(planner.run()))
       return failure();
+    if (!given)
+      return func.emitError()
+             << "codegen: @" << func.getSymName() << " has no memory plan ('"
+             << kernel::KernelDialect::kWorkspaceBytesAttrName
+             << "'): the pass --kernel-plan-memory places its values";
+    // The workspace as the memory plan in the IR gives it, checked.
+    program->peakBytes = getSlicesEnd(*program);
+    if (given.getInt() != static_cast<int64_t>(program->peakBytes))
+      return func.emitError()
+             << "codegen: @" << func.getSymName() << "'s slices end at byte "
+             << program->peakBytes << ", but its '"
+             << kernel::KernelDialect::kWorkspaceBytesAttrName << "' is "
+             << given.getInt();
+    if (std::optional<std::string> error = checkMemoryPlan(*program))
+      return func.emitError() << "codegen: the memory plan of @"
+                              << func.getSymName() << " is wrong: " << *error;
   }
   if (!observed.sawAttention)
     return module.emitError() << "codegen: the program has no attention";
@@ -372,11 +543,6 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   plan.tvc = observed.tvc;
 
   for (ProgramPlan *program : {&plan.prefill, &plan.decode}) {
-    planMemory(*program);
-    if (std::optional<std::string> error = checkMemoryPlan(*program))
-      return module.emitError()
-             << "codegen: internal error in the memory plan of @"
-             << program->name << ": " << *error;
     plan.workspaceBytes = std::max(plan.workspaceBytes, program->peakBytes);
     uint64_t unshared = 0;
     for (const WorkspaceValue &value : program->values)

@@ -152,11 +152,19 @@ struct Observed {
 
 class ProgramPlanner {
 public:
+  /// Where the workspace offsets come from.
+  enum class Memory {
+    FromIR, ///< the #kernel.slice attributes (code generation)
+    Place,  ///< none yet: placeWorkspace places the values afterwards
+  };
+
   ProgramPlanner(func::FuncOp func, ProgramPlan &program, WeightTable &weights,
                  KernelTable &kernels, const CodegenOptions &options,
-                 KVCacheType cacheType, Observed &observed)
+                 KVCacheType cacheType, Observed &observed,
+                 Memory memory = Memory::FromIR)
       : func(func), program(program), weights(weights), kernels(kernels),
-        options(options), cacheType(cacheType), observed(observed) {}
+        options(options), cacheType(cacheType), observed(observed),
+        memory(memory) {}
 
   LogicalResult run();
 
@@ -165,8 +173,16 @@ private:
   FailureOr<int64_t> tokenWidth(Value value, Operation *user);
   FailureOr<ArgBinding> use(Value value, Operation *user);
   FailureOr<ArgBinding> define(Value value, Operation *producer);
-  /// Scratch of `width` floats per token that only the next launch uses.
-  ArgBinding scratch(const std::string &name, int64_t width);
+  /// `bytes` of scratch for the launch being planned.
+  FailureOr<ArgBinding> scratch(const std::string &name, uint64_t width,
+                                uint64_t bytes);
+  /// Adds `stored` to the program's values, written by the op being
+  /// planned (as its result `value`, or as scratch when null), at the offset
+  /// its #kernel.slice gives (Memory::FromIR).
+  FailureOr<ArgBinding> addValue(WorkspaceValue stored, Value value);
+  /// Whether the op just planned has a slice for every value it wrote, and
+  /// no other.
+  LogicalResult checkSlicesUsed();
   FailureOr<unsigned> weightOf(Value value, Operation *user, DType type,
                                ArrayRef<int64_t> shape);
   FailureOr<RopeConfig> ropeConfigOf(RopeOp rope);
@@ -233,6 +249,12 @@ private:
   const CodegenOptions &options;
   KVCacheType cacheType;
   Observed &observed;
+  const Memory memory;
+
+  /// The op of the function's body being planned, and how many of its
+  /// slices its values took.
+  Operation *currentOp = nullptr;
+  unsigned scratchTaken = 0, slicesTaken = 0;
 
   Value tokenIds, pastLengths;
   DenseSet<Value> positions;

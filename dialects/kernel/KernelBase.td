@@ -48,6 +48,19 @@ def Kernel_Dialect : Dialect {
     /// order (a #kernel.weight_layout) on the sits.dequantize that reads it.
     static constexpr llvm::StringLiteral kWeightLayoutAttrName =
         "kernel.weight_layout";
+    /// The workspace slices of an op's results (a #kernel.slice per result
+    /// stored in the workspace, `unit` for the others), on the op that
+    /// becomes the launch.
+    static constexpr llvm::StringLiteral kBuffersAttrName = "kernel.buffers";
+    /// The workspace slices of the launch's scratch, in the order it takes
+    /// them.
+    static constexpr llvm::StringLiteral kScratchAttrName = "kernel.scratch";
+    /// The workspace bytes a step function needs, on the func.
+    static constexpr llvm::StringLiteral kWorkspaceBytesAttrName =
+        "kernel.workspace_bytes";
+    /// Every slice's offset is a multiple of this, so that vector loads stay
+    /// aligned and values start on their own cache lines.
+    static constexpr int64_t kWorkspaceAlignment = 256;
   }];
 }
 
@@ -160,6 +173,31 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
   let assemblyFormat = [{
     `<` $kernel `,` struct($tiles, $split_keys, $weight_bytes) `>`
   }];
+}
+
+def Kernel_SliceAttr : AttrDef<Kernel_Dialect, "Slice"> {
+  let mnemonic = "slice";
+  let summary = "Bytes of the workspace that hold one value";
+  let description = [{
+    Set by `--kernel-plan-memory`: every activation a step writes (f32,
+    token-major, sized for the step's most tokens) and every scratch buffer
+    a launch needs lives at a fixed `offset` in the one workspace that both
+    steps share, `bytes` long. An op that becomes a launch lists the slices
+    of its results as `kernel.buffers` (one entry per result: a slice, or
+    `unit` for a result that is not stored in the workspace: the KV cache,
+    the logits, a view) and of its scratch as `kernel.scratch`; the step
+    function records the workspace's size as `kernel.workspace_bytes`.
+    Values live at the same time never share bytes; the others may. The
+    code generator binds each kernel argument to its slice and refuses a
+    plan in which values live at the same time overlap.
+
+    ```mlir
+    %h = sits.rms_norm %x, %w {epsilon = 1.0e-05 : f32,
+        kernel.buffers = [#kernel.slice<offset = 0, bytes = 8192>]} ...
+    ```
+  }];
+  let parameters = (ins "int64_t":$offset, "int64_t":$bytes);
+  let assemblyFormat = "`<` struct($offset, $bytes) `>`";
 }
 
 #endif // SITS_DIALECT_KERNEL_KERNELBASE_TD

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -47,6 +48,44 @@ static bool isSplitAttentionKernel(KernelKind kernel) {
          kernel == KernelKind::AttentionKVQMma;
 }
 
+/// kernel.buffers (a slice or unit per result) and kernel.scratch (slices).
+static LogicalResult verifySlices(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  bool perResult = name == KernelDialect::kBuffersAttrName;
+  auto entries = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!entries)
+    return op->emitError() << "'" << name << "' must be an array of "
+                           << (perResult ? "#kernel.slice or unit, one per "
+                                           "result"
+                                         : "#kernel.slice")
+                           << ", got " << attr.getValue();
+  if (getEnclosingLaunch(op))
+    return op->emitError() << "'" << name
+                           << "' belongs on the kernel.launch, not on the ops "
+                              "of its region";
+  if (perResult && entries.size() != op->getNumResults())
+    return op->emitError() << "'" << name << "' has " << entries.size()
+                           << " entries for " << op->getNumResults()
+                           << " results";
+  for (Attribute entry : entries) {
+    if (perResult && isa<UnitAttr>(entry))
+      continue;
+    auto slice = dyn_cast<SliceAttr>(entry);
+    if (!slice)
+      return op->emitError()
+             << "'" << name << "' holds " << entry << ", not a #kernel.slice"
+             << (perResult ? " or unit" : "");
+    if (slice.getOffset() < 0 ||
+        slice.getOffset() % KernelDialect::kWorkspaceAlignment != 0)
+      return op->emitError()
+             << slice << ": the offset must be a non-negative multiple of "
+             << KernelDialect::kWorkspaceAlignment;
+    if (slice.getBytes() <= 0)
+      return op->emitError() << slice << ": a slice holds at least one byte";
+  }
+  return success();
+}
+
 LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kWeightLayoutAttrName) {
@@ -58,6 +97,19 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << kWeightLayoutAttrName
                              << "' belongs on the sits.dequantize of a "
                                 "quantized weight";
+    return success();
+  }
+  if (attr.getName() == kBuffersAttrName || attr.getName() == kScratchAttrName)
+    return verifySlices(op, attr);
+  if (attr.getName() == kWorkspaceBytesAttrName) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || bytes.getInt() < 0)
+      return op->emitError()
+             << "'" << kWorkspaceBytesAttrName
+             << "' must be a non-negative integer, got " << attr.getValue();
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << kWorkspaceBytesAttrName
+                             << "' belongs on a step function";
     return success();
   }
   if (attr.getName() != kConfigAttrName)

@@ -39,4 +39,10 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   selectAttention.dtype = dtype;
   selectAttention.decodeSplitKeys = options.decodeSplitKeys;
   pm.addPass(createSelectAttentionKernels(selectAttention));
+  // Last: the values' lifetimes are those of the launches chosen above.
+  PlanMemoryOptions planMemory;
+  planMemory.target = target;
+  planMemory.dtype = dtype;
+  planMemory.maxPrefillTokens = options.maxPrefillTokens;
+  pm.addPass(createPlanMemory(planMemory));
 }

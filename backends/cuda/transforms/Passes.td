@@ -177,4 +177,32 @@ def SelectAttentionKernels
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 
+def PlanMemory : Pass<"kernel-plan-memory", "mlir::ModuleOp"> {
+  let summary = "An offset in the workspace for every value a step writes";
+  let description = [{
+    For `@prefill` and `@decode`, plans the launches as the code generator
+    will (so it runs last, after the kernels are chosen) to learn every
+    value the step writes: the activations (f32, token-major, sized for the
+    step's most tokens: `max_batch` at decode, `max_batch` x
+    `max-prefill-tokens` at prefill), the partial results of split
+    attention and prefill's dequantized weights, and the launches between
+    the one that writes each and the last that reads it. Values live at the
+    same time get disjoint bytes of one workspace, the others share: the
+    largest first, each at the lowest offset (a multiple of 256) free for
+    its whole lifetime. The result is IR: `kernel.buffers` (a
+    `#kernel.slice` per result) and `kernel.scratch` on each op that becomes
+    a launch, `kernel.workspace_bytes` on the function. A function that has
+    any of them in the input keeps its plan as given; the code generator
+    binds every value to its slice and refuses a plan whose sizes do not
+    match or whose values live at the same time overlap. A function the
+    code generator cannot plan is left unplaced (it reports why).
+
+    Audit: `values` (placed), `scratch` (of them, launch scratch),
+    `shared_bytes` (bytes saved by sharing); per function the workspace
+    size against the bytes its values would take unshared.
+  }];
+  let options = [TargetOption, DTypeOption, MaxPrefillTokensOption];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
 #endif // SITS_CODEGEN_TRANSFORMS_PASSES_TD

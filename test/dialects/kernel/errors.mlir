@@ -230,3 +230,70 @@ func.func @layout_value(%q: tensor<8x64xi8>, %s: tensor<8x1xf16>) {
   %w = sits.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 128 : i64, kernel.weight_layout = "interleaved"} : tensor<8x64xi8>, tensor<8x1xf16> -> tensor<8x128xf32>
   return
 }
+
+// -----
+
+func.func @buffers_per_result(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'kernel.buffers' has 2 entries for 1 results}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.buffers = [#kernel.slice<offset = 0, bytes = 256>, unit]} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @buffers_not_slices(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'kernel.buffers' holds 256 : i64, not a #kernel.slice or unit}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.buffers = [256]} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @scratch_not_array(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'kernel.scratch' must be an array of #kernel.slice, got #kernel.slice<offset = 0, bytes = 256>}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.scratch = #kernel.slice<offset = 0, bytes = 256>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @misaligned_slice(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{#kernel.slice<offset = 128, bytes = 256>: the offset must be a non-negative multiple of 256}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.buffers = [#kernel.slice<offset = 128, bytes = 256>]} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @empty_slice(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{#kernel.slice<offset = 0, bytes = 0>: a slice holds at least one byte}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.scratch = [#kernel.slice<offset = 0, bytes = 0>]} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @slice_inside_launch(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  %a = kernel.launch <linear_group> {
+    // expected-error @+1 {{'kernel.buffers' belongs on the kernel.launch, not on the ops of its region}}
+    %0 = sits.linear %x, %w {kernel.buffers = [#kernel.slice<offset = 0, bytes = 256>]} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+    kernel.yield %0 : tensor<?x?x8xf32>
+  } : tensor<?x?x8xf32>
+  return %a : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @workspace_bytes_on_an_op(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'kernel.workspace_bytes' belongs on a step function}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.workspace_bytes = 256} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'kernel.workspace_bytes' must be a non-negative integer, got -1 : i64}}
+func.func @negative_workspace() attributes {kernel.workspace_bytes = -1} {
+  return
+}
