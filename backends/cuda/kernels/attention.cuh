@@ -38,6 +38,94 @@ __host__ __device__ constexpr int attentionSharedFloats() {
          3 * kRows;                  // running max, sum, rescale factor
 }
 
+/// Stores the block's query rows (row r: token i0 + r / G, head
+/// kvHead * G + r % G; zeros for padding tokens) into `qs` and starts every
+/// row's running maximum and sum.
+template <class Cfg, int kRows>
+__device__ __forceinline__ void
+loadTileQueries(const float *__restrict__ query, float *qs, float *rowMax,
+                float *rowSum, int b, int kvHead, int i0, int iEnd,
+                int seqLen) {
+  constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
+  constexpr int D = Cfg::kHeadDim;
+  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
+  const int tid = threadIdx.x;
+  for (int idx = tid; idx < kRows * D; idx += Cfg::kThreads) {
+    const int r = idx / D, d = idx % D;
+    const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
+    qs[idx] =
+        i < iEnd
+            ? query[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d]
+            : 0.0f;
+  }
+  for (int r = tid; r < kRows; r += Cfg::kThreads) {
+    rowMax[r] = __int_as_float(0xff800000u);
+    rowSum[r] = 0.0f;
+  }
+}
+
+/// Online softmax over one tile of scores `ps` ([kRows, kTile]), one warp
+/// per row: turns the scores into probabilities against the row's new
+/// maximum, adds them to the row's sum (rescaled), and leaves the factor
+/// that rescales what the row accumulated so far in `rowScale`.
+template <int kRows, int kTile, int kWarps>
+__device__ __forceinline__ void tileSoftmax(float *ps, float *rowMax,
+                                            float *rowSum, float *rowScale,
+                                            int warp, int lane) {
+  const float kNegInf = __int_as_float(0xff800000u);
+  for (int r = warp; r < kRows; r += kWarps) {
+    float tileMax = kNegInf;
+    for (int j = lane; j < kTile; j += kWarpSize)
+      tileMax = fmaxf(tileMax, ps[r * kTile + j]);
+    tileMax = warpMax(tileMax);
+    const float oldMax = rowMax[r];
+    const float newMax = fmaxf(oldMax, tileMax);
+    float sum = 0.0f, rescale = 1.0f;
+    if (newMax == kNegInf) {
+      for (int j = lane; j < kTile; j += kWarpSize)
+        ps[r * kTile + j] = 0.0f;
+    } else {
+      rescale = oldMax == kNegInf ? 0.0f : expf(oldMax - newMax);
+      for (int j = lane; j < kTile; j += kWarpSize) {
+        const float score = ps[r * kTile + j];
+        const float p = score == kNegInf ? 0.0f : expf(score - newMax);
+        ps[r * kTile + j] = p;
+        sum += p;
+      }
+    }
+    sum = warpSum(sum);
+    if (lane == 0) {
+      rowSum[r] = rowSum[r] * rescale + sum;
+      rowMax[r] = newMax;
+      rowScale[r] = rescale;
+    }
+  }
+}
+
+/// Writes this thread's accumulated outputs divided by their rows' sums
+/// (zeros for padding tokens and rows that saw no key).
+template <class Cfg, int kRows, int kAccPerThread>
+__device__ __forceinline__ void
+storeTileRows(const float (&acc)[kAccPerThread], const float *rowSum,
+              float *__restrict__ out, int b, int kvHead, int i0, int iEnd,
+              int seqLen) {
+  constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
+  constexpr int D = Cfg::kHeadDim;
+  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
+  for (int u = 0; u < kAccPerThread; ++u) {
+    const int idx = threadIdx.x + u * Cfg::kThreads;
+    if (idx >= kRows * D)
+      break;
+    const int r = idx / D, d = idx % D;
+    const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
+    if (i >= seqLen)
+      break; // rows past S do not exist (the last block of a chunk)
+    const float sum = rowSum[r];
+    out[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d] =
+        i < iEnd && sum > 0.0f ? acc[u] / sum : 0.0f;
+  }
+}
+
 /// Config: Cache, kHeads, kKvHeads, kHeadDim, kQueryTokens, kKeyTile,
 /// kThreads, kCapacity, kScale, kSoftcap (0: none), kWindow (0: none),
 /// kSharedBytes.
@@ -56,7 +144,6 @@ attention(const float *__restrict__ query,
   constexpr int kKeyStride = D + 1;
   constexpr int kWarps = Cfg::kThreads / kWarpSize;
   constexpr int kAccPerThread = (kRows * D + Cfg::kThreads - 1) / Cfg::kThreads;
-  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
   static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
   static_assert(attentionSharedFloats<kRows, D, kTile>() * 4 <=
                     Cfg::kSharedBytes,
@@ -81,18 +168,8 @@ attention(const float *__restrict__ query,
   const long kvBase =
       (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * Cfg::kCapacity * D;
 
-  for (int idx = tid; idx < kRows * D; idx += Cfg::kThreads) {
-    const int r = idx / D, d = idx % D;
-    const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
-    qs[idx] =
-        i < iEnd
-            ? query[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d]
-            : 0.0f;
-  }
-  for (int r = tid; r < kRows; r += Cfg::kThreads) {
-    rowMax[r] = kNegInf;
-    rowSum[r] = 0.0f;
-  }
+  loadTileQueries<Cfg, kRows>(query, qs, rowMax, rowSum, b, kvHead, i0, iEnd,
+                              seqLen);
   float acc[kAccPerThread];
   for (int u = 0; u < kAccPerThread; ++u)
     acc[u] = 0.0f;
@@ -119,49 +196,20 @@ attention(const float *__restrict__ query,
     for (int idx = tid; idx < kRows * kTile; idx += Cfg::kThreads) {
       const int r = idx / kTile, j = idx % kTile;
       const int i = i0 + r / kGroup, key = j0 + j, position = past + i;
-      const bool visible = i < iEnd && key < keyEnd && key <= position &&
-                           (Cfg::kWindow == 0 || key > position - Cfg::kWindow);
+      const bool visible =
+          i < iEnd && key < keyEnd && keyIsVisible<Cfg>(key, position);
       float score = kNegInf;
       if (visible) {
         float dot = 0.0f;
         for (int d = 0; d < D; ++d)
           dot += qs[r * D + d] * ks[j * kKeyStride + d];
-        score = Cfg::kScale * dot;
-        if constexpr (Cfg::kSoftcap > 0.0f)
-          score = Cfg::kSoftcap * tanhf(score / Cfg::kSoftcap);
+        score = attentionScore<Cfg>(dot);
       }
       ps[idx] = score;
     }
     __syncthreads();
 
-    // Online softmax, one warp per row.
-    for (int r = warp; r < kRows; r += kWarps) {
-      float tileMax = kNegInf;
-      for (int j = lane; j < kTile; j += kWarpSize)
-        tileMax = fmaxf(tileMax, ps[r * kTile + j]);
-      tileMax = warpMax(tileMax);
-      const float oldMax = rowMax[r];
-      const float newMax = fmaxf(oldMax, tileMax);
-      float sum = 0.0f, rescale = 1.0f;
-      if (newMax == kNegInf) {
-        for (int j = lane; j < kTile; j += kWarpSize)
-          ps[r * kTile + j] = 0.0f;
-      } else {
-        rescale = oldMax == kNegInf ? 0.0f : expf(oldMax - newMax);
-        for (int j = lane; j < kTile; j += kWarpSize) {
-          const float score = ps[r * kTile + j];
-          const float p = score == kNegInf ? 0.0f : expf(score - newMax);
-          ps[r * kTile + j] = p;
-          sum += p;
-        }
-      }
-      sum = warpSum(sum);
-      if (lane == 0) {
-        rowSum[r] = rowSum[r] * rescale + sum;
-        rowMax[r] = newMax;
-        rowScale[r] = rescale;
-      }
-    }
+    tileSoftmax<kRows, kTile, kWarps>(ps, rowMax, rowSum, rowScale, warp, lane);
     __syncthreads();
 
     for (int u = 0; u < kAccPerThread; ++u) {
@@ -176,19 +224,7 @@ attention(const float *__restrict__ query,
     }
   }
   __syncthreads();
-
-  for (int u = 0; u < kAccPerThread; ++u) {
-    const int idx = tid + u * Cfg::kThreads;
-    if (idx >= kRows * D)
-      break;
-    const int r = idx / D, d = idx % D;
-    const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
-    if (i >= seqLen)
-      break; // rows past S do not exist (the last block of a chunk)
-    const float sum = rowSum[r];
-    out[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d] =
-        i < iEnd && sum > 0.0f ? acc[u] / sum : 0.0f;
-  }
+  storeTileRows<Cfg, kRows>(acc, rowSum, out, b, kvHead, i0, iEnd, seqLen);
 }
 
 } // namespace sits

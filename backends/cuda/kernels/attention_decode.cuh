@@ -342,6 +342,91 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
 /// kSplitKeys, kSplits (ceil(kCapacity / kSplitKeys)), kUnroll, kStages.
 /// `partial` holds [B, kHeads, kSplits, head_dim + 2] floats; `counters`
 /// B * kKvHeads ints that are zero between launches.
+/// The split decode kernels' lane state: this lane's 8 channels of the
+/// GQA group's queries, and the group's online softmax (running maximum and
+/// sum per head, this lane's 8 channels of the weighted values).
+template <class Cfg, int G>
+__device__ __forceinline__ void
+startGroup(const float *__restrict__ query, int b, int kvHead, int d0,
+           float (&q)[G][8], float (&rowMax)[G], float (&rowSum)[G],
+           float (&acc)[G][8]) {
+  constexpr int D = Cfg::kHeadDim;
+  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
+  #pragma unroll
+  for (int h = 0; h < G; ++h) {
+    const float *row =
+        query + static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d0;
+    loadFloats<8>(row, q[h]);
+  }
+  #pragma unroll
+  for (int h = 0; h < G; ++h) {
+    rowMax[h] = __int_as_float(0xff800000u);
+    rowSum[h] = 0.0f;
+    #pragma unroll
+    for (int e = 0; e < 8; ++e)
+      acc[h][e] = 0.0f;
+  }
+}
+
+/// One key's scores against the group's queries: this lane's 8 channels'
+/// dot products summed over the key's P consecutive lanes, as scores; -inf
+/// where the key is not visible.
+template <class Cfg, int G, int P>
+__device__ __forceinline__ void scoreKey(const float (&q)[G][8],
+                                         const float (&k)[8], bool visible,
+                                         float (&score)[G]) {
+  #pragma unroll
+  for (int h = 0; h < G; ++h) {
+    float dot = 0.0f;
+    #pragma unroll
+    for (int e = 0; e < 8; ++e)
+      dot += q[h][e] * k[e];
+    // The key group's lanes are consecutive: finish the dot product.
+    #pragma unroll
+    for (int offset = P / 2; offset > 0; offset >>= 1)
+      dot += __shfl_xor_sync(kFullMask, dot, offset);
+    score[h] = visible ? attentionScore<Cfg>(dot) : __int_as_float(0xff800000u);
+  }
+}
+
+/// Folds one step's U keys into the group's online softmax: per head, the
+/// new maximum rescales the sum and the values so far, and each key's
+/// probability weighs its value channels, which `valueOf(u, v)` gives.
+template <int U, int G, class ValueOf>
+__device__ __forceinline__ void
+foldScores(const float (&score)[U][G], float (&rowMax)[G], float (&rowSum)[G],
+           float (&acc)[G][8], ValueOf valueOf) {
+  const float kNegInf = __int_as_float(0xff800000u);
+  #pragma unroll
+  for (int h = 0; h < G; ++h) {
+    float stepMax = score[0][h];
+    #pragma unroll
+    for (int u = 1; u < U; ++u)
+      stepMax = fmaxf(stepMax, score[u][h]);
+    const float newMax = fmaxf(rowMax[h], stepMax);
+    if (newMax == kNegInf)
+      continue; // no visible key yet
+    const float rescale =
+        rowMax[h] == kNegInf ? 0.0f : expf(rowMax[h] - newMax);
+    rowMax[h] = newMax;
+    rowSum[h] *= rescale;
+    #pragma unroll
+    for (int e = 0; e < 8; ++e)
+      acc[h][e] *= rescale;
+    #pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const float p =
+          score[u][h] == kNegInf ? 0.0f : expf(score[u][h] - newMax);
+      rowSum[h] += p;
+      float v[8];
+      valueOf(u, v);
+      #pragma unroll
+      for (int e = 0; e < 8; ++e)
+        acc[h][e] += p * v[e];
+    }
+  }
+}
+
 template <class Cfg>
 __device__ void attentionDecode(
     const float *__restrict__ query,
@@ -359,14 +444,12 @@ __device__ void attentionDecode(
   constexpr int U = Cfg::kUnroll;
   constexpr int kStages = Cfg::kStages;
   constexpr int kPartial = decodePartialFloats(D);
-  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
   static_assert(C::kBytes == 2, "16 bytes hold 8 elements of the cache");
   static_assert(D % 8 == 0 && P <= kWarpSize && kWarpSize % P == 0,
                 "head_dim / 8 lanes per key, whole within a warp");
   static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
 
   SITS_DYNAMIC_SHARED(uint4, shared);
-  const float kNegInf = __int_as_float(0xff800000u);
   const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x;
   const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
@@ -383,23 +466,8 @@ __device__ void attentionDecode(
                                  kvHead * G) * Cfg::kSplits) * kPartial;
 
   if (active) {
-    // This lane's 8 dimensions of the group's queries.
-    float q[G][8];
-    #pragma unroll
-    for (int h = 0; h < G; ++h) {
-      const float *row =
-          query + static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d0;
-      loadFloats<8>(row, q[h]);
-    }
-    float rowMax[G], rowSum[G], acc[G][8];
-    #pragma unroll
-    for (int h = 0; h < G; ++h) {
-      rowMax[h] = kNegInf;
-      rowSum[h] = 0.0f;
-      #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        acc[h][e] = 0.0f;
-    }
+    float q[G][8], rowMax[G], rowSum[G], acc[G][8];
+    startGroup<Cfg, G>(query, b, kvHead, d0, q, rowMax, rowSum, acc);
 
     // Step s covers keys k0 + (s * U + u) * kKeyGroups + keyGroup.
     constexpr int kKeysPerStep = U * kKeyGroups;
@@ -437,50 +505,11 @@ __device__ void attentionDecode(
         float k[8];
         const uint4 raw = slot[(2 * u) * kDecodeThreads];
         unpack16<C>(raw, k);
-        #pragma unroll
-        for (int h = 0; h < G; ++h) {
-          float dot = 0.0f;
-          #pragma unroll
-          for (int e = 0; e < 8; ++e)
-            dot += q[h][e] * k[e];
-          // The key group's lanes are consecutive: finish the dot product.
-          #pragma unroll
-          for (int offset = P / 2; offset > 0; offset >>= 1)
-            dot += __shfl_xor_sync(kFullMask, dot, offset);
-          float value = Cfg::kScale * dot;
-          if constexpr (Cfg::kSoftcap > 0.0f)
-            value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
-          score[u][h] = keyOf(step, u) < k1 ? value : kNegInf;
-        }
+        scoreKey<Cfg, G, P>(q, k, keyOf(step, u) < k1, score[u]);
       }
-      #pragma unroll
-      for (int h = 0; h < G; ++h) {
-        float stepMax = score[0][h];
-        #pragma unroll
-        for (int u = 1; u < U; ++u)
-          stepMax = fmaxf(stepMax, score[u][h]);
-        const float newMax = fmaxf(rowMax[h], stepMax);
-        if (newMax == kNegInf)
-          continue; // no visible key yet
-        const float rescale =
-            rowMax[h] == kNegInf ? 0.0f : expf(rowMax[h] - newMax);
-        rowMax[h] = newMax;
-        rowSum[h] *= rescale;
-        #pragma unroll
-        for (int e = 0; e < 8; ++e)
-          acc[h][e] *= rescale;
-        #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const float p =
-              score[u][h] == kNegInf ? 0.0f : expf(score[u][h] - newMax);
-          rowSum[h] += p;
-          float v[8];
-          unpack16<C>(slot[(2 * u + 1) * kDecodeThreads], v);
-          #pragma unroll
-          for (int e = 0; e < 8; ++e)
-            acc[h][e] += p * v[e];
-        }
-      }
+      foldScores<U, G>(score, rowMax, rowSum, acc, [&](int u, float(&v)[8]) {
+        unpack16<C>(slot[(2 * u + 1) * kDecodeThreads], v);
+      });
     }
     copyAsyncWait<0>();
     __syncthreads(); // every lane has read its ring slots

@@ -47,14 +47,12 @@ __device__ void attentionDecodeKVQ(
   constexpr int U = Cfg::kUnroll;
   constexpr int kStages = Cfg::kStages;
   constexpr int kPartial = decodePartialFloats(D);
-  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
   static_assert(C::kBytes == 2, "16 bytes hold 8 elements of the cache");
   static_assert(D % 8 == 0 && P <= kWarpSize && kWarpSize % P == 0,
                 "head_dim / 8 lanes per key, whole within a warp");
   static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
 
   SITS_DYNAMIC_SHARED(uint4, shared);
-  const float kNegInf = __int_as_float(0xff800000u);
   const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x;
   const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
@@ -90,28 +88,13 @@ __device__ void attentionDecodeKVQ(
           kPartial;
 
   if (active) {
-    // This lane's 8 dimensions of the group's queries.
-    float q[G][8];
-    #pragma unroll
-    for (int h = 0; h < G; ++h) {
-      const float *row =
-          query + static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d0;
-      loadFloats<8>(row, q[h]);
-    }
+    float q[G][8], rowMax[G], rowSum[G], acc[G][8];
+    startGroup<Cfg, G>(query, b, kvHead, d0, q, rowMax, rowSum, acc);
     // The scales of this lane's 8 channels in the last per-channel key
     // block it read: a lane's keys of a step lie in one block, so they are
     // loaded once per block rather than once per key.
     int scaleBlock = -1;
     float blockScales[8];
-    float rowMax[G], rowSum[G], acc[G][8];
-    #pragma unroll
-    for (int h = 0; h < G; ++h) {
-      rowMax[h] = kNegInf;
-      rowSum[h] = 0.0f;
-      #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        acc[h][e] = 0.0f;
-    }
 
     // Step s covers keys k0 + (s * U + u) * kKeyGroups + keyGroup.
     constexpr int kKeysPerStep = U * kKeyGroups;
@@ -196,58 +179,19 @@ __device__ void attentionDecodeKVQ(
         } else {
           unpack16<C>(raw, k);
         }
-        #pragma unroll
-        for (int h = 0; h < G; ++h) {
-          float dot = 0.0f;
-          #pragma unroll
-          for (int e = 0; e < 8; ++e)
-            dot += q[h][e] * k[e];
-          // The key group's lanes are consecutive: finish the dot product.
-          #pragma unroll
-          for (int offset = P / 2; offset > 0; offset >>= 1)
-            dot += __shfl_xor_sync(kFullMask, dot, offset);
-          float value = Cfg::kScale * dot;
-          if constexpr (Cfg::kSoftcap > 0.0f)
-            value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
-          score[u][h] = keyOf(step, u) < k1 ? value : kNegInf;
-        }
+        scoreKey<Cfg, G, P>(q, k, key < k1, score[u]);
       }
-      #pragma unroll
-      for (int h = 0; h < G; ++h) {
-        float stepMax = score[0][h];
-        #pragma unroll
-        for (int u = 1; u < U; ++u)
-          stepMax = fmaxf(stepMax, score[u][h]);
-        const float newMax = fmaxf(rowMax[h], stepMax);
-        if (newMax == kNegInf)
-          continue; // no visible key yet
-        const float rescale =
-            rowMax[h] == kNegInf ? 0.0f : expf(rowMax[h] - newMax);
-        rowMax[h] = newMax;
-        rowSum[h] *= rescale;
-        #pragma unroll
-        for (int e = 0; e < 8; ++e)
-          acc[h][e] *= rescale;
-        #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const float p =
-              score[u][h] == kNegInf ? 0.0f : expf(score[u][h] - newMax);
-          rowSum[h] += p;
-          float v[8];
-          const int key = keyOf(step, u);
-          if (key < k1 && valueIsCold(key)) {
-            const uint4 raw = slot[(2 * u + 1) * kDecodeThreads];
-            const float s = slotScale(raw, key);
-            const float scales[8] = {s, s, s, s, s, s, s, s};
-            unpackCold<Cfg::kBits>(raw, scales, v);
-          } else {
-            unpack16<C>(slot[(2 * u + 1) * kDecodeThreads], v);
-          }
-          #pragma unroll
-          for (int e = 0; e < 8; ++e)
-            acc[h][e] += p * v[e];
+      foldScores<U, G>(score, rowMax, rowSum, acc, [&](int u, float(&v)[8]) {
+        const int key = keyOf(step, u);
+        if (key < k1 && valueIsCold(key)) {
+          const uint4 raw = slot[(2 * u + 1) * kDecodeThreads];
+          const float s = slotScale(raw, key);
+          const float scales[8] = {s, s, s, s, s, s, s, s};
+          unpackCold<Cfg::kBits>(raw, scales, v);
+        } else {
+          unpack16<C>(slot[(2 * u + 1) * kDecodeThreads], v);
         }
-      }
+      });
     }
     copyAsyncWait<0>();
     __syncthreads(); // every lane has read its ring slots

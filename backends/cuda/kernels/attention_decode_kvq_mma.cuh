@@ -475,10 +475,7 @@ __device__ void attentionDecodeKVQMma(
         } else {
           dot = acc[0][e];
         }
-        float value = Cfg::kScale * dot;
-        if constexpr (Cfg::kSoftcap > 0.0f)
-          value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
-        sc[e] = fast || visible(key) ? value : kNegInf;
+        sc[e] = fast || visible(key) ? attentionScore<Cfg>(dot) : kNegInf;
       }
       // Online softmax per head: the maximum over the 16 slots (this
       // lane's two and the lanes of the other g).

@@ -19,7 +19,7 @@
 #ifndef SITS_KERNELS_ATTENTION_KVQ_CUH
 #define SITS_KERNELS_ATTENTION_KVQ_CUH
 
-#include "sits/common.cuh"
+#include "sits/attention.cuh"
 #include "sits/kv_quant.cuh"
 
 namespace sits {
@@ -54,7 +54,6 @@ attentionKVQ(const float *__restrict__ query,
   constexpr int kKeyStride = D + 1;
   constexpr int kWarps = Cfg::kThreads / kWarpSize;
   constexpr int kAccPerThread = (kRows * D + Cfg::kThreads - 1) / Cfg::kThreads;
-  constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
   static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
   constexpr int N = Cfg::kHotWindow, CB = Cfg::kChannelBlock;
   static_assert(attentionKVQSharedFloats<kRows, D, kTile>() * 4 <=
@@ -86,18 +85,8 @@ attentionKVQ(const float *__restrict__ query,
   // and cold by some row when pHi - j >= N.
   const int pLo = past + i0, pHi = past + iEnd - 1;
 
-  for (int idx = tid; idx < kRows * D; idx += Cfg::kThreads) {
-    const int r = idx / D, d = idx % D;
-    const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
-    qs[idx] =
-        i < iEnd
-            ? query[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d]
-            : 0.0f;
-  }
-  for (int r = tid; r < kRows; r += Cfg::kThreads) {
-    rowMax[r] = kNegInf;
-    rowSum[r] = 0.0f;
-  }
+  loadTileQueries<Cfg, kRows>(query, qs, rowMax, rowSum, b, kvHead, i0, iEnd,
+                              seqLen);
   float acc[kAccPerThread];
   for (int u = 0; u < kAccPerThread; ++u)
     acc[u] = 0.0f;
@@ -145,8 +134,8 @@ attentionKVQ(const float *__restrict__ query,
     for (int idx = tid; idx < kRows * kTile; idx += Cfg::kThreads) {
       const int r = idx / kTile, j = idx % kTile;
       const int i = i0 + r / kGroup, key = j0 + j, position = past + i;
-      const bool visible = i < iEnd && key < keyEnd && key <= position &&
-                           (Cfg::kWindow == 0 || key > position - Cfg::kWindow);
+      const bool visible =
+          i < iEnd && key < keyEnd && keyIsVisible<Cfg>(key, position);
       float score = kNegInf;
       if (visible) {
         const int last = (key / CB) * CB + CB - 1;
@@ -154,42 +143,13 @@ attentionKVQ(const float *__restrict__ query,
         float dot = 0.0f;
         for (int d = 0; d < D; ++d)
           dot += qs[r * D + d] * kr[d];
-        score = Cfg::kScale * dot;
-        if constexpr (Cfg::kSoftcap > 0.0f)
-          score = Cfg::kSoftcap * tanhf(score / Cfg::kSoftcap);
+        score = attentionScore<Cfg>(dot);
       }
       ps[idx] = score;
     }
     __syncthreads();
 
-    // Online softmax, one warp per row.
-    for (int r = warp; r < kRows; r += kWarps) {
-      float tileMax = kNegInf;
-      for (int j = lane; j < kTile; j += kWarpSize)
-        tileMax = fmaxf(tileMax, ps[r * kTile + j]);
-      tileMax = warpMax(tileMax);
-      const float oldMax = rowMax[r];
-      const float newMax = fmaxf(oldMax, tileMax);
-      float sum = 0.0f, rescale = 1.0f;
-      if (newMax == kNegInf) {
-        for (int j = lane; j < kTile; j += kWarpSize)
-          ps[r * kTile + j] = 0.0f;
-      } else {
-        rescale = oldMax == kNegInf ? 0.0f : expf(oldMax - newMax);
-        for (int j = lane; j < kTile; j += kWarpSize) {
-          const float score = ps[r * kTile + j];
-          const float p = score == kNegInf ? 0.0f : expf(score - newMax);
-          ps[r * kTile + j] = p;
-          sum += p;
-        }
-      }
-      sum = warpSum(sum);
-      if (lane == 0) {
-        rowSum[r] = rowSum[r] * rescale + sum;
-        rowMax[r] = newMax;
-        rowScale[r] = rescale;
-      }
-    }
+    tileSoftmax<kRows, kTile, kWarps>(ps, rowMax, rowSum, rowScale, warp, lane);
     __syncthreads();
 
     for (int u = 0; u < kAccPerThread; ++u) {
@@ -206,19 +166,7 @@ attentionKVQ(const float *__restrict__ query,
     }
   }
   __syncthreads();
-
-  for (int u = 0; u < kAccPerThread; ++u) {
-    const int idx = tid + u * Cfg::kThreads;
-    if (idx >= kRows * D)
-      break;
-    const int r = idx / D, d = idx % D;
-    const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
-    if (i >= seqLen)
-      break; // rows past S do not exist (the last block of a chunk)
-    const float sum = rowSum[r];
-    out[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d] =
-        i < iEnd && sum > 0.0f ? acc[u] / sum : 0.0f;
-  }
+  storeTileRows<Cfg, kRows>(acc, rowSum, out, b, kvHead, i0, iEnd, seqLen);
 }
 
 } // namespace sits

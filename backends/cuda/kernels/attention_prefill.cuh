@@ -166,13 +166,9 @@ __device__ void attentionPrefill(
       for (int i = 0; i < 4; ++i) {
         const int r = i / 2, key = j0 + n * 8 + 2 * t + (i % 2);
         const int position = past + rowI[r];
-        const bool visible =
-            rowI[r] < iEnd && key < keyEnd && key <= position &&
-            (Cfg::kWindow == 0 || key > position - Cfg::kWindow);
-        float value = Cfg::kScale * s[n][i];
-        if constexpr (Cfg::kSoftcap > 0.0f)
-          value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
-        s[n][i] = visible ? value : kNegInf;
+        const bool visible = rowI[r] < iEnd && key < keyEnd &&
+                             keyIsVisible<Cfg>(key, position);
+        s[n][i] = visible ? attentionScore<Cfg>(s[n][i]) : kNegInf;
         tileMax[r] = fmaxf(tileMax[r], s[n][i]);
       }
     float rescale[2];

@@ -643,6 +643,27 @@ __device__ __forceinline__ float warpMax(float value) {
   return value;
 }
 
+//===----------------------------------------------------------------------===//
+// Attention rules every attention kernel shares
+//===----------------------------------------------------------------------===//
+
+/// A query-key dot product as a score: scaled, then soft-capped
+/// (softcap * tanh(score / softcap)) when the config has a softcap.
+template <class Cfg> __device__ __forceinline__ float attentionScore(float dot) {
+  float value = Cfg::kScale * dot;
+  if constexpr (Cfg::kSoftcap > 0.0f)
+    value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);
+  return value;
+}
+
+/// Whether the query at `position` sees `key` (bottom-right causal, within
+/// the sliding window when the config has one).
+template <class Cfg>
+__device__ __forceinline__ bool keyIsVisible(int key, int position) {
+  return key <= position &&
+         (Cfg::kWindow == 0 || key > position - Cfg::kWindow);
+}
+
 /// Sum over the block (`kThreads` a multiple of 32); every thread gets it.
 /// Safe to call repeatedly: it synchronizes before reusing its scratch.
 template <int kThreads> __device__ float blockSum(float value) {

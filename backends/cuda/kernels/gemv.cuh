@@ -56,17 +56,18 @@ gemvAccumulate(const typename Cfg::Weight::Storage *__restrict__ row,
   }
 }
 
-/// Config: Weight, kK, kSegments, rows(s), hasBias(s), kTotalRows (rows
-/// the warps cover: the sum of the segments, or one segment's rows with
-/// kGlu), kEpilogue, kActivation, kWarps, kTokenTile, kVec, kGatherLast.
-/// `tokens` is T (or B in gather mode); `seqLen` and `stepLengths` are read
-/// only in gather mode.
-template <class Cfg>
-__device__ void gemv(const float *__restrict__ x,
-                     const typename Cfg::Weight::Storage *const *weights,
-                     const float *const *biases, float *const *outs,
-                     const float *__restrict__ residual, int tokens, int seqLen,
-                     const int *__restrict__ stepLengths) {
+/// The warp-per-row GEMV that gemv and gemvQuant share: warp w takes row w
+/// of the segments laid end to end (with kGlu, row w of the gate and of the
+/// up matrix), tiles of kTokenTile tokens (in gather mode each sequence's
+/// last real token), and writes each token's sum with the epilogue.
+/// `accumulate(segment, row, xRows, count, acc)` adds this lane's share of
+/// the row of `segment` times each of the tile's `count` x rows into `acc`.
+template <class Cfg, class Accumulate>
+__device__ __forceinline__ void
+gemvWarpRows(const float *__restrict__ x, const float *const *biases,
+             float *const *outs, const float *__restrict__ residual, int tokens,
+             int seqLen, const int *__restrict__ stepLengths,
+             Accumulate accumulate) {
   const int lane = threadIdx.x % kWarpSize;
   int row = blockIdx.x * Cfg::kWarps + threadIdx.x / kWarpSize;
   if (row >= Cfg::kTotalRows)
@@ -81,9 +82,6 @@ __device__ void gemv(const float *__restrict__ x,
     }
   }
   const int width = Cfg::rows(segment);
-  const typename Cfg::Weight::Storage *wRow =
-      select<Cfg::kSegments>(weights, segment) +
-      static_cast<long>(row) * Cfg::kK;
 
   for (int t0 = 0; t0 < tokens; t0 += Cfg::kTokenTile) {
     const int count = min(Cfg::kTokenTile, tokens - t0);
@@ -103,14 +101,13 @@ __device__ void gemv(const float *__restrict__ x,
     float acc[Cfg::kTokenTile];
     for (int tt = 0; tt < Cfg::kTokenTile; ++tt)
       acc[tt] = 0.0f;
-    gemvAccumulate<Cfg>(wRow, xRows, count, acc);
+    accumulate(segment, row, xRows, count, acc);
 
     if constexpr (Cfg::kEpilogue == kGlu) {
       float up[Cfg::kTokenTile];
       for (int tt = 0; tt < Cfg::kTokenTile; ++tt)
         up[tt] = 0.0f;
-      gemvAccumulate<Cfg>(weights[1] + static_cast<long>(row) * Cfg::kK, xRows,
-                          count, up);
+      accumulate(1, row, xRows, count, up);
       for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
         if (tt >= count)
           break;
@@ -141,6 +138,27 @@ __device__ void gemv(const float *__restrict__ x,
       }
     }
   }
+}
+
+/// Config: Weight, kK, kSegments, rows(s), hasBias(s), kTotalRows (rows
+/// the warps cover: the sum of the segments, or one segment's rows with
+/// kGlu), kEpilogue, kActivation, kWarps, kTokenTile, kVec, kGatherLast.
+/// `tokens` is T (or B in gather mode); `seqLen` and `stepLengths` are read
+/// only in gather mode.
+template <class Cfg>
+__device__ void gemv(const float *__restrict__ x,
+                     const typename Cfg::Weight::Storage *const *weights,
+                     const float *const *biases, float *const *outs,
+                     const float *__restrict__ residual, int tokens, int seqLen,
+                     const int *__restrict__ stepLengths) {
+  gemvWarpRows<Cfg>(x, biases, outs, residual, tokens, seqLen, stepLengths,
+                    [&](int segment, int row, const float *const *xRows,
+                        int count, float *acc) {
+                      gemvAccumulate<Cfg>(
+                          select<Cfg::kSegments>(weights, segment) +
+                              static_cast<long>(row) * Cfg::kK,
+                          xRows, count, acc);
+                    });
 }
 
 //===----------------------------------------------------------------------===//

@@ -205,82 +205,17 @@ __device__ void gemvQuant(const float *__restrict__ x, const u8 *const *data,
                           float *const *outs,
                           const float *__restrict__ residual, int tokens,
                           int seqLen, const int *__restrict__ stepLengths) {
-  const int lane = threadIdx.x % kWarpSize;
-  int row = blockIdx.x * Cfg::kWarps + threadIdx.x / kWarpSize;
-  if (row >= Cfg::kTotalRows)
-    return; // the whole warp leaves together
-  int segment = 0;
-  if constexpr (Cfg::kEpilogue != kGlu) {
-    for (int s = 0; s + 1 < Cfg::kSegments; ++s) {
-      if (row < Cfg::rows(segment))
-        break;
-      row -= Cfg::rows(segment);
-      ++segment;
-    }
-  }
-  const int width = Cfg::rows(segment);
-  const long dataOffset = static_cast<long>(row) * Cfg::kRowBytes;
-  const long scaleOffset = static_cast<long>(row) * Cfg::kGroups;
-
-  for (int t0 = 0; t0 < tokens; t0 += Cfg::kTokenTile) {
-    const int count = min(Cfg::kTokenTile, tokens - t0);
-    const float *xRows[Cfg::kTokenTile];
-    bool live[Cfg::kTokenTile];
-    for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
-      int t = t0 + tt;
-      long source = t;
-      live[tt] = tt < count;
-      if constexpr (Cfg::kGatherLast) {
-        int length = tt < count ? stepLengths[t] : 0;
-        live[tt] = length > 0;
-        source = static_cast<long>(t) * seqLen + (length > 0 ? length - 1 : 0);
-      }
-      xRows[tt] = x + (tt < count ? source : 0) * Cfg::kK;
-    }
-    float acc[Cfg::kTokenTile];
-    for (int tt = 0; tt < Cfg::kTokenTile; ++tt)
-      acc[tt] = 0.0f;
-    gemvQuantAccumulate<Cfg>(select<Cfg::kSegments>(data, segment) + dataOffset,
-                             select<Cfg::kSegments>(scales, segment) +
-                                 scaleOffset,
-                             xRows, count, acc);
-
-    if constexpr (Cfg::kEpilogue == kGlu) {
-      float up[Cfg::kTokenTile];
-      for (int tt = 0; tt < Cfg::kTokenTile; ++tt)
-        up[tt] = 0.0f;
-      gemvQuantAccumulate<Cfg>(data[1] + dataOffset, scales[1] + scaleOffset,
-                               xRows, count, up);
-      for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
-        if (tt >= count)
-          break;
-        float gate = warpSum(acc[tt]);
-        float upValue = warpSum(up[tt]);
-        if (lane == tt) {
-          if (Cfg::hasBias(0))
-            gate += biases[0][row];
-          if (Cfg::hasBias(1))
-            upValue += biases[1][row];
-          outs[0][static_cast<long>(t0 + tt) * width + row] =
-              activate<Cfg::kActivation>(gate) * upValue;
-        }
-      }
-    } else {
-      for (int tt = 0; tt < Cfg::kTokenTile; ++tt) {
-        if (tt >= count)
-          break;
-        float sum = warpSum(acc[tt]);
-        if (lane == tt && live[tt]) {
-          if (Cfg::hasBias(segment))
-            sum += select<Cfg::kSegments>(biases, segment)[row];
-          long index = static_cast<long>(t0 + tt) * width + row;
-          if constexpr (Cfg::kEpilogue == kResidual)
-            sum += residual[index];
-          select<Cfg::kSegments>(outs, segment)[index] = sum;
-        }
-      }
-    }
-  }
+  gemvWarpRows<Cfg>(
+      x, biases, outs, residual, tokens, seqLen, stepLengths,
+      [&](int segment, int row, const float *const *xRows, int count,
+          float *acc) {
+        gemvQuantAccumulate<Cfg>(
+            select<Cfg::kSegments>(data, segment) +
+                static_cast<long>(row) * Cfg::kRowBytes,
+            select<Cfg::kSegments>(scales, segment) +
+                static_cast<long>(row) * Cfg::kGroups,
+            xRows, count, acc);
+      });
 }
 
 //===----------------------------------------------------------------------===//
