@@ -35,20 +35,6 @@ int64_t roundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-/// Threads for a one-block-per-token kernel over `width` elements: about
-/// `perThread` elements each, whole warps, at most `maxThreads`.
-int64_t threadsFor(int64_t width, int64_t perThread, int64_t maxThreads) {
-  int64_t threads = roundUp((width + perThread - 1) / perThread, 32);
-  return std::clamp<int64_t>(threads, 32, maxThreads);
-}
-
-/// Elements per 16-byte load when rows of `width` elements of `type` stay
-/// 16-byte aligned; otherwise 1 (scalar loads).
-int64_t vectorWidth(int64_t width, DType type) {
-  int64_t bytes = static_cast<int64_t>(format::dtypeBytes(type));
-  return (width * bytes) % 16 == 0 ? 16 / bytes : 1;
-}
-
 ArgBinding tokensArg() { return ArgBinding::int32(Expr::tokens()); }
 ArgBinding seqArg() { return ArgBinding::int32(Expr::seq()); }
 ArgBinding weightArg(unsigned index) {
@@ -95,7 +81,7 @@ void addRopeConstants(LaunchBuilder &b, const std::string &structName,
 
 PlannedLaunch planEmbedding(const EmbeddingLaunch &desc) {
   int64_t vec = vectorWidth(desc.hidden, desc.weightType);
-  int64_t threads = threadsFor(desc.hidden / vec, 1, 256);
+  int64_t threads = desc.threads;
   LaunchBuilder b("embedding", "sits/embedding.cuh", static_cast<int>(threads));
   b.typeConstant("Weight", storageStruct(desc.weightType));
   b.intConstant("kVocab", desc.vocab);
@@ -113,7 +99,7 @@ PlannedLaunch planEmbedding(const EmbeddingLaunch &desc) {
 }
 
 PlannedLaunch planNorm(const NormLaunch &desc) {
-  int64_t threads = threadsFor(desc.hidden, 8, 512);
+  int64_t threads = desc.threads;
   LaunchBuilder b(desc.isLayerNorm ? "layer_norm" : "rms_norm", "sits/norm.cuh",
                   static_cast<int>(threads));
   b.intConstant("kHidden", desc.hidden);
@@ -378,8 +364,7 @@ PlannedLaunch planDequantize(const DequantizeLaunch &desc) {
 }
 
 PlannedLaunch planRope(const RopeLaunch &desc) {
-  int64_t width = desc.rope.heads * desc.rope.headDim;
-  int64_t threads = threadsFor(width, 4, 256);
+  int64_t threads = desc.threads;
   LaunchBuilder b("rope", "sits/rope.cuh", static_cast<int>(threads));
   addRopeConstants(b, "", desc.rope);
   b.intConstant("kThreads", threads);
@@ -397,7 +382,7 @@ PlannedLaunch planAppend(const AppendLaunch &desc) {
   int64_t width = desc.kvHeads * desc.headDim;
   if (desc.queryRope)
     width = std::max(width, desc.queryRope->heads * desc.queryRope->headDim);
-  int64_t threads = threadsFor(width, 4, 256);
+  int64_t threads = desc.threads;
   std::string family = "append_kv";
   if (desc.keyRope)
     family = "rope_append_kv";
@@ -647,7 +632,7 @@ std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
 }
 
 PlannedLaunch planElementwise(const ElementwiseLaunch &desc) {
-  constexpr int64_t kThreads = 256;
+  const int64_t kThreads = desc.threads;
   const char *family = desc.kind == ElementwiseKind::Add          ? "add"
                        : desc.kind == ElementwiseKind::Activation ? "activation"
                                                                   : "glu";

@@ -28,10 +28,28 @@ struct PlannedLaunch {
 /// 227 KiB per block; the format's validator allows the same).
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
+//===- The one-kernel launches' block size (RowKernels.cpp) --------------===//
+
+/// Elements per 16-byte load when rows of `width` elements of `type` stay
+/// 16-byte aligned; otherwise 1 (scalar loads).
+int64_t vectorWidth(int64_t width, format::DType type);
+
+/// The block size a one-kernel launch (embedding, norms, RoPE, the append,
+/// elementwise) takes when the IR does not say (--kernel-configure-launches
+/// records it): whole warps of about a row's elements each for the kernels
+/// with a block per row of `width` elements (the embedding's in 16-byte
+/// pieces), 256 for the elementwise kernels.
+struct RowKernelChoice {
+  int64_t threads = 0;
+  std::string reason;
+};
+RowKernelChoice selectRowThreads(kernel::KernelKind kernel, int64_t width);
+
 //===- Embedding, norms ---------------------------------------------------===//
 
 struct EmbeddingLaunch {
   int64_t vocab = 0, hidden = 0;
+  int64_t threads = 0; ///< the block (its #kernel.config)
   float scale = 1.0f;
   format::DType weightType = format::DType::F32;
   unsigned table = 0; ///< weight index
@@ -42,6 +60,7 @@ PlannedLaunch planEmbedding(const EmbeddingLaunch &desc);
 struct NormLaunch {
   bool isLayerNorm = false;
   int64_t hidden = 0;
+  int64_t threads = 0; ///< the block (its #kernel.config)
   float epsilon = 0.0f;
   float weightOffset = 0.0f; ///< RMSNorm
   /// RMSNorm writing the operands of quantized GEMVs of these level bits
@@ -209,12 +228,14 @@ struct RopeConfig {
 
 struct RopeLaunch {
   RopeConfig rope;
+  int64_t threads = 0; ///< the block (its #kernel.config)
   ArgBinding input, out;
 };
 PlannedLaunch planRope(const RopeLaunch &desc);
 
 struct AppendLaunch {
   int64_t layer = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  int64_t threads = 0; ///< the block (its #kernel.config)
   int64_t hotRows = 0; ///< a quantized cache's hot ring rows (0: none)
   format::DType cacheType = format::DType::F16;
   uint64_t layerByteOffset = 0;
@@ -312,6 +333,7 @@ enum class ElementwiseKind { Add, Activation, Glu };
 struct ElementwiseLaunch {
   ElementwiseKind kind = ElementwiseKind::Add;
   int64_t width = 0;
+  int64_t threads = 0; ///< the block (its #kernel.config)
   int activation = 0;
   ArgBinding lhs, rhs, out; ///< rhs unused for Activation
 };

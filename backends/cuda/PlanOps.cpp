@@ -83,6 +83,11 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
                  << "codegen: the embedding must read the step's token ids";
         auto table = cast<ShapedType>(embedding.getTable().getType());
         EmbeddingLaunch desc;
+        FailureOr<int64_t> threads =
+            rowThreads(embedding, kernel::KernelKind::Embedding);
+        if (failed(threads))
+          return failure();
+        desc.threads = *threads;
         desc.vocab = table.getDimSize(0);
         desc.hidden = table.getDimSize(1);
         desc.scale = embedding.getScale().convertToFloat();
@@ -102,6 +107,12 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
       .Case<RMSNormOp, LayerNormOp>([&](auto norm) -> LogicalResult {
         NormLaunch desc;
         desc.isLayerNorm = isa<LayerNormOp>(norm.getOperation());
+        FailureOr<int64_t> threads =
+            rowThreads(norm, desc.isLayerNorm ? kernel::KernelKind::LayerNorm
+                                              : kernel::KernelKind::RMSNorm);
+        if (failed(threads))
+          return failure();
+        desc.threads = *threads;
         auto weightType = cast<ShapedType>(norm.getWeight().getType());
         if (weightType.getRank() != 1)
           return norm.emitError() << "codegen: norm weights must be 1-D";
@@ -152,6 +163,11 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
       .Case<AddOp, ActivationOp, GLUOp>([&](auto elementwise) -> LogicalResult {
         ElementwiseLaunch desc;
         Operation *raw = elementwise.getOperation();
+        FailureOr<int64_t> threads =
+            rowThreads(raw, kernel::KernelKind::Elementwise);
+        if (failed(threads))
+          return failure();
+        desc.threads = *threads;
         desc.kind = isa<AddOp>(raw)          ? ElementwiseKind::Add
                     : isa<ActivationOp>(raw) ? ElementwiseKind::Activation
                                              : ElementwiseKind::Glu;
@@ -200,6 +216,10 @@ LogicalResult ProgramPlanner::planOp(Operation *op) {
           return failure();
         RopeLaunch desc;
         desc.rope = *config;
+        FailureOr<int64_t> threads = rowThreads(rope, kernel::KernelKind::Rope);
+        if (failed(threads))
+          return failure();
+        desc.threads = *threads;
         FailureOr<ArgBinding> input = use(rope.getInput(), rope);
         FailureOr<ArgBinding> out = define(rope.getResult(), rope);
         if (failed(input) || failed(out))
@@ -450,6 +470,25 @@ FailureOr<RopeConfig> ProgramPlanner::ropeConfigOf(RopeOp rope) {
   return config;
 }
 
+FailureOr<int64_t> ProgramPlanner::rowThreads(Operation *op,
+                                              kernel::KernelKind kernel) {
+  Operation *owner = kernel::getEnclosingLaunch(op);
+  if (!owner)
+    owner = op;
+  auto config = owner->getAttrOfType<kernel::ConfigAttr>(
+      kernel::KernelDialect::kConfigAttrName);
+  if (!config)
+    return owner->emitError()
+           << "codegen: no '" << kernel::KernelDialect::kConfigAttrName
+           << "' says which kernel runs this launch (the pass "
+              "--kernel-configure-launches chooses it)";
+  if (config.getKernel() != kernel)
+    return owner->emitError()
+           << "codegen: cannot launch " << config << ": the op runs the "
+           << kernel::stringifyKernelKind(kernel) << " kernel";
+  return config.getThreads();
+}
+
 LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
                                          RopeOp queryRope) {
   int64_t layer = static_cast<int64_t>(append.getLayer());
@@ -463,6 +502,10 @@ LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
   if (failed(checkPast(append.getPastLen(), append)))
     return failure();
   AppendLaunch desc;
+  FailureOr<int64_t> threads = rowThreads(append, kernel::KernelKind::AppendKV);
+  if (failed(threads))
+    return failure();
+  desc.threads = *threads;
   desc.layer = layer;
   desc.kvHeads = cacheType.getKvHeads();
   desc.headDim = cacheType.getHeadDim();

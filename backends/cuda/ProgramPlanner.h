@@ -237,6 +237,9 @@ private:
   /// Adds the launch of `desc`; for prefill, quantized weights are first
   /// dequantized into the workspace (the GEMM then reads them as usual).
   LogicalResult addLinearLaunch(LinearLaunch desc, ArrayRef<Operation *> ops);
+  /// The block size the kernel.config of the launch that runs `op` (its
+  /// kernel.launch, or itself) gives the one-kernel launch of `kernel`.
+  FailureOr<int64_t> rowThreads(Operation *op, kernel::KernelKind kernel);
   /// Takes the kernel that `owner`'s kernel.config chose for `desc` (the
   /// launch, or the op that launches alone), after checking that it can
   /// run it (LinearKernels.cpp).

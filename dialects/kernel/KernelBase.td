@@ -95,7 +95,13 @@ def Kernel_KernelKind : I32EnumAttr<"KernelKind",
   I32EnumAttrCase<"AttentionFlash", 8, "attention_flash">,
   I32EnumAttrCase<"AttentionKVQ", 9, "attention_kvq">,
   I32EnumAttrCase<"AttentionKVQSplit", 10, "attention_kvq_split">,
-  I32EnumAttrCase<"AttentionKVQMma", 11, "attention_kvq_mma">
+  I32EnumAttrCase<"AttentionKVQMma", 11, "attention_kvq_mma">,
+  I32EnumAttrCase<"Embedding", 12, "embedding">,
+  I32EnumAttrCase<"RMSNorm", 13, "rms_norm">,
+  I32EnumAttrCase<"LayerNorm", 14, "layer_norm">,
+  I32EnumAttrCase<"Rope", 15, "rope">,
+  I32EnumAttrCase<"AppendKV", 16, "append_kv">,
+  I32EnumAttrCase<"Elementwise", 17, "elementwise">
 ]> {
   let cppNamespace = "::sits::kernel";
   let genSpecializedAttr = 0;
@@ -150,13 +156,22 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
     | `attention_kvq` | tiled attention over a quantized cache's hot and cold rows (attention_kvq.cuh) |
     | `attention_kvq_split` | split decode attention over a quantized cache (attention_decode_kvq.cuh) |
     | `attention_kvq_mma` | its tensor-core form (attention_decode_kvq_mma.cuh) |
+    | `embedding` | a block per token gathers its row of the table (embedding.cuh) |
+    | `rms_norm`, `layer_norm` | a block per normalized row, its elements in registers (norm.cuh) |
+    | `rope` | a block per token rotates its heads (rope.cuh) |
+    | `append_kv` | blocks per token write its keys and values into the cache, rotating keys (and the query) on the way when RoPE is fused (kv_cache.cuh) |
+    | `elementwise` | add, activation or act(gate) * up, four elements a thread (elementwise.cuh) |
 
     `tiles`: 16-row tiles per block of the tensor-core GEMVs (1 unless
     more), so that fewer blocks read the input row fewer times.
     `split_keys`: keys per block of the split decode attention kernels.
+    `threads`: the block size of the one-kernel launches (embedding, norms,
+    RoPE, the append, elementwise: a multiple of 32 up to 1024); the linear
+    and attention kernels have their own (0).
     `weight_bytes`: the bytes of weights (levels, scales and biases) one
     launch reads, as stored in the engine (attention reads none: the KV
-    cache it reads grows with the sequence).
+    cache it reads grows with the sequence; nor do the one-kernel launches,
+    which read a table's rows per token or a norm's few weights).
 
     ```mlir
     %q, %k, %v = kernel.launch <linear_group>
@@ -169,9 +184,10 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
     EnumParameter<Kernel_KernelKind>:$kernel,
     DefaultValuedParameter<"int64_t", "1">:$tiles,
     DefaultValuedParameter<"int64_t", "0">:$split_keys,
+    DefaultValuedParameter<"int64_t", "0">:$threads,
     "int64_t":$weight_bytes);
   let assemblyFormat = [{
-    `<` $kernel `,` struct($tiles, $split_keys, $weight_bytes) `>`
+    `<` $kernel `,` struct($tiles, $split_keys, $threads, $weight_bytes) `>`
   }];
 }
 

@@ -39,7 +39,44 @@ static bool isLinearLaunch(Operation *op) {
 }
 
 static bool isAttentionKernel(KernelKind kernel) {
-  return kernel >= KernelKind::Attention;
+  return kernel >= KernelKind::Attention &&
+         kernel <= KernelKind::AttentionKVQMma;
+}
+
+/// The one-kernel launches (block size in `threads`).
+static bool isRowKernel(KernelKind kernel) {
+  return kernel >= KernelKind::Embedding;
+}
+
+/// Whether `op` becomes one launch of the one-kernel `kernel`; names the op
+/// it runs in `what`.
+static bool runsRowKernel(Operation *op, KernelKind kernel, const char **what) {
+  auto launch = dyn_cast<LaunchOp>(op);
+  switch (kernel) {
+  case KernelKind::Embedding:
+    *what = "a sits.embedding";
+    return isa<sits::EmbeddingOp>(op);
+  case KernelKind::RMSNorm:
+    *what = "a sits.rms_norm (or a <norm> kernel.launch)";
+    return isa<sits::RMSNormOp>(op) ||
+           (launch && launch.getFusion() == FusionKind::Norm);
+  case KernelKind::LayerNorm:
+    *what = "a sits.layer_norm";
+    return isa<sits::LayerNormOp>(op);
+  case KernelKind::Rope:
+    *what = "a sits.rope";
+    return isa<sits::RopeOp>(op);
+  case KernelKind::AppendKV:
+    *what = "a sits.kv_cache.append (or a <rope_kv_append> kernel.launch)";
+    return isa<sits::KVAppendOp>(op) ||
+           (launch && launch.getFusion() == FusionKind::RopeKVAppend);
+  case KernelKind::Elementwise:
+    *what = "a sits.add, sits.activation or sits.glu";
+    return isa<sits::AddOp, sits::ActivationOp, sits::GLUOp>(op);
+  default:
+    *what = "";
+    return false;
+  }
 }
 
 static bool isSplitAttentionKernel(KernelKind kernel) {
@@ -125,8 +162,24 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                            << "' belongs on the kernel.launch, not on the "
                               "ops of its region";
   const KernelKind kernel = config.getKernel();
-  if (isAttentionKernel(kernel) ? !isa<sits::AttentionOp>(op)
-                                : !isLinearLaunch(op))
+  if (isRowKernel(kernel)) {
+    const char *what = "";
+    if (!runsRowKernel(op, kernel, &what))
+      return op->emitError() << "the " << stringifyKernelKind(kernel)
+                             << " kernel runs " << what;
+    int64_t threads = config.getThreads();
+    if (threads < 32 || threads > 1024 || threads % 32 != 0)
+      return op->emitError() << "threads = " << threads << ": the "
+                             << stringifyKernelKind(kernel)
+                             << " kernel takes whole warps, 32 to 1024";
+  } else if (config.getThreads() != 0) {
+    return op->emitError() << "threads = " << config.getThreads() << ": the "
+                           << stringifyKernelKind(kernel)
+                           << " kernel has its own block size (0)";
+  }
+  if (!isRowKernel(kernel) &&
+      (isAttentionKernel(kernel) ? !isa<sits::AttentionOp>(op)
+                                 : !isLinearLaunch(op)))
     return op->emitError()
            << "the " << stringifyKernelKind(kernel)
            << (isAttentionKernel(kernel)

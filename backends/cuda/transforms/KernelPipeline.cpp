@@ -39,6 +39,9 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   selectAttention.dtype = dtype;
   selectAttention.decodeSplitKeys = options.decodeSplitKeys;
   pm.addPass(createSelectAttentionKernels(selectAttention));
+  ConfigureLaunchesOptions configureLaunches;
+  configureLaunches.dtype = dtype;
+  pm.addPass(createConfigureLaunches(configureLaunches));
   // Last: the values' lifetimes are those of the launches chosen above.
   PlanMemoryOptions planMemory;
   planMemory.target = target;

@@ -177,6 +177,27 @@ def SelectAttentionKernels
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 
+def ConfigureLaunches
+    : Pass<"kernel-configure-launches", "mlir::ModuleOp"> {
+  let summary = "The kernel and block size of every other launch";
+  let description = [{
+    Every op that becomes a launch of a one-kernel op gets a
+    `kernel.config` with its kernel and block (`threads`): `embedding` (a
+    block per token, about one 16-byte piece of the row a thread, at most
+    256), `rms_norm` and `layer_norm` (a block per row, about 8 elements a
+    thread kept in registers, at most 512; a `<norm>` launch too), `rope`
+    and `append_kv` (about 4 elements a thread, at most 256; a
+    `<rope_kv_append>` launch too), `elementwise` (`sits.add`,
+    `sits.activation`, `sits.glu`: 256, four elements a thread); whole warps
+    always. With the linear and attention kernels chosen before, every
+    launch of the program then names its kernel. A `kernel.config` given in
+    the input is kept.
+    Audit: one counter per kernel, each choice with its reason.
+  }];
+  let options = [DTypeOption];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
 def PlanMemory : Pass<"kernel-plan-memory", "mlir::ModuleOp"> {
   let summary = "An offset in the workspace for every value a step writes";
   let description = [{

@@ -77,7 +77,8 @@ struct SelectAttentionKernelsPass
       codegen::AttentionKernelChoice choice =
           codegen::selectAttentionKernel(desc, kv);
       config = ConfigAttr::get(&getContext(), choice.kernel, /*tiles=*/1,
-                               choice.splitKeys, /*weight_bytes=*/0);
+                               choice.splitKeys, /*threads=*/0,
+                               /*weight_bytes=*/0);
       attention->setAttr(KernelDialect::kConfigAttrName, config);
       reason = choice.reason;
     }

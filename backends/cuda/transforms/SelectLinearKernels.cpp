@@ -127,7 +127,7 @@ struct SelectLinearKernelsPass
     if (!config) {
       codegen::LinearKernelChoice choice = codegen::selectLinearKernel(shape);
       config = ConfigAttr::get(&getContext(), choice.kernel, choice.tiles,
-                               /*split_keys=*/0, weightBytes);
+                               /*split_keys=*/0, /*threads=*/0, weightBytes);
       owner->setAttr(KernelDialect::kConfigAttrName, config);
       reason = choice.reason;
     }

@@ -297,3 +297,36 @@ func.func @workspace_bytes_on_an_op(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) ->
 func.func @negative_workspace() attributes {kernel.workspace_bytes = -1} {
   return
 }
+
+// -----
+
+func.func @row_kernel_on_another_op(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{the embedding kernel runs a sits.embedding}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<embedding, threads = 64, weight_bytes = 0>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @threads_not_whole_warps(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{threads = 48: the rms_norm kernel takes whole warps, 32 to 1024}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<rms_norm, threads = 48, weight_bytes = 0>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @row_kernel_without_threads(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{threads = 0: the elementwise kernel takes whole warps, 32 to 1024}}
+  %0 = sits.add %x, %x {kernel.config = #kernel.config<elementwise, weight_bytes = 0>} : tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @threads_of_a_gemv(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{threads = 64: the gemv kernel has its own block size (0)}}
+  %0 = sits.linear %x, %w {kernel.config = #kernel.config<gemv, threads = 64, weight_bytes = 256>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}

@@ -1,6 +1,6 @@
-// RUN: sits-opt %s --split-input-file --kernel-group-linears --kernel-choose-weight-layout --kernel-select-linear-kernels --kernel-select-attention-kernels --kernel-plan-memory="max-prefill-tokens=8" | FileCheck %s
-// RUN: sits-opt %s --split-input-file --kernel-group-linears --kernel-choose-weight-layout --kernel-select-linear-kernels --kernel-select-attention-kernels --kernel-plan-memory="max-prefill-tokens=8" --sits-audit-report | FileCheck %s --check-prefix=AUDIT
-// RUN: sits-opt %s --split-input-file --kernel-group-linears --kernel-choose-weight-layout --kernel-select-linear-kernels --kernel-select-attention-kernels --kernel-plan-memory="max-prefill-tokens=4" | FileCheck %s --check-prefix=SHORT
+// RUN: sits-opt %s --split-input-file --kernel-group-linears --kernel-choose-weight-layout --kernel-select-linear-kernels --kernel-select-attention-kernels --kernel-configure-launches --kernel-plan-memory="max-prefill-tokens=8" | FileCheck %s
+// RUN: sits-opt %s --split-input-file --kernel-group-linears --kernel-choose-weight-layout --kernel-select-linear-kernels --kernel-select-attention-kernels --kernel-configure-launches --kernel-plan-memory="max-prefill-tokens=8" --sits-audit-report | FileCheck %s --check-prefix=AUDIT
+// RUN: sits-opt %s --split-input-file --kernel-group-linears --kernel-choose-weight-layout --kernel-select-linear-kernels --kernel-select-attention-kernels --kernel-configure-launches --kernel-plan-memory="max-prefill-tokens=4" | FileCheck %s --check-prefix=SHORT
 
 !kv = !sits.kv_cache<layers = 1, max_batch = 2, kv_heads = 1, capacity = 64, head_dim = 16, element_type = f32, layout = <contiguous>>
 
