@@ -129,7 +129,7 @@ static const std::vector<OptionSpec> &specs() {
       numberOption("prefix-cache-blocks",
                    "Blocks of prompt KV kept for reuse by requests sharing a "
                    "prompt prefix (0: no prefix caching)",
-                   &ServeOptions::prefixCacheBlocks, 0, 1u << 24),
+                   &ServeOptions::prefixCacheBlocks, 0, 1u << 20),
       numberOption("prefix-block-tokens",
                    "Tokens per prefix cache block (a prompt reuses whole "
                    "blocks)",

@@ -129,7 +129,12 @@ void Session::allocateBlockPool(uint32_t blockTokens, uint32_t blocks) {
     s.poolBlockCount = 0;
   }
   s.poolBlockTokens = blockTokens;
-  uint64_t bytes = 2 * sideBytes(s) * blocks;
+  const uint64_t side = sideBytes(s);
+  if (side > (uint64_t(1) << 62) / blocks)
+    throw Error(ErrorCode::InvalidArgument,
+                "a prefix cache of " + std::to_string(blocks) + " blocks of " +
+                    std::to_string(blockTokens) + " tokens is too large");
+  uint64_t bytes = 2 * side * blocks;
   const std::string what = "allocating the prefix cache's " +
                            std::to_string(blocks) + " blocks (" +
                            std::to_string(bytes >> 20) + " MiB) on the GPU";
