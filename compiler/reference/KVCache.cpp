@@ -39,8 +39,7 @@ bool KVCacheConfig::operator==(const KVCacheConfig &other) const {
          coldBits == other.coldBits && hotWindow == other.hotWindow &&
          groupSize == other.groupSize &&
          perChannelKeys == other.perChannelKeys &&
-         channelBlock == other.channelBlock &&
-         halfScales == other.halfScales;
+         channelBlock == other.channelBlock && halfScales == other.halfScales;
 }
 
 KVCacheState::KVCacheState(const KVCacheConfig &config) : config(config) {}
@@ -152,6 +151,67 @@ Tensor KVCacheState::readLayer(const std::vector<float> &buffer, int64_t layer,
   auto begin = buffer.begin() + layer * layerStride();
   return Tensor::fromFloats(type, shape,
                             std::vector<float>(begin, begin + layerStride()));
+}
+
+/// Checks that rows [first, first + count) of sequence `b` exist.
+static llvm::Error checkRows(const KVCacheConfig &config, int64_t batch,
+                             int64_t b, int64_t first, int64_t count) {
+  if (b < 0 || b >= batch || first < 0 || count < 0 ||
+      first + count > config.capacity)
+    return llvm::createStringError("rows " + std::to_string(first) + ".." +
+                                   std::to_string(first + count - 1) +
+                                   " of sequence " + std::to_string(b) +
+                                   " are outside the cache (batch " +
+                                   std::to_string(batch) + ", capacity " +
+                                   std::to_string(config.capacity) + ")");
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<float>>
+KVCacheState::copyRows(int64_t b, int64_t first, int64_t count) const {
+  if (llvm::Error error = checkRows(config, batch, b, first, count))
+    return std::move(error);
+  int64_t span = count * config.headDim;
+  std::vector<float> rows;
+  rows.reserve(2 * config.layers * config.kvHeads * span);
+  for (const std::vector<float> *buffer : {&keys, &values})
+    for (int64_t layer = 0; layer < config.layers; ++layer)
+      for (int64_t h = 0; h < config.kvHeads; ++h) {
+        auto begin = buffer->begin() + layer * layerStride() +
+                     ((b * config.kvHeads + h) * config.capacity + first) *
+                         config.headDim;
+        rows.insert(rows.end(), begin, begin + span);
+      }
+  return rows;
+}
+
+llvm::Error KVCacheState::writeRows(int64_t b, int64_t first, int64_t count,
+                                    llvm::ArrayRef<float> rows) {
+  if (llvm::Error error = checkRows(config, batch, b, first, count))
+    return error;
+  int64_t span = count * config.headDim;
+  if (int64_t(rows.size()) != 2 * config.layers * config.kvHeads * span)
+    return llvm::createStringError(std::to_string(rows.size()) +
+                                   " values are not " + std::to_string(count) +
+                                   " rows of every layer's keys and values");
+  const float *source = rows.data();
+  for (std::vector<float> *buffer : {&keys, &values})
+    for (int64_t layer = 0; layer < config.layers; ++layer)
+      for (int64_t h = 0; h < config.kvHeads; ++h) {
+        std::copy(source, source + span,
+                  buffer->begin() + layer * layerStride() +
+                      ((b * config.kvHeads + h) * config.capacity + first) *
+                          config.headDim);
+        source += span;
+      }
+  return llvm::Error::success();
+}
+
+llvm::Error KVCacheState::setLength(int64_t b, int64_t length) {
+  if (llvm::Error error = checkRows(config, batch, b, 0, length))
+    return error;
+  lengths[b] = length;
+  return llvm::Error::success();
 }
 
 Tensor KVCacheState::readKeys(int64_t layer, ElementType type) const {

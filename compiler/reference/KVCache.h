@@ -83,6 +83,18 @@ public:
   Tensor readKeys(int64_t layer, ElementType type) const;
   Tensor readValues(int64_t layer, ElementType type) const;
 
+  /// Rows [first, first + count) of sequence `b`, every layer, keys then
+  /// values: `[2, layers, kv_heads, count, head_dim]` (prefix caching copies
+  /// blocks of a sequence out and into another).
+  llvm::Expected<std::vector<float>> copyRows(int64_t b, int64_t first,
+                                              int64_t count) const;
+  /// Writes rows from copyRows into rows [first, first + count) of sequence
+  /// `b`, exactly (the values were rounded when first written).
+  llvm::Error writeRows(int64_t b, int64_t first, int64_t count,
+                        llvm::ArrayRef<float> rows);
+  /// Sets the tokens sequence `b` holds (at most the capacity).
+  llvm::Error setLength(int64_t b, int64_t length);
+
   /// The whole buffers, `[layers, batch, kv_heads, capacity, head_dim]`.
   llvm::ArrayRef<float> getKeyBuffer() const { return keys; }
   llvm::ArrayRef<float> getValueBuffer() const { return values; }

@@ -35,16 +35,81 @@ ReferenceBackend::create(ModuleOp module, ExecutorOptions options) {
     return llvm::createStringError(
         "the KV cache holds no sequence of two tokens");
   return std::unique_ptr<ReferenceBackend>(
-      new ReferenceBackend(module, std::move(*program), options,
-                           static_cast<uint32_t>(config->maxBatch),
-                           static_cast<uint32_t>(config->capacity)));
+      new ReferenceBackend(module, std::move(*program), options, *config));
 }
 
 ReferenceBackend::ReferenceBackend(ModuleOp module, Program program,
-                                   ExecutorOptions options, uint32_t slotCount,
-                                   uint32_t capacity)
+                                   ExecutorOptions options,
+                                   KVCacheConfig config)
     : module(module), program(std::move(program)), executor(module, options),
-      slotCount(slotCount), capacity(capacity), caches(slotCount) {}
+      slotCount(static_cast<uint32_t>(config.maxBatch)),
+      capacity(static_cast<uint32_t>(config.capacity)), config(config),
+      caches(slotCount) {}
+
+void ReferenceBackend::allocateBlockPool(uint32_t tokens, uint32_t blocks) {
+  if (tokens == 0 || blocks == 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "a prefix cache pool needs blocks of at least one token");
+  if (tokens >= capacity)
+    throw Error(ErrorCode::InvalidArgument,
+                "prefix cache blocks of " + std::to_string(tokens) +
+                    " tokens do not fit the context of " +
+                    std::to_string(capacity) + " tokens with a token to spare");
+  blockTokens = tokens;
+  pool.assign(blocks, {});
+}
+
+void ReferenceBackend::saveBlocks(uint32_t slot, uint32_t firstBlock,
+                                  const std::vector<uint32_t> &poolIds) {
+  auto fail = [&](const std::string &message) {
+    return Error(ErrorCode::InvalidArgument, "saving blocks of slot " +
+                                                 std::to_string(slot) + ": " +
+                                                 message);
+  };
+  if (slot >= slotCount || !caches[slot])
+    throw fail("the slot holds no sequence");
+  uint64_t end = (uint64_t(firstBlock) + poolIds.size()) * blockTokens;
+  if (blockTokens == 0 || end > uint64_t(caches[slot]->getLength(0)))
+    throw fail("the slot holds " + std::to_string(caches[slot]->getLength(0)) +
+               " tokens, not " + std::to_string(end));
+  for (size_t i = 0; i < poolIds.size(); ++i) {
+    if (poolIds[i] >= pool.size())
+      throw fail("no pool block " + std::to_string(poolIds[i]));
+    llvm::Expected<std::vector<float>> rows = caches[slot]->copyRows(
+        0, (firstBlock + i) * int64_t(blockTokens), blockTokens);
+    if (!rows)
+      throw fail(llvm::toString(rows.takeError()));
+    pool[poolIds[i]] = std::move(*rows);
+  }
+}
+
+void ReferenceBackend::loadBlocks(uint32_t slot,
+                                  const std::vector<uint32_t> &poolIds,
+                                  const SamplingParams &) {
+  // Sampling parameters come with every step here.
+  auto fail = [&](const std::string &message) {
+    return Error(ErrorCode::InvalidArgument, "loading blocks into slot " +
+                                                 std::to_string(slot) + ": " +
+                                                 message);
+  };
+  if (slot >= slotCount)
+    throw fail("there are only " + std::to_string(slotCount) + " slots");
+  caches[slot].reset();
+  auto cache = std::make_shared<KVCacheState>(config);
+  if (llvm::Error error = cache->bindBatch(1))
+    throw fail(llvm::toString(std::move(error)));
+  for (size_t i = 0; i < poolIds.size(); ++i) {
+    if (poolIds[i] >= pool.size() || pool[poolIds[i]].empty())
+      throw fail("pool block " + std::to_string(poolIds[i]) + " holds nothing");
+    if (llvm::Error error = cache->writeRows(0, i * int64_t(blockTokens),
+                                             blockTokens, pool[poolIds[i]]))
+      throw fail(llvm::toString(std::move(error)));
+  }
+  if (llvm::Error error =
+          cache->setLength(0, int64_t(poolIds.size()) * blockTokens))
+    throw fail(llvm::toString(std::move(error)));
+  caches[slot] = std::move(cache);
+}
 
 std::vector<int32_t>
 ReferenceBackend::step(const std::vector<serve::SlotStep> &steps) {

@@ -38,10 +38,20 @@ public:
   uint32_t maxSequenceLength() const override { return capacity; }
   std::vector<int32_t> step(const std::vector<serve::SlotStep> &steps) override;
 
+  /// Prefix caching: the pool blocks are host copies of a slot's cache rows
+  /// (every layer, keys and values), made when first saved.
+  void allocateBlockPool(uint32_t blockTokens, uint32_t blocks) override;
+  uint32_t cacheBlockTokens() const override { return blockTokens; }
+  uint32_t poolBlocks() const override { return uint32_t(pool.size()); }
+  void saveBlocks(uint32_t slot, uint32_t firstBlock,
+                  const std::vector<uint32_t> &poolIds) override;
+  void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
+                  const SamplingParams &sampling) override;
+
 private:
   ReferenceBackend(mlir::ModuleOp module, reference::Program program,
-                   reference::ExecutorOptions options, uint32_t slotCount,
-                   uint32_t capacity);
+                   reference::ExecutorOptions options,
+                   reference::KVCacheConfig config);
   int32_t runSlot(const serve::SlotStep &step);
 
   mlir::ModuleOp module;
@@ -49,8 +59,12 @@ private:
   reference::Executor executor;
   uint32_t slotCount;
   uint32_t capacity;
+  reference::KVCacheConfig config;
   /// Each slot's cache (null: empty).
   std::vector<std::shared_ptr<reference::KVCacheState>> caches;
+  uint32_t blockTokens = 0;
+  /// The block pool (an empty block was never saved).
+  std::vector<std::vector<float>> pool;
 };
 
 } // namespace sits

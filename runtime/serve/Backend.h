@@ -9,6 +9,15 @@
 // slot's own parameters. Slots not fed keep their caches untouched. The
 // scheduler (Scheduler.h) owns the backend and calls it from one thread.
 //
+// Prefix caching (optional): a backend may keep a pool of KV blocks beside
+// its slots. Block i of a sequence is its tokens [i * B, (i + 1) * B), B =
+// cacheBlockTokens(), with their keys and values in every layer. The
+// scheduler saves a prefilled prompt's full blocks into the pool
+// (saveBlocks) and starts a later request with the same prompt prefix from
+// copies of them (loadBlocks), then prefills only the rest. Copies are
+// exact, so the tokens are those of a full prefill; which block holds what
+// is the scheduler's business (PrefixCache.h).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SITS_RUNTIME_SERVE_BACKEND_H
@@ -45,6 +54,39 @@ public:
   /// token, or -1 where `sample` is false. Throws sits::Error on failure
   /// (the slots fed in a failed step must be restarted at position 0).
   virtual std::vector<int32_t> step(const std::vector<SlotStep> &steps) = 0;
+
+  /// Allocates the block pool: `blocks` blocks of `blockTokens` tokens
+  /// (both >= 1). Throws sits::Error, naming the cause, when the backend
+  /// cannot copy its cache blocks exactly (the default: no prefix caching)
+  /// or has not the memory.
+  virtual void allocateBlockPool(uint32_t blockTokens, uint32_t blocks) {
+    (void)blockTokens, (void)blocks;
+    throw Error(ErrorCode::InvalidArgument,
+                "this backend does not support prefix caching");
+  }
+  /// Tokens per block; 0 while there is no pool.
+  virtual uint32_t cacheBlockTokens() const { return 0; }
+  /// Blocks in the pool (0: none).
+  virtual uint32_t poolBlocks() const { return 0; }
+  /// Copies blocks firstBlock, firstBlock + 1, ... of `slot`'s sequence
+  /// into pool blocks poolIds[0], poolIds[1], ... (overwriting them). The
+  /// slot must hold those tokens; its own cache is unchanged. Throws
+  /// sits::Error on failure (the pool blocks are then unknown).
+  virtual void saveBlocks(uint32_t slot, uint32_t firstBlock,
+                          const std::vector<uint32_t> &poolIds) {
+    (void)slot, (void)firstBlock, (void)poolIds;
+    throw Error(ErrorCode::InvalidArgument, "this backend has no block pool");
+  }
+  /// Starts a new sequence in `slot` (dropping what it held) whose cache
+  /// holds pool blocks poolIds, in order: poolIds.size() *
+  /// cacheBlockTokens() tokens, the position of its next step. `sampling`
+  /// becomes the slot's, as for a step at position 0. Throws sits::Error on
+  /// failure (the slot must then restart at position 0).
+  virtual void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
+                          const SamplingParams &sampling) {
+    (void)slot, (void)poolIds, (void)sampling;
+    throw Error(ErrorCode::InvalidArgument, "this backend has no block pool");
+  }
 };
 
 /// The token chosen from `logits` (`vocab` of them) with `params`: the first

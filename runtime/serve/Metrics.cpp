@@ -100,6 +100,24 @@ void Metrics::httpResponse(int status) {
   ++responses[status];
 }
 
+void Metrics::setBatchControl(uint32_t limit, double windowP99Seconds) {
+  std::lock_guard<std::mutex> lock(mutex);
+  batchLimit = limit;
+  slaWindowP99 = windowP99Seconds;
+}
+
+void Metrics::prefixLookup(uint32_t prompt, uint32_t hits) {
+  std::lock_guard<std::mutex> lock(mutex);
+  prefixPromptTokens += prompt;
+  prefixHitTokens += hits;
+}
+
+void Metrics::setKvBlocks(uint32_t used, uint32_t free) {
+  std::lock_guard<std::mutex> lock(mutex);
+  blocksUsed = used;
+  blocksFree = free;
+}
+
 std::string Metrics::render() const {
   std::lock_guard<std::mutex> lock(mutex);
   std::string out;
@@ -143,6 +161,30 @@ std::string Metrics::render() const {
   line("sits_queue_length", waiting);
   header("sits_running_requests", "gauge", "Requests in a slot.");
   line("sits_running_requests", running);
+  header("sits_admitted_batch_limit", "gauge",
+         "Requests allowed to run at once (the SLA control's limit).");
+  line("sits_admitted_batch_limit", batchLimit);
+  header("sits_sla_window_p99_seconds", "gauge",
+         "p99 inter-token latency of the last 100 ms window with tokens.");
+  out += "sits_sla_window_p99_seconds " + number(slaWindowP99) + "\n";
+  header("sits_prefix_cache_prompt_tokens_total", "counter",
+         "Prompt tokens of requests admitted with prefix caching on.");
+  line("sits_prefix_cache_prompt_tokens_total", prefixPromptTokens);
+  header("sits_prefix_cache_hit_tokens_total", "counter",
+         "Prompt tokens loaded from the prefix cache instead of prefilled.");
+  line("sits_prefix_cache_hit_tokens_total", prefixHitTokens);
+  header("sits_prefix_cache_hit_rate", "gauge",
+         "Prefix-cache hit tokens over prompt tokens, since the start.");
+  out += "sits_prefix_cache_hit_rate " +
+         number(prefixPromptTokens
+                    ? double(prefixHitTokens) / double(prefixPromptTokens)
+                    : 0.0) +
+         "\n";
+  header("sits_kv_blocks_used", "gauge",
+         "Prefix-cache pool blocks holding a prompt block's KV.");
+  line("sits_kv_blocks_used", blocksUsed);
+  header("sits_kv_blocks_free", "gauge", "Prefix-cache pool blocks free.");
+  line("sits_kv_blocks_free", blocksFree);
   header("sits_time_to_first_token_seconds", "histogram",
          "From a request's arrival to its first token.");
   timeToFirstToken.render("sits_time_to_first_token_seconds", out);

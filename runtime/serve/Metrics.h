@@ -56,6 +56,14 @@ public:
   void setQueue(uint32_t waiting, uint32_t running);
   /// An HTTP response sent, by status code.
   void httpResponse(int status);
+  /// The SLA control's admitted batch limit and last window's p99
+  /// inter-token latency (BatchController.h).
+  void setBatchControl(uint32_t limit, double windowP99Seconds);
+  /// A request admitted with prefix caching on: `promptTokens` of which
+  /// `hitTokens` came from the cache.
+  void prefixLookup(uint32_t promptTokens, uint32_t hitTokens);
+  /// The prefix cache's pool blocks holding tokens and free.
+  void setKvBlocks(uint32_t used, uint32_t free);
 
   /// Everything, in the Prometheus text format.
   std::string render() const;
@@ -67,6 +75,10 @@ private:
   uint64_t accepted = 0, promptTokens = 0, generatedTokens = 0, steps = 0;
   uint64_t prefillTokens = 0;
   uint32_t waiting = 0, running = 0;
+  uint32_t batchLimit = 0;
+  double slaWindowP99 = 0;
+  uint64_t prefixPromptTokens = 0, prefixHitTokens = 0;
+  uint32_t blocksUsed = 0, blocksFree = 0;
   Histogram timeToFirstToken, interTokenLatency, stepSeconds, batchSize,
       requestSeconds;
 };

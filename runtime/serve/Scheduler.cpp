@@ -5,6 +5,7 @@
 #include "sits/TextStream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 using namespace sits;
@@ -55,6 +56,9 @@ struct Scheduler::Running {
   uint32_t generated = 0;
   std::optional<TextStream> text;
   Clock::time_point lastTokenTime;
+  /// Prefix cache blocks the request holds until its prompt is saved.
+  PrefixCache::Path cached;
+  bool prefixSaved = false;
 };
 
 Scheduler::Scheduler(Backend &backend,
@@ -62,7 +66,15 @@ Scheduler::Scheduler(Backend &backend,
                      SchedulerOptions options, Metrics *metrics)
     : backend(backend), tokenizer(std::move(tokenizer)), options(options),
       metrics(metrics), slotCount(backend.slots()),
-      maxLength(backend.maxSequenceLength()) {
+      maxLength(backend.maxSequenceLength()), admitLimit(slotCount),
+      controller(
+          [&] {
+            BatchControlOptions control;
+            control.targetSeconds = options.slaP99TokenSeconds;
+            control.maxLimit = std::max<uint32_t>(slotCount, 1);
+            return control;
+          }(),
+          Clock::now()) {
   if (!this->tokenizer)
     throw Error(ErrorCode::InvalidArgument,
                 "the scheduler needs the model's tokenizer");
@@ -72,7 +84,16 @@ Scheduler::Scheduler(Backend &backend,
   if (options.maxPrefillChunk == 0)
     throw Error(ErrorCode::InvalidArgument,
                 "the prefill chunk must hold at least one token");
+  if (options.minRetryAfter == 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "Retry-After must be at least one second");
   slotsInUse.resize(slotCount);
+  if (backend.poolBlocks() > 0 && backend.cacheBlockTokens() > 0)
+    prefixes = std::make_unique<PrefixCache>(backend.cacheBlockTokens(),
+                                             backend.poolBlocks());
+  if (metrics)
+    metrics->setBatchControl(admitLimit, 0);
+  publishBlocks();
 }
 
 Scheduler::~Scheduler() { stop(); }
@@ -141,13 +162,19 @@ Submission Scheduler::submit(Request request, EventCallback callback) {
     lock.unlock();
     return refuse(Rejection::ShuttingDown, "the server is shutting down");
   }
-  if (waiting.size() + running >= uint64_t(slotCount) + options.maxQueue) {
+  // Requests that can start at once (room under the limit) do not count
+  // against the queue.
+  uint64_t room = admitLimit > running ? admitLimit - running : 0;
+  if (waiting.size() >= room + options.maxQueue) {
     size_t queued = waiting.size();
+    uint32_t limit = admitLimit;
+    result.retryAfterSeconds = retryAfterLocked(Clock::now());
     lock.unlock();
     return refuse(Rejection::QueueFull,
-                  "the server is busy: all " + std::to_string(slotCount) +
-                      " slots are in use and " + std::to_string(queued) +
-                      " requests wait");
+                  "the server is busy: " + std::to_string(running) +
+                      " requests run (" + std::to_string(limit) + " at most, " +
+                      std::to_string(slotCount) + " slots) and " +
+                      std::to_string(queued) + " wait");
   }
   result.id = nextId++;
   waiting.push_back(Pending{result.id, std::move(request), std::move(callback),
@@ -178,6 +205,36 @@ uint32_t Scheduler::waitingRequests() const {
 uint32_t Scheduler::runningRequests() const {
   std::lock_guard<std::mutex> lock(mutex);
   return running;
+}
+
+uint32_t Scheduler::admittedLimit() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return admitLimit;
+}
+
+/// Requests remembered for the completion rate, and how long.
+static constexpr size_t kRecentEnds = 32;
+static constexpr double kRecentEndSeconds = 60;
+/// The longest Retry-After asked for.
+static constexpr double kMaxRetryAfter = 60;
+
+uint32_t Scheduler::retryAfterLocked(Clock::time_point now) const {
+  // The time the requests waiting now (and this one) take to start at the
+  // rate requests ended lately; the least one when there is no rate yet.
+  double seconds = options.minRetryAfter;
+  size_t ends = 0;
+  Clock::time_point oldest = now;
+  for (Clock::time_point end : recentEnds)
+    if (std::chrono::duration<double>(now - end).count() <= kRecentEndSeconds) {
+      oldest = std::min(oldest, end);
+      ++ends;
+    }
+  double span = std::chrono::duration<double>(now - oldest).count();
+  if (ends >= 2 && span > 0) {
+    double rate = ends / span;
+    seconds = std::max(seconds, std::ceil((waiting.size() + 1) / rate));
+  }
+  return static_cast<uint32_t>(std::min(seconds, kMaxRetryAfter));
 }
 
 void Scheduler::publishQueue() {
@@ -221,6 +278,11 @@ void Scheduler::admit() {
     for (uint32_t slot = 0; slot < slotCount && !waiting.empty(); ++slot) {
       if (slotsInUse[slot])
         continue;
+      if (running >= admitLimit) {
+        // A free slot, but the latency target holds the batch back.
+        controller.recordLimited();
+        break;
+      }
       auto admitted = std::make_unique<Running>();
       admitted->pending = std::move(waiting.front());
       waiting.pop_front();
@@ -240,11 +302,66 @@ void Scheduler::admit() {
                                                 Clock::now() - pending.arrival)
                                                 .count());
   }
-  // Text streams are made here, outside the lock (they copy stop strings).
+  // Text streams are made here, outside the lock (they copy stop strings),
+  // and the new requests' prefixes loaded.
   for (std::unique_ptr<Running> &slot : slotsInUse)
-    if (slot && !slot->text)
+    if (slot && !slot->text) {
       slot->text.emplace(tokenizer->tokenizer(), slot->pending.request.stop,
                          slot->pending.request.skipSpecialTokens);
+      loadPrefix(*slot);
+    }
+}
+
+void Scheduler::publishBlocks() {
+  if (metrics && prefixes)
+    metrics->setKvBlocks(prefixes->usedBlocks(), prefixes->freeBlocks());
+}
+
+void Scheduler::loadPrefix(Running &request) {
+  if (!prefixes)
+    return;
+  const std::vector<int32_t> &prompt = request.pending.request.prompt;
+  const uint32_t block = prefixes->blockTokens();
+  // The last prompt token is always prefilled: its logits give the first
+  // token.
+  request.cached = prefixes->match(prompt, (prompt.size() - 1) / block);
+  uint32_t hits = 0;
+  if (!request.cached.empty()) {
+    try {
+      backend.loadBlocks(request.slot, prefixes->poolIds(request.cached),
+                         request.pending.request.sampling);
+      hits = uint32_t(request.cached.size()) * block;
+    } catch (const std::exception &) {
+      // The slot starts over at position 0: a full prefill, same tokens.
+      prefixes->release(request.cached);
+    }
+  }
+  request.prefilled = request.position = hits;
+  if (metrics)
+    metrics->prefixLookup(prompt.size(), hits);
+}
+
+void Scheduler::savePrefix(Running &request) {
+  if (!prefixes || request.prefixSaved)
+    return;
+  request.prefixSaved = true;
+  const std::vector<int32_t> &prompt = request.pending.request.prompt;
+  std::vector<PrefixCache::NewBlock> added = prefixes->extend(
+      request.cached, prompt, prompt.size() / prefixes->blockTokens());
+  if (!added.empty()) {
+    std::vector<uint32_t> pool;
+    for (const PrefixCache::NewBlock &block : added)
+      pool.push_back(block.pool);
+    try {
+      backend.saveBlocks(request.slot, added.front().index, pool);
+    } catch (const std::exception &) {
+      // The pool blocks hold nothing usable: forget them. The request
+      // itself is unharmed (its slot is unchanged).
+      prefixes->discard(request.cached, request.cached.size() - added.size());
+    }
+  }
+  prefixes->release(request.cached);
+  publishBlocks();
 }
 
 void Scheduler::applyCancels() {
@@ -274,6 +391,10 @@ void Scheduler::finish(Running &request, FinishReason reason, std::string text,
 }
 
 void Scheduler::end(Running &request, const RequestEvent &last) {
+  if (prefixes && !request.cached.empty()) {
+    prefixes->release(request.cached);
+    publishBlocks();
+  }
   // Counts first: whoever reads the metrics after the last event sees the
   // request ended.
   if (metrics)
@@ -284,6 +405,9 @@ void Scheduler::end(Running &request, const RequestEvent &last) {
   {
     std::lock_guard<std::mutex> lock(mutex);
     --running;
+    recentEnds.push_back(Clock::now());
+    if (recentEnds.size() > kRecentEnds)
+      recentEnds.pop_front();
     if (metrics)
       metrics->setQueue(waiting.size(), running);
   }
@@ -302,6 +426,9 @@ bool Scheduler::deliver(Running &request, int32_t token) {
       metrics->nextToken(
           std::chrono::duration<double>(now - request.lastTokenTime).count());
   }
+  if (request.generated > 0)
+    controller.recordTokenLatency(
+        std::chrono::duration<double>(now - request.lastTokenTime).count());
   request.lastTokenTime = now;
   request.lastToken = token;
   ++request.generated;
@@ -351,6 +478,13 @@ bool Scheduler::deliver(Running &request, int32_t token) {
 }
 
 bool Scheduler::runOnce() {
+  uint32_t limit = controller.update(Clock::now());
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    admitLimit = limit;
+  }
+  if (metrics)
+    metrics->setBatchControl(limit, controller.windowP99());
   admit();
   applyCancels();
   std::vector<SlotStep> steps;
@@ -406,8 +540,11 @@ bool Scheduler::runOnce() {
   for (size_t i = 0; i < steps.size(); ++i) {
     Running &request = *slotsInUse[steps[i].slot];
     request.position += steps[i].tokens.size();
-    if (request.prefilled < request.pending.request.prompt.size())
+    if (request.prefilled < request.pending.request.prompt.size()) {
       request.prefilled += steps[i].tokens.size();
+      if (request.prefilled == request.pending.request.prompt.size())
+        savePrefix(request);
+    }
     if (steps[i].sample)
       deliver(request, tokens[i]);
   }

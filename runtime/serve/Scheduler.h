@@ -15,13 +15,23 @@
 // became final (sits/TextStream.h: whole UTF-8 characters, stop strings
 // held back and cut). A full waiting queue refuses a request at once.
 //
+// With a latency target, a BatchController limits how many requests run at
+// once. With a backend block pool (Backend::allocateBlockPool before the
+// scheduler is made), a PrefixCache remembers which pool block holds which
+// prompt prefix: an admitted request loads its longest cached prefix of
+// whole blocks (always leaving its last prompt token to prefill, so that
+// its first token is sampled from fresh logits) and prefills the rest; once
+// prefilled, its full prompt blocks not yet cached are saved to the pool.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SITS_RUNTIME_SERVE_SCHEDULER_H
 #define SITS_RUNTIME_SERVE_SCHEDULER_H
 
 #include "Backend.h"
+#include "BatchController.h"
 #include "Metrics.h"
+#include "PrefixCache.h"
 
 #include "sits/ModelTokenizer.h"
 #include "sits/Runtime.h"
@@ -70,6 +80,8 @@ struct Submission {
   std::string message;
   /// The request's id (for cancel), when accepted.
   uint64_t id = 0;
+  /// QueueFull: seconds to wait before trying again (the Retry-After).
+  uint32_t retryAfterSeconds = 0;
   bool accepted() const { return rejection == Rejection::None; }
 };
 
@@ -93,6 +105,11 @@ struct SchedulerOptions {
   uint32_t maxQueue = 64;
   /// Prompt tokens fed per request per step at most (>= 1).
   uint32_t maxPrefillChunk = 256;
+  /// The p99 inter-token latency to keep under by limiting the running
+  /// batch (BatchController.h); 0: every slot is used.
+  double slaP99TokenSeconds = 0;
+  /// The least Retry-After of a QueueFull refusal, in seconds (>= 1).
+  uint32_t minRetryAfter = 1;
 };
 
 class Scheduler {
@@ -125,6 +142,12 @@ public:
   uint32_t slots() const { return slotCount; }
   uint32_t waitingRequests() const;
   uint32_t runningRequests() const;
+  /// Requests allowed to run at once now (the SLA control's limit, or
+  /// every slot).
+  uint32_t admittedLimit() const;
+  /// The prefix cache (null without a backend block pool); scheduler
+  /// thread only.
+  const PrefixCache *prefixCache() const { return prefixes.get(); }
 
 private:
   using Clock = std::chrono::steady_clock;
@@ -145,6 +168,13 @@ private:
   void end(Running &running, const RequestEvent &last);
   bool deliver(Running &running, int32_t token);
   void publishQueue();
+  /// Starts an admitted request from its longest cached prompt prefix.
+  void loadPrefix(Running &request);
+  /// Puts a prefilled prompt's full blocks into the prefix cache.
+  void savePrefix(Running &request);
+  void publishBlocks();
+  /// QueueFull's Retry-After from the recent completion rate (under lock).
+  uint32_t retryAfterLocked(Clock::time_point now) const;
 
   Backend &backend;
   std::shared_ptr<const ModelTokenizer> tokenizer;
@@ -158,12 +188,17 @@ private:
   std::deque<Pending> waiting;
   std::vector<uint64_t> cancels;
   uint32_t running = 0; ///< requests in slots, as other threads see it
+  uint32_t admitLimit;  ///< the controller's limit, as other threads see it
+  /// When the latest requests ended (for Retry-After), oldest first.
+  std::deque<Clock::time_point> recentEnds;
   uint64_t nextId = 1;
   bool stopping = false;
   std::thread thread;
 
   /// Scheduler-thread state: the request in each slot (null: free).
   std::vector<std::unique_ptr<Running>> slotsInUse;
+  BatchController controller;
+  std::unique_ptr<PrefixCache> prefixes;
 };
 
 } // namespace sits::serve

@@ -8,6 +8,8 @@
 #include "Server.h"
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -58,6 +60,30 @@ static OptionSpec numberOption(const char *name, const char *help,
           }};
 }
 
+/// A decimal number of milliseconds in [0, max].
+static OptionSpec millisecondsOption(const char *name, const char *help,
+                                     double ServeOptions::*member, double max) {
+  return {name, help,
+          [=](const std::string &value, ServeOptions &options) {
+            char *end = nullptr;
+            errno = 0;
+            double number =
+                value.empty() ? -1 : std::strtod(value.c_str(), &end);
+            if (value.empty() || errno || *end || !std::isfinite(number) ||
+                number < 0 || number > max)
+              return "--" + std::string(name) +
+                     " expects a number of milliseconds from 0 to " +
+                     std::to_string(int64_t(max)) + ", got '" + value + "'";
+            options.*member = number;
+            return std::string();
+          },
+          [=](const ServeOptions &options) {
+            char text[32];
+            std::snprintf(text, sizeof(text), "%g", options.*member);
+            return std::string(text);
+          }};
+}
+
 static OptionSpec textOption(const char *name, const char *help,
                              std::string ServeOptions::*member) {
   return {name, help,
@@ -90,8 +116,24 @@ static const std::vector<OptionSpec> &specs() {
                    "decode steps of running requests)",
                    &ServeOptions::maxPrefillChunk, 1, 1u << 20),
       numberOption("retry-after",
-                   "Seconds a 429 response asks the client to wait",
-                   &ServeOptions::retryAfter, 0, 3600),
+                   "Least seconds a 429 response asks the client to wait "
+                   "(more when the waiting requests take longer to start at "
+                   "the recent completion rate; 60 at most)",
+                   &ServeOptions::retryAfter, 1, 60),
+      millisecondsOption("sla-p99-token-ms",
+                         "Keep the p99 inter-token latency (per 100 ms "
+                         "window) under this many ms by limiting the "
+                         "requests running at once (AIMD between 1 and every "
+                         "slot; 0: off)",
+                         &ServeOptions::slaP99TokenMs, 600000),
+      numberOption("prefix-cache-blocks",
+                   "Blocks of prompt KV kept for reuse by requests sharing a "
+                   "prompt prefix (0: no prefix caching)",
+                   &ServeOptions::prefixCacheBlocks, 0, 1u << 20),
+      numberOption("prefix-block-tokens",
+                   "Tokens per prefix cache block (a prompt reuses whole "
+                   "blocks)",
+                   &ServeOptions::prefixBlockTokens, 1, 4096),
       numberOption("max-body-bytes",
                    "Largest request body accepted (HTTP 413 beyond)",
                    &ServeOptions::maxBodyBytes, 1024, uint64_t(1) << 32),

@@ -117,7 +117,7 @@ void Server::Impl::generate(Endpoint endpoint, const httplib::Request &req,
   case Rejection::None:
     break;
   case Rejection::QueueFull:
-    res.set_header("Retry-After", std::to_string(options.retryAfter));
+    res.set_header("Retry-After", std::to_string(submitted.retryAfterSeconds));
     return sendError(res, ApiError(429, submitted.message, "",
                                    "rate_limit_exceeded", "rate_limit_error"));
   case Rejection::TooLong:
@@ -387,10 +387,20 @@ void sits::serve::serveUntilStopped(
     Backend &backend, std::shared_ptr<const ModelTokenizer> tokenizer,
     const ServeOptions &options, const std::string &tool,
     const std::string &device) {
+  // Before the scheduler, which sees the pool through the backend.
+  if (options.prefixCacheBlocks > 0) {
+    backend.allocateBlockPool(options.prefixBlockTokens,
+                              options.prefixCacheBlocks);
+    std::fprintf(stderr, "%s: prefix cache of %u blocks of %u tokens\n",
+                 tool.c_str(), options.prefixCacheBlocks,
+                 options.prefixBlockTokens);
+  }
   Metrics metrics;
   SchedulerOptions schedulerOptions;
   schedulerOptions.maxQueue = options.maxQueue;
   schedulerOptions.maxPrefillChunk = options.maxPrefillChunk;
+  schedulerOptions.slaP99TokenSeconds = options.slaP99TokenMs / 1000.0;
+  schedulerOptions.minRetryAfter = options.retryAfter;
   Scheduler scheduler(backend, tokenizer, schedulerOptions, &metrics);
   Server server(scheduler, tokenizer, backend.maxSequenceLength(), options,
                 metrics);

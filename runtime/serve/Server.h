@@ -39,8 +39,15 @@ struct ServeOptions {
   std::string modelName;
   uint32_t maxQueue = 64;
   uint32_t maxPrefillChunk = 256;
-  /// Seconds a 429 response tells the client to wait.
+  /// The least Retry-After of a 429 response, in seconds.
   uint32_t retryAfter = 1;
+  /// The p99 inter-token latency (ms) the running batch is limited to keep
+  /// under; 0: off.
+  double slaP99TokenMs = 0;
+  /// Prefix cache pool blocks; 0: no prefix caching.
+  uint32_t prefixCacheBlocks = 0;
+  /// Tokens per prefix cache block.
+  uint32_t prefixBlockTokens = 16;
   /// Largest request body in bytes (413 beyond).
   uint64_t maxBodyBytes = 8u << 20;
 };

@@ -85,6 +85,8 @@ Session::Impl::~Impl() {
     cudaGraphExecDestroy(entry.second);
   if (arena)
     cudaFree(arena);
+  if (blockPool)
+    cudaFree(blockPool);
   if (hostTokens)
     cudaFreeHost(hostTokens);
   if (stream)

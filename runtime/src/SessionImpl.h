@@ -72,6 +72,11 @@ struct Session::Impl {
   std::vector<uint32_t> slotLengths;
   /// Whether a slot holds a sequence Session::step may extend.
   std::vector<bool> slotLive;
+  /// The prefix-caching block pool (SessionBlocks.cpp): K blocks then V
+  /// blocks, each [layers, kv_heads, blockTokens, head_dim].
+  void *blockPool = nullptr;
+  uint32_t poolBlockTokens = 0;
+  uint32_t poolBlockCount = 0;
 
   Impl(std::shared_ptr<Engine> engine, const SessionOptions &options);
   ~Impl();
@@ -85,6 +90,10 @@ struct Session::Impl {
   uint32_t prefill(const std::vector<std::vector<int32_t>> &prompts,
                    bool sampleLast);
   void resetSequences(uint32_t batch, const SamplingParams &sampling);
+  /// Step's slot bookkeeping, sized on first use.
+  void ensureSlots();
+  /// Empties `slot` with `sampling` as its parameters (a reset).
+  void startSequence(uint32_t slot, const SamplingParams &sampling);
 };
 
 /// Refuses sampling parameters the kernels cannot take (InvalidArgument),

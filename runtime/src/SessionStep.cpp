@@ -70,34 +70,40 @@ uint32_t checkStep(const Session::Impl &s,
 
 } // namespace
 
+void Session::Impl::ensureSlots() {
+  if (slotLengths.size() != config.maxBatch) {
+    slotLengths.assign(config.maxBatch, 0);
+    slotLive.assign(config.maxBatch, false);
+  }
+}
+
+void Session::Impl::startSequence(uint32_t slot,
+                                  const SamplingParams &sampling) {
+  const int32_t zero = 0;
+  const runtime::DeviceSamplingParams params = {
+      sampling.temperature, sampling.topK, sampling.topP, 0, sampling.seed};
+  checkCuda(cudaMemcpyAsync(pastLengths + slot, &zero, 4,
+                            cudaMemcpyHostToDevice, stream),
+            "resetting a slot's length");
+  checkCuda(cudaMemcpyAsync(samplingParams + slot, &params, sizeof(params),
+                            cudaMemcpyHostToDevice, stream),
+            "uploading a slot's sampling parameters");
+  slotLengths[slot] = 0;
+  slotLive[slot] = true;
+}
+
 std::vector<int32_t> Session::step(const std::vector<StepInput> &inputs) {
   Impl &s = *state;
   const format::RuntimeConfig &config = s.config;
   const uint32_t maxBatch = config.maxBatch;
-  if (s.slotLengths.size() != maxBatch) {
-    s.slotLengths.assign(maxBatch, 0);
-    s.slotLive.assign(maxBatch, false);
-  }
+  s.ensureSlots();
   const uint32_t batch = checkStep(s, inputs) + 1;
   checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
 
   // New sequences: an empty cache and their sampling parameters.
-  for (const StepInput &input : inputs) {
-    if (!input.reset)
-      continue;
-    const int32_t zero = 0;
-    const runtime::DeviceSamplingParams params = {
-        input.sampling.temperature, input.sampling.topK, input.sampling.topP, 0,
-        input.sampling.seed};
-    checkCuda(cudaMemcpyAsync(s.pastLengths + input.slot, &zero, 4,
-                              cudaMemcpyHostToDevice, s.stream),
-              "resetting a slot's length");
-    checkCuda(cudaMemcpyAsync(s.samplingParams + input.slot, &params,
-                              sizeof(params), cudaMemcpyHostToDevice, s.stream),
-              "uploading a slot's sampling parameters");
-    s.slotLengths[input.slot] = 0;
-    s.slotLive[input.slot] = true;
-  }
+  for (const StepInput &input : inputs)
+    if (input.reset)
+      s.startSequence(input.slot, input.sampling);
 
   const bool decode =
       std::all_of(inputs.begin(), inputs.end(), [](const StepInput &input) {

@@ -2,7 +2,8 @@
 //
 //   sits-serve ENGINE.sits [--host H] [--port P] [--model-name NAME]
 //              [--max-queue N] [--max-prefill-chunk N] [--device D]
-//              [--no-cuda-graph]
+//              [--no-cuda-graph] [--sla-p99-token-ms MS]
+//              [--prefix-cache-blocks N] [--prefix-block-tokens N]
 //
 // Serves the engine through runtime/serve (docs/serving.md): its slots are
 // the engine's max_batch sequences, each with max_seq_len tokens; every
@@ -60,6 +61,24 @@ public:
       if (!steps[i].sample)
         sampled[i] = -1; // a prefill chunk before the prompt's last
     return sampled;
+  }
+
+  // Prefix caching: the session's block pool (refused for quantized KV
+  // caches, with the reason).
+  void allocateBlockPool(uint32_t blockTokens, uint32_t blocks) override {
+    session.allocateBlockPool(blockTokens, blocks);
+  }
+  uint32_t cacheBlockTokens() const override {
+    return session.blockPoolTokens();
+  }
+  uint32_t poolBlocks() const override { return session.blockPoolBlocks(); }
+  void saveBlocks(uint32_t slot, uint32_t firstBlock,
+                  const std::vector<uint32_t> &poolIds) override {
+    session.saveBlocks(slot, firstBlock, poolIds);
+  }
+  void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
+                  const sits::SamplingParams &sampling) override {
+    session.loadBlocks(slot, poolIds, sampling);
   }
 
 private:

@@ -400,3 +400,143 @@ def test_sigterm_ends_running_requests(tmp_path_factory, tokenizer_folder):
     finally:
         if not stopped:
             process.process.kill()
+
+
+# A long shared prefix (a system prompt) and different questions after it.
+SHARED_PREFIX = ("You are a helpful assistant. Answer briefly and exactly, "
+                 "with no more words than needed. ")
+QUESTIONS = ["What is two plus two?", "Name a colour.", "Say hello.",
+             "Count to three."]
+
+
+@pytest.fixture(scope="session")
+def prefix_server(tmp_path_factory, tokenizer_folder):
+    """Two slots, prompts fed 5 tokens per step, a prefix cache of 64
+    blocks of 4 tokens."""
+    process = start_server(tmp_path_factory, tokenizer_folder,
+                           "--max-batch=2", "--max-prefill-chunk=5",
+                           "--prefix-cache-blocks=64",
+                           "--prefix-block-tokens=4")
+    yield process
+    process.stop()
+
+
+def expected_hits(prompts_ids, block):
+    """Prompt tokens a prefix cache with room for every block gives requests
+    run in this order: the longest cached run of whole blocks, leaving the
+    last prompt token; each prompt then caches all its full blocks."""
+    cached, hits = set(), 0
+    for ids in prompts_ids:
+        blocks = 0
+        while (blocks < (len(ids) - 1) // block and
+               tuple(ids[:(blocks + 1) * block]) in cached):
+            blocks += 1
+        hits += blocks * block
+        for b in range(1, len(ids) // block + 1):
+            cached.add(tuple(ids[:b * block]))
+    return hits
+
+
+def test_prefix_cache_gives_the_same_tokens_and_hits(server, prefix_server,
+                                                     reference):
+    prompts = [SHARED_PREFIX + q for q in QUESTIONS]
+    prompt_ids = [reference(p, 1)[0] for p in prompts]
+    # Without the cache (the plain server), one at a time.
+    want = [token_ids(complete(server.client(), p, 8,
+                               extra_body={"ignore_eos": True}).choices[0])
+            for p in prompts]
+    before = metric_values(prefix_server)
+    client = prefix_server.client()
+    # The first request fills the cache; the others, one at a time and
+    # then all at once, start from its blocks.
+    got = [token_ids(complete(client, p, 8, extra_body={"ignore_eos": True})
+                     .choices[0]) for p in prompts]
+    assert got == want
+    with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+        again = list(pool.map(
+            lambda p: token_ids(complete(client, p, 8,
+                                         extra_body={"ignore_eos": True})
+                                .choices[0]), prompts))
+    assert again == want
+    after = metric_values(prefix_server)
+    delta = lambda name: after[name] - before.get(name, 0)
+    prompt_tokens = delta("sits_prefix_cache_prompt_tokens_total")
+    hits = delta("sits_prefix_cache_hit_tokens_total")
+    assert prompt_tokens == 2 * sum(len(ids) for ids in prompt_ids)
+    # The second round finds everything the first cached, in any order.
+    assert hits == expected_hits(prompt_ids * 2, 4)
+    assert hits > prompt_tokens / 2
+    assert after["sits_prefix_cache_hit_rate"] > 0
+    assert after["sits_kv_blocks_used"] > 0
+    assert after["sits_kv_blocks_used"] + after["sits_kv_blocks_free"] == 64
+    # Prefilled tokens are the prompt tokens the cache did not give.
+    assert delta("sits_prefill_tokens_total") == prompt_tokens - hits
+
+
+def test_prefix_cache_eviction_keeps_tokens(server, tmp_path_factory,
+                                            tokenizer_folder):
+    # A pool of 6 blocks for prompts of 16 blocks or more: blocks are
+    # evicted and replaced all the time, a prompt caches only what the
+    # blocks held by others leave; tokens stay those of the plain server.
+    tight = start_server(tmp_path_factory, tokenizer_folder, "--max-batch=2",
+                         "--prefix-cache-blocks=6", "--prefix-block-tokens=4")
+    try:
+        prompts = [SHARED_PREFIX + q for q in QUESTIONS] + \
+            [q + SHARED_PREFIX for q in QUESTIONS]
+        want = [token_ids(complete(server.client(), p, 5).choices[0])
+                for p in prompts]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(
+                lambda p: token_ids(complete(tight.client(), p, 5)
+                                    .choices[0]), prompts * 2))
+        assert got == want * 2
+        values = metric_values(tight)
+        assert values["sits_kv_blocks_used"] <= 6
+        assert values["sits_prefix_cache_hit_tokens_total"] > 0
+    finally:
+        tight.stop()
+
+
+def test_sla_target_limits_the_batch(server, tmp_path_factory,
+                                     tokenizer_folder):
+    # A target no step meets (10 us): every window with tokens is over it,
+    # so the admitted limit halves from 4 to 1 while requests run; results
+    # stay those of the plain server.
+    sla = start_server(tmp_path_factory, tokenizer_folder, "--max-batch=4",
+                       "--sla-p99-token-ms=0.01")
+    try:
+        values = metric_values(sla)
+        assert values["sits_admitted_batch_limit"] == 4
+        # Enough tokens to run for several windows at every limit.
+        lengths = [90, 60, 80, 70, 85, 75, 65, 95] * 2
+        prompts = (PROMPTS * 3)[:len(lengths)]
+        want = [token_ids(complete(server.client(), p, n,
+                                   extra_body={"ignore_eos": True})
+                          .choices[0]) for p, n in zip(prompts, lengths)]
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            got = list(pool.map(
+                lambda job: token_ids(complete(
+                    sla.client(), job[0], job[1],
+                    extra_body={"ignore_eos": True}).choices[0]),
+                zip(prompts, lengths)))
+        assert got == want
+        values = metric_values(sla)
+        assert values["sits_admitted_batch_limit"] == 1
+        assert values["sits_sla_window_p99_seconds"] > 0.00001
+    finally:
+        sla.stop()
+
+
+@pytest.mark.parametrize("option,message", [
+    ("--prefix-block-tokens=128", "do not fit the context"),
+    ("--sla-p99-token-ms=fast", "--sla-p99-token-ms expects a number"),
+    ("--retry-after=0", "--retry-after expects an integer from 1"),
+])
+def test_serving_option_errors(tokenizer_folder, option, message):
+    result = subprocess.run(
+        [tool("sits-serve-reference"), str(MODEL),
+         "--tokenizer=" + str(tokenizer_folder), "--port=0",
+         "--prefix-cache-blocks=8", "--max-seq-len=128", option],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr

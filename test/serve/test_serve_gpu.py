@@ -1,7 +1,8 @@
 """sits-serve (the server over a GPU engine) through the `openai` client:
 greedy results of an fp32 engine equal sits-exec's on the CPU reference,
 also with requests batched together and prompts in chunks. Skips without a
-GPU (unless SITS_REQUIRE_GPU=1) or without sitsc and sits-serve."""
+GPU (unless SITS_REQUIRE_GPU=1) or without sitsc and sits-serve. With
+prefix caching too: the same tokens, and the hits expected."""
 
 import concurrent.futures
 import os
@@ -11,7 +12,8 @@ import pytest
 
 from conftest import (MAX_SEQ_LEN, MODEL, MODEL_NAME, ServerDidNotStart,
                       ServerProcess, tool)
-from test_serve import PROMPTS, complete, token_ids
+from test_serve import (PROMPTS, QUESTIONS, SHARED_PREFIX, complete,
+                        expected_hits, metric_values, token_ids)
 
 EXIT_NO_GPU = 4
 
@@ -72,3 +74,31 @@ def test_gpu_batched_and_chunked_equal_lone_runs(tmp_path_factory, engine,
             assert token_ids(response.choices[0]) == expected[i % len(PROMPTS)]
     finally:
         chunked.stop()
+
+
+def test_gpu_prefix_cache_equals_sits_exec(tmp_path_factory, engine,
+                                           reference):
+    # Requests sharing a long prefix, one at a time and then all at once:
+    # the blocks copied on the GPU give sits-exec's tokens.
+    cached = start_gpu_server(tmp_path_factory, engine,
+                              "--prefix-cache-blocks=64",
+                              "--prefix-block-tokens=4",
+                              "--max-prefill-chunk=5")
+    try:
+        client = cached.client()
+        prompts = [SHARED_PREFIX + q for q in QUESTIONS]
+        expected = [reference(p, 8) for p in prompts]
+        got = [token_ids(complete(client, p, 8).choices[0]) for p in prompts]
+        assert got == [ids for _, ids, _ in expected]
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            again = list(pool.map(
+                lambda p: token_ids(complete(client, p, 8).choices[0]),
+                prompts))
+        assert again == got
+        values = metric_values(cached)
+        prompt_ids = [ids for ids, _, _ in expected]
+        assert values["sits_prefix_cache_hit_tokens_total"] == \
+            expected_hits(prompt_ids * 2, 4)
+        assert values["sits_kv_blocks_used"] > 0
+    finally:
+        cached.stop()

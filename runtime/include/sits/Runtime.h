@@ -242,6 +242,28 @@ public:
   /// Tokens the slot's sequence holds in the cache.
   uint32_t slotLength(uint32_t slot) const;
 
+  /// Prefix caching (the server's, docs/serving.md): a pool of `blocks`
+  /// blocks of `blockTokens` tokens' KV (every layer, K and V) on the GPU,
+  /// beside the session's cache. Block i of a slot is its tokens
+  /// [i * blockTokens, (i + 1) * blockTokens). Throws InvalidArgument for a
+  /// quantized KV cache (its int8/int4 rows, scales and hot ring are not
+  /// copied per block) or blocks larger than the context, and Cuda when the
+  /// GPU lacks the memory. A second call replaces the pool.
+  void allocateBlockPool(uint32_t blockTokens, uint32_t blocks);
+  /// Tokens per pool block and blocks in the pool (0 without a pool).
+  uint32_t blockPoolTokens() const;
+  uint32_t blockPoolBlocks() const;
+  /// Copies blocks firstBlock, firstBlock + 1, ... of the slot's sequence
+  /// into pool blocks poolIds[0], poolIds[1], ... on the GPU. The slot must
+  /// hold those tokens; it is unchanged.
+  void saveBlocks(uint32_t slot, uint32_t firstBlock,
+                  const std::vector<uint32_t> &poolIds);
+  /// Starts a new sequence in `slot` (as a step with `reset` would, with
+  /// `sampling` its parameters) holding pool blocks poolIds in order: the
+  /// next step extends it from poolIds.size() * blockPoolTokens() tokens.
+  void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
+                  const SamplingParams &sampling);
+
   /// Teacher-forced logits, for checking an engine against a reference:
   /// prefills the first `prefillTokens` tokens of every sequence, then feeds
   /// each following token with one decode step (replaying the CUDA graph

@@ -124,3 +124,30 @@ TEST_F(ReferenceBackendTest, BadStepsAreErrors) {
     EXPECT_EQ(error.code(), ErrorCode::KVCacheFull);
   }
 }
+
+TEST_F(ReferenceBackendTest, BlocksSavedAndLoadedGiveAFullPrefillsTokens) {
+  // Slot 0 prefills a 9-token prompt and saves its two full blocks of 4;
+  // slot 1 loads them and prefills only the last token: its tokens are
+  // those of the prompt alone.
+  backend->allocateBlockPool(4, 3);
+  EXPECT_EQ(backend->cacheBlockTokens(), 4u);
+  EXPECT_EQ(backend->poolBlocks(), 3u);
+  std::vector<int32_t> prompt = {337, 146, 29, 222, 5, 6, 7, 8, 9};
+  std::vector<int32_t> want = alone(prompt, 4);
+  EXPECT_EQ(backend->step({step(0, 0, prompt)})[0], want[0]);
+  backend->saveBlocks(0, 0, {2, 0});
+  backend->loadBlocks(1, {2, 0}, {});
+  std::vector<int32_t> got = {backend->step({step(1, 8, {9})})[0]};
+  for (uint32_t position = 9; got.size() < 4; ++position)
+    got.push_back(backend->step({step(1, position, {got.back()})})[0]);
+  EXPECT_EQ(got, want);
+
+  // Any held block may be saved alone; blocks past the tokens held or
+  // outside the pool are errors.
+  backend->saveBlocks(0, 1, {1});
+  EXPECT_THROW(backend->saveBlocks(0, 2, {1}), Error) << "past the tokens held";
+  EXPECT_THROW(backend->loadBlocks(1, {7}, {}), Error) << "no such block";
+  // A failed load leaves the slot to restart at 0, which works.
+  EXPECT_EQ(backend->step({step(1, 0, prompt)})[0], want[0]);
+  EXPECT_THROW(backend->allocateBlockPool(32, 1), Error) << "no token to spare";
+}

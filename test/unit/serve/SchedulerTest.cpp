@@ -13,6 +13,7 @@
 
 #include <future>
 #include <map>
+#include <thread>
 
 using namespace sits;
 using namespace sits::serve;
@@ -49,8 +50,47 @@ public:
     return out;
   }
 
+  // A block pool of token copies: a loaded block's tokens enter the hash
+  // as if prefilled, so a wrong block or offset changes the tokens.
+  void allocateBlockPool(uint32_t tokens, uint32_t blocks) override {
+    blockTokens = tokens;
+    pool.assign(blocks, {});
+  }
+  uint32_t cacheBlockTokens() const override { return blockTokens; }
+  uint32_t poolBlocks() const override { return uint32_t(pool.size()); }
+  void saveBlocks(uint32_t slot, uint32_t firstBlock,
+                  const std::vector<uint32_t> &poolIds) override {
+    if (failSaves)
+      throw Error(ErrorCode::Cuda, "test save failure");
+    const std::vector<int32_t> &sequence = sequences.at(slot);
+    for (size_t i = 0; i < poolIds.size(); ++i) {
+      size_t first = (firstBlock + i) * blockTokens;
+      EXPECT_LE(first + blockTokens, sequence.size());
+      pool.at(poolIds[i])
+          .assign(sequence.begin() + first,
+                  sequence.begin() + first + blockTokens);
+    }
+    ++saves;
+  }
+  void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
+                  const SamplingParams &) override {
+    if (failLoads)
+      throw Error(ErrorCode::Cuda, "test load failure");
+    std::vector<int32_t> &sequence = sequences.at(slot);
+    sequence.clear();
+    for (uint32_t id : poolIds) {
+      EXPECT_EQ(pool.at(id).size(), blockTokens) << "an unsaved block";
+      sequence.insert(sequence.end(), pool.at(id).begin(), pool.at(id).end());
+    }
+    ++loads;
+  }
+
   uint32_t slotCount, maxLength;
   std::vector<std::vector<int32_t>> sequences;
+  uint32_t blockTokens = 0;
+  std::vector<std::vector<int32_t>> pool;
+  bool failSaves = false, failLoads = false;
+  int saves = 0, loads = 0;
   std::vector<std::vector<SlotStep>> log;
   int failAtStep = 0, stepCount = 0;
 };
@@ -173,6 +213,7 @@ TEST(Scheduler, QueueFullIsRefusedAtOnce) {
   Submission refused = scheduler.submit(request({'c'}, 4), collect(third));
   EXPECT_EQ(refused.rejection, Rejection::QueueFull);
   EXPECT_NE(refused.message.find("busy"), std::string::npos);
+  EXPECT_GE(refused.retryAfterSeconds, 1u);
   EXPECT_EQ(third.events, 0);
   EXPECT_NE(metrics.render().find(
                 "sits_requests_rejected_total{reason=\"queue_full\"} 1"),
@@ -314,4 +355,188 @@ TEST(Scheduler, ThreadServesConcurrentSubmitters) {
   Outcome late;
   EXPECT_EQ(scheduler.submit(request({'a'}, 2), collect(late)).rejection,
             Rejection::ShuttingDown);
+}
+
+TEST(Scheduler, RetryAfterFollowsTheCompletionRate) {
+  // Three requests ending 300 ms apart, 0.9 s to the refusal: 3.3 per
+  // second; four wait, so the refused one would start in about 1.5 s:
+  // rounded up, 2 s. With a least of 3 s, 3.
+  for (uint32_t least : {1u, 3u}) {
+    HashBackend backend(1, 64);
+    SchedulerOptions options;
+    options.maxQueue = 3;
+    options.minRetryAfter = least;
+    Scheduler scheduler(backend, bytes(), options);
+    std::vector<Outcome> outcomes(8);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(
+          scheduler.submit(request({'a'}, 1), collect(outcomes[i])).accepted());
+      drain(scheduler);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    for (int i = 3; i < 7; ++i)
+      ASSERT_TRUE(
+          scheduler.submit(request({'b'}, 1), collect(outcomes[i])).accepted());
+    Submission refused =
+        scheduler.submit(request({'c'}, 1), collect(outcomes[7]));
+    ASSERT_EQ(refused.rejection, Rejection::QueueFull);
+    EXPECT_EQ(refused.retryAfterSeconds, std::max(least, 2u)) << least;
+  }
+}
+
+namespace {
+/// A backend whose steps take `delay`: inter-token latency is at least that.
+class SlowBackend : public HashBackend {
+public:
+  SlowBackend(uint32_t slots, uint32_t maxLength,
+              std::chrono::milliseconds delay)
+      : HashBackend(slots, maxLength), delay(delay) {}
+  std::vector<int32_t> step(const std::vector<SlotStep> &steps) override {
+    std::this_thread::sleep_for(delay);
+    return HashBackend::step(steps);
+  }
+  std::chrono::milliseconds delay;
+};
+} // namespace
+
+TEST(Scheduler, SlaTargetLimitsTheRunningBatch) {
+  // Every token takes 4 ms or more, the target is 1 ms: the limit halves
+  // from 4 slots down to 1 within a few 100 ms windows, and then one
+  // request runs at a time while the others wait; all get their own tokens.
+  SlowBackend backend(4, 64, std::chrono::milliseconds(4));
+  SchedulerOptions options;
+  options.slaP99TokenSeconds = 0.001;
+  Metrics metrics;
+  Scheduler scheduler(backend, bytes(), options, &metrics);
+  EXPECT_EQ(scheduler.admittedLimit(), 4u);
+  std::vector<Outcome> outcomes(16);
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    ASSERT_TRUE(
+        scheduler.submit(request({int32_t('a' + i)}, 30), collect(outcomes[i]))
+            .accepted());
+  // Once a step ran one request under a limit of 1, no step runs more.
+  size_t widest = 0;
+  bool settled = false;
+  for (int i = 0; i < 100000 && scheduler.runOnce(); ++i) {
+    size_t width = backend.log.back().size();
+    widest = std::max(widest, width);
+    if (settled)
+      EXPECT_EQ(width, 1u) << "step " << i;
+    settled = settled || (scheduler.admittedLimit() == 1 && width == 1);
+  }
+  EXPECT_EQ(widest, 4u) << "the batch never used every slot";
+  EXPECT_EQ(scheduler.admittedLimit(), 1u);
+  EXPECT_TRUE(settled) << "the limit of 1 never held";
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    EXPECT_EQ(outcomes[i].tokens, alone({int32_t('a' + i)}, 30)) << i;
+  std::string text = metrics.render();
+  EXPECT_NE(text.find("sits_admitted_batch_limit 1\n"), std::string::npos);
+  EXPECT_EQ(text.find("sits_sla_window_p99_seconds 0\n"), std::string::npos);
+}
+
+namespace {
+std::vector<int32_t> letters(const std::string &text) {
+  return std::vector<int32_t>(text.begin(), text.end());
+}
+} // namespace
+
+TEST(Scheduler, PrefixCacheSkipsCachedBlocksAndKeepsTheTokens) {
+  HashBackend backend(2, 64);
+  backend.allocateBlockPool(4, 16);
+  Metrics metrics;
+  Scheduler scheduler(backend, bytes(), {}, &metrics);
+  ASSERT_NE(scheduler.prefixCache(), nullptr);
+  std::string shared = "abcdefghijklmnop"; // four blocks
+  std::vector<int32_t> first = letters(shared + "qrs");
+  std::vector<int32_t> second = letters(shared + "xyz");
+  Outcome a, b, c;
+  ASSERT_TRUE(scheduler.submit(request(first, 5), collect(a)).accepted());
+  drain(scheduler);
+  EXPECT_EQ(backend.saves, 1) << "the prompt's four full blocks, at once";
+  EXPECT_EQ(scheduler.prefixCache()->usedBlocks(), 4u);
+
+  size_t logged = backend.log.size();
+  ASSERT_TRUE(scheduler.submit(request(second, 5), collect(b)).accepted());
+  drain(scheduler);
+  EXPECT_EQ(backend.loads, 1);
+  // Prefill starts after the 16 cached tokens.
+  ASSERT_GT(backend.log.size(), logged);
+  EXPECT_EQ(backend.log[logged][0].position, 16u);
+  EXPECT_EQ(backend.log[logged][0].tokens, letters("xyz"));
+  EXPECT_EQ(a.tokens, alone(first, 5));
+  EXPECT_EQ(b.tokens, alone(second, 5));
+
+  // A prompt of exactly the cached blocks: the last token is prefilled
+  // anyway (its logits give the first token), so three blocks are loaded.
+  logged = backend.log.size();
+  ASSERT_TRUE(
+      scheduler.submit(request(letters(shared), 3), collect(c)).accepted());
+  drain(scheduler);
+  EXPECT_EQ(backend.log[logged][0].position, 12u);
+  EXPECT_EQ(backend.log[logged][0].tokens, letters("mnop"));
+  EXPECT_EQ(c.tokens, alone(letters(shared), 3));
+
+  std::string text = metrics.render();
+  EXPECT_NE(text.find("sits_prefix_cache_hit_tokens_total 28\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sits_prefix_cache_prompt_tokens_total 54\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("sits_kv_blocks_used 4\n"), std::string::npos);
+  EXPECT_NE(text.find("sits_kv_blocks_free 12\n"), std::string::npos);
+}
+
+TEST(Scheduler, PrefixCacheFailuresFallBackToAFullPrefill) {
+  HashBackend backend(1, 64);
+  backend.allocateBlockPool(4, 8);
+  Scheduler scheduler(backend, bytes(), {});
+  std::vector<int32_t> prompt = letters("abcdefghij");
+  Outcome a, b, c;
+  // A failed save forgets the blocks: nothing is cached.
+  backend.failSaves = true;
+  ASSERT_TRUE(scheduler.submit(request(prompt, 4), collect(a)).accepted());
+  drain(scheduler);
+  EXPECT_EQ(scheduler.prefixCache()->usedBlocks(), 0u);
+  EXPECT_EQ(a.tokens, alone(prompt, 4));
+  backend.failSaves = false;
+  ASSERT_TRUE(scheduler.submit(request(prompt, 4), collect(b)).accepted());
+  drain(scheduler);
+  EXPECT_EQ(scheduler.prefixCache()->usedBlocks(), 2u);
+  // A failed load prefills from position 0.
+  backend.failLoads = true;
+  size_t logged = backend.log.size();
+  ASSERT_TRUE(scheduler.submit(request(prompt, 4), collect(c)).accepted());
+  drain(scheduler);
+  EXPECT_EQ(backend.log[logged][0].position, 0u);
+  EXPECT_EQ(b.tokens, alone(prompt, 4));
+  EXPECT_EQ(c.tokens, alone(prompt, 4));
+  EXPECT_EQ(scheduler.prefixCache()->references(0), 0u);
+  EXPECT_EQ(scheduler.prefixCache()->references(1), 0u);
+}
+
+TEST(Scheduler, PrefixCacheUnderBatchingAndEviction) {
+  // Many requests over few blocks, four slots at once: blocks are evicted
+  // and reused while others hold theirs, and every request gets its own
+  // tokens.
+  HashBackend backend(4, 64);
+  backend.allocateBlockPool(2, 6);
+  SchedulerOptions options;
+  options.maxQueue = 64;
+  options.maxPrefillChunk = 3;
+  Scheduler scheduler(backend, bytes(), options);
+  std::vector<Outcome> outcomes(24);
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    prompts.push_back(letters(std::string("abcdef").substr(0, 2 + i % 5) +
+                              char('g' + i % 3) + "xy"));
+    ASSERT_TRUE(scheduler.submit(request(prompts[i], 6), collect(outcomes[i]))
+                    .accepted());
+  }
+  drain(scheduler);
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    EXPECT_EQ(outcomes[i].tokens, alone(prompts[i], 6)) << i;
+  EXPECT_GT(backend.loads, 0);
+  EXPECT_GT(scheduler.prefixCache()->evictions(), 0u);
+  for (uint32_t pool = 0; pool < 6; ++pool)
+    EXPECT_EQ(scheduler.prefixCache()->references(pool), 0u) << pool;
 }

@@ -53,3 +53,34 @@ TEST(ServeOptions, BadValuesNameTheOption) {
             std::string::npos);
   EXPECT_NE(serveOptionsHelp().find("--max-queue"), std::string::npos);
 }
+
+TEST(ServeOptions, SlaAndPrefixCacheOptions) {
+  ServeOptions options;
+  EXPECT_EQ(options.slaP99TokenMs, 0) << "off by default";
+  EXPECT_EQ(options.prefixCacheBlocks, 0u) << "off by default";
+  std::vector<std::string> rest;
+  EXPECT_EQ(parse({"tool", "--sla-p99-token-ms=50", "--prefix-cache-blocks",
+                   "8", "--prefix-block-tokens=32", "--retry-after=3"},
+                  options, rest),
+            "");
+  EXPECT_EQ(options.slaP99TokenMs, 50);
+  EXPECT_EQ(options.prefixCacheBlocks, 8u);
+  EXPECT_EQ(options.prefixBlockTokens, 32u);
+  EXPECT_EQ(options.retryAfter, 3u);
+  EXPECT_NE(parse({"tool", "--prefix-block-tokens=0"}, options, rest)
+                .find("--prefix-block-tokens expects an integer from 1"),
+            std::string::npos);
+  EXPECT_NE(parse({"tool", "--retry-after=0"}, options, rest)
+                .find("--retry-after expects an integer from 1"),
+            std::string::npos);
+  EXPECT_EQ(parse({"tool", "--sla-p99-token-ms=0.25"}, options, rest), "");
+  EXPECT_EQ(options.slaP99TokenMs, 0.25);
+  for (const char *bad : {"--sla-p99-token-ms=-1", "--sla-p99-token-ms=nan",
+                          "--sla-p99-token-ms=5ms", "--sla-p99-token-ms="})
+    EXPECT_NE(parse({"tool", bad}, options, rest)
+                  .find("--sla-p99-token-ms expects a number of milliseconds"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(serveOptionsHelp().find("--prefix-cache-blocks"),
+            std::string::npos);
+}

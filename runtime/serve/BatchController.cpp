@@ -1,0 +1,70 @@
+//===- BatchController.cpp - SLA-driven limit on the running batch --------===//
+
+#include "BatchController.h"
+
+#include "sits/Error.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace sits;
+using namespace sits::serve;
+
+BatchController::BatchController(BatchControlOptions options,
+                                 Clock::time_point start)
+    : options(options), windowStart(start), current(options.maxLimit) {
+  if (options.maxLimit < 1)
+    throw Error(ErrorCode::InvalidArgument,
+                "the batch limit needs at least one slot");
+  if (!(options.targetSeconds >= 0) || std::isinf(options.targetSeconds))
+    throw Error(ErrorCode::InvalidArgument,
+                "the latency target must be a finite number of seconds >= 0");
+  if (options.window.count() <= 0)
+    throw Error(ErrorCode::InvalidArgument, "the SLA window must be positive");
+  if (!(options.decrease > 0 && options.decrease < 1) ||
+      !(options.margin > 0 && options.margin <= 1))
+    throw Error(ErrorCode::InvalidArgument,
+                "the decrease factor must be in (0, 1) and the margin in "
+                "(0, 1]");
+}
+
+void BatchController::recordTokenLatency(double seconds) {
+  if (seconds >= 0 && std::isfinite(seconds))
+    samples.push_back(seconds);
+}
+
+double BatchController::p99(std::vector<double> &values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t rank = static_cast<size_t>(std::ceil(0.99 * values.size()));
+  return values[std::max<size_t>(rank, 1) - 1];
+}
+
+uint32_t BatchController::update(Clock::time_point now) {
+  if (now - windowStart < options.window)
+    return current;
+  ++closed;
+  windowStart = now;
+  bool wasLimited = limited;
+  limited = false;
+  if (samples.empty())
+    return current; // no token, no evidence either way
+  lastP99 = p99(samples);
+  samples.clear();
+  if (options.targetSeconds <= 0)
+    return current;
+  if (holdNext) {
+    holdNext = false;
+    return current;
+  }
+  if (lastP99 > options.targetSeconds) {
+    uint32_t lowered = static_cast<uint32_t>(current * options.decrease);
+    current = std::max<uint32_t>(1, std::min(lowered, current - 1));
+    holdNext = true;
+  } else if (lastP99 < options.margin * options.targetSeconds && wasLimited &&
+             current < options.maxLimit) {
+    ++current;
+  }
+  return current;
+}

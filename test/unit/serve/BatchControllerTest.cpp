@@ -1,0 +1,183 @@
+//===- BatchControllerTest.cpp - The SLA-driven batch limit ---------------===//
+//
+// The controller gets its clock and latencies from the test: each window
+// here is fed latencies of a made-up model whose p99 grows with the batch,
+// and the limit is checked window by window.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BatchController.h"
+
+#include "sits/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+using namespace sits::serve;
+using Clock = BatchController::Clock;
+using std::chrono::milliseconds;
+
+namespace {
+BatchControlOptions options(double targetMs, uint32_t slots) {
+  BatchControlOptions o;
+  o.targetSeconds = targetMs / 1000;
+  o.maxLimit = slots;
+  return o;
+}
+
+/// Runs `windows` windows of 100 ms: each gets 100 latencies from
+/// `latencyMs(limit)` (the last one, the p99 sample, from `tailMs`) and a
+/// waiting request when `demand`; returns the limit after each window.
+std::vector<uint32_t> run(BatchController &controller, int windows,
+                          const std::function<double(uint32_t)> &latencyMs,
+                          bool demand = true) {
+  std::vector<uint32_t> limits;
+  Clock::time_point now{};
+  for (int w = 0; w < windows; ++w) {
+    double ms = latencyMs(controller.limit());
+    for (int i = 0; i < 100; ++i)
+      controller.recordTokenLatency(ms / 1000);
+    if (demand)
+      controller.recordLimited();
+    now += milliseconds(100);
+    limits.push_back(controller.update(now));
+  }
+  return limits;
+}
+} // namespace
+
+TEST(BatchController, P99IsTheNearestRank) {
+  std::vector<double> none;
+  EXPECT_EQ(BatchController::p99(none), 0);
+  std::vector<double> samples;
+  for (int i = 200; i >= 1; --i)
+    samples.push_back(i);
+  EXPECT_EQ(BatchController::p99(samples), 198);
+  std::vector<double> one = {5};
+  EXPECT_EQ(BatchController::p99(one), 5);
+}
+
+TEST(BatchController, AWindowCloses100msAfterItOpened) {
+  BatchController controller(options(10, 8), Clock::time_point{});
+  controller.recordTokenLatency(0.050);
+  EXPECT_EQ(controller.update(Clock::time_point{} + milliseconds(99)), 8u);
+  EXPECT_EQ(controller.windowsClosed(), 0u);
+  EXPECT_EQ(controller.update(Clock::time_point{} + milliseconds(100)), 4u);
+  EXPECT_EQ(controller.windowsClosed(), 1u);
+  EXPECT_DOUBLE_EQ(controller.windowP99(), 0.050);
+}
+
+TEST(BatchController, OverTheTargetHalvesDownToOne) {
+  // Every window is over the target: 8 -> 4, hold, 2, hold, 1, and 1 stays.
+  BatchController controller(options(10, 8), Clock::time_point{});
+  std::vector<uint32_t> limits =
+      run(controller, 8, [](uint32_t) { return 50; });
+  EXPECT_EQ(limits, (std::vector<uint32_t>{4, 4, 2, 2, 1, 1, 1, 1}));
+}
+
+TEST(BatchController, UnderTheTargetGrowsByOneUpToTheSlots) {
+  BatchController controller(options(100, 4), Clock::time_point{});
+  run(controller, 1, [](uint32_t) { return 500; }); // 4 -> 2
+  // The window after a decrease is not judged; then +1 per window.
+  std::vector<uint32_t> limits =
+      run(controller, 5, [](uint32_t) { return 10; });
+  EXPECT_EQ(limits, (std::vector<uint32_t>{2, 2, 3, 4, 4}));
+}
+
+TEST(BatchController, NoDemandNoGrowth) {
+  // Under the target, but nothing waited for the limit: the limit has not
+  // been shown to hold the batch back, so it stays.
+  BatchController controller(options(100, 8), Clock::time_point{});
+  run(controller, 1, [](uint32_t) { return 500; }); // 8 -> 4
+  std::vector<uint32_t> limits = run(
+      controller, 4, [](uint32_t) { return 10; }, /*demand=*/false);
+  EXPECT_EQ(limits, (std::vector<uint32_t>{4, 4, 4, 4}));
+}
+
+TEST(BatchController, WindowsWithoutTokensChangeNothing) {
+  BatchController controller(options(10, 8), Clock::time_point{});
+  Clock::time_point now{};
+  for (int i = 0; i < 5; ++i) {
+    controller.recordLimited();
+    now += milliseconds(150);
+    EXPECT_EQ(controller.update(now), 8u);
+  }
+  EXPECT_EQ(controller.windowsClosed(), 5u);
+  EXPECT_EQ(controller.windowP99(), 0);
+}
+
+TEST(BatchController, BetweenMarginAndTargetHolds) {
+  // p99 in [0.8 * target, target]: neither over nor safely under.
+  BatchController controller(options(100, 8), Clock::time_point{});
+  run(controller, 1, [](uint32_t) { return 500; }); // 8 -> 4
+  std::vector<uint32_t> limits =
+      run(controller, 6, [](uint32_t) { return 90; });
+  EXPECT_EQ(limits, std::vector<uint32_t>(6, 4));
+}
+
+TEST(BatchController, OscillationStaysWithinBounds) {
+  // A model whose p99 is 10 ms per running request: a target of 45 ms
+  // admits 4. From any start the limit settles within [2, 4] (one halving
+  // below the best at worst), never above the slots or below 1, and is
+  // over the target only while it halves down (two windows per halving).
+  for (uint32_t slots : {1u, 3u, 8u, 64u}) {
+    BatchController controller(options(45, slots), Clock::time_point{});
+    uint32_t best = std::min<uint32_t>(4, slots);
+    int over = 0;
+    std::vector<uint32_t> limits = run(controller, 200, [&](uint32_t limit) {
+      double ms = 10.0 * limit;
+      over += ms > 45;
+      return ms;
+    });
+    int halvings = 0;
+    for (uint32_t l = slots; l > best; l /= 2)
+      ++halvings;
+    EXPECT_LE(over, 2 * halvings) << "slots " << slots;
+    for (size_t w = 0; w < limits.size(); ++w) {
+      EXPECT_GE(limits[w], 1u);
+      EXPECT_LE(limits[w], slots);
+      if (w >= 20) {
+        EXPECT_LE(limits[w], best) << "slots " << slots << " window " << w;
+        EXPECT_GE(limits[w], std::max<uint32_t>(1, best / 2))
+            << "slots " << slots << " window " << w;
+      }
+    }
+  }
+}
+
+TEST(BatchController, NoisyLatencyKeepsTheLimitInRange) {
+  // Latency that jumps between windows: the limit moves, always in
+  // 1..slots, and comes back up once the latency is low again.
+  BatchController controller(options(20, 16), Clock::time_point{});
+  int window = 0;
+  std::vector<uint32_t> limits = run(controller, 300, [&](uint32_t limit) {
+    ++window;
+    if (window > 250)
+      return 1.0;
+    return (window % 7 == 0 ? 60.0 : 2.0) * limit;
+  });
+  for (uint32_t limit : limits) {
+    EXPECT_GE(limit, 1u);
+    EXPECT_LE(limit, 16u);
+  }
+  EXPECT_EQ(limits.back(), 16u);
+}
+
+TEST(BatchController, OffMeasuresButNeverLimits) {
+  BatchController controller(options(0, 8), Clock::time_point{});
+  std::vector<uint32_t> limits =
+      run(controller, 5, [](uint32_t) { return 900; });
+  EXPECT_EQ(limits, std::vector<uint32_t>(5, 8));
+  EXPECT_DOUBLE_EQ(controller.windowP99(), 0.9);
+}
+
+TEST(BatchController, BadOptionsAreRefused) {
+  EXPECT_THROW(BatchController(options(10, 0), Clock::time_point{}),
+               sits::Error);
+  EXPECT_THROW(BatchController(options(-1, 4), Clock::time_point{}),
+               sits::Error);
+  BatchControlOptions o = options(10, 4);
+  o.decrease = 1;
+  EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+}
