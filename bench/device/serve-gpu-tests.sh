@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One device call for the serving layer's GPU tests: the Session gtests
+# (SessionStepTest, SessionBlocksTest: a slot's KV blocks saved and loaded
+# give a full prefill's tokens) and test/serve/test_serve_gpu.py (sits-serve
+# through the real `openai` client: greedy completions equal sits-exec's,
+# batched and chunked, and with prefix caching the same tokens and the hits
+# expected).
+#
+# Here, before the call: bench/device/prepare.sh, bench/device/pack.sh
+# (.device-pack/device.tar.xz), bench/device/prepare-serve.sh (cpp-httplib
+# for the machine), and the `openai` wheels with their dependencies for the
+# machine's Python (PyPI, test tools only) in .device-serve/wheels:
+#   python3 -m pip download --only-binary=:all: --python-version 3.12 \
+#     --platform manylinux2014_x86_64 --implementation cp \
+#     -d .device-serve/wheels openai
+# Call with carry [".device-pack", ".device-serve"]. $OUT gets the logs.
+set -uo pipefail
+FINAL=${OUT:-$(pwd)/bench/out}
+W=/tmp/serve-gpu
+data=$(pwd)/.device-serve
+mkdir -p "$FINAL" "$W"
+say() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$FINAL/serve-gpu.log"; }
+status=0
+tar -xJf .device-pack/device.tar.xz
+export PATH="$(pwd)/.device:$PATH"
+export PKG_CONFIG_PATH=$data/httplib/lib/pkgconfig
+export LD_LIBRARY_PATH=$data/httplib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+python3 -m pip install -q --no-index --no-deps --target "$W/py" "$data"/wheels/*.whl \
+  >"$FINAL/pip.log" 2>&1 || { say "openai wheels did not install"; status=1; }
+export PYTHONPATH=$W/py
+say "$(nvidia-smi -L | head -1); $(python3 -c 'import openai; print("openai", openai.__version__)' 2>&1)"
+if ! cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
+     -DSITS_BUILD_COMPILER=OFF -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
+     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" \
+     >"$FINAL/build.log" 2>&1 ||
+   ! cmake --build "$W/build" -j "$(nproc)" \
+     --target SitsRuntimeGpuTest sits-serve >>"$FINAL/build.log" 2>&1; then
+  grep -iE "error|httplib" "$FINAL/build.log" | head -20
+  say "build FAILED"
+  exit 1
+fi
+say "built"
+"$W/build/bin/SitsRuntimeGpuTest" \
+  --gtest_filter='SessionBlocksTest.*:SessionStepTest.*' \
+  >"$FINAL/gtest.log" 2>&1 || status=1
+tail -5 "$FINAL/gtest.log" | tee -a "$FINAL/serve-gpu.log"
+# sitsc and sits-exec come from .device (PATH), sits-serve from the build.
+SITS_REQUIRE_GPU=1 SITS_BIN_DIR=$W/build/bin python3 -m pytest -q -rs \
+  -p no:cacheprovider test/serve/test_serve_gpu.py >"$FINAL/pytest.log" 2>&1 ||
+  status=1
+tail -8 "$FINAL/pytest.log" | tee -a "$FINAL/serve-gpu.log"
+say "done: exit $status"
+exit $status
