@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One device call for serving numbers (bench/serve_load.py against
+# sits-serve on this machine's GPU): output tokens/s, TTFT and inter-token
+# latency at 1, 8 and 32 concurrent streams; TTFT of requests sharing a
+# 1024-token prefix with and without the prefix cache; the p99 inter-token
+# latency at 32 streams under --sla-p99-token-ms of 1.5x the one-stream
+# latency; and sits-bench's batch-1 ms/token on the same engine.
+#
+# The engine: llama_gqa (the small test model) in fp16 with the Llama-3-shaped
+# test tokenizer, 32 slots of 2048 tokens, compiled here by the carried sitsc.
+# Here, before the call: as for bench/device/serve-gpu-tests.sh (carry
+# [".device-pack", ".device-serve"]). $OUT gets serve-bench.log and the JSON.
+set -uo pipefail
+FINAL=${OUT:-$(pwd)/bench/out}
+W=/tmp/serve-bench
+data=$(pwd)/.device-serve
+mkdir -p "$FINAL" "$W"
+say() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$FINAL/serve-bench.log"; }
+tar -xJf .device-pack/device.tar.xz
+export PATH="$(pwd)/.device:$PATH"
+export PKG_CONFIG_PATH=$data/httplib/lib/pkgconfig
+export LD_LIBRARY_PATH=$data/httplib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+say "$(nvidia-smi -L | head -1)"
+cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
+  -DSITS_BUILD_COMPILER=OFF -DSITS_BUILD_TESTS=OFF \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" >"$FINAL/build.log" 2>&1 &&
+  cmake --build "$W/build" -j "$(nproc)" --target sits-serve sits-bench \
+    >>"$FINAL/build.log" 2>&1 || { say "build FAILED"; tail -20 "$FINAL/build.log"; exit 1; }
+bin=$W/build/bin
+engine=$W/gqa.sits
+sitsc test/models/llama_gqa/model.onnx --tokenizer="$data/tok" \
+  --max-seq-len=2048 --max-batch=32 -o "$engine" >/dev/null 2>>"$FINAL/serve-bench.log" ||
+  { say "sitsc FAILED"; exit 1; }
+"$bin/sits-bench" "$engine" --batch 1,8,32 --context 512 --new-tokens 128 \
+  --json "$FINAL/sits-bench.json" >"$FINAL/sits-bench.log" 2>&1
+say "sits-bench: $(grep -E '^ *[0-9]' "$FINAL/sits-bench.log" | head -3 | tr -s ' ' | tr '\n' ';')"
+
+server_pid=""
+start_server() { # options...
+  "$bin/sits-serve" "$engine" --port=0 --model-name=gqa --max-queue=256 "$@" \
+    >"$W/server.out" 2>>"$FINAL/server.err" &
+  server_pid=$!
+  for _ in $(seq 100); do
+    port=$(grep -o '127.0.0.1:[0-9]*' "$W/server.out" | head -1 | cut -d: -f2)
+    [ -n "$port" ] && return 0
+    sleep 0.1
+  done
+  say "server did not start: $(tail -3 "$FINAL/server.err")"
+  exit 1
+}
+stop_server() { kill -TERM "$server_pid"; wait "$server_pid"; }
+load() { # label, then serve_load options
+  local label=$1; shift
+  python3 bench/serve_load.py --url "http://127.0.0.1:$port" --model gqa \
+    --vocab 512 --label "$label" --json "$FINAL/load-$label.json" \
+    --max-seconds 120 "$@" | tee -a "$FINAL/serve-bench.log"
+}
+
+start_server
+load warmup --requests 8 --concurrency 8 --prompt-len 64,64 --output-len 16,16 >/dev/null
+load c1 --requests 16 --concurrency 1 --prompt-len 128,1024 --output-len 64,128
+load c8 --requests 64 --concurrency 8 --prompt-len 128,1024 --output-len 64,128
+load c32 --requests 128 --concurrency 32 --prompt-len 128,1024 --output-len 64,128
+load prefix-off --requests 32 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16
+stop_server
+itl=$(python3 -c "import json; print(json.load(open('$FINAL/load-c1.json'))['itl_ms_p50'])")
+sla=$(python3 -c "print(round(1.5 * $itl, 3))")
+start_server --prefix-cache-blocks=4096
+load prefix-warm --requests 1 --concurrency 1 --shared-prefix 1024 --prompt-len 32,32 --output-len 4,4 >/dev/null
+load prefix-on --requests 32 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16
+curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_prefix_cache_hit_rate|^sits_kv_blocks' | tee -a "$FINAL/serve-bench.log"
+stop_server
+say "SLA target: $sla ms (1.5 x the one-stream ITL p50 $itl ms)"
+start_server --sla-p99-token-ms="$sla"
+load sla-c32 --requests 128 --concurrency 32 --prompt-len 128,1024 --output-len 64,128
+curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_sla_window' | tee -a "$FINAL/serve-bench.log"
+stop_server
+say "done"
