@@ -47,8 +47,8 @@ protected:
   MLIRContext context;
 };
 
-// The sits ops whose results the analysis reads from their types: the
-// weight (a constant), the KV-cache ops and the quantized ops.
+// The sits ops without a shape rule: the weight (constant-like: the analysis
+// reads its value), the KV-cache ops and the quantized ops (their types).
 const llvm::StringSet<> kSitsOpsWithoutShapeRule = {
     "sits.weight",          "sits.kv_cache.init", "sits.kv_cache.length",
     "sits.kv_cache.append", "sits.kv_cache.read", "sits.kv_cache.advance",
