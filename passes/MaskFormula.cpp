@@ -9,7 +9,7 @@
 
 #include "passes/MaskProver.h"
 
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 
 #include "mlir/Analysis/Presburger/IntegerRelation.h"
 

@@ -10,7 +10,7 @@
 #include "passes/MaskProver.h"
 
 #include "dialects/onnx/OnnxOps.h"
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 
 using namespace mlir;
 using namespace sits;

@@ -3,7 +3,7 @@
 #include "passes/MaskProver.h"
 
 #include "dialects/onnx/OnnxOps.h"
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 #include "dialects/sits/SitsOps.h"
 
 #include "mlir/IR/AffineExprVisitor.h"

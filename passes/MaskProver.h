@@ -18,7 +18,7 @@
 #ifndef SITS_PASSES_MASKPROVER_H
 #define SITS_PASSES_MASKPROVER_H
 
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/shapes/SymbolicShapes.h"
 
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Value.h"

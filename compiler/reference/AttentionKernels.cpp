@@ -313,11 +313,11 @@ static llvm::Error runKVAdvance(KernelContext &context) {
   return llvm::Error::success();
 }
 
-void sits::reference::registerAttentionKernels(KernelTable &table) {
-  table["sits.attention"] = runAttention;
-  table["sits.kv_cache.init"] = runKVCacheInit;
-  table["sits.kv_cache.length"] = runKVLength;
-  table["sits.kv_cache.append"] = runKVAppend;
-  table["sits.kv_cache.read"] = runKVRead;
-  table["sits.kv_cache.advance"] = runKVAdvance;
+void sits::reference::attachAttentionKernels(MLIRContext *context) {
+  attachKernel<runAttention, AttentionOp>(context);
+  attachKernel<runKVCacheInit, KVCacheInitOp>(context);
+  attachKernel<runKVLength, KVLengthOp>(context);
+  attachKernel<runKVAppend, KVAppendOp>(context);
+  attachKernel<runKVRead, KVReadOp>(context);
+  attachKernel<runKVAdvance, KVAdvanceOp>(context);
 }

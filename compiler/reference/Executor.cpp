@@ -1,15 +1,16 @@
 //===- Executor.cpp - CPU reference executor ------------------------------===//
 //
-// The interpreter loop: walks the single block of a function in order, looks
-// each op's kernel up by name, checks what the kernel produced against the
-// op's declared result types, rounds floats to their element type, and frees
-// each value after its last use.
+// The interpreter loop: walks the single block of a function in order, runs
+// each op's kernel through its ReferenceKernelOpInterface, checks what the
+// kernel produced against the op's declared result types, rounds floats to
+// their element type, and frees each value after its last use.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/reference/Executor.h"
 #include "compiler/reference/Kernels.h"
 
+#include "dialects/onnx/OnnxDialect.h"
 #include "dialects/sits/SitsOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,6 +23,8 @@
 
 using namespace mlir;
 using namespace sits::reference;
+
+#include "compiler/reference/ReferenceKernelOpInterface.cpp.inc"
 
 //===----------------------------------------------------------------------===//
 // Locations and errors
@@ -123,10 +126,7 @@ public:
     if (numThreads == 0)
       numThreads =
           std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
-    registerSitsKernels(kernels);
-    registerAttentionKernels(kernels);
-    registerOnnxKernels(kernels);
-    registerQuantKernels(kernels);
+    attachKernels(module->getContext());
   }
 
   llvm::Expected<std::vector<RuntimeValue>>
@@ -135,7 +135,6 @@ public:
 
   ModuleOp module;
   unsigned numThreads;
-  KernelTable kernels;
   OpObserver observer;
   ExecutorStatistics statistics;
   /// Boxed: a call can add plans while the caller holds its own.
@@ -370,11 +369,11 @@ llvm::Error Executor::Impl::runOp(Operation *op,
   if (llvm::Error error = runBuiltinOp(op, context, depth, handled))
     return error;
   if (!handled) {
-    auto it = kernels.find(op->getName().getStringRef());
-    if (it == kernels.end())
+    auto kernel = dyn_cast<ReferenceKernelOpInterface>(op);
+    if (!kernel)
       return context.error("op '" + op->getName().getStringRef() +
                            "' is not supported by the reference executor");
-    if (llvm::Error error = it->second(context))
+    if (llvm::Error error = kernel.runReferenceKernel(context))
       return error;
   }
   for (unsigned i = 0; i < op->getNumResults(); ++i)
@@ -447,20 +446,36 @@ Executor::Executor(ModuleOp module, ExecutorOptions options)
 
 Executor::~Executor() = default;
 
-bool Executor::supports(llvm::StringRef opName) {
-  static const KernelTable table = [] {
-    KernelTable kernels;
-    registerSitsKernels(kernels);
-    registerAttentionKernels(kernels);
-    registerOnnxKernels(kernels);
-    registerQuantKernels(kernels);
-    return kernels;
-  }();
+void sits::reference::registerReferenceKernels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, sits::SitsDialect *) {
+    attachSitsKernels(context);
+    attachAttentionKernels(context);
+    attachQuantKernels(context);
+  });
+  registry.addExtension(+[](MLIRContext *context, sits::onnx::OnnxDialect *) {
+    attachOnnxKernels(context);
+  });
+}
+
+void sits::reference::attachKernels(MLIRContext *context) {
+  // Cheap after the first call: a registry the context already holds is
+  // not applied again.
+  DialectRegistry registry;
+  registerReferenceKernels(registry);
+  context->appendDialectRegistry(registry);
+}
+
+bool Executor::supports(OperationName name) {
+  attachKernels(name.getContext());
+  if (name.hasInterface<ReferenceKernelOpInterface>())
+    return true;
   // Ops runBuiltinOp handles.
-  static const llvm::StringRef builtins[] = {"arith.constant", "sits.weight",
-                                             "func.call",      "func.return",
-                                             "tensor.dim",     "tensor.cast"};
-  return table.count(opName) || llvm::is_contained(builtins, opName);
+  return name.getTypeID() == TypeID::get<arith::ConstantOp>() ||
+         name.getTypeID() == TypeID::get<sits::WeightOp>() ||
+         name.getTypeID() == TypeID::get<func::CallOp>() ||
+         name.getTypeID() == TypeID::get<func::ReturnOp>() ||
+         name.getTypeID() == TypeID::get<tensor::DimOp>() ||
+         name.getTypeID() == TypeID::get<tensor::CastOp>();
 }
 
 void Executor::setObserver(OpObserver observer) {

@@ -23,6 +23,8 @@
 #include "compiler/reference/Tensor.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/OperationSupport.h"
 #include "llvm/Support/Error.h"
 
 #include <functional>
@@ -94,14 +96,27 @@ public:
   const ExecutorStatistics &getStatistics() const;
   void resetStatistics();
 
-  /// Whether the executor runs ops named `opName` ("sits.linear").
-  static bool supports(llvm::StringRef opName);
+  /// Whether the executor runs ops of kind `name`: a kernel attached
+  /// (ReferenceKernelOpInterface), or one of the upstream ops it runs
+  /// itself (arith.constant, func.call, tensor.dim, ...).
+  static bool supports(mlir::OperationName name);
 
   class Impl;
 
 private:
   std::unique_ptr<Impl> impl;
 };
+
+/// Attaches the reference kernels to the sits and onnx ops (their
+/// ReferenceKernelOpInterface, an external model: the dialects do not
+/// depend on the executor) as each dialect loads, like the upstream
+/// registerXExternalModels functions.
+void registerReferenceKernels(mlir::DialectRegistry &registry);
+
+/// Adds registerReferenceKernels to `context` (to its dialects already
+/// loaded too). The executor does this for its module's context, so callers
+/// need not.
+void attachKernels(mlir::MLIRContext *context);
 
 /// "loc(\"/model/layers.0/MatMul\")" -> "/model/layers.0/MatMul": the ONNX
 /// node names in a location (every NameLoc, for fused locations), else

@@ -1,7 +1,8 @@
 //===- Kernels.h - Op kernels of the reference executor ---------*- C++ -*-===//
 //
-// Internal to the reference executor: the context a kernel runs in and the
-// tables that map op names to kernels, one per op family.
+// Internal to the reference executor: the context a kernel runs in, the op
+// interface through which the executor runs an op's kernel, and the
+// functions that attach each op family's kernels to its ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,9 +11,10 @@
 
 #include "compiler/reference/Executor.h"
 
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
 
 #include <optional>
@@ -89,14 +91,37 @@ private:
 };
 
 using Kernel = llvm::Error (*)(KernelContext &context);
-using KernelTable = llvm::StringMap<Kernel>;
 
-/// Each op family adds its kernels, keyed by the full op name
-/// ("sits.linear", "onnx.MatMul").
-void registerSitsKernels(KernelTable &table);
-void registerAttentionKernels(KernelTable &table);
-void registerOnnxKernels(KernelTable &table);
-void registerQuantKernels(KernelTable &table);
+} // namespace sits::reference
+
+#include "compiler/reference/ReferenceKernelOpInterface.h.inc"
+
+namespace sits::reference {
+
+/// The model of `OpT` that runs kernel `K`: kernels are plain functions,
+/// some shared by several ops, so the model is generated rather than
+/// written per op.
+template <Kernel K, typename OpT>
+struct KernelModel
+    : ReferenceKernelOpInterface::ExternalModel<KernelModel<K, OpT>, OpT> {
+  llvm::Error runReferenceKernel(mlir::Operation *,
+                                 KernelContext &context) const {
+    return K(context);
+  }
+};
+
+/// Attaches kernel `K` to each op of `OpTs` (ops of a loaded dialect).
+template <Kernel K, typename... OpTs>
+void attachKernel(mlir::MLIRContext *context) {
+  (OpTs::template attachInterface<KernelModel<K, OpTs>>(*context), ...);
+}
+
+/// Each op family attaches its kernels to its ops; registerReferenceKernels
+/// (Executor.h) calls them as the sits and onnx dialects load.
+void attachSitsKernels(mlir::MLIRContext *context);
+void attachAttentionKernels(mlir::MLIRContext *context);
+void attachQuantKernels(mlir::MLIRContext *context);
+void attachOnnxKernels(mlir::MLIRContext *context);
 
 /// Broadcasting: the strides that read a tensor of shape `source` as a tensor
 /// of shape `target`, aligned from the right (stride 0 on broadcast

@@ -8,6 +8,8 @@
 #include "compiler/reference/Math.h"
 #include "compiler/reference/OnnxSupport.h"
 
+#include "dialects/onnx/OnnxOps.h"
+
 #include <cmath>
 #include <limits>
 
@@ -551,44 +553,47 @@ static llvm::Error runSoftmax(KernelContext &context) {
   return llvm::Error::success();
 }
 
-void onnx::registerOnnxElementwiseKernels(KernelTable &table) {
-  table["onnx.Abs"] = runUnaryOp<Unary::Abs>;
-  table["onnx.Cos"] = runUnaryOp<Unary::Cos>;
-  table["onnx.Erf"] = runUnaryOp<Unary::Erf>;
-  table["onnx.Exp"] = runUnaryOp<Unary::Exp>;
-  table["onnx.Identity"] = runUnaryOp<Unary::Identity>;
-  table["onnx.IsNaN"] = runUnaryOp<Unary::IsNaN>;
-  table["onnx.Log"] = runUnaryOp<Unary::Log>;
-  table["onnx.Neg"] = runUnaryOp<Unary::Neg>;
-  table["onnx.Not"] = runUnaryOp<Unary::Not>;
-  table["onnx.Reciprocal"] = runUnaryOp<Unary::Reciprocal>;
-  table["onnx.Relu"] = runUnaryOp<Unary::Relu>;
-  table["onnx.Sigmoid"] = runUnaryOp<Unary::Sigmoid>;
-  table["onnx.Sin"] = runUnaryOp<Unary::Sin>;
-  table["onnx.Sqrt"] = runUnaryOp<Unary::Sqrt>;
-  table["onnx.Tanh"] = runUnaryOp<Unary::Tanh>;
-  table["onnx.Gelu"] = runGelu;
-  table["onnx.Cast"] = runCast;
-  table["onnx.Clip"] = runClip;
-  table["onnx.Dropout"] = runDropout;
-  table["onnx.CumSum"] = runCumSum;
-  table["onnx.Add"] = runBinaryOp<Binary::Add>;
-  table["onnx.Sub"] = runBinaryOp<Binary::Sub>;
-  table["onnx.Mul"] = runBinaryOp<Binary::Mul>;
-  table["onnx.Div"] = runBinaryOp<Binary::Div>;
-  table["onnx.Pow"] = runBinaryOp<Binary::Pow>;
-  table["onnx.Equal"] = runBinaryOp<Binary::Equal>;
-  table["onnx.Less"] = runBinaryOp<Binary::Less>;
-  table["onnx.LessOrEqual"] = runBinaryOp<Binary::LessOrEqual>;
-  table["onnx.Greater"] = runBinaryOp<Binary::Greater>;
-  table["onnx.GreaterOrEqual"] = runBinaryOp<Binary::GreaterOrEqual>;
-  table["onnx.And"] = runBinaryOp<Binary::And>;
-  table["onnx.Or"] = runBinaryOp<Binary::Or>;
-  table["onnx.Max"] = runVariadicOp<Binary::Max>;
-  table["onnx.Min"] = runVariadicOp<Binary::Min>;
-  table["onnx.Where"] = runWhere;
-  table["onnx.ReduceMean"] = runReduceOp<Reduce::Mean>;
-  table["onnx.ReduceSum"] = runReduceOp<Reduce::Sum>;
-  table["onnx.ReduceMax"] = runReduceOp<Reduce::Max>;
-  table["onnx.Softmax"] = runSoftmax;
+void onnx::attachOnnxElementwiseKernels(MLIRContext *context) {
+  attachKernel<runUnaryOp<Unary::Abs>, sits::onnx::AbsOp>(context);
+  attachKernel<runUnaryOp<Unary::Cos>, sits::onnx::CosOp>(context);
+  attachKernel<runUnaryOp<Unary::Erf>, sits::onnx::ErfOp>(context);
+  attachKernel<runUnaryOp<Unary::Exp>, sits::onnx::ExpOp>(context);
+  attachKernel<runUnaryOp<Unary::Identity>, sits::onnx::IdentityOp>(context);
+  attachKernel<runUnaryOp<Unary::IsNaN>, sits::onnx::IsNaNOp>(context);
+  attachKernel<runUnaryOp<Unary::Log>, sits::onnx::LogOp>(context);
+  attachKernel<runUnaryOp<Unary::Neg>, sits::onnx::NegOp>(context);
+  attachKernel<runUnaryOp<Unary::Not>, sits::onnx::NotOp>(context);
+  attachKernel<runUnaryOp<Unary::Reciprocal>, sits::onnx::ReciprocalOp>(
+      context);
+  attachKernel<runUnaryOp<Unary::Relu>, sits::onnx::ReluOp>(context);
+  attachKernel<runUnaryOp<Unary::Sigmoid>, sits::onnx::SigmoidOp>(context);
+  attachKernel<runUnaryOp<Unary::Sin>, sits::onnx::SinOp>(context);
+  attachKernel<runUnaryOp<Unary::Sqrt>, sits::onnx::SqrtOp>(context);
+  attachKernel<runUnaryOp<Unary::Tanh>, sits::onnx::TanhOp>(context);
+  attachKernel<runGelu, sits::onnx::GeluOp>(context);
+  attachKernel<runCast, sits::onnx::CastOp>(context);
+  attachKernel<runClip, sits::onnx::ClipOp>(context);
+  attachKernel<runDropout, sits::onnx::DropoutOp>(context);
+  attachKernel<runCumSum, sits::onnx::CumSumOp>(context);
+  attachKernel<runBinaryOp<Binary::Add>, sits::onnx::AddOp>(context);
+  attachKernel<runBinaryOp<Binary::Sub>, sits::onnx::SubOp>(context);
+  attachKernel<runBinaryOp<Binary::Mul>, sits::onnx::MulOp>(context);
+  attachKernel<runBinaryOp<Binary::Div>, sits::onnx::DivOp>(context);
+  attachKernel<runBinaryOp<Binary::Pow>, sits::onnx::PowOp>(context);
+  attachKernel<runBinaryOp<Binary::Equal>, sits::onnx::EqualOp>(context);
+  attachKernel<runBinaryOp<Binary::Less>, sits::onnx::LessOp>(context);
+  attachKernel<runBinaryOp<Binary::LessOrEqual>, sits::onnx::LessOrEqualOp>(
+      context);
+  attachKernel<runBinaryOp<Binary::Greater>, sits::onnx::GreaterOp>(context);
+  attachKernel<runBinaryOp<Binary::GreaterOrEqual>,
+               sits::onnx::GreaterOrEqualOp>(context);
+  attachKernel<runBinaryOp<Binary::And>, sits::onnx::AndOp>(context);
+  attachKernel<runBinaryOp<Binary::Or>, sits::onnx::OrOp>(context);
+  attachKernel<runVariadicOp<Binary::Max>, sits::onnx::MaxOp>(context);
+  attachKernel<runVariadicOp<Binary::Min>, sits::onnx::MinOp>(context);
+  attachKernel<runWhere, sits::onnx::WhereOp>(context);
+  attachKernel<runReduceOp<Reduce::Mean>, sits::onnx::ReduceMeanOp>(context);
+  attachKernel<runReduceOp<Reduce::Sum>, sits::onnx::ReduceSumOp>(context);
+  attachKernel<runReduceOp<Reduce::Max>, sits::onnx::ReduceMaxOp>(context);
+  attachKernel<runSoftmax, sits::onnx::SoftmaxOp>(context);
 }

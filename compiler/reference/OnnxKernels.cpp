@@ -141,8 +141,8 @@ onnx::broadcastShapes(const KernelContext &context,
   return broadcastShapes(context, shapes);
 }
 
-void sits::reference::registerOnnxKernels(KernelTable &table) {
-  registerOnnxElementwiseKernels(table);
-  registerOnnxTensorKernels(table);
-  registerOnnxNNKernels(table);
+void sits::reference::attachOnnxKernels(MLIRContext *context) {
+  attachOnnxElementwiseKernels(context);
+  attachOnnxTensorKernels(context);
+  attachOnnxNNKernels(context);
 }

@@ -3,6 +3,8 @@
 #include "compiler/reference/Math.h"
 #include "compiler/reference/OnnxSupport.h"
 
+#include "dialects/onnx/OnnxOps.h"
+
 #include <cmath>
 #include <limits>
 
@@ -518,11 +520,12 @@ static llvm::Error runAttention(KernelContext &context) {
   return llvm::Error::success();
 }
 
-void onnx::registerOnnxNNKernels(KernelTable &table) {
-  table["onnx.MatMul"] = runMatMul;
-  table["onnx.Gemm"] = runGemm;
-  table["onnx.LayerNormalization"] = runLayerNormalization;
-  table["onnx.RMSNormalization"] = runRMSNormalization;
-  table["onnx.RotaryEmbedding"] = runRotaryEmbedding;
-  table["onnx.Attention"] = runAttention;
+void onnx::attachOnnxNNKernels(MLIRContext *context) {
+  attachKernel<runMatMul, sits::onnx::MatMulOp>(context);
+  attachKernel<runGemm, sits::onnx::GemmOp>(context);
+  attachKernel<runLayerNormalization, sits::onnx::LayerNormalizationOp>(
+      context);
+  attachKernel<runRMSNormalization, sits::onnx::RMSNormalizationOp>(context);
+  attachKernel<runRotaryEmbedding, sits::onnx::RotaryEmbeddingOp>(context);
+  attachKernel<runAttention, sits::onnx::AttentionOp>(context);
 }

@@ -96,10 +96,10 @@ void forEachBroadcast(
   }
 }
 
-/// Registration of each onnx kernel family.
-void registerOnnxElementwiseKernels(KernelTable &table);
-void registerOnnxTensorKernels(KernelTable &table);
-void registerOnnxNNKernels(KernelTable &table);
+/// Attaches each onnx kernel family to its ops.
+void attachOnnxElementwiseKernels(mlir::MLIRContext *context);
+void attachOnnxTensorKernels(mlir::MLIRContext *context);
+void attachOnnxNNKernels(mlir::MLIRContext *context);
 
 } // namespace sits::reference::onnx
 

@@ -7,6 +7,8 @@
 
 #include "compiler/reference/OnnxSupport.h"
 
+#include "dialects/onnx/OnnxOps.h"
+
 #include <cmath>
 #include <limits>
 
@@ -623,22 +625,22 @@ static llvm::Error runTrilu(KernelContext &context) {
   return llvm::Error::success();
 }
 
-void onnx::registerOnnxTensorKernels(KernelTable &table) {
-  table["onnx.Constant"] = runConstant;
-  table["onnx.ConstantOfShape"] = runConstantOfShape;
-  table["onnx.Range"] = runRange;
-  table["onnx.Shape"] = runShape;
-  table["onnx.Reshape"] = runReshape;
-  table["onnx.Flatten"] = runFlatten;
-  table["onnx.Squeeze"] = runSqueeze;
-  table["onnx.Unsqueeze"] = runUnsqueeze;
-  table["onnx.Expand"] = runExpand;
-  table["onnx.Tile"] = runTile;
-  table["onnx.Transpose"] = runTranspose;
-  table["onnx.Concat"] = runConcat;
-  table["onnx.Split"] = runSplit;
-  table["onnx.Slice"] = runSlice;
-  table["onnx.Gather"] = runGather;
-  table["onnx.GatherND"] = runGatherND;
-  table["onnx.Trilu"] = runTrilu;
+void onnx::attachOnnxTensorKernels(MLIRContext *context) {
+  attachKernel<runConstant, sits::onnx::ConstantOp>(context);
+  attachKernel<runConstantOfShape, sits::onnx::ConstantOfShapeOp>(context);
+  attachKernel<runRange, sits::onnx::RangeOp>(context);
+  attachKernel<runShape, sits::onnx::ShapeOp>(context);
+  attachKernel<runReshape, sits::onnx::ReshapeOp>(context);
+  attachKernel<runFlatten, sits::onnx::FlattenOp>(context);
+  attachKernel<runSqueeze, sits::onnx::SqueezeOp>(context);
+  attachKernel<runUnsqueeze, sits::onnx::UnsqueezeOp>(context);
+  attachKernel<runExpand, sits::onnx::ExpandOp>(context);
+  attachKernel<runTile, sits::onnx::TileOp>(context);
+  attachKernel<runTranspose, sits::onnx::TransposeOp>(context);
+  attachKernel<runConcat, sits::onnx::ConcatOp>(context);
+  attachKernel<runSplit, sits::onnx::SplitOp>(context);
+  attachKernel<runSlice, sits::onnx::SliceOp>(context);
+  attachKernel<runGather, sits::onnx::GatherOp>(context);
+  attachKernel<runGatherND, sits::onnx::GatherNDOp>(context);
+  attachKernel<runTrilu, sits::onnx::TriluOp>(context);
 }

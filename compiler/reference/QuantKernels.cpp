@@ -279,8 +279,8 @@ static llvm::Error runTvcLMHead(KernelContext &context) {
   return llvm::Error::success();
 }
 
-void sits::reference::registerQuantKernels(KernelTable &table) {
-  table["sits.quantize"] = runQuantize;
-  table["sits.dequantize"] = runDequantize;
-  table["sits.tvc_lm_head"] = runTvcLMHead;
+void sits::reference::attachQuantKernels(MLIRContext *context) {
+  attachKernel<runQuantize, QuantizeOp>(context);
+  attachKernel<runDequantize, DequantizeOp>(context);
+  attachKernel<runTvcLMHead, TVCLMHeadOp>(context);
 }

@@ -418,19 +418,19 @@ static llvm::Error runRope(KernelContext &context) {
   return llvm::Error::success();
 }
 
-void sits::reference::registerSitsKernels(KernelTable &table) {
-  table["sits.embedding"] = runEmbedding;
-  table["sits.rms_norm"] = runRMSNorm;
-  table["sits.layer_norm"] = runLayerNorm;
-  table["sits.linear"] = runLinear;
-  table["sits.lm_head"] = runLMHead;
-  table["sits.add"] = runAdd;
-  table["sits.activation"] = runActivation;
-  table["sits.glu"] = runGLU;
-  table["sits.split_heads"] = runSplitHeads;
-  table["sits.merge_heads"] = runMergeHeads;
-  table["sits.position_ids"] = runPositionIds;
-  table["sits.rope_cos_sin"] = runRopeCosSin;
-  table["sits.rope_gather"] = runRopeGather;
-  table["sits.rope"] = runRope;
+void sits::reference::attachSitsKernels(MLIRContext *context) {
+  attachKernel<runEmbedding, EmbeddingOp>(context);
+  attachKernel<runRMSNorm, RMSNormOp>(context);
+  attachKernel<runLayerNorm, LayerNormOp>(context);
+  attachKernel<runLinear, LinearOp>(context);
+  attachKernel<runLMHead, LMHeadOp>(context);
+  attachKernel<runAdd, AddOp>(context);
+  attachKernel<runActivation, ActivationOp>(context);
+  attachKernel<runGLU, GLUOp>(context);
+  attachKernel<runSplitHeads, SplitHeadsOp>(context);
+  attachKernel<runMergeHeads, MergeHeadsOp>(context);
+  attachKernel<runPositionIds, PositionIdsOp>(context);
+  attachKernel<runRopeCosSin, RopeCosSinOp>(context);
+  attachKernel<runRopeGather, RopeGatherOp>(context);
+  attachKernel<runRope, RopeOp>(context);
 }

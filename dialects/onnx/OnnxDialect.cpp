@@ -2,6 +2,7 @@
 
 #include "dialects/onnx/OnnxDialect.h"
 #include "dialects/onnx/OnnxOps.h"
+#include "dialects/onnx/ShapeRules.h"
 
 using namespace mlir;
 using namespace sits::onnx;
@@ -13,4 +14,8 @@ void OnnxDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/onnx/OnnxOps.cpp.inc"
       >();
+  attachElementwiseShapeRules(getContext());
+  attachTensorShapeRules(getContext());
+  attachIndexingShapeRules(getContext());
+  attachNNShapeRules(getContext());
 }

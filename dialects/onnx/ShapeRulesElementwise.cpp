@@ -8,8 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/onnx/OnnxOps.h"
-#include "dialects/onnx/SymbolicExpr.h"
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/onnx/ShapeRules.h"
+#include "dialects/shapes/ShapeRuleOpInterface.h"
+#include "dialects/shapes/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicShapes.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -415,44 +417,44 @@ LogicalResult gemmRule(ShapeRuleContext &ctx) {
 
 } // namespace
 
-void sits::onnx::registerElementwiseShapeRules(
-    llvm::StringMap<ShapeRule> &rules) {
-  rules["onnx.Add"] = binaryRule<combineAdd>;
-  rules["onnx.Sub"] = binaryRule<combineSub>;
-  rules["onnx.Mul"] = binaryRule<combineMul>;
-  rules["onnx.Div"] = binaryRule<combineDiv>;
-  rules["onnx.Pow"] = binaryRule<combinePow>;
-  rules["onnx.Equal"] =
-      binaryRule<combineCompare<Comparison::Equal>, ResultType::Bool>;
-  rules["onnx.Less"] =
-      binaryRule<combineCompare<Comparison::Less>, ResultType::Bool>;
-  rules["onnx.LessOrEqual"] =
-      binaryRule<combineCompare<Comparison::LessOrEqual>, ResultType::Bool>;
-  rules["onnx.Greater"] =
-      binaryRule<combineCompare<Comparison::Greater>, ResultType::Bool>;
-  rules["onnx.GreaterOrEqual"] =
-      binaryRule<combineCompare<Comparison::GreaterOrEqual>, ResultType::Bool>;
-  rules["onnx.And"] = binaryRule<combineAnd, ResultType::Bool>;
-  rules["onnx.Or"] = binaryRule<combineOr, ResultType::Bool>;
-  rules["onnx.Not"] = unaryRule<combineNot, ResultType::Bool>;
-  rules["onnx.IsNaN"] = unaryRule<nullptr, ResultType::Bool>;
-  rules["onnx.Max"] = minMaxRule<true>;
-  rules["onnx.Min"] = minMaxRule<false>;
-  rules["onnx.Where"] = whereRule;
-  rules["onnx.Cast"] = castRule;
-  rules["onnx.Neg"] = unaryRule<combineNeg>;
-  rules["onnx.Abs"] = unaryRule<combineAbs>;
-  rules["onnx.Relu"] = unaryRule<combineRelu>;
-  rules["onnx.Identity"] = unaryRule<combineIdentity>;
-  for (StringRef name :
-       {"onnx.Sqrt", "onnx.Reciprocal", "onnx.Cos", "onnx.Sin", "onnx.Exp",
-        "onnx.Log", "onnx.Erf", "onnx.Tanh", "onnx.Sigmoid", "onnx.Gelu",
-        "onnx.Softmax", "onnx.CumSum", "onnx.Clip", "onnx.Trilu"})
-    rules[name] = sameAsInputRule;
-  rules["onnx.Dropout"] = dropoutRule;
-  rules["onnx.ReduceMean"] = reduceRule;
-  rules["onnx.ReduceSum"] = reduceRule;
-  rules["onnx.ReduceMax"] = reduceRule;
-  rules["onnx.MatMul"] = matMulRule;
-  rules["onnx.Gemm"] = gemmRule;
+void sits::onnx::attachElementwiseShapeRules(MLIRContext *context) {
+  attachShapeRule<sameAsInputRule, SqrtOp, ReciprocalOp, CosOp, SinOp, ExpOp,
+                  LogOp, ErfOp, TanhOp, SigmoidOp, GeluOp, SoftmaxOp, CumSumOp,
+                  ClipOp, TriluOp>(context);
+  attachShapeRule<binaryRule<combineAdd>, AddOp>(context);
+  attachShapeRule<binaryRule<combineSub>, SubOp>(context);
+  attachShapeRule<binaryRule<combineMul>, MulOp>(context);
+  attachShapeRule<binaryRule<combineDiv>, DivOp>(context);
+  attachShapeRule<binaryRule<combinePow>, PowOp>(context);
+  attachShapeRule<
+      binaryRule<combineCompare<Comparison::Equal>, ResultType::Bool>, EqualOp>(
+      context);
+  attachShapeRule<
+      binaryRule<combineCompare<Comparison::Less>, ResultType::Bool>, LessOp>(
+      context);
+  attachShapeRule<
+      binaryRule<combineCompare<Comparison::LessOrEqual>, ResultType::Bool>,
+      LessOrEqualOp>(context);
+  attachShapeRule<
+      binaryRule<combineCompare<Comparison::Greater>, ResultType::Bool>,
+      GreaterOp>(context);
+  attachShapeRule<
+      binaryRule<combineCompare<Comparison::GreaterOrEqual>, ResultType::Bool>,
+      GreaterOrEqualOp>(context);
+  attachShapeRule<binaryRule<combineAnd, ResultType::Bool>, AndOp>(context);
+  attachShapeRule<binaryRule<combineOr, ResultType::Bool>, OrOp>(context);
+  attachShapeRule<unaryRule<combineNot, ResultType::Bool>, NotOp>(context);
+  attachShapeRule<unaryRule<nullptr, ResultType::Bool>, IsNaNOp>(context);
+  attachShapeRule<minMaxRule<true>, MaxOp>(context);
+  attachShapeRule<minMaxRule<false>, MinOp>(context);
+  attachShapeRule<whereRule, WhereOp>(context);
+  attachShapeRule<castRule, CastOp>(context);
+  attachShapeRule<unaryRule<combineNeg>, NegOp>(context);
+  attachShapeRule<unaryRule<combineAbs>, AbsOp>(context);
+  attachShapeRule<unaryRule<combineRelu>, ReluOp>(context);
+  attachShapeRule<unaryRule<combineIdentity>, IdentityOp>(context);
+  attachShapeRule<dropoutRule, DropoutOp>(context);
+  attachShapeRule<reduceRule, ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(context);
+  attachShapeRule<matMulRule, MatMulOp>(context);
+  attachShapeRule<gemmRule, GemmOp>(context);
 }

@@ -7,8 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/onnx/OnnxOps.h"
-#include "dialects/onnx/SymbolicExpr.h"
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/onnx/ShapeRules.h"
+#include "dialects/shapes/ShapeRuleOpInterface.h"
+#include "dialects/shapes/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicShapes.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -376,10 +378,10 @@ LogicalResult gatherNDRule(ShapeRuleContext &ctx) {
 
 } // namespace
 
-void sits::onnx::registerIndexingShapeRules(llvm::StringMap<ShapeRule> &rules) {
-  rules["onnx.Concat"] = concatRule;
-  rules["onnx.Split"] = splitRule;
-  rules["onnx.Slice"] = sliceRule;
-  rules["onnx.Gather"] = gatherRule;
-  rules["onnx.GatherND"] = gatherNDRule;
+void sits::onnx::attachIndexingShapeRules(MLIRContext *context) {
+  attachShapeRule<concatRule, ConcatOp>(context);
+  attachShapeRule<splitRule, SplitOp>(context);
+  attachShapeRule<sliceRule, SliceOp>(context);
+  attachShapeRule<gatherRule, GatherOp>(context);
+  attachShapeRule<gatherNDRule, GatherNDOp>(context);
 }

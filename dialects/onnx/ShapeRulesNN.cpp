@@ -1,8 +1,10 @@
 //===- ShapeRulesNN.cpp - Norms, rotary embedding, attention --------------===//
 
 #include "dialects/onnx/OnnxOps.h"
-#include "dialects/onnx/SymbolicExpr.h"
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/onnx/ShapeRules.h"
+#include "dialects/shapes/ShapeRuleOpInterface.h"
+#include "dialects/shapes/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicShapes.h"
 
 using namespace mlir;
 using namespace sits::onnx;
@@ -120,9 +122,9 @@ LogicalResult attentionRule(ShapeRuleContext &ctx) {
 
 } // namespace
 
-void sits::onnx::registerNNShapeRules(llvm::StringMap<ShapeRule> &rules) {
-  rules["onnx.LayerNormalization"] = layerNormalizationRule;
-  rules["onnx.RMSNormalization"] = rmsNormalizationRule;
-  rules["onnx.RotaryEmbedding"] = sameAsXRule;
-  rules["onnx.Attention"] = attentionRule;
+void sits::onnx::attachNNShapeRules(MLIRContext *context) {
+  attachShapeRule<layerNormalizationRule, LayerNormalizationOp>(context);
+  attachShapeRule<rmsNormalizationRule, RMSNormalizationOp>(context);
+  attachShapeRule<sameAsXRule, RotaryEmbeddingOp>(context);
+  attachShapeRule<attentionRule, AttentionOp>(context);
 }

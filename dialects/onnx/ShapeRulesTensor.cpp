@@ -9,8 +9,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/onnx/OnnxOps.h"
-#include "dialects/onnx/SymbolicExpr.h"
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/onnx/ShapeRules.h"
+#include "dialects/shapes/ShapeRuleOpInterface.h"
+#include "dialects/shapes/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicShapes.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -453,16 +455,16 @@ LogicalResult transposeRule(ShapeRuleContext &ctx) {
 
 } // namespace
 
-void sits::onnx::registerTensorShapeRules(llvm::StringMap<ShapeRule> &rules) {
-  rules["onnx.Constant"] = constantRule;
-  rules["onnx.ConstantOfShape"] = constantOfShapeRule;
-  rules["onnx.Range"] = rangeRule;
-  rules["onnx.Shape"] = shapeRule;
-  rules["onnx.Reshape"] = reshapeRule;
-  rules["onnx.Flatten"] = flattenRule;
-  rules["onnx.Unsqueeze"] = unsqueezeRule;
-  rules["onnx.Squeeze"] = squeezeRule;
-  rules["onnx.Expand"] = expandRule;
-  rules["onnx.Tile"] = tileRule;
-  rules["onnx.Transpose"] = transposeRule;
+void sits::onnx::attachTensorShapeRules(MLIRContext *context) {
+  attachShapeRule<constantRule, ConstantOp>(context);
+  attachShapeRule<constantOfShapeRule, ConstantOfShapeOp>(context);
+  attachShapeRule<rangeRule, RangeOp>(context);
+  attachShapeRule<shapeRule, ShapeOp>(context);
+  attachShapeRule<reshapeRule, ReshapeOp>(context);
+  attachShapeRule<flattenRule, FlattenOp>(context);
+  attachShapeRule<unsqueezeRule, UnsqueezeOp>(context);
+  attachShapeRule<squeezeRule, SqueezeOp>(context);
+  attachShapeRule<expandRule, ExpandOp>(context);
+  attachShapeRule<tileRule, TileOp>(context);
+  attachShapeRule<transposeRule, TransposeOp>(context);
 }

@@ -1,8 +1,9 @@
 //===- SitsDialect.cpp - The sits dialect ---------------------------------===//
 
 #include "dialects/sits/SitsDialect.h"
-#include "dialects/sits/SitsOps.h"
 #include "dialects/sits/QuantMath.h"
+#include "dialects/sits/SitsOps.h"
+#include "dialects/sits/SitsShapeRules.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -54,6 +55,7 @@ void SitsDialect::initialize() {
 #define GET_TYPEDEF_LIST
 #include "dialects/sits/SitsTypes.cpp.inc"
       >();
+  attachSitsShapeRules(getContext());
 }
 
 //===----------------------------------------------------------------------===//

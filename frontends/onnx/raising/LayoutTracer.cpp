@@ -4,7 +4,7 @@
 #include "frontends/onnx/raising/RaisingSupport.h"
 
 #include "dialects/onnx/OnnxOps.h"
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 
 using namespace mlir;
 using namespace sits::onnx;

@@ -15,7 +15,7 @@
 #ifndef SITS_FRONTENDS_ONNX_RAISING_LAYOUTTRACER_H
 #define SITS_FRONTENDS_ONNX_RAISING_LAYOUTTRACER_H
 
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/shapes/SymbolicShapes.h"
 
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"

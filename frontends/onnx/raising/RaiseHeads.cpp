@@ -12,7 +12,7 @@
 
 #include "frontends/onnx/raising/RaisingSupport.h"
 
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 
 using namespace mlir;
 using namespace sits;

@@ -11,7 +11,7 @@
 #include "frontends/onnx/Passes.h"
 #include "frontends/onnx/raising/RaisingSupport.h"
 
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/MapVector.h"

@@ -13,7 +13,7 @@
 
 #include "frontends/onnx/raising/RaisingSupport.h"
 
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

@@ -2,7 +2,7 @@
 
 #include "frontends/onnx/raising/RaisingSupport.h"
 
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 #include "dialects/sits/WeightView.h"
 
 #include "mlir/IR/Matchers.h"

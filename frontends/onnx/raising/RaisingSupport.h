@@ -15,7 +15,7 @@
 #define SITS_FRONTENDS_ONNX_RAISING_RAISINGSUPPORT_H
 
 #include "dialects/onnx/OnnxOps.h"
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/shapes/SymbolicShapes.h"
 #include "dialects/sits/SitsOps.h"
 #include "passes/Audit.h"
 

@@ -1,7 +1,7 @@
 //===- SymbolicExprTest.cpp - Canonical symbolic dims ---------------------===//
 
-#include "dialects/onnx/SymbolicExpr.h"
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/shapes/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicShapes.h"
 
 #include "mlir/IR/MLIRContext.h"
 

@@ -1,7 +1,8 @@
 //===- SymbolicShapes.cpp - Symbolic shapes and values of tensors ---------===//
 
-#include "dialects/onnx/SymbolicShapes.h"
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicShapes.h"
+#include "dialects/shapes/ShapeRuleOpInterface.h"
+#include "dialects/shapes/SymbolicExpr.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
@@ -11,6 +12,8 @@
 
 using namespace mlir;
 using namespace sits::onnx;
+
+#include "dialects/shapes/ShapeRuleOpInterface.cpp.inc"
 
 //===----------------------------------------------------------------------===//
 // TensorFacts
@@ -291,27 +294,6 @@ void sits::onnx::setTrackedValues(TensorFacts &facts,
 }
 
 //===----------------------------------------------------------------------===//
-// Rule registry
-//===----------------------------------------------------------------------===//
-
-static const llvm::StringMap<ShapeRule> &getRules() {
-  static const llvm::StringMap<ShapeRule> rules = [] {
-    llvm::StringMap<ShapeRule> table;
-    registerElementwiseShapeRules(table);
-    registerTensorShapeRules(table);
-    registerIndexingShapeRules(table);
-    registerNNShapeRules(table);
-    registerSitsShapeRules(table);
-    return table;
-  }();
-  return rules;
-}
-
-bool SymbolicShapes::hasRule(StringRef opName) {
-  return getRules().count(opName);
-}
-
-//===----------------------------------------------------------------------===//
 // SymbolicShapes
 //===----------------------------------------------------------------------===//
 
@@ -519,10 +501,8 @@ SymbolicShapes::inferResults(Operation *op,
   results.assign(op->getNumResults(), TensorFacts());
   ShapeRuleContext ctx(op, *this, results);
   LogicalResult status = failure();
-  const llvm::StringMap<ShapeRule> &rules = getRules();
-  auto rule = rules.find(op->getName().getStringRef());
-  if (rule != rules.end()) {
-    status = rule->second(ctx);
+  if (auto rule = dyn_cast<ShapeRuleOpInterface>(op)) {
+    status = rule.inferShapeFacts(ctx);
   } else if (ElementsAttr attr;
              op->getNumResults() == 1 &&
              op->hasTrait<OpTrait::ConstantLike>() &&

@@ -1,6 +1,6 @@
 //===- SymbolicExpr.cpp - Canonical symbolic dimension expressions --------===//
 
-#include "dialects/onnx/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicExpr.h"
 
 #include "mlir/IR/AffineExprVisitor.h"
 #include "llvm/ADT/STLExtras.h"

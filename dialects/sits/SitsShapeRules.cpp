@@ -1,4 +1,4 @@
-//===- ShapeRulesSits.cpp - Shape rules for sits ops ----------------------===//
+//===- SitsShapeRules.cpp - Symbolic shape rules of the sits ops ----------===//
 //
 // So that the analysis keeps its symbols through raised IR: the result dims
 // of sits ops follow from their operands (`sits.linear` keeps the input's
@@ -7,8 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/onnx/SymbolicExpr.h"
-#include "dialects/onnx/SymbolicShapes.h"
+#include "dialects/sits/SitsShapeRules.h"
+#include "dialects/shapes/ShapeRuleOpInterface.h"
+#include "dialects/shapes/SymbolicExpr.h"
+#include "dialects/shapes/SymbolicShapes.h"
 #include "dialects/sits/SitsOps.h"
 
 using namespace mlir;
@@ -125,17 +127,15 @@ LogicalResult attentionRule(ShapeRuleContext &ctx) {
 
 } // namespace
 
-void sits::onnx::registerSitsShapeRules(llvm::StringMap<ShapeRule> &rules) {
-  for (StringRef name : {"sits.rms_norm", "sits.layer_norm", "sits.add",
-                         "sits.activation", "sits.glu", "sits.rope"})
-    rules[name] = sameAsFirstOperand;
-  rules["sits.embedding"] = embeddingRule;
-  rules["sits.linear"] = projectionRule;
-  rules["sits.lm_head"] = projectionRule;
-  rules["sits.split_heads"] = splitHeadsRule;
-  rules["sits.merge_heads"] = mergeHeadsRule;
-  rules["sits.position_ids"] = positionIdsRule;
-  rules["sits.rope_cos_sin"] = ropeCosSinRule;
-  rules["sits.rope_gather"] = ropeGatherRule;
-  rules["sits.attention"] = attentionRule;
+void sits::attachSitsShapeRules(MLIRContext *context) {
+  attachShapeRule<sameAsFirstOperand, RMSNormOp, LayerNormOp, AddOp,
+                  ActivationOp, GLUOp, RopeOp>(context);
+  attachShapeRule<embeddingRule, EmbeddingOp>(context);
+  attachShapeRule<projectionRule, LinearOp, LMHeadOp>(context);
+  attachShapeRule<splitHeadsRule, SplitHeadsOp>(context);
+  attachShapeRule<mergeHeadsRule, MergeHeadsOp>(context);
+  attachShapeRule<positionIdsRule, PositionIdsOp>(context);
+  attachShapeRule<ropeCosSinRule, RopeCosSinOp>(context);
+  attachShapeRule<ropeGatherRule, RopeGatherOp>(context);
+  attachShapeRule<attentionRule, AttentionOp>(context);
 }

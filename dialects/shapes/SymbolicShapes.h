@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SITS_DIALECT_ONNX_SYMBOLICSHAPES_H
-#define SITS_DIALECT_ONNX_SYMBOLICSHAPES_H
+#ifndef SITS_DIALECT_SHAPES_SYMBOLICSHAPES_H
+#define SITS_DIALECT_SHAPES_SYMBOLICSHAPES_H
 
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
@@ -123,7 +123,8 @@ private:
   std::string message;
 };
 
-/// Computes the facts of `ctx.getOp()`'s results from its operands.
+/// Computes the facts of `ctx.getOp()`'s results from its operands: what an
+/// op's ShapeRuleOpInterface runs (ShapeRuleOpInterface.h).
 using ShapeRule = mlir::LogicalResult (*)(ShapeRuleContext &ctx);
 
 class SymbolicShapes {
@@ -169,9 +170,10 @@ public:
   /// Facts of a constant: static dims, values of small integer tensors.
   TensorFacts factsFromConstant(mlir::ElementsAttr attr);
 
-  /// Runs the rule of `op` on its operands' facts. Fails with `message`
-  /// set when the op has no rule or its operands are inconsistent. Does not
-  /// cache the results.
+  /// Runs the rule of `op` (its ShapeRuleOpInterface) on its operands'
+  /// facts; constant-like ops without one read their value. Fails with
+  /// `message` set when the op has no rule or its operands are
+  /// inconsistent. Does not cache the results.
   mlir::LogicalResult inferResults(mlir::Operation *op,
                                    llvm::SmallVectorImpl<TensorFacts> &results,
                                    std::string &message);
@@ -182,9 +184,6 @@ public:
   void forget(mlir::Value value);
   /// Drops every cached fact (symbols and their names are kept).
   void clear();
-
-  /// Whether ops named `opName` have a shape rule.
-  static bool hasRule(llvm::StringRef opName);
 
   mlir::MLIRContext *getContext() const { return context; }
 
@@ -203,13 +202,6 @@ private:
   llvm::SmallVector<bool> symbolIsUnknown;
   llvm::StringMap<unsigned> namedSymbols;
 };
-
-/// Rule tables, one per file, filled into the registry on first use.
-void registerElementwiseShapeRules(llvm::StringMap<ShapeRule> &rules);
-void registerTensorShapeRules(llvm::StringMap<ShapeRule> &rules);
-void registerNNShapeRules(llvm::StringMap<ShapeRule> &rules);
-void registerIndexingShapeRules(llvm::StringMap<ShapeRule> &rules);
-void registerSitsShapeRules(llvm::StringMap<ShapeRule> &rules);
 
 //===----------------------------------------------------------------------===//
 // Helpers shared by the rule files
@@ -279,4 +271,4 @@ void setTrackedValues(TensorFacts &facts,
 
 } // namespace sits::onnx
 
-#endif // SITS_DIALECT_ONNX_SYMBOLICSHAPES_H
+#endif // SITS_DIALECT_SHAPES_SYMBOLICSHAPES_H

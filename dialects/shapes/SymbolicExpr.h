@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SITS_DIALECT_ONNX_SYMBOLICEXPR_H
-#define SITS_DIALECT_ONNX_SYMBOLICEXPR_H
+#ifndef SITS_DIALECT_SHAPES_SYMBOLICEXPR_H
+#define SITS_DIALECT_SHAPES_SYMBOLICEXPR_H
 
 #include "mlir/IR/AffineExpr.h"
 
@@ -46,4 +46,4 @@ std::optional<int64_t> getConstantValue(mlir::AffineExpr expr);
 
 } // namespace sits::onnx
 
-#endif // SITS_DIALECT_ONNX_SYMBOLICEXPR_H
+#endif // SITS_DIALECT_SHAPES_SYMBOLICEXPR_H
