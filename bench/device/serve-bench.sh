@@ -11,15 +11,8 @@
 # Here, before the call: as for bench/device/serve-gpu-tests.sh (carry
 # [".device-pack", ".device-serve"]). $OUT gets serve-bench.log and the JSON.
 set -uo pipefail
-FINAL=${OUT:-$(pwd)/bench/out}
-W=/tmp/serve-bench
-data=$(pwd)/.device-serve
-mkdir -p "$FINAL" "$W"
-say() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$FINAL/serve-bench.log"; }
-tar -xJf .device-pack/device.tar.xz
-export PATH="$(pwd)/.device:$PATH"
-export PKG_CONFIG_PATH=$data/httplib/lib/pkgconfig
-export LD_LIBRARY_PATH=$data/httplib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+NAME=serve-bench
+. bench/device/serve-env.sh
 say "$(nvidia-smi -L | head -1)"
 cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
   -DSITS_BUILD_COMPILER=OFF -DSITS_BUILD_TESTS=OFF \

@@ -15,16 +15,9 @@
 #     -d .device-serve/wheels openai
 # Call with carry [".device-pack", ".device-serve"]. $OUT gets the logs.
 set -uo pipefail
-FINAL=${OUT:-$(pwd)/bench/out}
-W=/tmp/serve-gpu
-data=$(pwd)/.device-serve
-mkdir -p "$FINAL" "$W"
-say() { printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$FINAL/serve-gpu.log"; }
+NAME=serve-gpu
+. bench/device/serve-env.sh
 status=0
-tar -xJf .device-pack/device.tar.xz
-export PATH="$(pwd)/.device:$PATH"
-export PKG_CONFIG_PATH=$data/httplib/lib/pkgconfig
-export LD_LIBRARY_PATH=$data/httplib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 python3 -m pip install -q --no-index --no-deps --target "$W/py" "$data"/wheels/*.whl \
   >"$FINAL/pip.log" 2>&1 || { say "openai wheels did not install"; status=1; }
 export PYTHONPATH=$W/py
