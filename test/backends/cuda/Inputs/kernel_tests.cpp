@@ -16,6 +16,8 @@
 #include "sits/gemm.cuh"
 #include "sits/gemv.cuh"
 
+#include "kernel_test_harness.h"
+
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -24,12 +26,13 @@
 
 namespace {
 
-std::mt19937_64 rng(20261202);
-int passed = 0, failed = 0;
-
-float uniform(float lo, float hi) {
-  return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
+using harness::failed;
+using harness::launch;
+using harness::passed;
+using harness::randomFloats;
+using harness::report;
+using harness::rng;
+using harness::uniform;
 
 template <class T> std::vector<typename T::Storage> randomStorage(size_t n) {
   std::vector<typename T::Storage> out(n);
@@ -38,35 +41,8 @@ template <class T> std::vector<typename T::Storage> randomStorage(size_t n) {
   return out;
 }
 
-std::vector<float> randomFloats(size_t n, float scale = 1.0f) {
-  std::vector<float> out(n);
-  for (float &v : out)
-    v = uniform(-scale, scale);
-  return out;
-}
-
 /// Rounds through the storage type `T` (what an mma operand holds).
 template <class T> double rounded(float v) { return T::load(T::store(v)); }
-
-void report(const std::string &name, double error, double tolerance,
-            bool written) {
-  bool ok = written && error <= tolerance; // NaN fails
-  (ok ? passed : failed)++;
-  std::printf("%-60s error %.3g (tolerance %.1g)%s %s\n", name.c_str(), error,
-              tolerance, written ? "" : " UNWRITTEN", ok ? "ok" : "FAIL");
-}
-
-bool launch(void (*entry)(void **), unsigned gx, unsigned gy, unsigned gz,
-            unsigned threads, unsigned shared, void **args) {
-  unsigned grid[3] = {gx, gy, gz}, block[3] = {threads, 1, 1};
-  char error[512];
-  if (sits_emu_launch(entry, grid, block, shared, args, error, sizeof(error)) !=
-      0) {
-    std::printf("launch failed: %s\n", error);
-    return false;
-  }
-  return true;
-}
 
 //===----------------------------------------------------------------------===//
 // Tensor-core GEMV
@@ -210,15 +186,10 @@ template <class Cfg> void checkGemv(const std::string &name, int tokens) {
                    rounded<W>(static_cast<float>(input[source * K + k]));
           return sum + (Cfg::hasBias(matrix) ? bias[matrix][r] : 0.0);
         };
-        double want;
-        if (kGated) {
-          double gate = dot(0), up = dot(1);
-          want = gate / (1.0 + std::exp(-gate)) * up;
-        } else {
-          want = dot(s);
-          if (Cfg::kEpilogue == sits::kResidual)
-            want += residual[size_t(b) * Cfg::rows(0) + r];
-        }
+        const bool addResidual = Cfg::kEpilogue == sits::kResidual;
+        double want = harness::expectedGemvOutput(
+            kGated, s, dot, addResidual,
+            addResidual ? residual[size_t(b) * Cfg::rows(0) + r] : 0.0);
         written &= !std::isnan(got);
         worst = std::max(worst, std::fabs(got - want));
         scale = std::max(scale, std::fabs(want));
@@ -612,6 +583,7 @@ void prefillCases() {
 } // namespace
 
 int main() {
+  rng.seed(20261202);
   gemvCases();
   gemmCases();
   decodeCases();

@@ -16,6 +16,8 @@
 
 #include "backends/cuda/QuantLayout.h"
 
+#include "kernel_test_harness.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -25,37 +27,16 @@
 
 namespace {
 
-std::mt19937_64 rng(20261203);
-int passed = 0, failed = 0;
-
-float uniform(float lo, float hi) {
-  return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
-
-std::vector<float> randomFloats(size_t n) {
-  std::vector<float> out(n);
-  for (float &v : out)
-    v = uniform(-1.0f, 1.0f);
-  return out;
-}
-
-void report(const std::string &name, double error, double tolerance,
-            bool written) {
-  bool ok = written && error <= tolerance; // NaN fails
-  (ok ? passed : failed)++;
-  std::printf("%-64s error %.3g (tolerance %.1g)%s %s\n", name.c_str(), error,
-              tolerance, written ? "" : " UNWRITTEN", ok ? "ok" : "FAIL");
-}
+using harness::failed;
+using harness::passed;
+using harness::randomFloats;
+using harness::report;
+using harness::rng;
+using harness::uniform;
 
 bool launch(void (*entry)(void **), unsigned blocks, unsigned threads,
             unsigned shared, void **args) {
-  unsigned grid[3] = {blocks, 1, 1}, block[3] = {threads, 1, 1};
-  char error[512];
-  if (sits_emu_launch(entry, grid, block, shared, args, error, sizeof(error))) {
-    std::printf("launch failed: %s\n", error);
-    return false;
-  }
-  return true;
+  return harness::launch(entry, blocks, 1, 1, threads, shared, args);
 }
 
 /// A quantized matrix [rows, K]: levels as stored (padded rows) and the
@@ -298,15 +279,10 @@ std::vector<float> checkGemv(const std::string &name, int tokens,
           }
           return sum + (Cfg::hasBias(matrix) ? bias[matrix][r] : 0.0);
         };
-        double want;
-        if (kGated) {
-          double gate = dot(0), up = dot(1);
-          want = gate / (1.0 + std::exp(-gate)) * up;
-        } else {
-          want = dot(s);
-          if (Cfg::kEpilogue == sits::kResidual)
-            want += residual[size_t(b) * Cfg::rows(0) + r];
-        }
+        const bool addResidual = Cfg::kEpilogue == sits::kResidual;
+        double want = harness::expectedGemvOutput(
+            kGated, s, dot, addResidual,
+            addResidual ? residual[size_t(b) * Cfg::rows(0) + r] : 0.0);
         written &= !std::isnan(got);
         worst = std::max(worst, std::fabs(got - want));
         scale = std::max(scale, std::fabs(want));
@@ -551,6 +527,8 @@ void dequantizeCases() {
 } // namespace
 
 int main() {
+  rng.seed(20261203);
+  harness::nameWidth = 64;
   gemvCases();
   dequantizeCases();
   sits_emu_set_reverse_schedule(1);
