@@ -336,6 +336,35 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // An error is a line for the user, not an IR dump of the op it is about
+  // (which for a module is the whole program);
+  // --mlir-print-op-on-diagnostic asks for it.
+  cl::Option *printOp =
+      cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+  if (!printOp || !printOp->getNumOccurrences())
+    context.printOpOnDiagnostic(false);
+  // Ops imported from ONNX are located by their node's name alone, which
+  // prints as `<unknown>:0:`: report them at the model file, as the
+  // importer's own errors are, keeping the node's name in the message.
+  Location inputLoc = FileLineColLoc::get(&context, inputPath, 0, 0);
+  ScopedDiagnosticHandler atInputFile(&context, [&](Diagnostic &diag) {
+    auto emit = [&](Diagnostic &one) {
+      Location loc = one.getLocation();
+      if (loc->findInstanceOf<FileLineColLoc>())
+        return diagnostics.emitDiagnostic(loc, one.str(), one.getSeverity());
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      if (!isa<UnknownLoc>(loc))
+        os << loc << ": ";
+      os << one.str();
+      diagnostics.emitDiagnostic(inputLoc, text, one.getSeverity());
+    };
+    emit(diag);
+    for (Diagnostic &note : diag.getNotes())
+      emit(note);
+    return success();
+  });
+
   TimingScope importTimer = rootTimer.nest("import");
   OwningOpRef<ModuleOp> module = loadInput(inputPath, context, sourceMgr);
   importTimer.stop();
