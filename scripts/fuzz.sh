@@ -5,8 +5,8 @@
 #   scripts/fuzz.sh [TARGET|all|runtime|compiler] [SECONDS]
 #
 # TARGET is a name from fuzz/CMakeLists.txt without its `fuzz-` prefix
-# (engine, tokenizer, chat-template, model-tokenizer, onnx-loader,
-# onnx-import); `runtime` runs the first four (no MLIR build needed),
+# (engine, tokenizer, chat-template, model-tokenizer, serve-request,
+# onnx-loader, onnx-import); `runtime` runs the first five (no MLIR build),
 # `compiler` the ONNX ones, `all` (the default) every one, each for SECONDS
 # (default 60). Each run starts from the committed seeds (fuzz/corpus/TARGET)
 # and crash inputs (fuzz/regressions/TARGET) plus what earlier runs found
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 seconds=${2:-60}
-runtime_targets=(engine tokenizer chat-template model-tokenizer)
+runtime_targets=(engine tokenizer chat-template model-tokenizer serve-request)
 compiler_targets=(onnx-loader onnx-import)
 case "$what" in
   all) targets=("${runtime_targets[@]}" "${compiler_targets[@]}") ;;
@@ -56,6 +56,7 @@ dict_of() {
     engine) echo engine ;;
     tokenizer | model-tokenizer) echo tokenizer ;;
     chat-template) echo jinja ;;
+    serve-request) echo serve ;;
     onnx-*) echo onnx ;;
   esac
 }

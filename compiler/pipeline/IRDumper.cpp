@@ -1,6 +1,7 @@
 //===- IRDumper.cpp - The IR after every pass, one file each --------------===//
 
 #include "compiler/pipeline/IRDumper.h"
+#include "compiler/pipeline/AtomicOutput.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -19,23 +20,20 @@ IRDumper::create(llvm::StringRef directory, OpPrintingFlags flags) {
                                    directory.str().c_str(),
                                    ec.message().c_str());
   if (!llvm::sys::fs::is_directory(directory))
-    return llvm::createStringError(
-        std::errc::not_a_directory, "--dump-ir-dir '%s' is not a directory",
-        directory.str().c_str());
+    return llvm::createStringError(std::errc::not_a_directory,
+                                   "--dump-ir-dir '%s' is not a directory",
+                                   directory.str().c_str());
   return std::unique_ptr<IRDumper>(new IRDumper(directory.str(), flags));
 }
 
 llvm::Error IRDumper::write(Operation *module, llvm::StringRef name) {
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, name);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return llvm::createStringError(ec, "cannot write '%s': %s", path.c_str(),
-                                   ec.message().c_str());
-  module->print(os, flags);
-  os << "\n";
-  return llvm::Error::success();
+  return writeOutputAtomically(path, [&](llvm::raw_ostream &os) {
+    module->print(os, flags);
+    os << "\n";
+    return llvm::Error::success();
+  });
 }
 
 llvm::Error IRDumper::dumpInitial(Operation *module, llvm::StringRef what) {
@@ -61,6 +59,5 @@ void IRDumper::runAfterPass(Pass *pass, Operation *op) {
 llvm::Error IRDumper::takeError() {
   if (firstError.empty())
     return llvm::Error::success();
-  return llvm::createStringError(std::errc::io_error, "%s",
-                                 firstError.c_str());
+  return llvm::createStringError(std::errc::io_error, "%s", firstError.c_str());
 }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "backends/cuda/transforms/Passes.h"
+#include "compiler/pipeline/AtomicOutput.h"
 #include "compiler/pipeline/IRDumper.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/Registration.h"
@@ -31,7 +32,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace mlir;
@@ -56,9 +56,9 @@ cl::OptionCategory &sitscCategory = sits::sitsc::getCategory();
 cl::opt<std::string> inputPath(cl::Positional,
                                cl::desc("<model.onnx | program.mlir>"),
                                cl::cat(sitscCategory));
-cl::opt<std::string> outputPath(
-    "o", cl::desc("Output file: the engine, or the IR with --emit"),
-    cl::value_desc("file"), cl::cat(sitscCategory));
+cl::opt<std::string>
+    outputPath("o", cl::desc("Output file: the engine, or the IR with --emit"),
+               cl::value_desc("file"), cl::cat(sitscCategory));
 cl::opt<std::string> emitStage(
     "emit",
     cl::desc("Stop after a stage and print it: imported, sits, optimized "
@@ -88,8 +88,8 @@ OwningOpRef<ModuleOp> loadInput(llvm::StringRef path, MLIRContext &context,
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &error);
   if (!buffer) {
-    emitError(UnknownLoc::get(&context)) << "cannot read '" << path
-                                         << "': " << error;
+    emitError(UnknownLoc::get(&context))
+        << "cannot read '" << path << "': " << error;
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
@@ -110,13 +110,14 @@ int writeAudit(MLIRContext &context) {
     log.printSummary(llvm::outs());
     return 0;
   }
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> file =
-      openOutputFile(auditPath, &error);
-  if (!file)
-    return fail("cannot write --audit file: " + error);
-  file->os() << llvm::formatv("{0:2}", log.toJSON()) << "\n";
-  file->keep();
+  llvm::Error error =
+      writeOutputAtomically(auditPath, [&](llvm::raw_ostream &os) {
+        os << llvm::formatv("{0:2}", log.toJSON()) << "\n";
+        return llvm::Error::success();
+      });
+  if (error)
+    return fail("cannot write --audit file: " +
+                llvm::toString(std::move(error)));
   return 0;
 }
 
@@ -166,9 +167,9 @@ void sits::sitsc::printKVCacheSummary(ModuleOp module, llvm::raw_ostream &os) {
      << ", values per token in groups of " << quant.getGroupSize() << ", "
      << quant.getScaleType() << " scales) + " << cache.getElementType()
      << " hot window of " << quant.getHotWindow() << " tokens\n"
-     << "sitsc: kv cache: " << humanBytes(perToken) << " per token ("
-     << layers << " layers; fp16: " << humanBytes(double(fp16PerToken * layers))
-     << ", " << llvm::formatv("{0:f2}", double(fp16PerToken * layers) / perToken)
+     << "sitsc: kv cache: " << humanBytes(perToken) << " per token (" << layers
+     << " layers; fp16: " << humanBytes(double(fp16PerToken * layers)) << ", "
+     << llvm::formatv("{0:f2}", double(fp16PerToken * layers) / perToken)
      << "x more), hot windows " << humanBytes(double(cache.getHotWindowBytes()))
      << ", " << humanBytes(double(cache.getTotalBytes())) << " in all for "
      << cache.getMaxBatch() << " x " << cache.getCapacity()
@@ -259,7 +260,8 @@ int main(int argc, char **argv) {
   // ones users ask for in the overview.
   cl::ParseCommandLineOptions(
       argc, argv,
-      "sits compiler: ONNX decoder model -> optimized sits program -> engine\n\n"
+      "sits compiler: ONNX decoder model -> optimized sits program -> "
+      "engine\n\n"
       "  sitsc MODEL.onnx -o MODEL.sits [options]\n"
       "  sitsc MODEL.onnx --emit=sits          print the raised IR\n"
       "  sitsc MODEL.onnx --inspect=E.sits     summarize an engine\n\n"
@@ -270,7 +272,8 @@ int main(int argc, char **argv) {
       "      --verify-tolerance\n"
       "  sitsc MODEL.onnx --verify-greedy=greedy.json\n"
       "      prefill the prompt, decode token by token through the KV cache,\n"
-      "      compare the greedy stream (step, tokens and margin on a mismatch)\n"
+      "      compare the greedy stream (step, tokens and margin on a "
+      "mismatch)\n"
       "  sitsc MODEL.onnx --reference-perplexity=TEXT_OR_IDS [--max-tokens N]\n"
       "      teacher-forced NLL and perplexity (bytes for a 256-token\n"
       "      vocabulary, else a file of token ids)\n"
@@ -333,6 +336,34 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // An error is a line for the user, not an IR dump of the op it is about
+  // (which for a module is the whole program);
+  // --mlir-print-op-on-diagnostic asks for it.
+  cl::Option *printOp =
+      cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+  if (!printOp || !printOp->getNumOccurrences())
+    context.printOpOnDiagnostic(false);
+  // Ops imported from ONNX are located by their node's name alone, which
+  // prints as `<unknown>:0:`: report them at the model file, as the
+  // importer's own errors are, keeping the node's name in the message.
+  Location inputLoc = FileLineColLoc::get(&context, inputPath, 0, 0);
+  ScopedDiagnosticHandler atInputFile(&context, [&](Diagnostic &diag) {
+    auto emit = [&](Diagnostic &one) {
+      Location loc = one.getLocation();
+      if (loc->findInstanceOf<FileLineColLoc>())
+        return diagnostics.emitDiagnostic(loc, one.str(), one.getSeverity());
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      if (!isa<UnknownLoc>(loc))
+        os << loc << ": ";
+      os << one.str();
+      diagnostics.emitDiagnostic(inputLoc, text, one.getSeverity());
+    };
+    emit(diag);
+    for (Diagnostic &note : diag.getNotes())
+      emit(note);
+    return success();
+  });
 
   TimingScope importTimer = rootTimer.nest("import");
   OwningOpRef<ModuleOp> module = loadInput(inputPath, context, sourceMgr);
@@ -356,8 +387,8 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(error)));
     pm.addInstrumentation(std::move(*created));
   }
-  bool toKernels = last == Stage::Kernels || last == Stage::Cuda ||
-                   last == Stage::Engine;
+  bool toKernels =
+      last == Stage::Kernels || last == Stage::Cuda || last == Stage::Engine;
   buildPipeline(pm, toKernels ? Stage::Optimized : last, options);
   if (toKernels && !verifying)
     kernel::buildKernelPipeline(pm, sitsc::getCodegenOptions());
@@ -385,20 +416,27 @@ int main(int argc, char **argv) {
                               rootTimer);
   }
 
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(outputPath.empty() ? std::string("-") : outputPath.getValue(), &error);
-  if (!output)
-    return fail("cannot write '" + outputPath + "': " + error);
-  if (last == Stage::Cuda) {
-    if (failed(sitsc::checkGpuKernelsExist(*module)))
-      return 1;
-    if (int code = sitsc::emitCuda(*module, output->os()))
-      return code;
-  } else {
-    module->print(output->os(), getPrintingFlags());
-    output->os() << "\n";
+  if (last == Stage::Cuda && failed(sitsc::checkGpuKernelsExist(*module)))
+    return 1;
+  int code = 0;
+  llvm::Error error = writeOutputAtomically(
+      outputPath.empty() ? std::string("-") : outputPath.getValue(),
+      [&](llvm::raw_ostream &os) {
+        if (last == Stage::Cuda) {
+          code = sitsc::emitCuda(*module, os);
+        } else {
+          module->print(os, getPrintingFlags());
+          os << "\n";
+        }
+        // emitCuda has reported its failure: no file is written.
+        return code ? llvm::createStringError("emitting CUDA failed")
+                    : llvm::Error::success();
+      });
+  if (code) {
+    llvm::consumeError(std::move(error));
+    return code;
   }
-  output->keep();
+  if (error)
+    return fail(llvm::toString(std::move(error)));
   return 0;
 }

@@ -662,8 +662,14 @@ LogicalResult Importer::importOutputs(func::FuncOp function) {
   }
   SmallVector<Value> results;
   SmallVector<DictionaryAttr> resultAttrs;
+  llvm::StringSet<> outputNames;
   for (const ::onnx::ValueInfoProto &output : graph.output()) {
     const std::string &name = output.name();
+    // Outputs are named by the engine and the tools: each name once.
+    if (!outputNames.insert(name).second) {
+      modelError() << "graph output '" << name << "' is listed twice";
+      continue;
+    }
     if (poisoned.contains(name))
       continue;
     Value value = values.lookup(name);

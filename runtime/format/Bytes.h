@@ -33,6 +33,42 @@ inline bool checkedAlignUp(uint64_t value, uint64_t align, uint64_t *out) {
   return true;
 }
 
+/// The offset of the first byte of `text` that does not start a well-formed
+/// UTF-8 sequence (no overlong forms, surrogates or code points past
+/// U+10FFFF), or npos when all of it is valid.
+inline size_t findInvalidUtf8(const std::string &text) {
+  const auto *s = reinterpret_cast<const unsigned char *>(text.data());
+  size_t n = text.size(), i = 0;
+  while (i < n) {
+    unsigned char c = s[i];
+    size_t length;
+    unsigned char low = 0x80, high = 0xbf; // the second byte's range
+    if (c < 0x80)
+      length = 1;
+    else if (c >= 0xc2 && c <= 0xdf)
+      length = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+      length = 3;
+      low = c == 0xe0 ? 0xa0 : 0x80;  // overlong
+      high = c == 0xed ? 0x9f : 0xbf; // surrogates
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      length = 4;
+      low = c == 0xf0 ? 0x90 : 0x80;  // overlong
+      high = c == 0xf4 ? 0x8f : 0xbf; // past U+10FFFF
+    } else
+      return i;
+    if (n - i < length)
+      return i;
+    for (size_t k = 1; k < length; ++k) {
+      unsigned char b = s[i + k];
+      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xbf))
+        return i;
+    }
+    i += length;
+  }
+  return std::string::npos;
+}
+
 class ByteWriter {
 public:
   void u16(uint16_t v) { put(v, 2); }

@@ -135,7 +135,9 @@ EngineFile::~EngineFile() {
 
 std::unique_ptr<EngineFile> EngineFile::open(const std::string &path,
                                              std::string *error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise block for
+  // ever before fstat could refuse it; it changes nothing for regular files.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     *error = "cannot open engine '" + path + "': " + std::strerror(errno);
     return nullptr;

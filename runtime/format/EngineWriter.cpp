@@ -4,14 +4,14 @@
 // chunk, fills it (the prefix's bytes, then the weights the callback
 // produces), hashes it and writes it at its offset with pwrite; the chunk
 // digests then give the content hash, written into the header last. The
-// temporary file is fsynced and linked or renamed into place, as
-// writeEngine always did.
+// file is an AtomicFile: it appears at its path complete, or not at all.
 //
 //===----------------------------------------------------------------------===//
 
 #include "format/EngineWriter.h"
 #include "format/Codec.h"
 #include "format/Hash.h"
+#include "sits/AtomicFile.h"
 
 #include <algorithm>
 #include <atomic>
@@ -44,66 +44,6 @@ bool writeAllAt(int fd, const uint8_t *data, uint64_t size, uint64_t offset) {
   }
   return true;
 }
-
-/// A temporary file next to the target, removed unless committed.
-class TempFile {
-public:
-  ~TempFile() {
-    if (fd >= 0)
-      ::close(fd);
-    if (!name.empty())
-      ::unlink(name.c_str());
-  }
-
-  bool create(const std::string &path, std::string *error) {
-    std::string pattern = path + ".tmp.XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    fd = ::mkstemp(buffer.data());
-    if (fd < 0) {
-      *error = "cannot create a temporary file next to '" + path +
-               "': " + std::strerror(errno);
-      return false;
-    }
-    name = buffer.data();
-    return true;
-  }
-
-  /// Fails with the errno of the last failed call.
-  bool failWrite(std::string *error) {
-    *error = "cannot write '" + name + "': " + std::strerror(errno);
-    return false;
-  }
-
-  /// fsync, permissions, close, then link (or rename with `force`) to
-  /// `path`.
-  bool commit(const std::string &path, bool force, std::string *error) {
-    if (::fsync(fd) != 0 || ::fchmod(fd, 0644) != 0)
-      return failWrite(error);
-    int closing = fd;
-    fd = -1;
-    if (::close(closing) != 0)
-      return failWrite(error);
-    // Without --force, link() fails if the target appeared meanwhile, so an
-    // existing file is never replaced.
-    int rc = force ? ::rename(name.c_str(), path.c_str())
-                   : ::link(name.c_str(), path.c_str());
-    int savedErrno = errno;
-    if (rc == 0 && force)
-      name.clear(); // renamed: nothing left to remove
-    if (rc != 0) {
-      *error =
-          savedErrno == EEXIST
-              ? "'" + path + "' already exists (use --force to replace it)"
-              : "cannot create '" + path + "': " + std::strerror(savedErrno);
-      return false;
-    }
-    return true;
-  }
-
-  int fd = -1;
-  std::string name;
-};
 
 } // namespace
 
@@ -150,15 +90,18 @@ bool writeEngineWithFill(const EngineContents &contents, uint64_t weightBytes,
     return false;
   }
 
-  TempFile file;
+  AtomicFile file;
   if (!file.create(path, error))
     return false;
 #ifdef __linux__
   // Reserve the space first: a full disk fails here, not half-way. Only
   // where the file system supports it (no zero-filling emulation).
-  if (fileBytes && ::fallocate(file.fd, 0, 0, static_cast<off_t>(fileBytes)) &&
-      errno != EOPNOTSUPP && errno != ENOSYS)
-    return file.failWrite(error);
+  if (fileBytes &&
+      ::fallocate(file.fd(), 0, 0, static_cast<off_t>(fileBytes)) &&
+      errno != EOPNOTSUPP && errno != ENOSYS) {
+    *error = file.writeError();
+    return false;
+  }
 #endif
 
   uint64_t chunks = std::max<uint64_t>(1, (fileBytes + kHashChunkBytes - 1) /
@@ -192,8 +135,8 @@ bool writeEngineWithFill(const EngineContents &contents, uint64_t weightBytes,
         return;
       }
       digests[i] = contentChunkDigest(buffer.get(), end - begin, i);
-      if (!writeAllAt(file.fd, buffer.get(), end - begin, begin)) {
-        fail("cannot write '" + file.name + "': " + std::strerror(errno));
+      if (!writeAllAt(file.fd(), buffer.get(), end - begin, begin)) {
+        fail(file.writeError());
         return;
       }
     }
@@ -216,9 +159,11 @@ bool writeEngineWithFill(const EngineContents &contents, uint64_t weightBytes,
   }
 
   Hash hash = combineContentDigests(fileBytes, digests);
-  if (!writeAllAt(file.fd, hash.data(), kHashBytes, kContentHashOffset))
-    return file.failWrite(error);
-  return file.commit(path, options.force, error);
+  if (!writeAllAt(file.fd(), hash.data(), kHashBytes, kContentHashOffset)) {
+    *error = file.writeError();
+    return false;
+  }
+  return file.commit(options.force, error);
 }
 
 } // namespace format

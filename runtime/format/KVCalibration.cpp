@@ -1,6 +1,7 @@
 //===- KVCalibration.cpp - Statistics of a quantized KV cache -------------===//
 
 #include "sits/KVCalibration.h"
+#include "sits/AtomicFile.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -181,36 +182,7 @@ bool checkWritablePath(const std::string &path, std::string *error) {
 
 bool writeTextFileAtomic(const std::string &path, const std::string &text,
                          std::string *error) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  std::vector<char> name(tmp.begin(), tmp.end());
-  name.push_back('\0');
-  int fd = ::mkstemp(name.data());
-  if (fd < 0) {
-    *error = "cannot write '" + path + "': " + std::strerror(errno);
-    return false;
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int saved = errno;
-      ::close(fd);
-      ::unlink(name.data());
-      *error = "cannot write '" + path + "': " + std::strerror(saved);
-      return false;
-    }
-    done += size_t(n);
-  }
-  ::fchmod(fd, 0644);
-  if (::close(fd) != 0 || ::rename(name.data(), path.c_str()) != 0) {
-    int saved = errno;
-    ::unlink(name.data());
-    *error = "cannot write '" + path + "': " + std::strerror(saved);
-    return false;
-  }
-  return true;
+  return writeFileAtomic(path, text, error);
 }
 
 } // namespace format

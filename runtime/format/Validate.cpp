@@ -56,6 +56,10 @@ constexpr uint32_t kMaxDim = 1u << 30;
 
 bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
                         std::string *error) {
+  if (size_t bad = findInvalidUtf8(text); bad != std::string::npos) {
+    *error = "metadata is not valid UTF-8 (byte " + std::to_string(bad) + ")";
+    return false;
+  }
   json::Value root;
   std::string why;
   if (!json::parse(text, &root, &why)) {
@@ -76,6 +80,11 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
     return false;
   if (const json::Value *name = model->find("name"); name && name->isString())
     c.modelName = name->getString();
+  // A \u escape can still encode a lone surrogate.
+  if (findInvalidUtf8(c.modelName) != std::string::npos) {
+    *error = "metadata \"model.name\" is not valid UTF-8";
+    return false;
+  }
   uint32_t kvBatch = 0;
   if (!readUInt(*model, "model", "vocab_size", 1, 0x7fffffff, &c.vocabSize,
                 error) ||
@@ -331,9 +340,63 @@ bool checkLaunchAt(const EngineContents &contents, const Program &program,
   return true;
 }
 
+/// The most bytes one device buffer, or all of them together, may have:
+/// GPUs address 49 bits of virtual memory, so anything larger can never be
+/// allocated, and the bound keeps the runtime's size arithmetic (offsets,
+/// sums, batch x bytes) far from overflowing.
+constexpr uint64_t kMaxDeviceBytes = uint64_t(1) << 48;
+
+std::string shapeString(const std::vector<uint64_t> &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+/// The shape is informative (allocation uses `bytes`), but --inspect prints
+/// it and one that disagrees with the bytes means a corrupt plan: its
+/// element count must be computable, and its bytes equal the buffer's for
+/// weights and KV caches (the writer stores them unpadded) and fit in them
+/// for the rest (the workspace and scratch are rounded up).
+bool checkBufferShape(const BufferDesc &buffer, const std::string &where,
+                      const RuntimeConfig &config, std::string *error) {
+  uint64_t elements = 1;
+  for (uint64_t dim : buffer.shape) {
+    if (dim == 0) {
+      *error = where + " has shape " + shapeString(buffer.shape) +
+               " with a zero dimension, but holds " +
+               std::to_string(buffer.bytes) + " bytes";
+      return false;
+    }
+    if (!checkedMul(elements, dim, &elements)) {
+      *error = where + " has shape " + shapeString(buffer.shape) +
+               ", whose element count overflows 64 bits";
+      return false;
+    }
+  }
+  bool isCache = buffer.role == BufferRole::KeyCache ||
+                 buffer.role == BufferRole::ValueCache;
+  // A quantized cache's shape is [layers, layer bytes].
+  uint64_t unit = isCache && config.kvCache.coldBits
+                      ? 1
+                      : std::max<uint64_t>(dtypeBytes(buffer.dtype), 1);
+  uint64_t shapeBytes;
+  bool exact = buffer.role == BufferRole::Weight || isCache;
+  if (!checkedMul(elements, unit, &shapeBytes) ||
+      (exact ? shapeBytes != buffer.bytes : shapeBytes > buffer.bytes)) {
+    *error = where + " has shape " + shapeString(buffer.shape) + " of " +
+             dtypeName(buffer.dtype) + ", which does not " +
+             (exact ? "match" : "fit in") + " its " +
+             std::to_string(buffer.bytes) + " bytes";
+    return false;
+  }
+  return true;
+}
+
 bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
                   std::string *error) {
   uint32_t roleCount[kNumBufferRoles] = {};
+  uint64_t deviceBytes = 0; // of the buffers other than weights
   for (size_t i = 0; i < contents.buffers.size(); ++i) {
     const BufferDesc &buffer = contents.buffers[i];
     std::string where =
@@ -352,7 +415,26 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
       *error = where + " is empty";
       return false;
     }
+    if (size_t bad = findInvalidUtf8(buffer.name); bad != std::string::npos) {
+      *error = "the name of buffer " + std::to_string(i) +
+               " is not valid UTF-8 (byte " + std::to_string(bad) + ")";
+      return false;
+    }
     ++roleCount[role];
+    if (buffer.role != BufferRole::Weight) {
+      if (buffer.bytes > kMaxDeviceBytes) {
+        *error = where + " has " + std::to_string(buffer.bytes) +
+                 " bytes, more than the 2^48 a GPU can address";
+        return false;
+      }
+      deviceBytes += buffer.bytes; // < 2^49: no overflow
+      if (deviceBytes > kMaxDeviceBytes) {
+        *error = where + " brings the device buffers to " +
+                 std::to_string(deviceBytes) +
+                 " bytes, more than the 2^48 a GPU can address";
+        return false;
+      }
+    }
     if (buffer.role == BufferRole::Weight) {
       uint64_t end;
       if (buffer.offset % kWeightAlignment != 0) {
@@ -453,6 +535,15 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
       break;
     }
   }
+  // After the role's checks, whose messages say more.
+  for (size_t i = 0; i < contents.buffers.size(); ++i) {
+    const BufferDesc &buffer = contents.buffers[i];
+    if (!checkBufferShape(buffer,
+                          "buffer " + std::to_string(i) + " (\"" + buffer.name +
+                              "\")",
+                          config, error))
+      return false;
+  }
   return true;
 }
 
@@ -462,6 +553,11 @@ bool validateContents(const EngineContents &contents,
                       const RuntimeConfig &config, std::string *error) {
   for (size_t i = 0; i < contents.modules.size(); ++i) {
     const ModuleImage &module = contents.modules[i];
+    if (findInvalidUtf8(module.name) != std::string::npos) {
+      *error =
+          "the name of module " + std::to_string(i) + " is not valid UTF-8";
+      return false;
+    }
     if (module.cubin.empty() && module.ptx.empty()) {
       *error = "module " + std::to_string(i) + " (\"" + module.name +
                "\") has neither a cubin nor PTX";
@@ -486,11 +582,21 @@ bool validateContents(const EngineContents &contents,
       *error = "kernel " + std::to_string(i) + " has no function name";
       return false;
     }
+    if (findInvalidUtf8(kernel.function) != std::string::npos) {
+      *error = "the function name of kernel " + std::to_string(i) +
+               " is not valid UTF-8";
+      return false;
+    }
   }
   if (!checkBuffers(contents, config, error))
     return false;
 
   for (size_t p = 0; p < contents.programs.size(); ++p) {
+    if (findInvalidUtf8(contents.programs[p].name) != std::string::npos) {
+      *error =
+          "the name of program " + std::to_string(p) + " is not valid UTF-8";
+      return false;
+    }
     for (size_t q = 0; q < p; ++q) {
       if (contents.programs[p].name == contents.programs[q].name) {
         *error = "program \"" + contents.programs[p].name + "\" appears twice";

@@ -209,8 +209,43 @@ static bool isEmptyObject(const json &value) {
 }
 static bool isNothing(const json &value) { return value.is_null(); }
 
+/// Nesting of arrays and objects a request may have: OpenAI's requests
+/// need about 5. nlohmann-json parses iteratively but copies, compares and
+/// serializes values recursively: a body of a million '[' overflowed the
+/// stack of the thread that served it.
+constexpr size_t kMaxJsonDepth = 64;
+
+/// The deepest nesting of arrays and objects in a JSON text (strings
+/// skipped), counted before it is parsed.
+static size_t jsonDepth(const std::string &text) {
+  size_t depth = 0, deepest = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 ParsedRequest serve::parseRequest(Endpoint endpoint, const std::string &text,
                                   const ModelInfo &model) {
+  if (jsonDepth(text) > kMaxJsonDepth)
+    throw ApiError(400,
+                   "the request body nests arrays and objects more than " +
+                       std::to_string(kMaxJsonDepth) + " levels deep",
+                   "", "invalid_json");
   json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded())
     throw ApiError(400, "the request body is not valid JSON", "",

@@ -8,8 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace sits;
 using namespace sits::tok;
@@ -21,15 +22,37 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view json) {
 }
 
 std::shared_ptr<const Tokenizer> Tokenizer::fromFile(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
+  auto fail = [&](const char *why) -> std::shared_ptr<const Tokenizer> {
     throw Error(ErrorCode::InvalidTokenizer,
-                "cannot read '" + path + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad())
-    throw Error(ErrorCode::InvalidTokenizer, "cannot read '" + path + "'");
-  return fromJson(text.str());
+                "cannot read '" + path + "': " + why);
+  };
+  // O_NONBLOCK so that a FIFO is refused by fstat instead of blocking the
+  // open until a writer comes.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return fail(std::strerror(errno));
+  struct stat info;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int saved = errno;
+      ::close(fd);
+      return fail(std::strerror(saved));
+    }
+    if (n == 0)
+      break;
+    text.append(buffer, size_t(n));
+  }
+  ::close(fd);
+  return fromJson(text);
 }
 
 std::shared_ptr<const TokenizerImpl>

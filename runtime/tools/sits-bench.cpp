@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommandLine.h"
+#include "sits/AtomicFile.h"
 #include "sits/Json.h"
 #include "sits/KVCalibration.h"
 #include "sits/Runtime.h"
@@ -318,14 +319,10 @@ int main(int argc, char **argv) {
       }
 
     if (!o.jsonPath.empty()) {
-      FILE *file = std::fopen(o.jsonPath.c_str(), "w");
-      if (!file)
-        fail(kExitBadInput, "cannot write --json file '" + o.jsonPath + "'");
-      std::string json = toJson(o, *engine, results);
-      bool written =
-          std::fwrite(json.data(), 1, json.size(), file) == json.size();
-      if (std::fclose(file) != 0 || !written)
-        fail(kExitBadInput, "cannot write --json file '" + o.jsonPath + "'");
+      std::string error;
+      if (!sits::writeFileAtomic(o.jsonPath, toJson(o, *engine, results),
+                                 &error))
+        fail(kExitBadInput, "--json: " + error);
     }
   } catch (const sits::Error &error) {
     int code = kExitBadInput;

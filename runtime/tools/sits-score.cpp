@@ -15,12 +15,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sits/AtomicFile.h"
 #include "sits/KVCalibration.h"
 #include "sits/Runtime.h"
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -136,14 +136,14 @@ void writeNpy(const std::string &path, const std::vector<float> &data,
   while ((10 + header.size() + 1) % 64 != 0)
     header += ' ';
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  out.write("\x93NUMPY\x01\x00", 8);
+  std::string bytes("\x93NUMPY\x01\x00", 8);
   uint16_t length = static_cast<uint16_t>(header.size());
-  out.write(reinterpret_cast<const char *>(&length), 2);
-  out << header;
-  out.write(reinterpret_cast<const char *>(data.data()), data.size() * 4);
-  if (!out)
-    fail(1, "cannot write " + path);
+  bytes.append(reinterpret_cast<const char *>(&length), 2);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char *>(data.data()), data.size() * 4);
+  std::string error;
+  if (!sits::writeFileAtomic(path, bytes, &error))
+    fail(1, error);
 }
 
 } // namespace

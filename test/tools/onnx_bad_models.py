@@ -218,6 +218,16 @@ def case_duplicate_initializer(d):
     save(d, graph)
 
 
+def case_duplicate_output(d):
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    save(d, graph_with_weight(raw_weight([4], FOUR_FLOATS), outputs=[y, y]))
+
+
+def case_not_decoder(d):
+    """A valid model that is not a decoder: y = x + w, no token ids."""
+    save(d, graph_with_weight(raw_weight([4], FOUR_FLOATS)))
+
+
 # --- opsets and operators -------------------------------------------------
 
 

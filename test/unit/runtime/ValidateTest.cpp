@@ -153,6 +153,76 @@ TEST_F(ValidateTest, Buffers) {
   EXPECT_ERROR(changedError(), "bytes into buffer \"input_ids\"");
 }
 
+TEST_F(ValidateTest, ShapesMatchBytes) {
+  // Weights and caches: exactly their bytes; the rest: at most.
+  ASSERT_EQ(contents.buffers[0].role, BufferRole::Weight);
+  uint64_t dims = contents.buffers[0].shape[1];
+  contents.buffers[0].shape = {UINT64_MAX, dims};
+  EXPECT_ERROR(changedError(), "whose element count overflows 64 bits");
+  SetUp();
+  contents.buffers[0].shape = {0, dims};
+  EXPECT_ERROR(changedError(), "with a zero dimension, but holds");
+  SetUp();
+  contents.buffers[0].shape = {1, dims};
+  EXPECT_ERROR(changedError(), "which does not match its");
+  SetUp();
+  contents.buffers[0].shape = {uint64_t(1) << 62, 2}; // x 4 bytes overflows
+  EXPECT_ERROR(changedError(), "which does not match its");
+  SetUp();
+  contents.buffers[9].shape[0] = 2; // key cache
+  EXPECT_ERROR(changedError(), "which does not match its");
+  SetUp();
+  ASSERT_EQ(contents.buffers[14].name, "consts");
+  contents.buffers[14].shape = {UINT64_MAX};
+  EXPECT_ERROR(changedError(), "of f32, which does not fit in its 16 bytes");
+  SetUp();
+  contents.buffers[14].shape = {2}; // smaller than the bytes: allowed
+  EXPECT_EQ(changedError(), "");
+  contents.buffers[14].shape = {};
+  EXPECT_EQ(changedError(), "");
+}
+
+TEST_F(ValidateTest, DeviceBuffersAreBounded) {
+  ASSERT_EQ(contents.buffers[14].name, "consts");
+  contents.buffers[14].bytes = uint64_t(1) << 62;
+  EXPECT_ERROR(changedError(), "(\"consts\") has 4611686018427387904 bytes, "
+                               "more than the 2^48 a GPU can address");
+  SetUp();
+  contents.buffers[14].bytes = uint64_t(1) << 48; // alone: allowed
+  EXPECT_ERROR(changedError(), "brings the device buffers to");
+  SetUp();
+  contents.buffers[14].bytes = (uint64_t(1) << 47) + 4;
+  contents.buffers[13].bytes = uint64_t(1) << 47;
+  EXPECT_ERROR(changedError(), "(\"consts\") brings the device buffers to");
+  // Weights are bounded by the file instead.
+  SetUp();
+  contents.buffers[0].bytes = uint64_t(1) << 50;
+  EXPECT_ERROR(changedError(), "lies outside the weights section");
+}
+
+TEST_F(ValidateTest, NamesAndMetadataAreUtf8) {
+  contents.buffers[12].name = "q\xff";
+  EXPECT_ERROR(changedError(), "the name of buffer 12 is not valid UTF-8 "
+                               "(byte 1)");
+  SetUp();
+  contents.kernels[1].function = "toy_\xc0\x80"; // overlong NUL
+  EXPECT_ERROR(changedError(), "the function name of kernel 1 is not valid");
+  SetUp();
+  contents.programs[1].name = "\xed\xa0\x80"; // a surrogate
+  EXPECT_ERROR(changedError(), "the name of program 1 is not valid UTF-8");
+  SetUp();
+  contents.modules[0].name = "m\xf4\x90\x80\x80"; // past U+10FFFF
+  EXPECT_ERROR(changedError(), "the name of module 0 is not valid UTF-8");
+  SetUp();
+  std::string good = contents.metadataJson;
+  contents.metadataJson = good;
+  contents.metadataJson.insert(1, "\"x\": \"\xe2\x82\", ");
+  EXPECT_ERROR(changedError(), "metadata is not valid UTF-8 (byte 7)");
+  SetUp();
+  contents.buffers[12].name = "q\xe2\x82\xac\xf0\x9f\x98\x80"; // euro, emoji
+  EXPECT_EQ(changedError(), "");
+}
+
 TEST_F(ValidateTest, QuantizedWeightBuffers) {
   // int8 levels and packed int4 levels: [rows, row bytes], row bytes a
   // multiple of 16, exactly rows x row bytes bytes, weights only.

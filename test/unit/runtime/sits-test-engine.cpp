@@ -5,12 +5,15 @@
 //
 // KIND is `valid`, or a broken engine for the --check tests: `truncated`,
 // `flipped-byte`, `wrong-magic`, `newer-major`, `newer-minor`,
-// `section-out-of-bounds`, `bad-plan`. `--sm` sets the target (a wrong target
-// is a valid engine for another SM). `--real` compiles the toy kernels with
-// NVRTC so that the engine runs on a GPU; without it the kernel image is a
-// placeholder (enough for --check and --inspect); `--ptx` adds PTX. `--sm
-// native` targets the GPU at hand, `--sm other` an SM whose cubin cannot run on
-// it.
+// `section-out-of-bounds`, `bad-plan`; or a well-formed file (its content
+// hash right) whose contents are wrong: `huge-weight-dims` (a weight of
+// shape [2^64-1, h]), `zero-weight-dim` ([0, h]), `huge-activation-dim`,
+// `huge-activation` (2^62 bytes), `bad-utf8-metadata`. `--sm` sets the target
+// (a wrong target is a valid engine for another SM). `--real` compiles the toy
+// kernels with NVRTC so that the engine runs on a GPU; without it the kernel
+// image is a placeholder (enough for --check and --inspect); `--ptx` adds PTX.
+// `--sm native` targets the GPU at hand, `--sm other` an SM whose cubin cannot
+// run on it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +23,10 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 using namespace sits;
@@ -29,6 +34,31 @@ using namespace sits;
 [[noreturn]] static void die(const std::string &message) {
   std::fprintf(stderr, "sits-test-engine: error: %s\n", message.c_str());
   std::exit(1);
+}
+
+/// Applies a contents-level edit named `kind`; false if `kind` names none.
+static bool editContents(const std::string &kind,
+                         format::EngineContents &contents) {
+  auto find = [&](const char *name) -> format::BufferDesc & {
+    for (format::BufferDesc &buffer : contents.buffers)
+      if (buffer.name == name)
+        return buffer;
+    die(std::string("the toy engine has no buffer ") + name);
+  };
+  format::BufferDesc &weight = find("lm_head.weight");
+  if (kind == "huge-weight-dims")
+    weight.shape = {UINT64_MAX, weight.shape[1]};
+  else if (kind == "zero-weight-dim")
+    weight.shape = {0, weight.shape[1]};
+  else if (kind == "huge-activation-dim")
+    find("x").shape[0] = UINT64_MAX;
+  else if (kind == "huge-activation")
+    find("x").bytes = uint64_t(1) << 62;
+  else if (kind == "bad-utf8-metadata")
+    contents.metadataJson.insert(1, "\"note\": \"caf\xe9\", ");
+  else
+    return false;
+  return true;
 }
 
 static int run(int argc, char **argv) {
@@ -62,9 +92,14 @@ static int run(int argc, char **argv) {
     else
       die("unknown argument '" + a + "'");
   }
-  test::Corruption corruption;
+  test::Corruption corruption = test::Corruption::None;
+  static const char *kEdits[] = {"huge-weight-dims", "zero-weight-dim",
+                                 "huge-activation-dim", "huge-activation",
+                                 "bad-utf8-metadata"};
+  bool edit =
+      std::find(std::begin(kEdits), std::end(kEdits), kind) != std::end(kEdits);
   if (kind.empty() || output.empty() ||
-      !test::parseCorruption(kind, &corruption))
+      (!edit && !test::parseCorruption(kind, &corruption)))
     die("usage: sits-test-engine KIND -o PATH [--force] [--sm SM] [--dtype T] "
         "[--real] [--eos ID]");
   if (sm == "native" || sm == "other") {
@@ -107,13 +142,17 @@ static int run(int argc, char **argv) {
   format::EngineContents contents = test::buildToyEngine(
       config, test::makeToyWeights(config), std::move(module));
   std::string error;
-  if (corruption == test::Corruption::None) {
+  if (edit)
+    editContents(kind, contents);
+  if (corruption == test::Corruption::None && !edit) {
     format::WriteOptions options;
     options.force = force;
     if (!format::writeEngine(contents, output, options, &error))
       die(error);
     return 0;
   }
+  // Serialized as is (writeEngine would refuse it), the hash right unless
+  // the corruption breaks it.
   std::vector<uint8_t> bytes = test::serializeOrDie(contents);
   test::corrupt(bytes, corruption);
   FILE *f = std::fopen(output.c_str(), "wb");

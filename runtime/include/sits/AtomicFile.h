@@ -1,0 +1,69 @@
+//===- AtomicFile.h - Files that appear complete or not at all -*- C++ -*-===//
+//
+// Every file sits writes (engines, IR, reports, logs) is written in full
+// before it appears at its path, so that a failure, a signal or a kill never
+// leaves a half-written output or harms an existing one.
+//
+// Where the file system supports it (Linux O_TMPFILE: ext4, xfs, btrfs,
+// tmpfs), the data goes to an unnamed file in the target's folder that is
+// linked into place at the end: a process killed even by SIGKILL leaves
+// nothing. Elsewhere a named temporary (`PATH.tmp.XXXXXX`) is used, removed
+// on failure and, by a handler chained before the previous one, on SIGINT,
+// SIGTERM and SIGHUP.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_ATOMICFILE_H
+#define SITS_ATOMICFILE_H
+
+#include <string>
+
+namespace sits {
+
+class AtomicFile {
+public:
+  AtomicFile() = default;
+  AtomicFile(const AtomicFile &) = delete;
+  AtomicFile &operator=(const AtomicFile &) = delete;
+  /// Discards the data unless committed.
+  ~AtomicFile();
+
+  /// Starts writing `path`: false with `*error` naming the cause. With
+  /// `anonymous` false the named temporary is used even where an unnamed
+  /// file would work (for tests of that path).
+  bool create(const std::string &path, std::string *error,
+              bool anonymous = true);
+
+  /// The descriptor to write to (read-write, at offset 0).
+  int fd() const { return descriptor; }
+  /// Whether the data is in an unnamed file (nothing to clean up).
+  bool isAnonymous() const { return temporary.empty(); }
+  /// The named temporary, empty for an unnamed file.
+  const std::string &temporaryPath() const { return temporary; }
+
+  /// fsyncs the data, makes it 0644, closes it and puts it at the path.
+  /// Without `replace`, an existing file is never replaced (even one that
+  /// appeared meanwhile): the error says to use --force.
+  bool commit(bool replace, std::string *error);
+
+  /// The message for a failed write of the data (with errno).
+  std::string writeError() const;
+
+private:
+  bool link(const std::string &from, bool replace, std::string *error);
+  bool linkUnnamed(const std::string &self, bool replace, std::string *error);
+
+  int descriptor = -1;
+  std::string target;
+  std::string temporary;
+  int signalSlot = -1;
+};
+
+/// Writes `text` to `path` through an AtomicFile, replacing an existing
+/// file; false with `*error` naming the cause.
+bool writeFileAtomic(const std::string &path, const std::string &text,
+                     std::string *error);
+
+} // namespace sits
+
+#endif // SITS_ATOMICFILE_H
