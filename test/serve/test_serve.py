@@ -513,14 +513,20 @@ def test_sla_target_limits_the_batch(server, tmp_path_factory,
         want = [token_ids(complete(server.client(), p, n,
                                    extra_body={"ignore_eos": True})
                           .choices[0]) for p, n in zip(prompts, lengths)]
-        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
-            got = list(pool.map(
-                lambda job: token_ids(complete(
-                    sla.client(), job[0], job[1],
-                    extra_body={"ignore_eos": True}).choices[0]),
-                zip(prompts, lengths)))
-        assert got == want
-        values = metric_values(sla)
+        # Each halving waits for a window over the target and skips the next
+        # one, so how many rounds it takes to reach 1 depends on this
+        # machine's speed: run rounds until it does, at most eight.
+        for _ in range(8):
+            with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+                got = list(pool.map(
+                    lambda job: token_ids(complete(
+                        sla.client(), job[0], job[1],
+                        extra_body={"ignore_eos": True}).choices[0]),
+                    zip(prompts, lengths)))
+            assert got == want
+            values = metric_values(sla)
+            if values["sits_admitted_batch_limit"] == 1:
+                break
         assert values["sits_admitted_batch_limit"] == 1
         assert values["sits_sla_window_p99_seconds"] > 0.00001
     finally:
