@@ -366,8 +366,10 @@ TEST(Scheduler, RetryAfterFollowsTheCompletionRate) {
     SchedulerOptions options;
     options.maxQueue = 3;
     options.minRetryAfter = least;
-    Scheduler scheduler(backend, bytes(), options);
+    // Before the scheduler: its destructor ends the waiting requests
+    // through their callbacks, which write here.
     std::vector<Outcome> outcomes(8);
+    Scheduler scheduler(backend, bytes(), options);
     for (int i = 0; i < 3; ++i) {
       ASSERT_TRUE(
           scheduler.submit(request({'a'}, 1), collect(outcomes[i])).accepted());
