@@ -71,8 +71,8 @@ std::vector<Rule> candidateRules(MaskProver &prover, AffineExpr seqQ,
         windows.insert(w);
   for (int64_t w : windows) {
     // j > i + offset - W, i.e. j - (i + offset) + W - 1 >= 0.
-    AffineExpr lowest = ox::subExprs(
-        shifted, getAffineConstantExpr(w - 1, context));
+    AffineExpr lowest =
+        ox::subExprs(shifted, getAffineConstantExpr(w - 1, context));
     rules.push_back(
         {CausalMode::bottom_right, w,
          prover.conjoin(Formula::get(MaskProver::greaterOrEqual(shifted, j)),
@@ -151,9 +151,8 @@ struct FoldCausalMaskPass
         return;
       auto keep = [&](const std::string &why) {
         audit.add("masks_kept");
-        audit.change(attention.getLoc(),
-                     "sits.attention with a mask operand", "unchanged",
-                     "mask kept: " + why);
+        audit.change(attention.getLoc(), "sits.attention with a mask operand",
+                     "unchanged", "mask kept: " + why);
       };
       if (attention.getPastLen()) {
         keep("the attention reads a KV cache already");
@@ -170,16 +169,16 @@ struct FoldCausalMaskPass
         keep("the attention's sizes are unknown");
         return;
       }
-      auto key = std::make_tuple(mask.getAsOpaquePointer(),
-                                 seqQ.getAsOpaquePointer(),
-                                 seqK.getAsOpaquePointer());
+      auto key =
+          std::make_tuple(mask.getAsOpaquePointer(), seqQ.getAsOpaquePointer(),
+                          seqK.getAsOpaquePointer());
       auto it = proven.find(key);
       if (it == proven.end()) {
-        std::optional<Rule> rule = prove(prover, mask, batch,
-                                         attention.getNumHeads(), seqQ, seqK);
-        std::string reason =
-            prover.getReason().empty() ? "no causal rule matches"
-                                       : prover.getReason();
+        std::optional<Rule> rule =
+            prove(prover, mask, batch, attention.getNumHeads(), seqQ, seqK);
+        std::string reason = prover.getReason().empty()
+                                 ? "no causal rule matches"
+                                 : prover.getReason();
         it = proven.insert({key, {std::move(rule), reason}}).first;
       }
       if (!it->second.first) {
@@ -189,9 +188,8 @@ struct FoldCausalMaskPass
       const Rule &rule = *it->second.first;
       attention.setCausal(rule.causal);
       if (rule.window)
-        attention.setWindowAttr(
-            IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                             *rule.window));
+        attention.setWindowAttr(IntegerAttr::get(
+            IntegerType::get(&getContext(), 64), *rule.window));
       attention.getMaskMutable().clear();
       if (!llvm::is_contained(oldMasks, mask))
         oldMasks.push_back(mask);
@@ -199,12 +197,11 @@ struct FoldCausalMaskPass
       audit.change(
           {attention.getLoc(), mask.getLoc()},
           "sits.attention with a [batch, heads, seq_q, seq_k] mask tensor",
-          llvm::formatv("sits.attention causal = {0}{1} (no mask tensor)",
-                        stringifyCausalMode(rule.causal),
-                        rule.window ? llvm::formatv(", window = {0}",
-                                                    *rule.window)
-                                          .str()
-                                    : std::string()),
+          llvm::formatv(
+              "sits.attention causal = {0}{1} (no mask tensor)",
+              stringifyCausalMode(rule.causal),
+              rule.window ? llvm::formatv(", window = {0}", *rule.window).str()
+                          : std::string()),
           "proved with Presburger arithmetic that the mask equals the " +
               rule.text +
               " at every (b, h, i, j) for every batch and sequence size; " +
@@ -225,8 +222,8 @@ struct FoldCausalMaskPass
   /// why).
   std::optional<Rule> prove(MaskProver &prover, Value mask, AffineExpr batch,
                             int64_t heads, AffineExpr seqQ, AffineExpr seqK) {
-    IndexSpace space{{batch, getAffineConstantExpr(heads, &getContext()),
-                      seqQ, seqK}};
+    IndexSpace space{
+        {batch, getAffineConstantExpr(heads, &getContext()), seqQ, seqK}};
     // The first evaluation also collects the mask's constants, from which
     // window candidates come.
     std::vector<Rule> rules = candidateRules(prover, seqQ, seqK, {});

@@ -24,8 +24,7 @@ constexpr size_t kMaxDisjuncts = 4096;
 
 /// `expr` as coefficients of dims, then symbols, then the constant; nullopt
 /// when it is not linear (products of variables, divisions).
-std::optional<SmallVector<int64_t>> linearize(AffineExpr expr,
-                                              unsigned numDims,
+std::optional<SmallVector<int64_t>> linearize(AffineExpr expr, unsigned numDims,
                                               unsigned numSymbols) {
   SmallVector<int64_t> row(numDims + numSymbols + 1, 0);
   std::function<bool(AffineExpr, int64_t)> add = [&](AffineExpr e,
@@ -91,17 +90,17 @@ Formula::Conjunction MaskProver::domain() const {
   for (auto [k, size] : llvm::enumerate(space.sizes)) {
     AffineExpr d = getAffineDimExpr(k, context);
     result.push_back(Atom{d, false});
-    result.push_back(Atom{ox::subExprs(ox::subExprs(size, d),
-                                       getAffineConstantExpr(1, context)),
-                          false});
+    result.push_back(Atom{
+        ox::subExprs(ox::subExprs(size, d), getAffineConstantExpr(1, context)),
+        false});
   }
   return result;
 }
 
 /// Builds the polyhedron of `atoms` and the domain; nullopt when an atom is
 /// not linear.
-static std::optional<bool>
-isConjunctionEmpty(const Formula::Conjunction &atoms, unsigned numDims) {
+static std::optional<bool> isConjunctionEmpty(const Formula::Conjunction &atoms,
+                                              unsigned numDims) {
   unsigned numSymbols = 0;
   for (const Atom &atom : atoms)
     numSymbols = std::max(numSymbols, countSymbols(atom.expr));
@@ -191,10 +190,8 @@ Formula MaskProver::negate(const Formula &formula) {
   for (const Formula::Conjunction &conjunction : formula.disjuncts) {
     Formula notConjunction;
     for (const Atom &atom : conjunction) {
-      AffineExpr negated = ox::subExprs(ox::mulExprs(atom.expr,
-                                                     getAffineConstantExpr(
-                                                         -1, context)),
-                                        one);
+      AffineExpr negated = ox::subExprs(
+          ox::mulExprs(atom.expr, getAffineConstantExpr(-1, context)), one);
       notConjunction.disjuncts.push_back({Atom{negated, false}});
       if (atom.equality)
         notConjunction.disjuncts.push_back(

@@ -173,9 +173,8 @@ MaskProver::sourceIndex(Operation *op, ArrayRef<AffineExpr> index) {
       if (start < 0) {
         // Counts from the end; proven not to clamp below 0.
         first = ox::addExprs(dim, first);
-        FailureOr<bool> clamps = isEmpty(Formula::get(
-            Atom{ox::subExprs(getAffineConstantExpr(-1, context), first),
-                 false}));
+        FailureOr<bool> clamps = isEmpty(Formula::get(Atom{
+            ox::subExprs(getAffineConstantExpr(-1, context), first), false}));
         if (failed(clamps) || !*clamps)
           return fail(op, "a negative start may clamp to 0");
       }
@@ -221,9 +220,9 @@ MaskProver::piecewiseReads(Operation *op, ArrayRef<AffineExpr> index) {
   auto checkNonNegative = [&](const Term::Piece &piece) -> LogicalResult {
     FailureOr<bool> empty = isEmpty(conjoin(
         piece.condition,
-        Formula::get(Atom{ox::subExprs(getAffineConstantExpr(-1, context),
-                                       piece.value),
-                          false})));
+        Formula::get(
+            Atom{ox::subExprs(getAffineConstantExpr(-1, context), piece.value),
+                 false})));
     if (failed(empty) || !*empty)
       return fail(op, "an index may be negative");
     return success();

@@ -175,12 +175,11 @@ static llvm::Error runAttention(KernelContext &context) {
           // Query position offset + i reads key j cold once j's block has
           // left the hot window.
           int64_t position = offset + i;
-          bool coldKey = coldKeys &&
-                         position - ((j / p.coldKeyBlock) * p.coldKeyBlock +
-                                     p.coldKeyBlock - 1) >=
-                             p.hotWindow;
-          const float *keyRow =
-              (coldKey ? coldKeys : keys) + j * p.headDim;
+          bool coldKey =
+              coldKeys && position - ((j / p.coldKeyBlock) * p.coldKeyBlock +
+                                      p.coldKeyBlock - 1) >=
+                              p.hotWindow;
+          const float *keyRow = (coldKey ? coldKeys : keys) + j * p.headDim;
           float score = p.scale * dotF32(q, keyRow, p.headDim);
           if (p.softcap)
             score = *p.softcap * std::tanh(score / *p.softcap);

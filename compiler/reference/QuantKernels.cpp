@@ -55,9 +55,9 @@ static llvm::Error runQuantize(KernelContext &context) {
       ShapedType::isDynamic(declared)
           ? quant::GroupLayout::packedRowBytes(input.getDim(-1), bits)
           : declared;
-  llvm::Expected<quant::GroupLayout> layout = makeLayout(
-      context, input.getShape(), bits, op.getAxis(), op.getGroupSize(),
-      rowBytes);
+  llvm::Expected<quant::GroupLayout> layout =
+      makeLayout(context, input.getShape(), bits, op.getAxis(),
+                 op.getGroupSize(), rowBytes);
   if (!layout)
     return layout.takeError();
   std::vector<int8_t> bytes(layout->numDataBytes());
@@ -88,15 +88,13 @@ static llvm::Error runDequantize(KernelContext &context) {
   shape.back() = !ShapedType::isDynamic(declared) ? declared
                  : bits == 4                      ? 2 * data.getDim(-1)
                                                   : data.getDim(-1);
-  llvm::Expected<quant::GroupLayout> layout =
-      makeLayout(context, shape, bits, op.getAxis(), op.getGroupSize(),
-                 data.getDim(-1));
+  llvm::Expected<quant::GroupLayout> layout = makeLayout(
+      context, shape, bits, op.getAxis(), op.getGroupSize(), data.getDim(-1));
   if (!layout)
     return layout.takeError();
   if (Shape(scales.getShape()) != layout->scaleShape())
-    return context.error("scales have shape " +
-                         formatShape(scales.getShape()) + ", expected " +
-                         formatShape(layout->scaleShape()));
+    return context.error("scales have shape " + formatShape(scales.getShape()) +
+                         ", expected " + formatShape(layout->scaleShape()));
   std::vector<int8_t> bytes(data.getNumElements());
   for (int64_t i = 0; i < data.getNumElements(); ++i)
     bytes[i] = static_cast<int8_t>(data.ints()[i]);
@@ -154,12 +152,12 @@ static llvm::Expected<TvcProblem> checkTvc(KernelContext &context,
       p.left->getDim(0) != p.vocab || p.right->getDim(0) != p.rank ||
       p.right->getDim(1) != p.hidden || p.bounds->getDim(0) != p.vocab ||
       p.bounds->getDim(1) != 4)
-    return context.error(
-        "input " + formatShape(p.input->getShape()) + ", weight " +
-        formatShape(p.weight->getShape()) + ", preview " +
-        formatShape(p.left->getShape()) + " x " +
-        formatShape(p.right->getShape()) + " and bounds " +
-        formatShape(p.bounds->getShape()) + " do not fit together");
+    return context.error("input " + formatShape(p.input->getShape()) +
+                         ", weight " + formatShape(p.weight->getShape()) +
+                         ", preview " + formatShape(p.left->getShape()) +
+                         " x " + formatShape(p.right->getShape()) +
+                         " and bounds " + formatShape(p.bounds->getShape()) +
+                         " do not fit together");
   p.rows = numElementsOf(p.input->getShape().drop_back());
   p.candidates = op.getCandidates();
   p.exactTop = op.getExactTop();
@@ -206,8 +204,8 @@ static bool runTvcRow(const TvcProblem &p, const float *h, float *out,
   }
   double nh = norm(hd.data(), H), nz = norm(zd.data(), R),
          na = norm(a.data(), R);
-  double ne = norm(e.data(), H) +
-              0x1p-32 * (nh + std::sqrt(double(H)) * tau * zAbsSum);
+  double ne =
+      norm(e.data(), H) + 0x1p-32 * (nh + std::sqrt(double(H)) * tau * zAbsSum);
   double gammaR = gammaF32(R), gammaH = gammaF32(H);
   // 3. Upper bounds of every row's logit.
   bool sawNaN = std::isnan(nh) || std::isnan(ne) || std::isnan(nz);
@@ -215,7 +213,8 @@ static bool runTvcRow(const TvcProblem &p, const float *h, float *out,
     double preview = dotF32(left + v * R, z.data(), R);
     const float *b = bounds + v * 4;
     double slack = double(b[0]) * ne + double(b[1]) * nz +
-                   double(b[2]) * (gammaR * nz + na) + gammaH * double(b[3]) * nh;
+                   double(b[2]) * (gammaR * nz + na) +
+                   gammaH * double(b[3]) * nh;
     upper[v] = preview + slack * kNormSlack + 0x1p-50 * std::fabs(preview);
     sawNaN |= std::isnan(upper[v]);
   }
@@ -270,9 +269,9 @@ static llvm::Error runTvcLMHead(KernelContext &context) {
   std::vector<double> upper(p.vocab);
   std::vector<int64_t> order(p.vocab);
   for (int64_t row = 0; row < p.rows; ++row) {
-    bool proved = runTvcRow(p, p.input->floats().data() + row * p.hidden,
-                            result.floats().data() + row * p.vocab, upper,
-                            order);
+    bool proved =
+        runTvcRow(p, p.input->floats().data() + row * p.hidden,
+                  result.floats().data() + row * p.vocab, upper, order);
     context.noteTvcRow(proved);
   }
   context.setResult(0, std::move(result));

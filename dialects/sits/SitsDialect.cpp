@@ -62,11 +62,11 @@ void SitsDialect::initialize() {
 // KVCacheType
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
-                    unsigned layers, unsigned maxBatch, unsigned kvHeads,
-                    unsigned capacity, unsigned headDim, Type elementType,
-                    KVCacheLayoutAttr layout, KVQuantAttr quant) {
+LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  unsigned layers, unsigned maxBatch,
+                                  unsigned kvHeads, unsigned capacity,
+                                  unsigned headDim, Type elementType,
+                                  KVCacheLayoutAttr layout, KVQuantAttr quant) {
   if (layers == 0 || maxBatch == 0 || kvHeads == 0 || capacity == 0 ||
       headDim == 0)
     return emitError() << "kv_cache needs layers, max_batch, kv_heads, "
@@ -127,7 +127,7 @@ LogicalResult KVQuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!keys)
     return emitError() << "kv_quant needs keys = per_token or per_channel";
   if (keys.getValue() == KVKeyGroups::per_channel ? channelBlock == 0
-                                                   : channelBlock != 1)
+                                                  : channelBlock != 1)
     return emitError() << "kv_quant channel_block must be >= 1 for "
                           "per_channel keys and 1 for per_token keys, got "
                        << channelBlock;
