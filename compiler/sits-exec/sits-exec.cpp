@@ -28,6 +28,7 @@
 #include "compiler/registration/Registration.h"
 #include "dialects/sits/SitsDialect.h"
 #include "frontends/onnx/OnnxImporter.h"
+#include "sits/AtomicFile.h"
 #include "sits/ModelTokenizer.h"
 #include "sits/TextStream.h"
 
@@ -234,12 +235,14 @@ static int runGreedy(ModuleOp module, const ExecutorOptions &options) {
         row.push_back(static_cast<double>(logit));
       logits.push_back(std::move(row));
     }
-    std::error_code ec;
-    llvm::raw_fd_ostream out(greedyDump, ec);
-    if (ec)
-      return fail("cannot write '" + greedyDump + "': " + ec.message());
+    std::string text;
+    llvm::raw_string_ostream out(text);
     out << llvm::json::Value(llvm::json::Object{{"tokens", std::move(tokens)},
                                                 {"logits", std::move(logits)}});
+    out.flush();
+    std::string error;
+    if (!sits::writeFileAtomic(greedyDump, text, &error))
+      return fail("cannot write '" + greedyDump + "': " + error);
   }
   std::optional<GreedyMismatch> mismatch = findGreedyMismatch(*steps, expected);
   if (!mismatch) {

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "backends/cuda/KernelLibrary.h"
+#include "sits/AtomicFile.h"
 #include "sits/EngineFormat.h"
 #include "sits/KVCalibration.h"
 #include "src/PrefillPlan.h"
@@ -552,14 +553,14 @@ void writeNpy(const std::string &path, const std::vector<float> &data,
   while ((10 + header.size() + 1) % 64 != 0)
     header += ' ';
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  out.write("\x93NUMPY\x01\x00", 8);
   uint16_t length = static_cast<uint16_t>(header.size());
-  out.write(reinterpret_cast<const char *>(&length), 2);
-  out << header;
-  out.write(reinterpret_cast<const char *>(data.data()), data.size() * 4);
-  if (!out)
-    die("cannot write " + path);
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes.append(reinterpret_cast<const char *>(&length), 2);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char *>(data.data()), data.size() * 4);
+  std::string error;
+  if (!writeFileAtomic(path, bytes, &error))
+    die("cannot write " + path + ": " + error);
 }
 
 } // namespace
