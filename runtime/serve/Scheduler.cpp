@@ -27,7 +27,9 @@ const char *serve::rejectionName(Rejection rejection) {
   return "invalid";
 }
 
-/// The metrics label of a finish reason.
+/// The metrics label of a finish reason (finishReasonName's names, which
+/// live in the CUDA runtime library that this CUDA-free scheduler does not
+/// link; "error" for a failed request).
 static const char *reasonLabel(FinishReason reason, bool failed) {
   if (failed)
     return "error";
