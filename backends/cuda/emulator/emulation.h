@@ -95,6 +95,8 @@ struct Launch {
   std::vector<Fiber> fibers;
   std::vector<uint64_t> warpSlots; ///< one per thread, for shuffles
   std::vector<uint32_t> mmaSlots;  ///< six per thread, for mma operands
+  std::vector<float> mmaSums;      ///< four per thread, mma accumulators
+  std::vector<char> mmaDone;       ///< per warp: this mma's sums are made
   std::vector<char> dynamicShared;
   Fiber *current = nullptr;
 #if defined(__x86_64__)
@@ -309,16 +311,31 @@ template <class T> T shuffle(unsigned mask, T value, int sourceLane) {
 
 inline float halfToFloat(uint16_t bits);
 
+/// Every half's float, for the operands of mma.sync (made on first use).
+inline const float *halfTable() {
+  static const std::vector<float> table = [] {
+    std::vector<float> values(65536);
+    for (uint32_t bits = 0; bits < 65536; ++bits)
+      values[bits] = halfToFloat(static_cast<uint16_t>(bits));
+    return values;
+  }();
+  return table.data();
+}
+
 /// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: every lane publishes its
-/// operand registers, then computes its four accumulators from the whole
-/// warp's, with the fragment layout of the PTX ISA (see mma16816 in
-/// kernels/common.cuh). Products of two halves are exact in f32; the sum
-/// runs over k in order.
+/// operand registers and accumulators; the first lane to run after the
+/// barrier decodes the warp's A (16 x 16) and B (16 x 8) once and computes
+/// all 128 accumulators (a lane computing only its own four would decode
+/// every operand 32 times: most of an emulated run's time), then every lane
+/// takes its four. The fragment layout is the PTX ISA's (see mma16816 in
+/// kernels/common.cuh). Products of two halves are exact in f32; each sum
+/// starts from the accumulator and runs over k in order.
 inline void mma16816(bool bf16, float *c, uint32_t a0, uint32_t a1, uint32_t a2,
                      uint32_t a3, uint32_t b0, uint32_t b1) {
   Launch &l = launch();
   Fiber &self = current();
-  const unsigned lane = self.linear % 32, base = self.linear - lane;
+  const unsigned lane = self.linear % 32, base = self.linear - lane,
+                 warp = self.linear / 32;
   uint32_t *mine = &l.mmaSlots[6 * self.linear];
   mine[0] = a0;
   mine[1] = a1;
@@ -326,41 +343,63 @@ inline void mma16816(bool bf16, float *c, uint32_t a0, uint32_t a1, uint32_t a2,
   mine[3] = a3;
   mine[4] = b0;
   mine[5] = b1;
-  syncwarp();
-  for (unsigned other = base; other < base + 32; ++other)
-    if (other >= l.fibers.size() || l.fibers[other].state == FiberState::Done)
-      fail("mma.sync with lane " + std::to_string(other - base) + " of warp " +
-           std::to_string(base / 32) +
-           " exited or missing: every lane must take part");
-  auto element = [&](unsigned owner, unsigned reg, unsigned k) {
-    uint32_t word = l.mmaSlots[6 * (base + owner) + reg];
-    uint16_t bits = static_cast<uint16_t>(k % 2 ? word >> 16 : word & 0xffffu);
-    if (!bf16)
-      return halfToFloat(bits);
-    uint32_t wide = static_cast<uint32_t>(bits) << 16;
-    float value;
-    std::memcpy(&value, &wide, 4);
-    return value;
-  };
-  // A[row][k] sits in lane (row % 8) * 4 + (k % 8) / 2, register
-  // (row >= 8) + 2 * (k >= 8); B[k][n] in lane n * 4 + (k % 8) / 2,
-  // register 4 + (k >= 8); the even k in the low half.
-  const unsigned g = lane / 4, t = lane % 4;
-  float out[4];
-  for (unsigned i = 0; i < 4; ++i) {
-    const unsigned row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
-    float sum = c[i];
-    for (unsigned k = 0; k < 16; ++k) {
-      float a = element((row % 8) * 4 + (k % 8) / 2,
-                        (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0), k);
-      float b = element(col * 4 + (k % 8) / 2, 4 + (k >= 8 ? 1 : 0), k);
-      sum += a * b;
-    }
-    out[i] = sum;
-  }
-  syncwarp(); // nobody overwrites its operands before every lane has read
+  float *sums = &l.mmaSums[4 * self.linear];
   for (unsigned i = 0; i < 4; ++i)
-    c[i] = out[i];
+    sums[i] = c[i];
+  syncwarp();
+  if (!l.mmaDone[warp]) {
+    for (unsigned other = base; other < base + 32; ++other)
+      if (other >= l.fibers.size() ||
+          l.fibers[other].state == FiberState::Done)
+        fail("mma.sync with lane " + std::to_string(other - base) +
+             " of warp " + std::to_string(warp) +
+             " exited or missing: every lane must take part");
+    auto element = [&](unsigned owner, unsigned reg, unsigned k) {
+      uint32_t word = l.mmaSlots[6 * (base + owner) + reg];
+      uint16_t bits =
+          static_cast<uint16_t>(k % 2 ? word >> 16 : word & 0xffffu);
+      if (!bf16)
+        return halfTable()[bits];
+      uint32_t wide = static_cast<uint32_t>(bits) << 16;
+      float value;
+      std::memcpy(&value, &wide, 4);
+      return value;
+    };
+    // A[row][k] sits in lane (row % 8) * 4 + (k % 8) / 2, register
+    // (row >= 8) + 2 * (k >= 8); B[k][n] in lane n * 4 + (k % 8) / 2,
+    // register 4 + (k >= 8); the even k in the low half.
+    float a[16][16], b[16][8];
+    for (unsigned k = 0; k < 16; ++k) {
+      for (unsigned row = 0; row < 16; ++row)
+        a[row][k] = element((row % 8) * 4 + (k % 8) / 2,
+                            (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0), k);
+      for (unsigned col = 0; col < 8; ++col)
+        b[k][col] = element(col * 4 + (k % 8) / 2, 4 + (k >= 8 ? 1 : 0), k);
+    }
+    // C[row][col] is accumulator (row >= 8) * 2 + col % 2 of lane
+    // (row % 8) * 4 + col / 2. A row's eight sums advance together (the
+    // compiler vectorizes over columns; each sum still runs over k in order).
+    for (unsigned row = 0; row < 16; ++row) {
+      float sum[8];
+      for (unsigned col = 0; col < 8; ++col)
+        sum[col] = l.mmaSums[4 * (base + (row % 8) * 4 + col / 2) +
+                             (row >= 8 ? 2 : 0) + col % 2];
+      for (unsigned k = 0; k < 16; ++k)
+        for (unsigned col = 0; col < 8; ++col)
+          sum[col] += a[row][k] * b[k][col];
+      for (unsigned col = 0; col < 8; ++col)
+        l.mmaSums[4 * (base + (row % 8) * 4 + col / 2) + (row >= 8 ? 2 : 0) +
+                  col % 2] = sum[col];
+    }
+    l.mmaDone[warp] = 1;
+  }
+  for (unsigned i = 0; i < 4; ++i)
+    c[i] = sums[i];
+  // Nobody overwrites its operands before every lane has read its sums;
+  // every lane clears the flag (the first to reach the next mma.sync waits
+  // at its barrier for the last to clear it).
+  syncwarp();
+  l.mmaDone[warp] = 0;
 }
 
 /// ldmatrix.sync.aligned.m8n8.x4.shared.b16 (see loadMatrix4 in
@@ -569,6 +608,8 @@ sits_emu_launch(void (*kernel)(void **), const unsigned grid[3],
   l.fibers.resize(threads);
   l.warpSlots.assign(threads, 0);
   l.mmaSlots.assign(static_cast<size_t>(threads) * 6, 0);
+  l.mmaSums.assign(static_cast<size_t>(threads) * 4, 0.0f);
+  l.mmaDone.assign((threads + 31) / 32, 0);
   // Fiber stacks, kept between launches (never touched until used).
   static std::unique_ptr<char[]> stacks;
   static unsigned stackCount = 0;
