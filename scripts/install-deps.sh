@@ -18,6 +18,9 @@ PACKAGES=(
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcpp-httplib-dev
   pybind11-dev python3-dev
   cmake ninja-build g++ libgtest-dev python3 python3-pip
+  # lit's per-test time limit (test/lit.cfg.py) needs psutil in the Python
+  # lit runs on.
+  python3-psutil
   # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and the
   # sanitizer runtimes.
   clang-14 libclang-rt-14-dev

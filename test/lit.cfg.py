@@ -34,6 +34,16 @@ for var in ("HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES", "PYTHONPATH"):
         config.environment[var] = os.environ[var]
 config.environment["PYTHONUNBUFFERED"] = "1"
 
+# A test that hangs fails alone, by name, after this many seconds, instead
+# of the whole suite running into ctest's limit with nothing to show. lit
+# needs psutil for it (scripts/install-deps.sh installs it).
+try:
+    import psutil  # noqa: F401
+
+    lit_config.maxIndividualTestTime = 900
+except ImportError:
+    lit_config.note("psutil is missing: no per-test time limit")
+
 models_dir = os.path.join(config.sits_src_root, "test", "models")
 tools_dir = os.path.join(config.sits_src_root, "test", "tools")
 config.substitutions.append(("%models", models_dir))

@@ -17,6 +17,7 @@
 #include "dialects/sits/SitsOps.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Audit.h"
+#include "sits/AtomicFile.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -250,6 +251,9 @@ LogicalResult sits::sitsc::checkGpuKernelsExist(ModuleOp module) {
 }
 
 int main(int argc, char **argv) {
+  // NVRTC's own SIGINT/SIGTERM handler can deadlock sitsc (see the
+  // function): signals end it from a thread instead.
+  sits::terminateOnSignalsFromAThread();
   llvm::InitLLVM initLLVM(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();

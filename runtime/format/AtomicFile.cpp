@@ -10,8 +10,10 @@
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
+#include <pthread.h>
 #include <random>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -33,10 +35,14 @@ std::atomic<bool> slotUsed[kSlots];
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 struct sigaction previousActions[3];
 
-void removeTemporaries(int signal) {
+void unlinkTemporaries() {
   for (int i = 0; i < kSlots; ++i)
     if (slotUsed[i].load(std::memory_order_acquire))
       ::unlink(slotPaths[i]);
+}
+
+void removeTemporaries(int signal) {
+  unlinkTemporaries();
   // Then whatever would have happened without us: the previous handler, or
   // the default action, once this handler returns.
   for (int i = 0; i < 3; ++i)
@@ -94,6 +100,35 @@ std::string folderOf(const std::string &path) {
 }
 
 } // namespace
+
+void terminateOnSignalsFromAThread() {
+  sigset_t waited;
+  ::sigemptyset(&waited);
+  for (int signal : kSignals) {
+    struct sigaction current;
+    // An ignored signal (nohup) stays ignored.
+    if (::sigaction(signal, nullptr, &current) == 0 &&
+        current.sa_handler != SIG_IGN)
+      ::sigaddset(&waited, signal);
+  }
+  if (::pthread_sigmask(SIG_BLOCK, &waited, nullptr) != 0)
+    return;
+  std::thread([waited] {
+    int signal = 0;
+    while (::sigwait(&waited, &signal) != 0) {
+    }
+    unlinkTemporaries();
+    // End as the signal's default action ends the process (its exit status
+    // names the signal); _Exit only if that action somehow returns.
+    ::signal(signal, SIG_DFL);
+    sigset_t one;
+    ::sigemptyset(&one);
+    ::sigaddset(&one, signal);
+    ::pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    ::raise(signal);
+    std::_Exit(128 + signal);
+  }).detach();
+}
 
 //===----------------------------------------------------------------------===//
 // AtomicFile

@@ -346,8 +346,7 @@ inline void mma16816(bool bf16, float *c, uint32_t a0, uint32_t a1, uint32_t a2,
   syncwarp();
   if (!l.mmaDone[warp]) {
     for (unsigned other = base; other < base + 32; ++other)
-      if (other >= l.fibers.size() ||
-          l.fibers[other].state == FiberState::Done)
+      if (other >= l.fibers.size() || l.fibers[other].state == FiberState::Done)
         fail("mma.sync with lane " + std::to_string(other - base) +
              " of warp " + std::to_string(warp) +
              " exited or missing: every lane must take part");

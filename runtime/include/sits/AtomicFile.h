@@ -64,6 +64,16 @@ private:
 bool writeFileAtomic(const std::string &path, const std::string &text,
                      std::string *error);
 
+/// Ends the process on SIGINT, SIGTERM and SIGHUP from a thread of its own
+/// rather than from a signal handler: blocks them in the calling thread and
+/// starts a thread that waits for one, removes the named temporaries of the
+/// AtomicFiles being written and ends the process with the signal's default
+/// action. Call it first in main, before any other thread starts, so that
+/// every thread inherits the mask. For programs that call a library whose
+/// own handler is not async-signal-safe: NVRTC installs one that calls
+/// exit(), which deadlocks in free() when the signal interrupted a malloc.
+void terminateOnSignalsFromAThread();
+
 } // namespace sits
 
 #endif // SITS_ATOMICFILE_H

@@ -150,3 +150,30 @@ TEST_F(AtomicFileTest, TheHandlerBeforeOursStillRuns) {
 }
 
 } // namespace
+
+// With the signals taken by a thread, a handler installed later (as NVRTC
+// installs one that calls exit()) never runs: the process ends by the
+// signal, and the named temporary is removed.
+TEST_F(AtomicFileTest, SignalThreadEndsTheProcessBeforeOtherHandlers) {
+  for (int signal : {SIGTERM, SIGINT, SIGHUP}) {
+    std::string path = dir + "/out.txt";
+    int status = inChild([&] {
+      terminateOnSignalsFromAThread();
+      exitCode = 42;
+      std::signal(signal, exitFromHandler);
+      AtomicFile file;
+      std::string error;
+      if (!file.create(path, &error, /*anonymous=*/false))
+        ::_exit(3);
+      writeAll(file, "partial");
+      // Process-directed, as from `kill`: the waiting thread takes it.
+      ::kill(::getpid(), signal);
+      for (int i = 0; i < 100; ++i)
+        ::usleep(100000);
+      ::_exit(4); // not reached
+    });
+    ASSERT_TRUE(WIFSIGNALED(status)) << status;
+    EXPECT_EQ(WTERMSIG(status), signal);
+    EXPECT_TRUE(listDir().empty());
+  }
+}
