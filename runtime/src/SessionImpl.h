@@ -33,6 +33,21 @@ struct PreparedLaunch {
 
 using PreparedProgram = std::vector<PreparedLaunch>;
 
+/// A paged KV cache's blocks (SessionPages.cpp): which pool block holds
+/// each block of each slot's sequence, and who holds each pool block. A
+/// block is held by the slot whose sequence wrote it and, once its prompt
+/// tokens are shared for prefix caching, by the prefix ids that name it;
+/// it returns to the free list when nobody holds it.
+struct PagedBlocks {
+  int32_t *deviceTable = nullptr; ///< the engine's block table buffer
+  std::vector<int32_t> table;     ///< its host copy, -1: no block
+  std::vector<uint32_t> held;     ///< blocks in each slot's table
+  std::vector<uint32_t> refs;     ///< holders of each pool block
+  std::vector<int32_t> freeList;  ///< taken from the back
+  std::vector<int32_t> prefix;    ///< prefix id -> pool block (-1: none)
+  bool dirty = false;             ///< table changed since the upload
+};
+
 struct Session::Impl {
   std::shared_ptr<Engine> engine;
   Engine::Impl &e;
@@ -77,6 +92,8 @@ struct Session::Impl {
   void *blockPool = nullptr;
   uint32_t poolBlockTokens = 0;
   uint32_t poolBlockCount = 0;
+  /// A paged KV cache's blocks (unused with a contiguous one).
+  PagedBlocks pages;
 
   Impl(std::shared_ptr<Engine> engine, const SessionOptions &options);
   ~Impl();
@@ -94,6 +111,27 @@ struct Session::Impl {
   void ensureSlots();
   /// Empties `slot` with `sampling` as its parameters (a reset).
   void startSequence(uint32_t slot, const SamplingParams &sampling);
+
+  // A paged KV cache (SessionPages.cpp; no-ops for a contiguous one).
+  bool paged() const { return config.kvCache.paged(); }
+  /// Every block free, no prefix shared (a new request of generate).
+  void resetPages();
+  /// Gives `slot`'s blocks back (a reset of the slot).
+  void releaseSlot(uint32_t slot);
+  /// Blocks for `rows` rows of `slot`'s sequence; throws KVCacheFull,
+  /// naming the pool, when it has too few free.
+  void reserveRows(uint32_t slot, uint64_t rows);
+  /// Uploads the block table when it changed (before a launch).
+  void uploadTable();
+  /// Prefix caching by sharing: `ids` prefix ids (allocatePrefixIds), each
+  /// naming a pool block.
+  void allocatePrefixIds(uint32_t blockTokens, uint32_t ids);
+  /// Prefix id ids[i] names `slot`'s block firstBlock + i (a full prompt
+  /// block: no one writes it again), dropping what it named before.
+  void sharePrefix(uint32_t slot, uint32_t firstBlock,
+                   const std::vector<uint32_t> &ids);
+  /// `slot`'s first blocks are those the prefix ids name, in order.
+  void loadPrefix(uint32_t slot, const std::vector<uint32_t> &ids);
 };
 
 /// Refuses sampling parameters the kernels cannot take (InvalidArgument),
