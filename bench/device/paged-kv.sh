@@ -3,7 +3,10 @@
 #   1. the Session gtests (PagedSessionTest: paged tokens equal contiguous
 #      ones, restarted slots reuse their blocks, a shared prefix gives a full
 #      prefill's tokens with a pool too small for copies, a full pool is
-#      KVCacheFull; SessionBlocksTest and SessionStepTest beside them);
+#      KVCacheFull; SessionBlocksTest and SessionStepTest beside them), and
+#      test/serve/test_serve_gpu.py (a paged engine's shared prefix blocks
+#      give sits-exec's tokens) when .device-serve/wheels has the openai
+#      wheels (see serve-gpu-tests.sh);
 #   2. the generated paged kernels on the GPU against PyTorch
 #      (test/gpu/check_models.py on llama_gqa, fp32 and fp16, blocks of 16
 #      and a pool smaller than the batch's full sequences: logits at every
@@ -46,6 +49,20 @@ say "built"
   --gtest_filter='PagedSessionTest.*:SessionBlocksTest.*:SessionStepTest.*' \
   >"$FINAL/gtest.log" 2>&1 || status=1
 say "gtests: $(grep -E '^\[  (PASSED|FAILED) ' "$FINAL/gtest.log" | tr '\n' ' ')"
+
+# sits-serve over contiguous and paged engines through the openai client
+# (test/serve/test_serve_gpu.py; the wheels as serve-gpu-tests.sh takes
+# them), sits-exec from .device.
+if ls "$data"/wheels/*.whl >/dev/null 2>&1 &&
+   python3 -m pip install -q --no-index --no-deps --target "$W/py" \
+     "$data"/wheels/*.whl >"$FINAL/pip.log" 2>&1; then
+  PYTHONPATH=$W/py SITS_REQUIRE_GPU=1 SITS_BIN_DIR=$bin python3 -m pytest -q \
+    -rs -p no:cacheprovider test/serve/test_serve_gpu.py \
+    >"$FINAL/pytest.log" 2>&1 || status=1
+  say "test_serve_gpu.py: $(tail -1 "$FINAL/pytest.log")"
+else
+  say "no openai wheels in .device-serve/wheels: test_serve_gpu.py not run"
+fi
 
 # 2. The generated paged kernels against PyTorch.
 python3 test/gpu/check_models.py --sitsc sitsc --runner "$bin/sits-score" \
