@@ -156,9 +156,13 @@ void Session::Impl::allocate() {
   if (named.tvcCounters >= 0)
     tvcCounters = reinterpret_cast<uint64_t *>(addresses[named.tvcCounters]);
   // A paged cache's block table (the validator checked that it exists).
+  const format::KVCacheConfig &kv = config.kvCache;
   for (size_t i = 0; i < buffers.size() && paged(); ++i)
-    if (buffers[i].name == config.kvCache.blockTable)
-      pages.deviceTable = reinterpret_cast<int32_t *>(addresses[i]);
+    if (buffers[i].name == kv.blockTable)
+      deviceTable = reinterpret_cast<int32_t *>(addresses[i]);
+  if (paged())
+    pages = std::make_unique<runtime::BlockAllocator>(
+        kv.maxBatch, kv.maxBlocksPerSeq(), kv.blocks, kv.blockTokens);
   tvcExactTop = runtime::tvcExactTop(e.contents.metadataJson);
   char *bytes = static_cast<char *>(arena);
   sampled = reinterpret_cast<int32_t *>(bytes + sampledOffset);

@@ -9,12 +9,14 @@
 #define SITS_RUNTIME_SRC_SESSIONIMPL_H
 
 #include "sits/Runtime.h"
+#include "src/BlockAllocator.h"
 #include "src/EngineImpl.h"
 #include "src/Sampling.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,21 +34,6 @@ struct PreparedLaunch {
 };
 
 using PreparedProgram = std::vector<PreparedLaunch>;
-
-/// A paged KV cache's blocks (SessionPages.cpp): which pool block holds
-/// each block of each slot's sequence, and who holds each pool block. A
-/// block is held by the slot whose sequence wrote it and, once its prompt
-/// tokens are shared for prefix caching, by the prefix ids that name it;
-/// it returns to the free list when nobody holds it.
-struct PagedBlocks {
-  int32_t *deviceTable = nullptr; ///< the engine's block table buffer
-  std::vector<int32_t> table;     ///< its host copy, -1: no block
-  std::vector<uint32_t> held;     ///< blocks in each slot's table
-  std::vector<uint32_t> refs;     ///< holders of each pool block
-  std::vector<int32_t> freeList;  ///< taken from the back
-  std::vector<int32_t> prefix;    ///< prefix id -> pool block (-1: none)
-  bool dirty = false;             ///< table changed since the upload
-};
 
 struct Session::Impl {
   std::shared_ptr<Engine> engine;
@@ -92,8 +79,10 @@ struct Session::Impl {
   void *blockPool = nullptr;
   uint32_t poolBlockTokens = 0;
   uint32_t poolBlockCount = 0;
-  /// A paged KV cache's blocks (unused with a contiguous one).
-  PagedBlocks pages;
+  /// A paged KV cache's blocks (null with a contiguous one) and the
+  /// engine's block table buffer, which the programs read.
+  std::unique_ptr<runtime::BlockAllocator> pages;
+  int32_t *deviceTable = nullptr;
 
   Impl(std::shared_ptr<Engine> engine, const SessionOptions &options);
   ~Impl();
@@ -116,6 +105,8 @@ struct Session::Impl {
   bool paged() const { return config.kvCache.paged(); }
   /// Every block free, no prefix shared (a new request of generate).
   void resetPages();
+  /// Throws KVCacheFull naming the pool (`slot` wanted `rows` rows).
+  [[noreturn]] void poolFull(uint32_t slot, uint64_t rows) const;
   /// Gives `slot`'s blocks back (a reset of the slot).
   void releaseSlot(uint32_t slot);
   /// Blocks for `rows` rows of `slot`'s sequence; throws KVCacheFull,
