@@ -62,5 +62,18 @@ def DecodeSplitKeysOption : CodegenOption<"decodeSplitKeys",
     "caches) or a multiple of 64 from 64 to 4096 (an experiment: fewer, "
     "longer splits give each warp more tiles and the combine fewer "
     "partials, with fewer blocks)">;
+def KVLayoutOption : CodegenOption<"kvLayout", "kv-layout", "std::string",
+    "\"contiguous\"",
+    "Storage of the KV cache: contiguous (each sequence owns --max-seq-len "
+    "rows) or paged (blocks of --kv-block-tokens rows from a pool of "
+    "--kv-pool-blocks, through a per-sequence block table the runtime "
+    "writes; for serving)", "layout">;
+def KVBlockTokensOption : CodegenOption<"kvBlockTokens", "kv-block-tokens",
+    "int64_t", "64",
+    "Tokens per block of a paged KV cache: a power of two from 16 to 1024">;
+def KVPoolBlocksOption : CodegenOption<"kvPoolBlocks", "kv-pool-blocks",
+    "int64_t", "0",
+    "Blocks in a paged KV cache's pool, at least one sequence of "
+    "--max-seq-len's", "", "--max-batch full sequences">;
 
 #endif // SITS_BACKENDS_CUDA_CODEGENOPTIONS_TD

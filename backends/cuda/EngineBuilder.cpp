@@ -20,7 +20,7 @@ namespace {
 struct BufferIndices {
   uint32_t workspace = 0, keyCache = 0, valueCache = 0, tokenIds = 0,
            pastLengths = 0, stepLengths = 0, logits = 0, counters = 0,
-           kvStats = 0, tvcScratch = 0, tvcCounters = 0;
+           kvStats = 0, tvcScratch = 0, tvcCounters = 0, blockTable = 0;
 };
 
 std::vector<uint64_t> toDims(const std::vector<int64_t> &shape) {
@@ -83,6 +83,9 @@ format::Program buildProgram(const ProgramPlan &plan,
         break;
       case BufferKind::TvcCounters:
         buffer = buffers.tvcCounters;
+        break;
+      case BufferKind::BlockTable:
+        buffer = buffers.blockTable;
         break;
       }
       out.args.push_back(format::LaunchArg::bufferAddress(buffer, offset));
@@ -167,8 +170,13 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   kv.set("capacity", m.maxSeqLen);
   kv.set("head_dim", m.headDim);
   kv.set("dtype", cacheType);
-  kv.set("layout", "contiguous");
   const format::KVCacheConfig &cache = plan.kvCache;
+  kv.set("layout", cache.layout);
+  if (cache.paged()) {
+    kv.set("block_tokens", static_cast<uint64_t>(cache.blockTokens));
+    kv.set("blocks", static_cast<uint64_t>(cache.blocks));
+    kv.set("block_table", cache.blockTable);
+  }
   if (cache.coldBits) {
     kv.set("dtype", format::dtypeName(cache.dtype));
     kv.set("bytes_per_token", cache.bytesPerToken());
@@ -318,6 +326,8 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
   const ModelConfig &m = plan.model;
   format::StreamedEngine engine;
   format::EngineContents &contents = engine.contents;
+  contents.formatMinor =
+      plan.kvCache.paged() ? format::kPagedKVCacheMinor : uint16_t(1);
   contents.targetSm = plan.options.target.getSm();
   contents.cudaVersion = source.cudaVersion;
   contents.sourceModelHash = source.sha256;
@@ -397,6 +407,17 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
                                 {static_cast<uint64_t>(m.layers),
                                  static_cast<uint64_t>(m.kvHeads), 2, 8});
   } else {
+    if (plan.kvCache.paged()) {
+      // [layers, blocks, kv_heads, block_tokens, head_dim], and the table
+      // the runtime writes: [max_batch, blocks a full sequence].
+      const format::KVCacheConfig &kv = plan.kvCache;
+      cacheShape = {static_cast<uint64_t>(m.layers), kv.blocks,
+                    static_cast<uint64_t>(m.kvHeads), kv.blockTokens,
+                    static_cast<uint64_t>(m.headDim)};
+      buffers.blockTable = addBuffer(
+          kv.blockTable, BufferRole::Activation, DType::I32,
+          batch * kv.maxBlocksPerSeq() * 4, {batch, kv.maxBlocksPerSeq()});
+    }
     buffers.keyCache = addBuffer("key_cache", BufferRole::KeyCache, m.cacheType,
                                  plan.cacheBufferBytes, cacheShape);
     buffers.valueCache =

@@ -73,7 +73,30 @@ void addRopeConstants(LaunchBuilder &b, const std::string &structName,
     b.constant("};");
 }
 
+/// A paged cache's constants and block table parameter (nothing for a
+/// contiguous one, whose kernels stay as they were); returns the argument
+/// the kernel's call appends.
+std::string addPaging(LaunchBuilder &b, const KVPaging &paging) {
+  if (!paging.blockTokens)
+    return "";
+  b.intConstant("kBlockTokens", paging.blockTokens);
+  b.intConstant("kMaxBlocks", paging.maxBlocks);
+  b.param("const int *", "block_table",
+          ArgBinding::bufferArg(BufferKind::BlockTable));
+  return ", block_table";
+}
+
+/// `call` with the block table argument before its closing parenthesis.
+std::string withPaging(std::string call, const std::string &paged) {
+  return call.substr(0, call.size() - 1) + paged + ")";
+}
+
 } // namespace
+
+const char *const kPagedQuantError =
+    "a paged KV cache cannot be quantized (--kv-cache=int8|int4): its hot "
+    "ring, cold rows and scales are laid out per sequence, not in blocks; "
+    "use --kv-layout=contiguous";
 
 //===----------------------------------------------------------------------===//
 // Families
@@ -420,12 +443,13 @@ PlannedLaunch planAppend(const AppendLaunch &desc) {
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());
   b.param("int", "seq_len", seqArg());
+  const std::string paged = addPaging(b, desc.paging);
   b.call(std::string("sits::appendKV<Cfg>(key, value, ") +
          (desc.keyRope ? "key_table" : "nullptr") +
          ", key_cache, value_cache, " +
          (desc.queryRope ? "query, query_table, query_out"
                          : "nullptr, nullptr, nullptr") +
-         ", past_lengths, step_lengths, seq_len)");
+         ", past_lengths, step_lengths, seq_len" + paged + ")");
   // Blocks of a token share its row (kv_cache.cuh): about one element per
   // thread.
   b.setGrid(Expr::tokens(), Expr::constant((width + threads - 1) / threads));
@@ -511,8 +535,9 @@ static PlannedLaunch planSplitDecode(const AttentionLaunch &desc,
   b.param("int *", "counters", desc.counters);
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());
-  b.call("sits::attentionDecode<Cfg>(query, key_cache, value_cache, out, "
-         "partial, counters, past_lengths, step_lengths)");
+  b.call(withPaging("sits::attentionDecode<Cfg>(query, key_cache, value_cache, "
+                    "out, partial, counters, past_lengths, step_lengths)",
+                    addPaging(b, desc.paging)));
   b.setGrid(Expr::constant(split.splits), Expr::constant(desc.kvHeads),
             Expr::batch());
   b.setShared(
@@ -550,8 +575,9 @@ static PlannedLaunch planFlashPrefill(const AttentionLaunch &desc) {
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());
   b.param("int", "seq_len", seqArg());
-  b.call("sits::attentionPrefill<Cfg>(query, key_cache, value_cache, out, "
-         "past_lengths, step_lengths, seq_len)");
+  b.call(withPaging("sits::attentionPrefill<Cfg>(query, key_cache, "
+                    "value_cache, out, past_lengths, step_lengths, seq_len)",
+                    addPaging(b, desc.paging)));
   b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(kRows)),
             Expr::constant(desc.heads), Expr::batch());
   // attention_prefill.cuh's attentionPrefillSharedBytes: Q and two buffers
@@ -623,8 +649,9 @@ std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());
   b.param("int", "seq_len", seqArg());
-  b.call("sits::attention<Cfg>(query, key_cache, value_cache, out, "
-         "past_lengths, step_lengths, seq_len)");
+  b.call(withPaging("sits::attention<Cfg>(query, key_cache, value_cache, out, "
+                    "past_lengths, step_lengths, seq_len)",
+                    addPaging(b, desc.paging)));
   b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(queryTokens)),
             Expr::constant(desc.kvHeads), Expr::batch());
   b.setShared(bytes());

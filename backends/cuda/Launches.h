@@ -233,8 +233,25 @@ struct RopeLaunch {
 };
 PlannedLaunch planRope(const RopeLaunch &desc);
 
+/// A paged KV cache as its kernels address it (KVRows in common.cuh);
+/// blockTokens 0: the contiguous layout.
+struct KVPaging {
+  int64_t blockTokens = 0;
+  int64_t maxBlocks = 0; ///< blocks a sequence of the capacity spans
+  int64_t blocks = 0;    ///< in the pool (each layer's slice)
+  bool operator==(const KVPaging &other) const {
+    return blockTokens == other.blockTokens && maxBlocks == other.maxBlocks &&
+           blocks == other.blocks;
+  }
+};
+
+/// Why a paged cache cannot be quantized (the layout pass and the planner
+/// refuse it in these words).
+extern const char *const kPagedQuantError;
+
 struct AppendLaunch {
   int64_t layer = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  KVPaging paging;
   int64_t threads = 0; ///< the block (its #kernel.config)
   int64_t hotRows = 0; ///< a quantized cache's hot ring rows (0: none)
   format::DType cacheType = format::DType::F16;
@@ -249,6 +266,7 @@ PlannedLaunch planAppend(const AppendLaunch &desc);
 struct AttentionLaunch {
   bool decode = false;
   int64_t layer = 0, heads = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  KVPaging paging;
   format::DType cacheType = format::DType::F16;
   uint64_t layerByteOffset = 0;
   float scale = 1.0f;

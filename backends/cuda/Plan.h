@@ -45,6 +45,7 @@ enum class BufferKind {
   KVStats,     ///< u64 calibration counters of a quantized KV cache
   TvcScratch,  ///< the TVC head's per-sequence scratch (kernels/tvc.cuh)
   TvcCounters, ///< the TVC head's proved/fallback counts and mode (u64 x 3)
+  BlockTable,  ///< a paged KV cache's int32 [max_batch, max blocks a sequence]
 };
 
 /// How one kernel parameter is bound at launch.
@@ -159,6 +160,9 @@ struct ModelConfig {
   int64_t maxPrefillTokens = 0;
   format::DType cacheType = format::DType::F16;
 };
+
+/// The name of a paged KV cache's block table buffer.
+constexpr const char *kBlockTableBuffer = "kv_block_table";
 
 struct EnginePlan {
   CodegenOptions options;

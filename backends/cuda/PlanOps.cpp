@@ -19,6 +19,19 @@ using format::Expr;
 /// sits.quantize of a kv_cache.read result, or sits.dequantize of one,
 /// that only attention's cold operands read: the engine's cache holds the
 /// cold copy (planQuantizeKV writes it), so these are views.
+KVPaging kvPagingOf(func::FuncOp func, KVCacheType cacheType) {
+  KVPaging paging;
+  auto pages = func->getAttrOfType<kernel::KVPagesAttr>(
+      kernel::KernelDialect::kKVPagesAttrName);
+  if (!pages)
+    return paging;
+  paging.blockTokens = pages.getBlockTokens();
+  paging.blocks = pages.getBlocks();
+  paging.maxBlocks =
+      (cacheType.getCapacity() + paging.blockTokens - 1) / paging.blockTokens;
+  return paging;
+}
+
 static bool isKVColdCopy(Operation *op) {
   if (auto dequantize = dyn_cast<DequantizeOp>(op)) {
     auto quantize = dequantize.getData().getDefiningOp<QuantizeOp>();
@@ -510,10 +523,13 @@ LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
   desc.kvHeads = cacheType.getKvHeads();
   desc.headDim = cacheType.getHeadDim();
   desc.capacity = cacheType.getCapacity();
+  desc.paging = paging;
   desc.cacheType = options.weightType;
   desc.layerByteOffset = cacheLayerByteOffset(layer);
   format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
                                              observed.config.maxPrefillTokens);
+  if (kv.coldBits && paging.blockTokens)
+    return append.emitError() << "codegen: " << kPagedQuantError;
   if (kv.coldBits) {
     if (std::optional<std::string> error = checkKVQuant(kv))
       return append.emitError() << "codegen: " << *error;
@@ -616,10 +632,13 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
   desc.kvHeads = attention.getNumKvHeads();
   desc.headDim = cacheType.getHeadDim();
   desc.capacity = cacheType.getCapacity();
+  desc.paging = paging;
   desc.cacheType = options.weightType;
   desc.layerByteOffset = cacheLayerByteOffset(layer);
   format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
                                              observed.config.maxPrefillTokens);
+  if (kv.coldBits && paging.blockTokens)
+    return attention.emitError() << "codegen: " << kPagedQuantError;
   if (kv.coldBits) {
     // The cold operands must be the cache's own quantization of this read.
     std::optional<uint64_t> hot = attention.getHotWindow();

@@ -352,6 +352,7 @@ LogicalResult ProgramPlanner::run() {
 } // namespace detail
 
 using detail::KernelTable;
+using detail::kvPagingOf;
 using detail::Observed;
 using detail::ProgramPlanner;
 using detail::WeightTable;
@@ -501,6 +502,21 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
               config.maxPrefillTokens);
   initProgram(plan.decode, /*decode=*/true, cacheType, config.maxPrefillTokens);
 
+  // Both steps address the one cache alike.
+  const KVPaging paging = kvPagingOf(prefill, cacheType);
+  if (!(kvPagingOf(decode, cacheType) == paging))
+    return decode.emitError()
+           << "codegen: @prefill and @decode must store the KV cache alike "
+              "(the same '"
+           << kernel::KernelDialect::kKVPagesAttrName << "', or none)";
+  if (paging.blockTokens && paging.blocks < paging.maxBlocks)
+    return prefill.emitError()
+           << "codegen: a paged KV cache of " << paging.blocks
+           << " blocks cannot hold one sequence of the capacity ("
+           << paging.maxBlocks << " blocks)";
+  if (paging.blockTokens && cacheType.getQuant())
+    return prefill.emitError() << "codegen: " << kPagedQuantError;
+
   WeightTable weights(plan.weights);
   KernelTable kernels(plan.kernels);
   Observed observed;
@@ -551,10 +567,18 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   }
   plan.kvCache =
       kvCacheConfigOf(cacheType, options.weightType, config.maxPrefillTokens);
-  plan.cacheBufferBytes = static_cast<uint64_t>(config.layers) *
-                          config.maxBatch * config.kvHeads * config.maxSeqLen *
-                          config.headDim *
-                          format::dtypeBytes(options.weightType);
+  if (paging.blockTokens) {
+    plan.kvCache.layout = "paged";
+    plan.kvCache.blockTokens = static_cast<uint32_t>(paging.blockTokens);
+    plan.kvCache.blocks = static_cast<uint32_t>(paging.blocks);
+    plan.kvCache.blockTable = kBlockTableBuffer;
+  }
+  // Rows of the pool's blocks, or each sequence's capacity.
+  plan.cacheBufferBytes =
+      static_cast<uint64_t>(config.layers) *
+      (paging.blockTokens ? paging.blocks * paging.blockTokens
+                          : config.maxBatch * config.maxSeqLen) *
+      config.kvHeads * config.headDim * format::dtypeBytes(options.weightType);
   return plan;
 }
 

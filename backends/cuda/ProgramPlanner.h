@@ -139,6 +139,10 @@ private:
 };
 
 /// What the planner learns about the model while it plans (for metadata).
+/// The KV cache's paging as `func`'s #kernel.kv_pages gives it (blockTokens
+/// 0: contiguous).
+KVPaging kvPagingOf(func::FuncOp func, KVCacheType cacheType);
+
 struct Observed {
   ModelConfig config;
   bool sawAttention = false;
@@ -164,7 +168,7 @@ public:
                  Memory memory = Memory::FromIR)
       : func(func), program(program), weights(weights), kernels(kernels),
         options(options), cacheType(cacheType), observed(observed),
-        memory(memory) {}
+        memory(memory), paging(kvPagingOf(func, cacheType)) {}
 
   LogicalResult run();
 
@@ -191,10 +195,15 @@ private:
   bool hasTensorCores() const { return options.target.getSm() >= 80; }
   /// Where layer `layer` starts in each of the KV cache's buffers (key and
   /// value): max_batch x kv_heads x capacity x head_dim elements a layer.
+  /// Paged: blocks x kv_heads x block_tokens x head_dim elements a layer.
   uint64_t cacheLayerByteOffset(int64_t layer) const {
-    return static_cast<uint64_t>(layer) * cacheType.getMaxBatch() *
-           cacheType.getKvHeads() * cacheType.getCapacity() *
-           cacheType.getHeadDim() * format::dtypeBytes(options.weightType);
+    const uint64_t sequences =
+        paging.blockTokens ? paging.blocks : cacheType.getMaxBatch();
+    const uint64_t rows =
+        paging.blockTokens ? paging.blockTokens : cacheType.getCapacity();
+    return static_cast<uint64_t>(layer) * sequences * cacheType.getKvHeads() *
+           rows * cacheType.getHeadDim() *
+           format::dtypeBytes(options.weightType);
   }
   unsigned currentLaunch() const {
     return static_cast<unsigned>(program.launches.size());
@@ -253,6 +262,8 @@ private:
   KVCacheType cacheType;
   Observed &observed;
   const Memory memory;
+  /// The step's #kernel.kv_pages (blockTokens 0: contiguous).
+  const KVPaging paging;
 
   /// The op of the function's body being planned, and how many of its
   /// slices its values took.

@@ -140,6 +140,34 @@ parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
     return std::nullopt;
   }
   options.decodeSplitKeys = values.decodeSplitKeys;
+  if (values.kvLayout != "contiguous" && values.kvLayout != "paged") {
+    *error = "--kv-layout must be contiguous or paged, got '" +
+             values.kvLayout + "'";
+    return std::nullopt;
+  }
+  options.pagedKV = values.kvLayout == "paged";
+  if (!format::KVCacheConfig::validBlockTokens(values.kvBlockTokens)) {
+    *error = "--kv-block-tokens must be a power of two from 16 to 1024, got " +
+             std::to_string(values.kvBlockTokens);
+    return std::nullopt;
+  }
+  options.kvBlockTokens = values.kvBlockTokens;
+  if (values.kvPoolBlocks < 0 || values.kvPoolBlocks > (int64_t{1} << 30)) {
+    *error = "--kv-pool-blocks must be from 0 to 2^30, got " +
+             std::to_string(values.kvPoolBlocks);
+    return std::nullopt;
+  }
+  options.kvPoolBlocks = values.kvPoolBlocks;
+  // The pool's size (at least a sequence of the capacity) is checked where
+  // the cache is known (kernel-choose-kv-layout).
+  if (!options.pagedKV &&
+      (given.count("kv-block-tokens") || given.count("kv-pool-blocks"))) {
+    *error = std::string("--") +
+             (given.count("kv-block-tokens") ? "kv-block-tokens"
+                                             : "kv-pool-blocks") +
+             " needs --kv-layout=paged";
+    return std::nullopt;
+  }
   return options;
 }
 

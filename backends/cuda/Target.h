@@ -84,6 +84,12 @@ struct CodegenOptions {
   /// 64; sitsc --decode-split-keys, an experiment); 0: 256, fewer for small
   /// caches (decodeSplitOf).
   int64_t decodeSplitKeys = getDefault().decodeSplitKeys;
+  /// A paged KV cache (sitsc --kv-layout=paged): blocks of kvBlockTokens
+  /// rows, kvPoolBlocks of them (0: max_batch full sequences). The pass
+  /// kernel-choose-kv-layout records it as #kernel.kv_pages.
+  bool pagedKV = getDefault().pagedKV;
+  int64_t kvBlockTokens = getDefault().kvBlockTokens;
+  int64_t kvPoolBlocks = getDefault().kvPoolBlocks;
 
 private:
   /// CodegenOptionValues() parsed once.
@@ -92,8 +98,8 @@ private:
   /// Every member set here: their initializers above would ask getDefault.
   explicit CodegenOptions(FromValues)
       : target(), weightType(format::DType::F16), maxPrefillTokens(0),
-        batchBuckets(), fuseNorms(false), quantGemvTiles(0),
-        decodeSplitKeys(0) {}
+        batchBuckets(), fuseNorms(false), quantGemvTiles(0), decodeSplitKeys(0),
+        pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0) {}
   friend std::optional<CodegenOptions>
   parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
                       const std::set<std::string> &given);

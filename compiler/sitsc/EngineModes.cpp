@@ -361,6 +361,11 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       (given.decodeSplitKeys != defaults.decodeSplitKeys
            ? " --decode-split-keys=" + std::to_string(given.decodeSplitKeys)
            : std::string()) +
+      (planned->kvCache.paged()
+           ? " --kv-layout=paged --kv-block-tokens=" +
+                 std::to_string(planned->kvCache.blockTokens) +
+                 " --kv-pool-blocks=" + std::to_string(planned->kvCache.blocks)
+           : std::string()) +
       (options.weights == "fp16"
            ? ""
            : " --weights=" + options.weights.getValue() + " --weight-group=" +
@@ -420,8 +425,17 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << p.weights.size() << " tensors\n"
                << describeQuantizedWeights(p) << "  kv cache    "
                << humanBytes(uint64_t(perToken + 0.5)) << " per token, "
-               << humanBytes(cacheBytes) << " for " << m.maxBatch << " x "
-               << m.maxSeqLen << " tokens (" << cacheKind << ")\n"
+               << humanBytes(cacheBytes)
+               << (p.kvCache.paged()
+                       ? " in " + std::to_string(p.kvCache.blocks) +
+                             " blocks of " +
+                             std::to_string(p.kvCache.blockTokens) +
+                             " tokens for " + std::to_string(m.maxBatch) +
+                             " sequences of up to " +
+                             std::to_string(m.maxSeqLen) + " tokens (paged, "
+                       : " for " + std::to_string(m.maxBatch) + " x " +
+                             std::to_string(m.maxSeqLen) + " tokens (")
+               << cacheKind << ")\n"
                << "  workspace   " << humanBytes(p.workspaceBytes) << " ("
                << humanBytes(p.unsharedBytes) << " without reuse)\n";
   if (const sits::ModelTokenizer *text = source.tokenizer.get())

@@ -55,6 +55,9 @@ def Kernel_Dialect : Dialect {
     /// The workspace slices of the launch's scratch, in the order it takes
     /// them.
     static constexpr llvm::StringLiteral kScratchAttrName = "kernel.scratch";
+    /// A paged KV cache's blocks (a #kernel.kv_pages), on each step
+    /// function; absent: the contiguous layout.
+    static constexpr llvm::StringLiteral kKVPagesAttrName = "kernel.kv_pages";
     /// The workspace bytes a step function needs, on the func.
     static constexpr llvm::StringLiteral kWorkspaceBytesAttrName =
         "kernel.workspace_bytes";
@@ -189,6 +192,30 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
   let assemblyFormat = [{
     `<` $kernel `,` struct($tiles, $split_keys, $threads, $weight_bytes) `>`
   }];
+}
+
+def Kernel_KVPagesAttr : AttrDef<Kernel_Dialect, "KVPages"> {
+  let mnemonic = "kv_pages";
+  let summary = "The KV cache stored in blocks through a block table";
+  let description = [{
+    Set by `--kernel-choose-kv-layout` (`sitsc --kv-layout=paged`) on each
+    step function, as the discardable attribute `kernel.kv_pages`: each
+    layer's keys and values live in a pool of `blocks` blocks of
+    `block_tokens` rows, `[blocks, kv_heads, block_tokens, head_dim]`, and
+    row r of sequence b in block `table[b * ceil(capacity / block_tokens) +
+    r / block_tokens]` of the engine's block table, which the runtime
+    writes. The append and every attention kernel address the cache this
+    way (KVRows in kernels/common.cuh); without the attribute a sequence
+    owns `capacity` contiguous rows. `block_tokens` is a power of two from
+    16 to 1024, `blocks` at least a sequence of the capacity's.
+
+    ```mlir
+    func.func @decode(...) attributes {
+        kernel.kv_pages = #kernel.kv_pages<block_tokens = 64, blocks = 32>}
+    ```
+  }];
+  let parameters = (ins "int64_t":$block_tokens, "int64_t":$blocks);
+  let assemblyFormat = "`<` struct($block_tokens, $blocks) `>`";
 }
 
 def Kernel_SliceAttr : AttrDef<Kernel_Dialect, "Slice"> {

@@ -4,6 +4,8 @@
 #include "dialects/kernel/KernelOps.h"
 #include "dialects/sits/SitsOps.h"
 
+#include "sits/EngineFormat.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -138,6 +140,24 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kBuffersAttrName || attr.getName() == kScratchAttrName)
     return verifySlices(op, attr);
+  if (attr.getName() == kKVPagesAttrName) {
+    auto pages = dyn_cast<KVPagesAttr>(attr.getValue());
+    if (!pages)
+      return op->emitError()
+             << "'" << kKVPagesAttrName << "' must be a #kernel.kv_pages, got "
+             << attr.getValue();
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError()
+             << "'" << kKVPagesAttrName << "' belongs on a step function";
+    if (!format::KVCacheConfig::validBlockTokens(pages.getBlockTokens()))
+      return op->emitError() << "block_tokens = " << pages.getBlockTokens()
+                             << ": a paged KV cache's blocks hold a power of "
+                                "two from 16 to 1024 tokens";
+    if (pages.getBlocks() < 1 || pages.getBlocks() > (int64_t(1) << 30))
+      return op->emitError() << "blocks = " << pages.getBlocks()
+                             << ": a paged KV cache has 1 to 2^30 blocks";
+    return success();
+  }
   if (attr.getName() == kWorkspaceBytesAttrName) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!bytes || bytes.getInt() < 0)

@@ -64,6 +64,11 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
                   "kv cache: %.1f bytes per token, %u tokens x %u sequences",
                   perToken, kv.capacity, kv.maxBatch);
     line(buf);
+    if (kv.paged())
+      line("kv cache: paged, " + std::to_string(kv.blocks) + " blocks of " +
+           std::to_string(kv.blockTokens) + " tokens (" +
+           std::to_string(kv.maxBlocksPerSeq()) +
+           " a full sequence), block table \"" + kv.blockTable + "\"");
     if (kv.coldBits)
       line("kv cache: int" + std::to_string(kv.coldBits) + " cold part, " +
            (kv.perChannelKeys ? "per-channel keys in blocks of " +

@@ -64,6 +64,7 @@ bool encodePrefix(const EngineContents &contents, uint64_t weightBytes,
   pieces.push_back({SectionKind::Weights, nullptr, weightBytes});
 
   Header header;
+  header.formatMinor = contents.formatMinor;
   header.targetSm = contents.targetSm;
   header.cudaVersion = contents.cudaVersion;
   header.sourceModelHash = contents.sourceModelHash;
@@ -334,6 +335,7 @@ bool readEngine(const EngineFile &file, const ReadOptions &options,
       return false;
     }
   }
+  contents->formatMinor = header->formatMinor;
   contents->targetSm = header->targetSm;
   contents->cudaVersion = header->cudaVersion;
   contents->sourceModelHash = header->sourceModelHash;
@@ -343,6 +345,12 @@ bool readEngine(const EngineFile &file, const ReadOptions &options,
       reinterpret_cast<const char *>(data + meta->offset), meta->bytes);
   if (!parseRuntimeConfig(contents->metadataJson, config, error))
     return false;
+  if (config->kvCache.paged() && header->formatMinor < kPagedKVCacheMinor) {
+    *error = "a paged KV cache needs format 1." +
+             std::to_string(kPagedKVCacheMinor) + ", and the header says 1." +
+             std::to_string(header->formatMinor);
+    return false;
+  }
   const SectionEntry *kernels = findSection(*header, SectionKind::Kernels);
   if (!decodeKernels(data + kernels->offset, kernels->bytes, contents, error))
     return false;

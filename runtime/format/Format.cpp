@@ -489,8 +489,11 @@ uint64_t KVCacheConfig::bufferBytes(bool keys) const {
       return 0;
     return bytes;
   }
-  for (uint64_t dim : {uint64_t(layers), uint64_t(maxBatch), uint64_t(kvHeads),
-                       uint64_t(capacity), uint64_t(headDim)})
+  // A paged pool holds `blocks` blocks of `blockTokens` rows per layer.
+  const uint64_t sequences = paged() ? blocks : maxBatch;
+  const uint64_t rows = paged() ? blockTokens : capacity;
+  for (uint64_t dim : {uint64_t(layers), sequences, uint64_t(kvHeads), rows,
+                       uint64_t(headDim)})
     if (!checkedMul(bytes, dim, &bytes))
       return 0; // 32-bit dims cannot overflow here in practice; 0 is invalid
   return bytes;

@@ -52,6 +52,46 @@ const json::Value *requireObject(const json::Value &root, const char *key,
 
 constexpr uint32_t kMaxDim = 1u << 30;
 
+/// The paged layout's members (kv_cache.block_tokens, blocks, block_table),
+/// required with layout "paged" and refused without it.
+bool readPagedLayout(const json::Value &kv, KVCacheConfig *cache,
+                     std::string *error) {
+  const bool paged = cache->layout == "paged";
+  for (const char *key : {"block_tokens", "blocks", "block_table"})
+    if (!paged && kv.find(key)) {
+      *error = std::string("metadata \"kv_cache.") + key +
+               "\" belongs to a paged cache, and the layout is \"" +
+               cache->layout + "\"";
+      return false;
+    }
+  if (!paged)
+    return true;
+  if (!readUInt(kv, "kv_cache", "block_tokens", 16, 1024, &cache->blockTokens,
+                error) ||
+      !readUInt(kv, "kv_cache", "blocks", 1, kMaxDim, &cache->blocks, error))
+    return false;
+  if (!KVCacheConfig::validBlockTokens(cache->blockTokens)) {
+    *error = "metadata \"kv_cache.block_tokens\" must be a power of two "
+             "from 16 to 1024, got " +
+             std::to_string(cache->blockTokens);
+    return false;
+  }
+  if (cache->blocks < cache->maxBlocksPerSeq()) {
+    *error = "metadata \"kv_cache.blocks\" (" + std::to_string(cache->blocks) +
+             ") cannot hold one sequence of the capacity (" +
+             std::to_string(cache->maxBlocksPerSeq()) + " blocks)";
+    return false;
+  }
+  const json::Value *table = kv.find("block_table");
+  if (!table || !table->isString() || table->getString().empty()) {
+    *error = "metadata \"kv_cache.block_table\" must name the block table's "
+             "buffer";
+    return false;
+  }
+  cache->blockTable = table->getString();
+  return true;
+}
+
 } // namespace
 
 bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
@@ -112,12 +152,16 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
     return false;
   }
   if (const json::Value *layout = kv->find("layout")) {
-    if (!layout->isString() || layout->getString() != "contiguous") {
-      *error = "metadata \"kv_cache.layout\" must be \"contiguous\" (the only "
-               "layout of format 1)";
+    if (!layout->isString() || (layout->getString() != "contiguous" &&
+                                layout->getString() != "paged")) {
+      *error = "metadata \"kv_cache.layout\" must be \"contiguous\" or "
+               "\"paged\"";
       return false;
     }
+    c.kvCache.layout = layout->getString();
   }
+  if (!readPagedLayout(*kv, &c.kvCache, error))
+    return false;
   if (kvBatch != c.maxBatch) {
     *error = "metadata \"kv_cache.max_batch\" (" + std::to_string(kvBatch) +
              ") differs from \"limits.max_batch\" (" +
@@ -169,6 +213,12 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
                "max_prefill_tokens, or the capacity)";
       return false;
     }
+  }
+  if (c.kvCache.paged() && c.kvCache.coldBits) {
+    *error = "metadata \"kv_cache\" is paged and quantized: a quantized "
+             "cache's hot ring and cold rows are laid out per sequence, not "
+             "in blocks";
+    return false;
   }
   if (c.kvCache.bufferBytes(true) == 0 || c.kvCache.bufferBytes(false) == 0) {
     *error = "metadata \"kv_cache\" describes a cache too large to address";
@@ -533,6 +583,22 @@ bool checkBuffers(const EngineContents &contents, const RuntimeConfig &config,
       break;
     default:
       break;
+    }
+  }
+  if (config.kvCache.paged()) {
+    const KVCacheConfig &kv = config.kvCache;
+    const BufferDesc *table = nullptr;
+    for (const BufferDesc &buffer : contents.buffers)
+      if (buffer.name == kv.blockTable)
+        table = table ? nullptr : &buffer;
+    const uint64_t bytes = uint64_t(kv.maxBatch) * kv.maxBlocksPerSeq() * 4;
+    if (!table || table->role != BufferRole::Activation ||
+        table->dtype != DType::I32 || table->bytes != bytes) {
+      *error = "the paged KV cache's block table \"" + kv.blockTable +
+               "\" must be one i32 activation buffer of " +
+               std::to_string(bytes) + " bytes ([max_batch, " +
+               std::to_string(kv.maxBlocksPerSeq()) + "])";
+      return false;
     }
   }
   // After the role's checks, whose messages say more.

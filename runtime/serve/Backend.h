@@ -16,7 +16,10 @@
 // (saveBlocks) and starts a later request with the same prompt prefix from
 // copies of them (loadBlocks), then prefills only the rest. Copies are
 // exact, so the tokens are those of a full prefill; which block holds what
-// is the scheduler's business (PrefixCache.h).
+// is the scheduler's business (PrefixCache.h). A backend whose KV cache is
+// itself in blocks (a paged engine: sharedBlockTokens() > 0) shares them
+// instead: saving makes a pool id name the slot's block, loading points
+// the slot at the named blocks; nothing is copied.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +69,10 @@ public:
   }
   /// Tokens per block; 0 while there is no pool.
   virtual uint32_t cacheBlockTokens() const { return 0; }
+  /// Tokens per block of a KV cache stored in blocks, which prefix caching
+  /// shares rather than copies (the pool's blocks must be these); 0: a
+  /// cache whose blocks are copied.
+  virtual uint32_t sharedBlockTokens() const { return 0; }
   /// Blocks in the pool (0: none).
   virtual uint32_t poolBlocks() const { return 0; }
   /// Copies blocks firstBlock, firstBlock + 1, ... of `slot`'s sequence

@@ -389,11 +389,13 @@ void sits::serve::serveUntilStopped(
     const std::string &device) {
   // Before the scheduler, which sees the pool through the backend.
   if (options.prefixCacheBlocks > 0) {
-    backend.allocateBlockPool(options.prefixBlockTokens,
-                              options.prefixCacheBlocks);
-    std::fprintf(stderr, "%s: prefix cache of %u blocks of %u tokens\n",
-                 tool.c_str(), options.prefixCacheBlocks,
-                 options.prefixBlockTokens);
+    // A paged cache shares its own blocks: the prefix cache's are those.
+    const uint32_t shared = backend.sharedBlockTokens();
+    const uint32_t blockTokens = shared ? shared : options.prefixBlockTokens;
+    backend.allocateBlockPool(blockTokens, options.prefixCacheBlocks);
+    std::fprintf(stderr, "%s: prefix cache of %u blocks of %u tokens%s\n",
+                 tool.c_str(), options.prefixCacheBlocks, blockTokens,
+                 shared ? " (the paged KV cache's, shared, not copied)" : "");
   }
   Metrics metrics;
   SchedulerOptions schedulerOptions;

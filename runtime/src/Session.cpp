@@ -155,6 +155,14 @@ void Session::Impl::allocate() {
   }
   if (named.tvcCounters >= 0)
     tvcCounters = reinterpret_cast<uint64_t *>(addresses[named.tvcCounters]);
+  // A paged cache's block table (the validator checked that it exists).
+  const format::KVCacheConfig &kv = config.kvCache;
+  for (size_t i = 0; i < buffers.size() && paged(); ++i)
+    if (buffers[i].name == kv.blockTable)
+      deviceTable = reinterpret_cast<int32_t *>(addresses[i]);
+  if (paged())
+    pages = std::make_unique<runtime::BlockAllocator>(
+        kv.maxBatch, kv.maxBlocksPerSeq(), kv.blocks, kv.blockTokens);
   tvcExactTop = runtime::tvcExactTop(e.contents.metadataJson);
   char *bytes = static_cast<char *>(arena);
   sampled = reinterpret_cast<int32_t *>(bytes + sampledOffset);
@@ -317,6 +325,7 @@ uint32_t Session::Impl::bucketFor(uint32_t batch) const {
 }
 
 void Session::Impl::decodeStep(uint32_t bucket) {
+  uploadTable(); // outside the graph: its launches read the buffer
   auto prepared = decodeByBucket.find(bucket);
   if (prepared == decodeByBucket.end())
     prepared =
@@ -367,6 +376,7 @@ void Session::Impl::resetSequences(uint32_t batch,
   }
   checkCuda(cudaMemsetAsync(pastLengths, 0, maxBatch * 4, stream),
             "resetting lengths");
+  resetPages();
   slotLengths.assign(maxBatch, 0);
   slotLive.assign(maxBatch, false);
   checkCuda(cudaMemsetAsync(rngStep, 0, 8, stream), "resetting the RNG");
@@ -412,6 +422,7 @@ Session::Impl::prefill(const std::vector<std::vector<int32_t>> &prompts,
     checkCuda(cudaMemcpyAsync(stepLengths, stepLengthsHost.data(), maxBatch * 4,
                               cudaMemcpyHostToDevice, stream),
               "uploading step lengths");
+    uploadTable();
     run(prepare(prefillProgram, batch, seq));
     stepTail(batch, sampleLast && c + 1 == chunks);
     // Pageable uploads are staged before the call returns, but the next
@@ -573,6 +584,11 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
   stats.programmaticLaunch = s.programmaticLaunch;
 
   s.resetSequences(batch, params.sampling);
+  // A paged cache: the blocks of each sequence's longest run up front.
+  for (uint32_t b = 0; b < batch; ++b)
+    s.reserveRows(b,
+                  std::min<uint64_t>(config.maxSeqLen,
+                                     prompts[b].size() + params.maxNewTokens));
   for (const auto &p : prompts)
     stats.promptTokens += static_cast<uint32_t>(p.size());
   auto start = std::chrono::steady_clock::now();
@@ -698,6 +714,8 @@ Session::scoreTokens(const std::vector<std::vector<int32_t>> &sequences,
   };
 
   s.resetSequences(batch, greedy.sampling);
+  for (uint32_t b = 0; b < batch; ++b)
+    s.reserveRows(b, std::min<uint64_t>(config.maxSeqLen, sequences[b].size()));
   std::vector<std::vector<int32_t>> prefixes;
   for (const auto &sequence : sequences)
     prefixes.emplace_back(sequence.begin(), sequence.begin() + prefillTokens);

@@ -12,7 +12,9 @@
 //
 // Quantized caches are refused: their rows live in a hot ring and in
 // int8/int4 rows with scales written as tokens age out of the ring, so a
-// block is not a fixed byte range of one buffer.
+// block is not a fixed byte range of one buffer. A paged cache copies
+// nothing: its blocks are shared (SessionPages.cpp), and the pool here is
+// only prefix ids naming them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,16 +113,18 @@ void Session::allocateBlockPool(uint32_t blockTokens, uint32_t blocks) {
                     std::to_string(kv.coldBits) +
                     " (its blocks are not copied exactly): serve it without "
                     "prefix caching or compile it without KV quantization");
-  if (kv.layout != "contiguous")
-    throw Error(ErrorCode::InvalidArgument,
-                "prefix caching needs a contiguous KV cache, not '" +
-                    kv.layout + "'");
   if (blockTokens == 0 || blocks == 0 || blockTokens >= kv.capacity)
     throw Error(
         ErrorCode::InvalidArgument,
         "prefix cache blocks of " + std::to_string(blockTokens) + " tokens (" +
             std::to_string(blocks) + " of them) do not fit the context of " +
             std::to_string(kv.capacity) + " tokens with a token to spare");
+  if (s.paged()) {
+    s.allocatePrefixIds(blockTokens, blocks);
+    s.poolBlockTokens = blockTokens;
+    s.poolBlockCount = blocks;
+    return;
+  }
   checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
   if (s.blockPool) {
     checkCuda(cudaStreamSynchronize(s.stream), "finishing block copies");
@@ -160,6 +164,10 @@ void Session::saveBlocks(uint32_t slot, uint32_t firstBlock,
                 "slot " + std::to_string(slot) + " holds " +
                     std::to_string(s.slotLengths[slot]) + " tokens, not the " +
                     std::to_string(end) + " of the blocks to save");
+  if (s.paged()) {
+    s.sharePrefix(slot, firstBlock, poolIds);
+    return;
+  }
   checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
   for (size_t i = 0; i < poolIds.size(); ++i)
     copyBlock(s, slot, firstBlock + uint32_t(i), poolIds[i], /*toPool=*/true);
@@ -184,7 +192,9 @@ void Session::loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
   checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
   s.startSequence(slot, sampling);
   s.slotLive[slot] = false; // until the copies are done
-  for (size_t i = 0; i < poolIds.size(); ++i)
+  if (s.paged())
+    s.loadPrefix(slot, poolIds); // the table is uploaded before the next step
+  for (size_t i = 0; i < poolIds.size() && !s.paged(); ++i)
     copyBlock(s, slot, uint32_t(i), poolIds[i], /*toPool=*/false);
   const int32_t length = static_cast<int32_t>(tokens);
   checkCuda(cudaMemcpyAsync(s.pastLengths + slot, &length, 4,

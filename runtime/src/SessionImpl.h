@@ -9,12 +9,14 @@
 #define SITS_RUNTIME_SRC_SESSIONIMPL_H
 
 #include "sits/Runtime.h"
+#include "src/BlockAllocator.h"
 #include "src/EngineImpl.h"
 #include "src/Sampling.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,10 @@ struct Session::Impl {
   void *blockPool = nullptr;
   uint32_t poolBlockTokens = 0;
   uint32_t poolBlockCount = 0;
+  /// A paged KV cache's blocks (null with a contiguous one) and the
+  /// engine's block table buffer, which the programs read.
+  std::unique_ptr<runtime::BlockAllocator> pages;
+  int32_t *deviceTable = nullptr;
 
   Impl(std::shared_ptr<Engine> engine, const SessionOptions &options);
   ~Impl();
@@ -94,6 +100,29 @@ struct Session::Impl {
   void ensureSlots();
   /// Empties `slot` with `sampling` as its parameters (a reset).
   void startSequence(uint32_t slot, const SamplingParams &sampling);
+
+  // A paged KV cache (SessionPages.cpp; no-ops for a contiguous one).
+  bool paged() const { return config.kvCache.paged(); }
+  /// Every block free, no prefix shared (a new request of generate).
+  void resetPages();
+  /// Throws KVCacheFull naming the pool (`slot` wanted `rows` rows).
+  [[noreturn]] void poolFull(uint32_t slot, uint64_t rows) const;
+  /// Gives `slot`'s blocks back (a reset of the slot).
+  void releaseSlot(uint32_t slot);
+  /// Blocks for `rows` rows of `slot`'s sequence; throws KVCacheFull,
+  /// naming the pool, when it has too few free.
+  void reserveRows(uint32_t slot, uint64_t rows);
+  /// Uploads the block table when it changed (before a launch).
+  void uploadTable();
+  /// Prefix caching by sharing: `ids` prefix ids (allocatePrefixIds), each
+  /// naming a pool block.
+  void allocatePrefixIds(uint32_t blockTokens, uint32_t ids);
+  /// Prefix id ids[i] names `slot`'s block firstBlock + i (a full prompt
+  /// block: no one writes it again), dropping what it named before.
+  void sharePrefix(uint32_t slot, uint32_t firstBlock,
+                   const std::vector<uint32_t> &ids);
+  /// `slot`'s first blocks are those the prefix ids name, in order.
+  void loadPrefix(uint32_t slot, const std::vector<uint32_t> &ids);
 };
 
 /// Refuses sampling parameters the kernels cannot take (InvalidArgument),

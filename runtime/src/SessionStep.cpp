@@ -90,6 +90,7 @@ void Session::Impl::startSequence(uint32_t slot,
             "uploading a slot's sampling parameters");
   slotLengths[slot] = 0;
   slotLive[slot] = true;
+  releaseSlot(slot);
 }
 
 std::vector<int32_t> Session::step(const std::vector<StepInput> &inputs) {
@@ -128,6 +129,11 @@ std::vector<int32_t> Session::step(const std::vector<StepInput> &inputs) {
   checkCuda(cudaMemcpyAsync(s.stepLengths, stepLengths.data(), maxBatch * 4,
                             cudaMemcpyHostToDevice, s.stream),
             "uploading step lengths");
+  // A paged cache: blocks for the new rows (a full pool fails the step
+  // before any launch; the slots keep what they held).
+  for (const StepInput &input : inputs)
+    s.reserveRows(input.slot, s.slotLengths[input.slot] + input.tokens.size());
+  s.uploadTable();
   if (decode) {
     s.decodeStep(rows);
   } else {

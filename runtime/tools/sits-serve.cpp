@@ -71,6 +71,9 @@ public:
   uint32_t cacheBlockTokens() const override {
     return session.blockPoolTokens();
   }
+  uint32_t sharedBlockTokens() const override {
+    return session.engine()->config().kvCache.blockTokens;
+  }
   uint32_t poolBlocks() const override { return session.blockPoolBlocks(); }
   void saveBlocks(uint32_t slot, uint32_t firstBlock,
                   const std::vector<uint32_t> &poolIds) override {

@@ -2,7 +2,8 @@
 greedy results of an fp32 engine equal sits-exec's on the CPU reference,
 also with requests batched together and prompts in chunks. Skips without a
 GPU (unless SITS_REQUIRE_GPU=1) or without sitsc and sits-serve. With
-prefix caching too: the same tokens, and the hits expected."""
+prefix caching too: the same tokens, and the hits expected; and over an
+engine with a paged KV cache, whose prefix blocks are shared, not copied."""
 
 import concurrent.futures
 import os
@@ -18,19 +19,31 @@ from test_serve import (PROMPTS, QUESTIONS, SHARED_PREFIX, complete,
 EXIT_NO_GPU = 4
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory, tokenizer_folder):
+def compile_engine(tmp_path_factory, tokenizer_folder, *options):
     out = tmp_path_factory.mktemp("engine") / "llama_gqa.sits"
     result = subprocess.run(
         [tool("sitsc"), str(MODEL), "-o", str(out),
          "--tokenizer=" + str(tokenizer_folder), "--dtype=fp32",
-         "--max-seq-len=%d" % MAX_SEQ_LEN, "--max-batch=4"],
+         "--max-seq-len=%d" % MAX_SEQ_LEN, "--max-batch=4", *options],
         capture_output=True, text=True)
     if (result.returncode != 0 and "NVRTC" in result.stderr and
             os.environ.get("SITS_REQUIRE_GPU") != "1"):
         pytest.skip("sitsc cannot compile here: " + result.stderr.strip())
     assert result.returncode == 0, result.stderr
     return out
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, tokenizer_folder):
+    return compile_engine(tmp_path_factory, tokenizer_folder)
+
+
+@pytest.fixture(scope="module")
+def paged_engine(tmp_path_factory, tokenizer_folder):
+    """Blocks of 16 tokens; a pool of 20, fewer than 4 sequences of 128."""
+    return compile_engine(tmp_path_factory, tokenizer_folder,
+                          "--kv-layout=paged", "--kv-block-tokens=16",
+                          "--kv-pool-blocks=20")
 
 
 def start_gpu_server(tmp_path_factory, engine, *options):
@@ -100,5 +113,34 @@ def test_gpu_prefix_cache_equals_sits_exec(tmp_path_factory, engine,
         assert values["sits_prefix_cache_hit_tokens_total"] == \
             expected_hits(prompt_ids * 2, 4)
         assert values["sits_kv_blocks_used"] > 0
+    finally:
+        cached.stop()
+
+
+def test_gpu_paged_prefix_cache_shares_blocks(tmp_path_factory, paged_engine,
+                                              reference):
+    # The paged engine's prefix cache takes the engine's blocks of 16
+    # (whatever --prefix-block-tokens says) and shares them: the tokens of
+    # sits-exec, alone and at once, chunked, and the hits expected.
+    cached = start_gpu_server(tmp_path_factory, paged_engine,
+                              "--prefix-cache-blocks=8",
+                              "--prefix-block-tokens=4",
+                              "--max-prefill-chunk=5")
+    try:
+        client = cached.client()
+        prompts = [SHARED_PREFIX + q for q in QUESTIONS] + PROMPTS
+        expected = [reference(p, 8) for p in prompts]
+        got = [token_ids(complete(client, p, 8).choices[0]) for p in prompts]
+        assert got == [ids for _, ids, _ in expected]
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            again = list(pool.map(
+                lambda p: token_ids(complete(client, p, 8).choices[0]),
+                prompts))
+        assert again == got
+        values = metric_values(cached)
+        prompt_ids = [ids for ids, _, _ in expected]
+        hits = expected_hits(prompt_ids * 2, 16)
+        assert hits > 0
+        assert values["sits_prefix_cache_hit_tokens_total"] == hits
     finally:
         cached.stop()

@@ -20,6 +20,12 @@
 // block last to first between barriers: a missing barrier before a read of
 // shared memory shows in one order or the other.
 //
+// An engine with a paged KV cache gets its blocks as the runtime's session
+// hands them out: as each sequence grows, from a free list in shuffled order
+// (--block-order=shuffled, the default: a sequence's blocks are scattered
+// and out of order) or in pool order (sequential); entries of no block hold
+// -1.
+//
 //===----------------------------------------------------------------------===//
 
 #include "backends/cuda/KernelLibrary.h"
@@ -69,7 +75,9 @@ const char *kUsage =
     "quantization statistics after the run\n"
     "  --multiprocessors N  the SMs of the emulated GPU (the plan's M; "
     "default 2, so that kernels with a grid of a few blocks per SM loop "
-    "over their work)\n";
+    "over their work)\n"
+    "  --block-order shuffled|sequential  (paged KV cache) the order in "
+    "which blocks are handed out (default shuffled)\n";
 
 struct Options {
   std::string engine, cuda, mode, out, calibrationLog;
@@ -78,6 +86,7 @@ struct Options {
   bool poison = false;
   bool reverse = false;
   int64_t multiprocessors = 2;
+  bool shuffleBlocks = true;
 };
 
 std::vector<std::vector<int32_t>> parseTokens(const std::string &text) {
@@ -141,9 +150,15 @@ Options parseArgs(int argc, char **argv) {
             std::to_string(format::kMaxMultiprocessors) + ", got '" + text +
             "'");
       o.multiprocessors = count;
-    } else if (a == "--calibration-log")
+    } else if (a == "--calibration-log") {
       o.calibrationLog = value(i);
-    else if (a == "score" || a == "generate")
+    } else if (a == "--block-order") {
+      std::string order = value(i);
+      if (order != "shuffled" && order != "sequential")
+        die("--block-order must be shuffled or sequential, got '" + order +
+            "'");
+      o.shuffleBlocks = order == "shuffled";
+    } else if (a == "score" || a == "generate")
       o.mode = a;
     else if (!a.empty() && a[0] != '-' && o.engine.empty())
       o.engine = a;
@@ -288,6 +303,9 @@ private:
   void advance(uint32_t batch);
   std::vector<std::vector<float>> readLogits(uint32_t batch);
   void checkGuards(const std::string &what);
+  /// Paged cache: blocks for every fed sequence's rows, or all back.
+  void allocateBlocks(uint32_t batch);
+  void releaseBlocks();
 
   std::unique_ptr<format::EngineFile> file;
   format::Header header;
@@ -301,6 +319,10 @@ private:
   float *logits = nullptr;
   int64_t multiprocessors = 2;
   uint32_t bucketFor(uint32_t batch) const;
+  int32_t *blockTable = nullptr;   ///< paged cache: [max_batch, max blocks]
+  std::vector<int32_t> freeBlocks; ///< taken from the back
+  std::vector<uint32_t> blocksHeld;
+  bool shuffleBlocks = true;
 };
 
 Emulator::Emulator(const Options &options, const std::string &object) {
@@ -319,6 +341,7 @@ Emulator::Emulator(const Options &options, const std::string &object) {
     die("the compiled kernels lack the emulation entry points");
   setReverse(options.reverse ? 1 : 0);
   multiprocessors = options.multiprocessors;
+  shuffleBlocks = options.shuffleBlocks;
   for (const format::KernelRef &kernel : contents.kernels) {
     auto fn = reinterpret_cast<void (*)(void **)>(
         dlsym(library, (kernel.function + "__emulate").c_str()));
@@ -353,6 +376,8 @@ Emulator::Emulator(const Options &options, const std::string &object) {
                      buffer.role == format::BufferRole::ValueCache);
     std::memset(data, poisoned ? 0xff : 0, buffer.bytes);
     addresses.push_back(data);
+    if (cfg.kvCache.paged() && buffer.name == cfg.kvCache.blockTable)
+      blockTable = reinterpret_cast<int32_t *>(data);
     switch (buffer.role) {
     case format::BufferRole::TokenIds:
       tokenIds = reinterpret_cast<int32_t *>(data);
@@ -460,6 +485,44 @@ void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq) {
   }
 }
 
+void Emulator::releaseBlocks() {
+  const format::KVCacheConfig &kv = cfg.kvCache;
+  if (!kv.paged())
+    return;
+  std::fill_n(blockTable, uint64_t(kv.maxBatch) * kv.maxBlocksPerSeq(), -1);
+  blocksHeld.assign(kv.maxBatch, 0);
+  freeBlocks.resize(kv.blocks);
+  for (uint32_t i = 0; i < kv.blocks; ++i)
+    freeBlocks[i] = static_cast<int32_t>(kv.blocks - 1 - i); // 0 first
+  // A fixed Fisher-Yates shuffle (its own generator: the same order on
+  // every platform).
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (uint32_t i = kv.blocks; shuffleBlocks && i > 1; --i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(freeBlocks[i - 1], freeBlocks[(state >> 33) % i]);
+  }
+}
+
+void Emulator::allocateBlocks(uint32_t batch) {
+  const format::KVCacheConfig &kv = cfg.kvCache;
+  if (!kv.paged())
+    return;
+  for (uint32_t b = 0; b < batch; ++b) {
+    if (stepLengths[b] <= 0)
+      continue;
+    const uint32_t rows = uint32_t(pastLengths[b] + stepLengths[b]);
+    const uint32_t needed = (rows + kv.blockTokens - 1) / kv.blockTokens;
+    for (; blocksHeld[b] < needed; ++blocksHeld[b]) {
+      if (freeBlocks.empty())
+        die("the paged KV cache's pool of " + std::to_string(kv.blocks) +
+            " blocks is full");
+      blockTable[uint64_t(b) * kv.maxBlocksPerSeq() + blocksHeld[b]] =
+          freeBlocks.back();
+      freeBlocks.pop_back();
+    }
+  }
+}
+
 void Emulator::advance(uint32_t batch) {
   for (uint32_t b = 0; b < batch; ++b)
     pastLengths[b] += stepLengths[b];
@@ -489,6 +552,7 @@ Emulator::prefill(const std::vector<std::vector<int32_t>> &prompts) {
   if (batch == 0 || batch > cfg.maxBatch)
     die("the engine takes 1 to " + std::to_string(cfg.maxBatch) + " sequences");
   std::memset(pastLengths, 0, cfg.maxBatch * 4);
+  releaseBlocks();
   std::vector<uint32_t> lengths;
   for (const auto &p : prompts) {
     if (p.empty() || p.size() > cfg.maxSeqLen)
@@ -511,6 +575,7 @@ Emulator::prefill(const std::vector<std::vector<int32_t>> &prompts) {
       done[b] += counts[b];
       stepLengths[b] = static_cast<int32_t>(counts[b]);
     }
+    allocateBlocks(batch);
     run(format::kPrefillProgram, batch, seq);
     advance(batch);
   }
@@ -530,6 +595,7 @@ Emulator::decode(const std::vector<int32_t> &tokens,
     tokenIds[b] = tokens[b];
     stepLengths[b] = active[b] ? 1 : 0;
   }
+  allocateBlocks(batch);
   run(format::kDecodeProgram, bucket, 1);
   advance(bucket);
   return readLogits(batch);

@@ -16,7 +16,6 @@
 //
 // Launch: grid = (ceil(S / kQueryTokens), kv_heads, B), block kThreads,
 // dynamic shared memory kSharedBytes.
-// (Issue 7 adds split-K flash decoding for long contexts.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,14 +127,16 @@ storeTileRows(const float (&acc)[kAccPerThread], const float *rowSum,
 
 /// Config: Cache, kHeads, kKvHeads, kHeadDim, kQueryTokens, kKeyTile,
 /// kThreads, kCapacity, kScale, kSoftcap (0: none), kWindow (0: none),
-/// kSharedBytes.
+/// kSharedBytes; a paged cache adds kBlockTokens and kMaxBlocks, and
+/// `blockTable`.
 template <class Cfg>
 __device__ void
 attention(const float *__restrict__ query,
           const typename Cfg::Cache::Storage *__restrict__ keyCache,
           const typename Cfg::Cache::Storage *__restrict__ valueCache,
           float *__restrict__ out, const int *__restrict__ pastLengths,
-          const int *__restrict__ stepLengths, int seqLen) {
+          const int *__restrict__ stepLengths, int seqLen,
+          const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int kRows = Cfg::kQueryTokens * kGroup;
@@ -165,8 +166,7 @@ attention(const float *__restrict__ query,
   const int past = pastLengths[b];
   // Tokens [i0, iEnd) of this block are real; the rest are padding.
   const int iEnd = min(i0 + Cfg::kQueryTokens, min(stepLengths[b], seqLen));
-  const long kvBase =
-      (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * Cfg::kCapacity * D;
+  const KVRows<Cfg> rows(blockTable, b, kvHead);
 
   loadTileQueries<Cfg, kRows>(query, qs, rowMax, rowSum, b, kvHead, i0, iEnd,
                               seqLen);
@@ -184,7 +184,7 @@ attention(const float *__restrict__ query,
       const int j = idx / D, d = idx % D;
       float k = 0.0f, v = 0.0f;
       if (j0 + j < keyEnd) {
-        const long slot = kvBase + static_cast<long>(j0 + j) * D + d;
+        const long slot = rows.at(j0 + j) + d;
         k = C::load(keyCache[slot]);
         v = C::load(valueCache[slot]);
       }

@@ -339,7 +339,8 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
 
 /// Config: Cache (F16/BF16), kHeads, kKvHeads, kHeadDim (8..256, a power of
 /// two), kCapacity, kScale, kSoftcap (0: none), kWindow (0: none),
-/// kSplitKeys, kSplits (ceil(kCapacity / kSplitKeys)), kUnroll, kStages.
+/// kSplitKeys, kSplits (ceil(kCapacity / kSplitKeys)), kUnroll, kStages; a
+/// paged cache adds kBlockTokens and kMaxBlocks, and `blockTable`.
 /// `partial` holds [B, kHeads, kSplits, head_dim + 2] floats; `counters`
 /// B * kKvHeads ints that are zero between launches.
 /// The split decode kernels' lane state: this lane's 8 channels of the
@@ -428,13 +429,14 @@ foldScores(const float (&score)[U][G], float (&rowMax)[G], float (&rowSum)[G],
 }
 
 template <class Cfg>
-__device__ void attentionDecode(
-    const float *__restrict__ query,
-    const typename Cfg::Cache::Storage *__restrict__ keyCache,
-    const typename Cfg::Cache::Storage *__restrict__ valueCache,
-    float *__restrict__ out, float *__restrict__ partial,
-    int *__restrict__ counters, const int *__restrict__ pastLengths,
-    const int *__restrict__ stepLengths) {
+__device__ void
+attentionDecode(const float *__restrict__ query,
+                const typename Cfg::Cache::Storage *__restrict__ keyCache,
+                const typename Cfg::Cache::Storage *__restrict__ valueCache,
+                float *__restrict__ out, float *__restrict__ partial,
+                int *__restrict__ counters, const int *__restrict__ pastLengths,
+                const int *__restrict__ stepLengths,
+                const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   typedef typename C::Storage Storage;
   constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
@@ -460,8 +462,7 @@ __device__ void attentionDecode(
   const int splitBegin = keys.splitBegin, splitEnd = keys.splitEnd;
   const int k0 = keys.k0, k1 = keys.k1;
   const bool active = keys.active;
-  const long kvBase =
-      (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * Cfg::kCapacity * D;
+  const KVRows<Cfg> rows(blockTable, b, kvHead);
   float *myPartial = partial + ((static_cast<long>(b) * Cfg::kHeads +
                                  kvHead * G) * Cfg::kSplits) * kPartial;
 
@@ -482,7 +483,7 @@ __device__ void attentionDecode(
         for (int u = 0; u < U; ++u) {
           const int key = keyOf(step, u);
           const bool valid = key < k1;
-          const long at = kvBase + static_cast<long>(valid ? key : 0) * D + d0;
+          const long at = rows.at(valid ? key : 0) + d0;
           copyAsync16<false>(slot + (2 * u) * kDecodeThreads, keyCache + at,
                              valid);
           copyAsync16<false>(slot + (2 * u + 1) * kDecodeThreads,

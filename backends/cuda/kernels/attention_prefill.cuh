@@ -41,14 +41,16 @@ __host__ __device__ constexpr int attentionPrefillSharedBytes(int headDim) {
 }
 
 /// Config: Cache (F16/BF16), kHeads, kKvHeads, kHeadDim (16..128, a multiple
-/// of 16), kCapacity, kScale, kSoftcap (0: none), kWindow (0: none).
+/// of 16), kCapacity, kScale, kSoftcap (0: none), kWindow (0: none); a paged
+/// cache adds kBlockTokens and kMaxBlocks, and `blockTable`.
 template <class Cfg>
-__device__ void attentionPrefill(
-    const float *__restrict__ query,
-    const typename Cfg::Cache::Storage *__restrict__ keyCache,
-    const typename Cfg::Cache::Storage *__restrict__ valueCache,
-    float *__restrict__ out, const int *__restrict__ pastLengths,
-    const int *__restrict__ stepLengths, int seqLen) {
+__device__ void
+attentionPrefill(const float *__restrict__ query,
+                 const typename Cfg::Cache::Storage *__restrict__ keyCache,
+                 const typename Cfg::Cache::Storage *__restrict__ valueCache,
+                 float *__restrict__ out, const int *__restrict__ pastLengths,
+                 const int *__restrict__ stepLengths, int seqLen,
+                 const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   typedef typename C::Storage Storage;
   constexpr int D = Cfg::kHeadDim;
@@ -72,8 +74,7 @@ __device__ void attentionPrefill(
   const int g = lane / 4, t = lane % 4;
   const int past = pastLengths[b];
   const int iEnd = min(stepLengths[b], seqLen); // tokens [0, iEnd) are real
-  const long kvBase =
-      (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * Cfg::kCapacity * D;
+  const KVRows<Cfg> rows(blockTable, b, kvHead);
 
   // Queries, rounded to the cache's type (zeros for padding rows).
   for (int idx = tid; idx < kFlashRows * D / 4; idx += kFlashThreads) {
@@ -101,7 +102,7 @@ __device__ void attentionPrefill(
     for (int c = tid; c < kFlashKeys * D / 8; c += kFlashThreads) {
       const int j = c / (D / 8), d = (c % (D / 8)) * 8;
       const bool valid = j0 + j < keyEnd;
-      const long at = kvBase + static_cast<long>(valid ? j0 + j : 0) * D + d;
+      const long at = rows.at(valid ? j0 + j : 0) + d;
       const int slot = (buffer * kFlashKeys + j) * kStride + d;
       copyAsync16<false>(ks + slot, keyCache + at, valid);
       copyAsync16<false>(vs + slot, valueCache + at, valid);

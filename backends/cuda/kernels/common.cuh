@@ -721,6 +721,58 @@ __device__ __forceinline__ int positionOf(const int *pastLengths, int b,
   return pastLengths[b] + i;
 }
 
+//===----------------------------------------------------------------------===//
+// KV cache rows
+//===----------------------------------------------------------------------===//
+
+/// Cfg::kBlockTokens of a paged cache; 0 (contiguous) where the config has
+/// none, so that contiguous configs need not name it. (Functions, not static
+/// members: those would become globals of the module.)
+template <class Cfg>
+__host__ __device__ constexpr auto kvBlockTokensOf(int)
+    -> decltype(int(Cfg::kBlockTokens)) {
+  return Cfg::kBlockTokens;
+}
+template <class Cfg> __host__ __device__ constexpr int kvBlockTokensOf(long) {
+  return 0;
+}
+
+/// The rows of one (sequence b, KV head) in one layer's slice of the cache:
+/// the one place both layouts are addressed (the append writes and every
+/// attention kernel reads through it). Contiguous: `[max_batch, kv_heads,
+/// kRows, head_dim]` (kRows: the capacity, or a quantized cache's hot
+/// ring). Paged (Cfg::kBlockTokens = B > 0): a pool `[blocks, kv_heads, B,
+/// head_dim]`, row r in block `blockTable[b * Cfg::kMaxBlocks + r / B]` at
+/// row r % B. Rows are looked up one at a time, so a tile of rows may span
+/// blocks.
+template <class Cfg, int kRows = Cfg::kCapacity> struct KVRows {
+  const int *table;
+  long base;
+  int b;
+  __device__ __forceinline__ KVRows(const int *blockTable, int b, int kvHead)
+      : table(blockTable), b(b) {
+    constexpr int kBlock = kvBlockTokensOf<Cfg>(0);
+    if constexpr (kBlock > 0)
+      base = static_cast<long>(kvHead) * kBlock * Cfg::kHeadDim;
+    else
+      base = (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * kRows *
+             Cfg::kHeadDim;
+  }
+  /// The element offset of row `row`'s first channel.
+  __device__ __forceinline__ long at(int row) const {
+    constexpr int kBlock = kvBlockTokensOf<Cfg>(0);
+    if constexpr (kBlock > 0) {
+      static_assert((kBlock & (kBlock - 1)) == 0, "B is a power of two");
+      const long block = table[b * Cfg::kMaxBlocks + row / kBlock];
+      return block *
+                 (static_cast<long>(Cfg::kKvHeads) * kBlock * Cfg::kHeadDim) +
+             base + static_cast<long>(row % kBlock) * Cfg::kHeadDim;
+    } else {
+      return base + static_cast<long>(row) * Cfg::kHeadDim;
+    }
+  }
+};
+
 } // namespace sits
 
 #endif // SITS_KERNELS_COMMON_CUH

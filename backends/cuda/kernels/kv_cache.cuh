@@ -5,7 +5,8 @@
 // short, and one block walking it would wait on one load after another).
 // Keys (rotated here when their RoPE fused into this kernel) and values go
 // to row p of sequence b in this layer's slice of the cache,
-// `[max_batch, kv_heads, capacity, head_dim]`, in the cache's storage type.
+// `[max_batch, kv_heads, capacity, head_dim]` or a paged pool (KVRows in
+// common.cuh), in the cache's storage type.
 // Padding tokens (i >= step_lengths[b]) write nothing. When the query's RoPE
 // fuses here too, the rotated query goes to its activation buffer (for
 // every token: attention skips padding rows itself).
@@ -23,8 +24,9 @@ namespace sits {
 /// Config: Cache (F32/F16/BF16), kKvHeads, kHeadDim, kCapacity, kHotRows
 /// (0, or the ring rows of a quantized cache's hot part), kThreads,
 /// kKeyRope and KeyRope (kHeads, kHeadDim, kRotary, kInterleaved,
-/// kTableRows), kQueryRope and QueryRope. Pointers of an absent part are
-/// null and never read.
+/// kTableRows), kQueryRope and QueryRope; a paged cache adds kBlockTokens
+/// and kMaxBlocks, and `blockTable`. Pointers of an absent part are null
+/// and never read.
 template <class Cfg>
 __device__ void
 appendKV(const float *__restrict__ key, const float *__restrict__ value,
@@ -33,7 +35,8 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
          typename Cfg::Cache::Storage *__restrict__ valueCache,
          const float *__restrict__ query, const float *__restrict__ queryTable,
          float *__restrict__ queryOut, const int *__restrict__ pastLengths,
-         const int *__restrict__ stepLengths, int seqLen) {
+         const int *__restrict__ stepLengths, int seqLen,
+         const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr long kWidth = Cfg::kKvHeads * Cfg::kHeadDim;
   const int t = blockIdx.x, b = t / seqLen, i = t % seqLen;
@@ -65,10 +68,7 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
     // A quantized cache (kHotRows > 0) keeps the newest rows in a ring.
     constexpr int kRows = Cfg::kHotRows > 0 ? Cfg::kHotRows : Cfg::kCapacity;
     const int row = Cfg::kHotRows > 0 ? position % Cfg::kHotRows : position;
-    const long slot =
-        ((static_cast<long>(b) * Cfg::kKvHeads + head) * kRows + row) *
-            Cfg::kHeadDim +
-        d;
+    const long slot = KVRows<Cfg, kRows>(blockTable, b, head).at(row) + d;
     keyCache[slot] = C::store(k);
     valueCache[slot] = C::store(valueRow[e]);
   }

@@ -34,6 +34,11 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   selectLinear.dtype = dtype;
   selectLinear.gemvQuantTiles = options.quantGemvTiles;
   pm.addPass(createSelectLinearKernels(selectLinear));
+  ChooseKVLayoutOptions kvLayout;
+  kvLayout.kvLayout = options.pagedKV ? "paged" : "contiguous";
+  kvLayout.kvBlockTokens = options.kvBlockTokens;
+  kvLayout.kvPoolBlocks = options.kvPoolBlocks;
+  pm.addPass(createChooseKVLayout(kvLayout));
   SelectAttentionKernelsOptions selectAttention;
   selectAttention.target = target;
   selectAttention.dtype = dtype;

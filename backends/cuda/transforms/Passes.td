@@ -154,6 +154,25 @@ def SelectLinearKernels
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 
+def ChooseKVLayout : Pass<"kernel-choose-kv-layout", "mlir::ModuleOp"> {
+  let summary = "The KV cache contiguous per sequence, or in paged blocks";
+  let description = [{
+    With `kv-layout=paged`, every step function that takes a KV cache gets
+    a `kernel.kv_pages`: blocks of `kv-block-tokens` rows, `kv-pool-blocks`
+    of them (0: `max_batch` full sequences), which the append and every
+    attention kernel address through the engine's block table. Without it
+    the cache stays contiguous (no attribute). Refused: a quantized cache
+    (its hot ring and cold rows are per sequence), a pool that cannot hold
+    one sequence of the capacity, a block size that is not a power of two
+    from 16 to 1024. A `kernel.kv_pages` given in the input is kept (and
+    checked).
+
+    Audit: `contiguous` and `paged` step functions, each with its reason.
+  }];
+  let options = [KVLayoutOption, KVBlockTokensOption, KVPoolBlocksOption];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
 def SelectAttentionKernels
     : Pass<"kernel-select-attention-kernels", "mlir::ModuleOp"> {
   let summary = "The kernel of every attention over the KV cache";

@@ -35,7 +35,10 @@ constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S',  'I',  'T',
 /// A reader accepts a file of the same major version and a minor version not
 /// newer than its own. Minor versions only add optional content.
 constexpr uint16_t kFormatMajor = 1;
-constexpr uint16_t kFormatMinor = 1;
+constexpr uint16_t kFormatMinor = 2;
+/// The minor version an engine with a paged KV cache (format 1.2) is written
+/// with; other engines keep 1.1, so that their bytes do not change.
+constexpr uint16_t kPagedKVCacheMinor = 2;
 
 constexpr uint64_t kHeaderBytes = 128;
 constexpr uint64_t kSectionEntryBytes = 32;
@@ -337,6 +340,25 @@ struct KVCacheConfig {
   uint32_t headDim = 0;
   DType dtype = DType::F16;
   std::string layout = "contiguous";
+  /// A paged cache (layout "paged", format 1.2): each layer's buffer is a
+  /// pool of `blocks` blocks of `blockTokens` rows, `[blocks, kv_heads,
+  /// block_tokens, head_dim]`, and row r of sequence b lives in block
+  /// `table[b * maxBlocksPerSeq() + r / blockTokens]` of the activation
+  /// buffer named `blockTable` (int32 [max_batch, maxBlocksPerSeq()]),
+  /// which the runtime writes. 0 for a contiguous cache.
+  uint32_t blockTokens = 0;
+  uint32_t blocks = 0;
+  std::string blockTable;
+  bool paged() const { return blockTokens != 0; }
+  /// The block sizes a paged cache may have: a power of two from 16 to
+  /// 1024 (the code generator and the validator share this rule).
+  static bool validBlockTokens(uint64_t tokens) {
+    return tokens >= 16 && tokens <= 1024 && (tokens & (tokens - 1)) == 0;
+  }
+  /// Blocks one sequence of the capacity spans (0 when not paged).
+  uint32_t maxBlocksPerSeq() const {
+    return blockTokens ? (capacity + blockTokens - 1) / blockTokens : 0;
+  }
   /// A quantized cache (metadata "kv_cache.quant"; coldBits 0: none). Each
   /// buffer then holds, per layer, a hot ring of `hotRows` FP16/BF16 rows
   /// per (sequence, kv head), the int8/int4 cold rows and their f16 scales
@@ -407,6 +429,9 @@ struct TextFile {
 /// Everything an engine holds. The writer takes it; the reader fills it
 /// (weights then point into the file's mapping rather than owning bytes).
 struct EngineContents {
+  /// The header's minor version: the oldest that has everything the engine
+  /// uses (1.1, or kPagedKVCacheMinor with a paged KV cache).
+  uint16_t formatMinor = 1;
   uint32_t targetSm = 0;
   uint32_t cudaVersion = 0;
   Hash sourceModelHash{};

@@ -237,7 +237,8 @@ public:
   /// tokens. generate and scoreTokens empty every slot. Throws
   /// InvalidArgument (a slot out of range or given twice, no tokens, a
   /// token outside the vocabulary, a chunk longer than max_prefill_tokens,
-  /// a slot that holds no sequence and is not reset) and KVCacheFull.
+  /// a slot that holds no sequence and is not reset) and KVCacheFull (the
+  /// capacity, or a paged cache's pool with no free block).
   std::vector<int32_t> step(const std::vector<StepInput> &inputs);
   /// Tokens the slot's sequence holds in the cache.
   uint32_t slotLength(uint32_t slot) const;
@@ -248,7 +249,10 @@ public:
   /// [i * blockTokens, (i + 1) * blockTokens). Throws InvalidArgument for a
   /// quantized KV cache (its int8/int4 rows, scales and hot ring are not
   /// copied per block) or blocks larger than the context, and Cuda when the
-  /// GPU lacks the memory. A second call replaces the pool.
+  /// GPU lacks the memory. A second call replaces the pool. With a paged KV
+  /// cache nothing is allocated or copied: the pool is `blocks` ids that
+  /// name the cache's own blocks (blockTokens must be the engine's), which
+  /// saveBlocks shares and loadBlocks points a slot at.
   void allocateBlockPool(uint32_t blockTokens, uint32_t blocks);
   /// Tokens per pool block and blocks in the pool (0 without a pool).
   uint32_t blockPoolTokens() const;

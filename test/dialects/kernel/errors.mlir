@@ -330,3 +330,39 @@ func.func @threads_of_a_gemv(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
   %0 = sits.linear %x, %w {kernel.config = #kernel.config<gemv, threads = 64, weight_bytes = 256>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
   return %0 : tensor<?x?x8xf32>
 }
+
+// -----
+
+func.func @kv_pages_on_an_op(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'kernel.kv_pages' belongs on a step function}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.kv_pages = #kernel.kv_pages<block_tokens = 64, blocks = 4>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{block_tokens = 48: a paged KV cache's blocks hold a power of two from 16 to 1024 tokens}}
+func.func @kv_pages_not_a_power_of_two() attributes {kernel.kv_pages = #kernel.kv_pages<block_tokens = 48, blocks = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{block_tokens = 8: a paged KV cache's blocks hold a power of two from 16 to 1024 tokens}}
+func.func @kv_pages_too_small() attributes {kernel.kv_pages = #kernel.kv_pages<block_tokens = 8, blocks = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{blocks = 0: a paged KV cache has 1 to 2^30 blocks}}
+func.func @kv_pages_no_blocks() attributes {kernel.kv_pages = #kernel.kv_pages<block_tokens = 16, blocks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'kernel.kv_pages' must be a #kernel.kv_pages, got 64 : i64}}
+func.func @kv_pages_not_the_attribute() attributes {kernel.kv_pages = 64} {
+  return
+}

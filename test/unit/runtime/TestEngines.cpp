@@ -78,8 +78,11 @@ std::string toyKernelSource(const ToyConfig &config) {
   int kind = config.weightType == DType::F32   ? 0
              : config.weightType == DType::F16 ? 1
                                                : 2;
-  std::string src = "#define HIDDEN " + std::to_string(config.hidden) +
-                    "\n#define WEIGHT_KIND " + std::to_string(kind) + "\n";
+  std::string src =
+      "#define HIDDEN " + std::to_string(config.hidden) +
+      "\n#define WEIGHT_KIND " + std::to_string(kind) +
+      "\n#define BLOCK_TOKENS " + std::to_string(config.blockTokens) +
+      "\n#define MAX_BLOCKS " + std::to_string(config.maxBlocks()) + "\n";
   src += R"(
 typedef unsigned short u16;
 __device__ __forceinline__ float h2f(u16 h) {
@@ -109,6 +112,25 @@ __device__ __forceinline__ float wload(const W *p, long i) {
 }
 #endif
 
+// Row `pos` of sequence b: contiguous [B, capacity, HIDDEN], or paged
+// [blocks, BLOCK_TOKENS, HIDDEN] through the block table.
+#if BLOCK_TOKENS > 0
+#define TABLE_PARAM , const int *table
+#define TABLE_ARG table
+__device__ __forceinline__ long rowOf(const int *table, int b, int pos,
+                                      int capacity) {
+  return ((long)table[b * MAX_BLOCKS + pos / BLOCK_TOKENS] * BLOCK_TOKENS +
+          pos % BLOCK_TOKENS) * HIDDEN;
+}
+#else
+#define TABLE_PARAM
+#define TABLE_ARG nullptr
+__device__ __forceinline__ long rowOf(const int *, int b, int pos,
+                                      int capacity) {
+  return ((long)b * capacity + pos) * HIDDEN;
+}
+#endif
+
 extern "C" __global__ void toy_init(float *consts, float scale) {
   overlapWithNeighbours();
   if (blockIdx.x == 0 && threadIdx.x == 0) consts[0] = scale;
@@ -118,7 +140,7 @@ extern "C" __global__ void toy_init(float *consts, float scale) {
 extern "C" __global__ void toy_embed_qkv(
     const int *ids, const int *past, const int *stepLen, int S, int vocab,
     const W *emb, const W *wq, const W *wk, const W *wv, float *x, float *q,
-    u16 *kc, u16 *vc, int capacity) {
+    u16 *kc, u16 *vc, int capacity TABLE_PARAM) {
   overlapWithNeighbours();
   int t = blockIdx.x, b = t / S, i = t % S, d = threadIdx.x;
   if (i >= stepLen[b]) return;            // padding of a shorter sequence
@@ -138,7 +160,7 @@ extern "C" __global__ void toy_embed_qkv(
     va += wload(wv, d * HIDDEN + k) * xs[k];
   }
   q[(long)t * HIDDEN + d] = qa;
-  long row = ((long)b * capacity + pos) * HIDDEN + d;
+  long row = rowOf(TABLE_ARG, b, pos, capacity) + d;
   kc[row] = f2h(ka);
   vc[row] = f2h(va);
 }
@@ -147,7 +169,7 @@ extern "C" __global__ void toy_embed_qkv(
 extern "C" __global__ void toy_attention(
     const int *past, const int *stepLen, int S, const float *consts,
     const float *x, const float *q, const u16 *kc, const u16 *vc, float *h,
-    int capacity) {
+    int capacity TABLE_PARAM) {
   overlapWithNeighbours();
   int t = blockIdx.x, b = t / S, i = t % S, d = threadIdx.x;
   if (i >= stepLen[b]) return;
@@ -157,7 +179,7 @@ extern "C" __global__ void toy_attention(
   float qd = q[(long)t * HIDDEN + d];
   float m = -1e30f, l = 0.f, acc = 0.f;
   for (int j = 0; j <= pos; ++j) {
-    long row = ((long)b * capacity + j) * HIDDEN + d;
+    long row = rowOf(TABLE_ARG, b, j, capacity) + d;
     float p = qd * h2f(kc[row]);
     for (int off = 16; off; off >>= 1) p += __shfl_xor_sync(0xffffffffu, p, off);
     float s = p * scale;
@@ -257,10 +279,17 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
   uint32_t step =
       buffer("step_lengths", BufferRole::StepLengths, DType::I32, {mb});
   uint32_t logits = buffer("logits", BufferRole::Logits, DType::F32, {mb, v});
+  // A paged pool: poolBlocks blocks of blockTokens rows (1 KV head).
+  const bool paged = config.blockTokens != 0;
+  const uint64_t seqs = paged ? config.poolBlocks : mb;
+  const uint64_t rows = paged ? config.blockTokens : cap;
   uint32_t kc =
-      buffer("kv.key", BufferRole::KeyCache, DType::F16, {1, mb, 1, cap, h});
+      buffer("kv.key", BufferRole::KeyCache, DType::F16, {1, seqs, 1, rows, h});
   uint32_t vc = buffer("kv.value", BufferRole::ValueCache, DType::F16,
-                       {1, mb, 1, cap, h});
+                       {1, seqs, 1, rows, h});
+  uint32_t table = paged ? buffer("kv.block_table", BufferRole::Activation,
+                                  DType::I32, {mb, config.maxBlocks()})
+                         : 0;
   uint32_t x = buffer("x", BufferRole::Activation, DType::F32, {mb, mp, h});
   uint32_t q = buffer("q", BufferRole::Activation, DType::F32, {mb, mp, h});
   uint32_t hid = buffer("h", BufferRole::Activation, DType::F32, {mb, mp, h});
@@ -297,9 +326,13 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
              {A::bufferAddress(step), A::int32(Expr::seq()),
               A::bufferAddress(hid), A::bufferAddress(lm),
               A::bufferAddress(logits), A::int32(c(v))})};
+  if (paged)
+    for (size_t i = 0; i < 2; ++i)
+      step_launches[i].args.push_back(A::bufferAddress(table));
   e.programs = {init,
                 {format::kPrefillProgram, step_launches},
                 {format::kDecodeProgram, step_launches}};
+  e.formatMinor = paged ? format::kPagedKVCacheMinor : uint16_t(1);
 
   json::Value meta = json::Value::object();
   meta.set("format", "sits-engine");
@@ -320,7 +353,12 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
   kv.set("capacity", config.capacity);
   kv.set("head_dim", config.hidden);
   kv.set("dtype", "f16");
-  kv.set("layout", "contiguous");
+  kv.set("layout", paged ? "paged" : "contiguous");
+  if (paged) {
+    kv.set("block_tokens", config.blockTokens);
+    kv.set("blocks", config.poolBlocks);
+    kv.set("block_table", "kv.block_table");
+  }
   json::Value &tok = meta.set("tokenizer", json::Value::object());
   tok.set("kind", "bytes");
   json::Value &eos = tok.set("eos_token_ids", json::Value::array());

@@ -39,6 +39,14 @@ struct ToyConfig {
   uint64_t weightSeed = 1;
   float attentionScale = 0.25f;
   std::vector<int32_t> eosTokenIds;
+  /// A paged KV cache: blocks of blockTokens rows (0: contiguous), a pool
+  /// of poolBlocks, read through the block table as the generated kernels
+  /// do (docs/engine-format.md).
+  uint32_t blockTokens = 0;
+  uint32_t poolBlocks = 0;
+  uint32_t maxBlocks() const {
+    return blockTokens ? (capacity + blockTokens - 1) / blockTokens : 0;
+  }
 };
 
 /// The toy's weights as floats, already rounded to `weightType`.

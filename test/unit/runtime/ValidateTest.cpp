@@ -309,7 +309,13 @@ TEST_F(ValidateTest, Metadata) {
   EXPECT_ERROR(edit("kv_cache", "capacity", 32),
                "\"kv_cache.capacity\" (32) differs");
   EXPECT_ERROR(edit("kv_cache", "dtype", "f8"), "\"kv_cache.dtype\" must be");
-  EXPECT_ERROR(edit("kv_cache", "layout", "paged"), "must be \"contiguous\"");
+  EXPECT_ERROR(edit("kv_cache", "layout", "ring"),
+               "\"kv_cache.layout\" must be \"contiguous\" or \"paged\"");
+  EXPECT_ERROR(edit("kv_cache", "layout", "paged"),
+               "metadata lacks \"kv_cache.block_tokens\"");
+  EXPECT_ERROR(edit("kv_cache", "block_tokens", 16),
+               "\"kv_cache.block_tokens\" belongs to a paged cache, and the "
+               "layout is \"contiguous\"");
   EXPECT_ERROR(edit("limits", "max_prefill_tokens", 65),
                "\"limits.max_prefill_tokens\" exceeds");
   json::Value eos = json::Value::array();
@@ -317,6 +323,86 @@ TEST_F(ValidateTest, Metadata) {
   EXPECT_ERROR(edit("tokenizer", "eos_token_ids", eos),
                "id outside the vocabulary");
   EXPECT_ERROR(edit("tokenizer", "kind", "bpe"), "\"tokenizer.kind\" must be");
+}
+
+/// A paged KV cache: the toy in blocks of 16 rows (4 a sequence of 64), a
+/// pool of 10 blocks.
+TEST_F(ValidateTest, PagedKVCache) {
+  test::ToyConfig paged = config;
+  paged.blockTokens = 16;
+  paged.poolBlocks = 10;
+  auto build = [&]() {
+    contents = test::buildToyEngine(paged, test::makeToyWeights(paged),
+                                    test::placeholderModule(paged));
+  };
+  build();
+  EXPECT_EQ(contents.formatMinor, kPagedKVCacheMinor);
+  ASSERT_EQ(changedError(), "");
+  {
+    auto file = EngineFile::fromBytes(test::serializeOrDie(contents));
+    Header header;
+    EngineContents read;
+    RuntimeConfig rc;
+    std::string error;
+    ASSERT_TRUE(readEngine(*file, {}, &header, &read, &rc, &error)) << error;
+    EXPECT_EQ(header.formatMinor, 2u);
+    EXPECT_TRUE(rc.kvCache.paged());
+    EXPECT_EQ(rc.kvCache.blockTokens, 16u);
+    EXPECT_EQ(rc.kvCache.blocks, 10u);
+    EXPECT_EQ(rc.kvCache.maxBlocksPerSeq(), 4u);
+    EXPECT_EQ(rc.kvCache.blockTable, "kv.block_table");
+    // Pool-sized cache buffers: 10 blocks x 16 rows x 32 halves.
+    EXPECT_EQ(rc.kvCache.bufferBytes(true), 10u * 16 * 32 * 2);
+  }
+
+  // A 1.1 header cannot hold a paged cache.
+  contents.formatMinor = 1;
+  EXPECT_ERROR(changedError(), "a paged KV cache needs format 1.2, and the "
+                               "header says 1.1");
+  build();
+
+  json::Value meta;
+  std::string error;
+  ASSERT_TRUE(json::parse(contents.metadataJson, &meta, &error));
+  const std::string good = contents.metadataJson;
+  auto edit = [&](const char *key, json::Value value) {
+    json::Value copy = meta;
+    const_cast<json::Value *>(copy.find("kv_cache"))
+        ->set(key, std::move(value));
+    contents.metadataJson = copy.write();
+    std::string why = changedError();
+    contents.metadataJson = good;
+    return why;
+  };
+  EXPECT_ERROR(edit("block_tokens", 24),
+               "\"kv_cache.block_tokens\" must be a power of two from 16 to "
+               "1024, got 24");
+  EXPECT_ERROR(edit("block_tokens", 8),
+               "\"kv_cache.block_tokens\" must be an integer from 16 to 1024");
+  EXPECT_ERROR(edit("blocks", 3), "\"kv_cache.blocks\" (3) cannot hold one "
+                                  "sequence of the capacity (4 blocks)");
+  EXPECT_ERROR(edit("block_table", ""),
+               "\"kv_cache.block_table\" must name the block table's buffer");
+  EXPECT_ERROR(edit("block_table", "x"),
+               "the paged KV cache's block table \"x\" must be one i32 "
+               "activation buffer of 128 bytes ([max_batch, 4])");
+  json::Value quant = json::Value::object();
+  quant.set("bits", 8);
+  quant.set("hot_window", 4);
+  quant.set("hot_rows", 20);
+  quant.set("group_size", 32);
+  quant.set("keys", "per_token");
+  quant.set("channel_block", 1);
+  EXPECT_ERROR(edit("quant", quant), "is paged and quantized");
+  // Cache buffers of the contiguous size: the pool's is the one wanted.
+  EXPECT_ERROR(edit("blocks", 32), "the metadata needs exactly");
+
+  // A table of the wrong size or type.
+  for (BufferDesc &buffer : contents.buffers)
+    if (buffer.name == "kv.block_table")
+      buffer.bytes += 4;
+  EXPECT_ERROR(changedError(), "must be one i32 activation buffer of 128 "
+                               "bytes");
 }
 
 TEST_F(ValidateTest, BatchBuckets) {

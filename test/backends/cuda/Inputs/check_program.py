@@ -40,6 +40,11 @@ def main():
     parser.add_argument("--max-prefill-tokens", type=int, default=4)
     parser.add_argument("--reverse-schedule", action="store_true",
                         help="run the threads of a block last to first")
+    parser.add_argument("--sitsc-arg", action="append", default=[],
+                        help="one more sitsc option (repeatable), e.g. "
+                        "--sitsc-arg=--kv-layout=paged")
+    parser.add_argument("--emulate-arg", action="append", default=[],
+                        help="one more sits-emulate option (repeatable)")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     program = os.path.join(args.work, args.preset + ".mlir")
@@ -62,7 +67,8 @@ def main():
     failed = False
     for dtype in args.dtypes.split(","):
         options = ["--dtype=" + dtype, "--max-seq-len=32", "--max-batch=2",
-                   "--max-prefill-tokens=%d" % args.max_prefill_tokens]
+                   "--max-prefill-tokens=%d" % args.max_prefill_tokens
+                   ] + args.sitsc_arg
         engine = os.path.join(args.work, "%s-%s.sits" % (args.preset, dtype))
         cuda = engine[:-len(".sits")] + ".cu"
         run("sitsc", program, "-o", engine, "--force", *options)
@@ -71,7 +77,8 @@ def main():
         worst = 0.0
         for prefill in sorted({1, args.seq // 2, args.seq}):
             out = engine[:-len(".sits")] + "-p%d.npy" % prefill
-            extra = ["--reverse-schedule"] if args.reverse_schedule else []
+            extra = (["--reverse-schedule"] if args.reverse_schedule
+                     else []) + args.emulate_arg
             run("sits-emulate", engine, "--cuda", cuda, "--poison", *extra,
                 "score", "--tokens", tokens, "--prefill", str(prefill),
                 "--out", out)

@@ -1,0 +1,122 @@
+//===- BlockAllocator.cpp - The blocks of a paged KV cache ----------------===//
+
+#include "src/BlockAllocator.h"
+
+#include <cstddef>
+
+namespace sits {
+namespace runtime {
+
+BlockAllocator::BlockAllocator(uint32_t sequences, uint32_t maxBlocksPerSeq,
+                               uint32_t blocks, uint32_t blockTokens)
+    : maxBlocks(maxBlocksPerSeq), blockTokens(blockTokens),
+      blockTable(uint64_t(sequences) * maxBlocksPerSeq, -1), held(sequences, 0),
+      refs(blocks, 0) {
+  reset();
+}
+
+void BlockAllocator::reset() {
+  const uint32_t blocks = uint32_t(refs.size());
+  blockTable.assign(blockTable.size(), -1);
+  held.assign(held.size(), 0);
+  refs.assign(blocks, 0);
+  freeList.resize(blocks);
+  for (uint32_t i = 0; i < blocks; ++i)
+    freeList[i] = int32_t(blocks - 1 - i); // block 0 is handed out first
+  prefix.assign(prefix.size(), -1);
+  changed = true;
+}
+
+void BlockAllocator::unref(int32_t block) {
+  if (block >= 0 && --refs[block] == 0)
+    freeList.push_back(block);
+}
+
+void BlockAllocator::release(uint32_t seq) {
+  int32_t *row = blockTable.data() + uint64_t(seq) * maxBlocks;
+  for (uint32_t i = 0; i < held[seq]; ++i) {
+    unref(row[i]);
+    row[i] = -1;
+  }
+  changed |= held[seq] != 0;
+  held[seq] = 0;
+}
+
+int32_t BlockAllocator::reclaim() {
+  // From where the last search stopped, so that no id is always the one.
+  for (size_t n = 0; n < prefix.size(); ++n) {
+    const uint32_t id = uint32_t((reclaimCursor + n) % prefix.size());
+    const int32_t block = prefix[id];
+    if (block >= 0 && refs[block] == 1) {
+      prefix[id] = -1;
+      refs[block] = 0;
+      reclaimCursor = id + 1;
+      return block;
+    }
+  }
+  return -1;
+}
+
+bool BlockAllocator::reserve(uint32_t seq, uint64_t rows) {
+  const uint64_t needed = (rows + blockTokens - 1) / blockTokens;
+  int32_t *row = blockTable.data() + uint64_t(seq) * maxBlocks;
+  for (; held[seq] < needed; ++held[seq]) {
+    if (held[seq] >= maxBlocks)
+      return false; // past the capacity: the callers check it first
+    int32_t block = -1;
+    if (!freeList.empty()) {
+      block = freeList.back();
+      freeList.pop_back();
+    } else {
+      block = reclaim();
+    }
+    if (block < 0)
+      return false;
+    row[held[seq]] = block;
+    refs[block] = 1;
+    changed = true;
+  }
+  return true;
+}
+
+void BlockAllocator::setPrefixIds(uint32_t count) {
+  for (int32_t block : prefix)
+    unref(block);
+  prefix.assign(count, -1);
+  reclaimCursor = 0;
+}
+
+void BlockAllocator::share(uint32_t seq, uint32_t firstBlock,
+                           const std::vector<uint32_t> &ids) {
+  const int32_t *row = blockTable.data() + uint64_t(seq) * maxBlocks;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t block = row[firstBlock + i];
+    ++refs[block]; // before the unref: the id may name it already
+    unref(prefix[ids[i]]);
+    prefix[ids[i]] = block;
+  }
+}
+
+bool BlockAllocator::load(uint32_t seq, const std::vector<uint32_t> &ids) {
+  release(seq);
+  for (uint32_t id : ids)
+    if (prefix[id] < 0)
+      return false;
+  int32_t *row = blockTable.data() + uint64_t(seq) * maxBlocks;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    row[i] = prefix[ids[i]];
+    ++refs[row[i]];
+  }
+  held[seq] = uint32_t(ids.size());
+  changed = true;
+  return true;
+}
+
+bool BlockAllocator::takeChanged() {
+  const bool was = changed;
+  changed = false;
+  return was;
+}
+
+} // namespace runtime
+} // namespace sits

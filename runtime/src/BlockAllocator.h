@@ -1,0 +1,72 @@
+//===- BlockAllocator.h - The blocks of a paged KV cache --------*- C++ -*-===//
+//
+// Host-side bookkeeping of a paged KV cache (no CUDA, so that it is tested
+// on the CPU): the block table (`table[seq * maxBlocksPerSeq + i]` is the
+// pool block holding rows [i * B, (i + 1) * B) of sequence seq, -1 for
+// none), the free blocks, and a reference count per block. A block is held
+// by the sequence that wrote it and by the prefix ids (prefix caching)
+// that name it; it is free when nobody holds it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_RUNTIME_SRC_BLOCKALLOCATOR_H
+#define SITS_RUNTIME_SRC_BLOCKALLOCATOR_H
+
+#include <cstdint>
+#include <vector>
+
+namespace sits {
+namespace runtime {
+
+class BlockAllocator {
+public:
+  BlockAllocator(uint32_t sequences, uint32_t maxBlocksPerSeq, uint32_t blocks,
+                 uint32_t blockTokens);
+
+  /// Every block free, no prefix id naming one (the ids stay).
+  void reset();
+  /// Gives sequence `seq`'s blocks back.
+  void release(uint32_t seq);
+  /// Blocks for `rows` rows of `seq` (it keeps those it has). With none
+  /// free, a block only a prefix id holds is taken back (the id then names
+  /// none). False when the pool has no block left: the blocks taken so far
+  /// stay with `seq`.
+  bool reserve(uint32_t seq, uint64_t rows);
+  /// `count` prefix ids, none naming a block (those named before are
+  /// dropped).
+  void setPrefixIds(uint32_t count);
+  /// Prefix id ids[i] names block firstBlock + i of `seq`, which must hold
+  /// it, dropping what the id named before.
+  void share(uint32_t seq, uint32_t firstBlock,
+             const std::vector<uint32_t> &ids);
+  /// `seq` starts over holding the blocks the ids name, in order. False,
+  /// and `seq` empty, when an id names none.
+  bool load(uint32_t seq, const std::vector<uint32_t> &ids);
+
+  const std::vector<int32_t> &table() const { return blockTable; }
+  /// Whether the table changed since the last call.
+  bool takeChanged();
+  uint32_t freeBlocks() const { return uint32_t(freeList.size()); }
+  uint32_t blocksOf(uint32_t seq) const { return held[seq]; }
+  int32_t prefixBlock(uint32_t id) const { return prefix[id]; }
+  uint32_t references(int32_t block) const { return refs[block]; }
+
+private:
+  void unref(int32_t block);
+  /// A block only a prefix id holds, taken from it; -1 when none.
+  int32_t reclaim();
+
+  uint32_t maxBlocks, blockTokens;
+  std::vector<int32_t> blockTable;
+  std::vector<uint32_t> held;
+  std::vector<uint32_t> refs;
+  std::vector<int32_t> freeList; ///< taken from the back
+  std::vector<int32_t> prefix;   ///< prefix id -> block, -1: none
+  uint32_t reclaimCursor = 0;
+  bool changed = true;
+};
+
+} // namespace runtime
+} // namespace sits
+
+#endif // SITS_RUNTIME_SRC_BLOCKALLOCATOR_H
