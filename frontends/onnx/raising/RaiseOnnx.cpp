@@ -181,7 +181,7 @@ struct RaiseOnnxPass : public sits::impl::RaiseOnnxBase<RaiseOnnxPass> {
         continue;
       RaiseContext rc(function, audit);
       for (auto phase :
-           {removeIdentities, raisePastKeyValues, foldWeightCasts, raiseNorms,
+           {removeIdentities, raisePastKeyValues, raiseContribOps, foldWeightCasts, raiseNorms,
             raiseProjections, raiseActivations, raiseGatedUnits, raiseHeads,
             raiseRope, raiseAttention, raiseResidualAdds}) {
         phase(rc);

@@ -46,6 +46,13 @@ RaiseContext::RaiseContext(func::FuncOp function, PassAudit &audit)
     : function(function), audit(audit), builder(function.getContext()),
       shapes(function.getContext()) {}
 
+void RaiseContext::recordChange(StringRef counter, Location loc,
+                                StringRef replaced, StringRef with,
+                                StringRef rule) {
+  audit.add(counter);
+  audit.change(loc, replaced.str(), with.str(), rule.str());
+}
+
 Location RaiseContext::getFusedLoc(ArrayRef<Operation *> ops) {
   llvm::SetVector<Location> locations;
   for (Operation *op : ops)

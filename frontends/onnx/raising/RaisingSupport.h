@@ -48,6 +48,11 @@ public:
                    llvm::ArrayRef<mlir::Operation *> replaced,
                    llvm::StringRef with, llvm::StringRef rule);
 
+  /// Records a change that replaced no op (graph inputs and outputs).
+  void recordChange(llvm::StringRef counter, mlir::Location loc,
+                    llvm::StringRef replaced, llvm::StringRef with,
+                    llvm::StringRef rule);
+
   /// A location fusing those of `ops` (in order, without duplicates).
   mlir::Location getFusedLoc(llvm::ArrayRef<mlir::Operation *> ops);
 
@@ -171,6 +176,9 @@ llvm::SmallVector<OpTy> collectOps(mlir::func::FuncOp function) {
 /// the graph at an empty past, recorded as `sits.kv_cache_io`; its position
 /// and padding-mask inputs into the runtime's positions.
 void raisePastKeyValues(RaiseContext &context);
+/// ONNX Runtime contrib ops (GenAI builder graphs): norms, MatMulNBits,
+/// GroupQueryAttention over its cache.
+void raiseContribOps(RaiseContext &context);
 /// Identity, and Dropout at inference, replaced by their input.
 void removeIdentities(RaiseContext &context);
 /// Casts of float weights (half-precision checkpoints) become the weights,
