@@ -5,9 +5,13 @@
 // - SimplifiedLayerNormalization: sits.rms_norm;
 // - SkipSimplifiedLayerNormalization: sits.add, then sits.rms_norm (the sum
 //   is its fourth output);
-// - MatMulNBits with constant weights: sits.linear of the weights
-//   dequantized at compile time, `(q - zero_point) * scale` in f32 (exactly
-//   what the op computes before its product);
+// - MatMulNBits with constant weights: with 4 or 8 bits and the default
+//   (or an all-2^(bits-1)) zero point, the levels are kept: sits.dequantize
+//   of `q - 2^(bits-1)` (the engine's signed levels, same nibble order) and
+//   the scales rounded to f16 (the engine's scale type; the audit gives the
+//   largest relative change), feeding sits.linear, so the engine's
+//   quantized GEMV reads them unchanged; other zero points are dequantized
+//   at compile time, `(q - zero_point) * scale` in f32;
 // - GroupQueryAttention over its own cache (past inputs, present outputs):
 //   the graph at an empty past, as for exports with past key/values
 //   (RaisePastKV.cpp): a packed query Split into q, k and v (which the
@@ -22,6 +26,7 @@
 #include "frontends/onnx/raising/RaisingSupport.h"
 
 #include "dialects/shapes/SymbolicExpr.h"
+#include "dialects/sits/QuantMath.h"
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -137,6 +142,82 @@ void raiseMatMulNBits(RaiseContext &rc, MsMatMulNBitsOp op) {
     if (static_cast<int64_t>(zpValues.size()) != n * blocks)
       return rc.noteNotRaised(op, "MatMulNBits zero points of a wrong size");
   }
+  OpBuilder &b = rc.getBuilder();
+  b.setInsertionPoint(op);
+  std::string name = "matmul_nbits";
+  if (auto source = definedBy<WeightOp>(op.getB()))
+    name = source.getName().str();
+  // Symmetric: no zero points, or every one 2^(bits-1).
+  int64_t middle = int64_t(1) << (bits - 1);
+  bool symmetric =
+      (bits == 4 || bits == 8) && (!zeroPoints || (packedZp && [&] {
+        for (int64_t row = 0; row < n; ++row)
+          for (int64_t j = 0; j < blocks; ++j)
+            if (unpackBits(zpBytes, row * zpRow, j, bits) != middle)
+              return false;
+        return true;
+      }()));
+  if (symmetric) {
+    // Levels q - 2^(bits-1), rows of ceil(K * bits / 8) bytes padded with
+    // zero levels to a multiple of 16 (what the GEMV streams).
+    int64_t packedBytes = (k * bits + 7) / 8;
+    int64_t rowBytes = (packedBytes + 15) / 16 * 16;
+    SmallVector<int8_t> data(n * rowBytes, 0);
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t e = 0; e < k; ++e) {
+        int64_t j = e / block, inBlock = e % block;
+        int64_t level =
+            unpackBits(bytes, (row * blocks + j) * blob, inBlock, bits) -
+            middle;
+        int8_t &byte = data[row * rowBytes + e * bits / 8];
+        if (bits == 8)
+          byte = static_cast<int8_t>(level);
+        else
+          byte = static_cast<int8_t>(
+              static_cast<uint8_t>(byte) |
+              static_cast<uint8_t>((level & 0xf) << (e % 2 ? 4 : 0)));
+      }
+    SmallVector<APFloat> halfScales;
+    double worst = 0.0;
+    for (float scale : scaleValues) {
+      float rounded = quant::roundToHalf(scale);
+      if (scale != 0.0f)
+        worst = std::max(worst, std::abs(static_cast<double>(rounded) - scale) /
+                                    std::abs(scale));
+      APFloat value(rounded);
+      bool lost;
+      value.convert(APFloat::IEEEhalf(), APFloat::rmNearestTiesToEven, &lost);
+      halfScales.push_back(value);
+    }
+    auto dataType = RankedTensorType::get({n, rowBytes}, b.getI8Type());
+    auto scalesType = RankedTensorType::get({n, blocks}, b.getF16Type());
+    auto dataOp = WeightOp::create(
+        b, op.getLoc(), dataType, b.getStringAttr(name),
+        DenseElementsAttr::get(dataType, ArrayRef<int8_t>(data)));
+    auto scalesOp = WeightOp::create(
+        b, op.getLoc(), scalesType, b.getStringAttr(name + ".scales"),
+        DenseElementsAttr::get(scalesType, halfScales));
+    auto weightType = RankedTensorType::get({n, k}, b.getF32Type());
+    auto dequantized = DequantizeOp::create(
+        b, op.getLoc(), weightType, dataOp.getResult(), scalesOp.getResult(),
+        b.getI64IntegerAttr(bits), b.getI64IntegerAttr(1),
+        b.getI64IntegerAttr(block));
+    auto linear = LinearOp::create(b, op.getLoc(), op.getY().getType(),
+                                   op.getA(), dequantized.getResult(), Value());
+    op.getY().replaceAllUsesWith(linear.getResult());
+    rc.recordRaise(
+        "linears_raised", {op},
+        llvm::formatv("sits.linear of sits.dequantize: int{0} levels kept, "
+                      "group {1}, f16 scales (largest relative change of a "
+                      "scale {2})",
+                      bits, block, formatFloat(worst))
+            .str(),
+        "MatMulNBits with zero point 2^(bits-1) is A . (s * (q - "
+        "2^(bits-1)))^T per block: the engine's symmetric levels q - "
+        "2^(bits-1) in the same little-endian order, one scale per block of "
+        "K (rounded to f16, the engine's scale type)");
+    return;
+  }
   // W^T [N, K] as the op computes it before its product.
   SmallVector<float> weight(n * k);
   float defaultZp = static_cast<float>(int64_t(1) << (bits - 1));
@@ -154,11 +235,6 @@ void raiseMatMulNBits(RaiseContext &rc, MsMatMulNBitsOp op) {
         weight[row * k + j * block + e] = (q - zp) * scale;
       }
     }
-  OpBuilder &b = rc.getBuilder();
-  b.setInsertionPoint(op);
-  std::string name = "matmul_nbits";
-  if (auto source = definedBy<WeightOp>(op.getB()))
-    name = source.getName().str();
   auto weightType = RankedTensorType::get({n, k}, b.getF32Type());
   auto weightOp =
       WeightOp::create(b, op.getLoc(), weightType, b.getStringAttr(name),
@@ -220,6 +296,62 @@ struct CacheRecord {
 };
 
 /// GroupQueryAttention over a past input into sits ops on the step's rows.
+/// Rows [begin, end) of a constant 2-D weight, as a new weight.
+Value sliceWeightRows(OpBuilder &b, WeightOp weight, int64_t begin,
+                      int64_t end) {
+  DenseElementsAttr dense = getDenseConstant(weight.getResult());
+  auto type = dense ? dyn_cast<RankedTensorType>(dense.getType()) : nullptr;
+  if (!type || type.getRank() != 2)
+    return nullptr;
+  int64_t cols = type.getDimSize(1);
+  SmallVector<Attribute> values(dense.getValues<Attribute>());
+  auto sliceType =
+      RankedTensorType::get({end - begin, cols}, type.getElementType());
+  auto sliced = DenseElementsAttr::get(
+      sliceType, ArrayRef(values).slice(begin * cols, (end - begin) * cols));
+  return WeightOp::create(
+      b, weight.getLoc(), sliceType,
+      b.getStringAttr(
+          llvm::formatv("{0}_{1}_{2}_", weight.getName(), begin, end).str()),
+      sliced);
+}
+
+/// A packed q/k/v projection whose weight is kept quantized, split by rows
+/// of its levels and scales (the projections phase splits float ones).
+std::optional<std::array<Value, 3>>
+splitQuantizedProjection(OpBuilder &b, Value query,
+                         std::array<int64_t, 3> widths) {
+  auto linear = definedBy<LinearOp>(query);
+  auto dequantize =
+      linear ? definedBy<DequantizeOp>(linear.getWeight()) : DequantizeOp();
+  auto data =
+      dequantize ? definedBy<WeightOp>(dequantize.getData()) : WeightOp();
+  auto scales =
+      dequantize ? definedBy<WeightOp>(dequantize.getScales()) : WeightOp();
+  if (!data || !scales || linear.getBias() || !linear->hasOneUse())
+    return std::nullopt;
+  std::array<Value, 3> parts;
+  int64_t begin = 0;
+  for (auto [i, width] : llvm::enumerate(widths)) {
+    Value partData = sliceWeightRows(b, data, begin, begin + width);
+    Value partScales = sliceWeightRows(b, scales, begin, begin + width);
+    if (!partData || !partScales)
+      return std::nullopt;
+    auto fullType = cast<RankedTensorType>(dequantize.getType());
+    auto weightType = RankedTensorType::get({width, fullType.getDimSize(1)},
+                                            fullType.getElementType());
+    auto partWeight = DequantizeOp::create(
+        b, dequantize.getLoc(), weightType, partData, partScales,
+        dequantize.getBitsAttr(), dequantize.getAxisAttr(),
+        dequantize.getGroupSizeAttr());
+    parts[i] = LinearOp::create(b, linear.getLoc(),
+                                withLastDim(query.getType(), width),
+                                linear.getInput(), partWeight, Value());
+    begin += width;
+  }
+  return parts;
+}
+
 /// cos/sin rows of the step's positions, one table per pair of caches.
 using RopeTables = llvm::DenseMap<std::pair<Value, Value>, RopeGatherOp>;
 
@@ -264,7 +396,16 @@ bool raiseGroupQueryAttention(RaiseContext &rc, MsGroupQueryAttentionOp op,
     return RankedTensorType::get({batch, h, seq, headDim}, element);
   };
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  if (packed) {
+  std::optional<std::array<Value, 3>> quantizedParts;
+  if (packed)
+    quantizedParts = splitQuantizedProjection(
+        b, op.getQuery(),
+        {heads * headDim, kvHeads * headDim, kvHeads * headDim});
+  if (quantizedParts) {
+    q = (*quantizedParts)[0];
+    k = (*quantizedParts)[1];
+    v = (*quantizedParts)[2];
+  } else if (packed) {
     auto sizesType = RankedTensorType::get({3}, b.getI64Type());
     auto sizes = ConstantOp::create(
         b, loc, sizesType,
