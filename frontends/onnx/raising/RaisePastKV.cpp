@@ -9,9 +9,10 @@
 // outputs leave the signature, and what they were (names, dims, element
 // type, layout) is recorded on the function as `sits.kv_cache_io`.
 //
-// A pair is recognized by structure alone: a rank-4 float graph input whose
-// only use is the first operand of a Concat on axis 2 with a tensor of the
-// same batch, heads and head dims, the Concat returned as a graph output.
+// A pair is recognized by structure alone: a rank-4 float graph input read
+// only as the first operand of a Concat on axis 2 with new rows of the same
+// static heads and head dims (and by Shape: the past length), the Concat
+// returned as a graph output. Other reads of the past see an empty tensor.
 // Names are only recorded. The `attention_mask` and `position_ids` inputs
 // then describe the runtime's own positions: an integer `[batch, seq]` input
 // read as RoPE positions becomes `sits.position_ids` (0..seq-1 after an
@@ -59,10 +60,8 @@ StringRef getOutputName(func::FuncOp function, unsigned index) {
 /// The Concat that makes `past` a cache input, with the new rows and the
 /// graph output it is returned as; nullopt (with a reason for inputs that
 /// look like a cache but are not one) otherwise.
-std::optional<PastPair> matchPastInput(RaiseContext &rc, BlockArgument past,
-                                       func::ReturnOp ret,
+std::optional<PastPair> matchPastInput(BlockArgument past, func::ReturnOp ret,
                                        std::string &reason) {
-  SymbolicShapes &shapes = rc.getShapes();
   auto type = dyn_cast<RankedTensorType>(past.getType());
   if (!type || type.getRank() != 4 || !getFloatElementType(past))
     return std::nullopt;
@@ -101,7 +100,6 @@ std::optional<PastPair> matchPastInput(RaiseContext &rc, BlockArgument past,
              "element type";
     return std::nullopt;
   }
-  (void)shapes;
   std::optional<unsigned> resultIndex;
   for (OpOperand &use : concat.getResult().getUses())
     if (use.getOwner() == ret.getOperation())
@@ -141,7 +139,7 @@ void sits::onnx::raising::raisePastKeyValues(RaiseContext &rc) {
   SmallVector<PastPair> pairs;
   for (BlockArgument arg : function.getArguments()) {
     std::string reason;
-    if (std::optional<PastPair> pair = matchPastInput(rc, arg, ret, reason))
+    if (std::optional<PastPair> pair = matchPastInput(arg, ret, reason))
       pairs.push_back(*pair);
     else if (!reason.empty())
       emitWarning(arg.getLoc())
