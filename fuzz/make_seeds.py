@@ -101,6 +101,27 @@ def onnx_seeds(out):
         shutil.rmtree(work)
 
 
+def contrib_seeds(out):
+    """ONNX Runtime contrib-op models (GroupQueryAttention, MatMulNBits,
+    ...) of test/tools/check_contrib_ops.py, one seed per case."""
+    import numpy as np
+    import onnx
+    sys.path.insert(0, TOOLS)
+    import check_contrib_ops
+    work = tempfile.mkdtemp()
+    try:
+        for case, make in sorted(check_contrib_ops.CASES.items()):
+            model, _ = make(np.random.default_rng(0))
+            folder = os.path.join(work, case)
+            os.makedirs(folder)
+            onnx.save(model, os.path.join(folder, "model.onnx"))
+            framed = onnx_input(folder)
+            for name in ("onnx-loader", "onnx-import"):
+                write(os.path.join(out, name, "contrib-%s" % case), framed)
+    finally:
+        shutil.rmtree(work)
+
+
 def trim_tokenizer(config, keep=320):
     """The same tokenizer with ids below `keep` (and the added tokens) and
     the merges among them."""
@@ -190,6 +211,7 @@ def main():
         sys.exit(__doc__)
     out = sys.argv[1]
     onnx_seeds(out)
+    contrib_seeds(out)
     tokenizer_seeds(out)
     chat_seeds(out)
 

@@ -38,7 +38,7 @@ bool treatsPositionsIndependently(Operation *op) {
   return isa<WeightOp, arith::ConstantOp, EmbeddingOp, RMSNormOp, LayerNormOp,
              LinearOp, LMHeadOp, AddOp, ActivationOp, GLUOp, SplitHeadsOp,
              MergeHeadsOp, RopeOp, RopeCosSinOp, RopeGatherOp, PositionIdsOp,
-             AttentionOp, func::ReturnOp>(op);
+             DequantizeOp, AttentionOp, func::ReturnOp>(op);
 }
 
 /// Why `attention` cannot read a cache, or an empty string.
@@ -66,7 +66,8 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
     if (maxSeqLen < 1 || maxBatch < 1) {
       module.emitError() << kPassName
                          << ": max-seq-len and max-batch must be >= 1, got "
-                         << maxSeqLen.getValue() << " and " << maxBatch.getValue();
+                         << maxSeqLen.getValue() << " and "
+                         << maxBatch.getValue();
       return signalPassFailure();
     }
     // The full-sequence program: the function with attention layers and no
@@ -129,8 +130,8 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
       if (auto attention = dyn_cast<AttentionOp>(op)) {
         std::string why = whyNotCacheable(attention);
         if (!why.empty()) {
-          op->emitError() << kPassName << ": cannot cache this attention: "
-                          << why;
+          op->emitError() << kPassName
+                          << ": cannot cache this attention: " << why;
           return WalkResult::interrupt();
         }
         layers.push_back(attention);
@@ -149,7 +150,8 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
           key.getDimSize(3) != firstKey.getDimSize(3) || value != key ||
           key.getElementType() != firstKey.getElementType())
         return layer.emitError()
-               << kPassName << ": every layer's keys and values must have "
+               << kPassName
+               << ": every layer's keys and values must have "
                   "the same static kv heads and head_dim as the first layer's ("
                << firstKey << "), got " << key << " and " << value;
     }
@@ -192,9 +194,9 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
     for (Operation &op : llvm::make_early_inc_range(entry)) {
       if (auto positions = dyn_cast<PositionIdsOp>(op)) {
         builder.setInsertionPoint(positions);
-        auto withPast = PositionIdsOp::create(
-            builder, positions.getLoc(), positions.getType(),
-            positions.getIds(), past);
+        auto withPast = PositionIdsOp::create(builder, positions.getLoc(),
+                                              positions.getType(),
+                                              positions.getIds(), past);
         positions.replaceAllUsesWith(withPast.getResult());
         positions.erase();
         continue;
@@ -258,16 +260,15 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
     for (llvm::StringRef name : {"prefill", "decode"})
       if (Operation *existing = getOperation().lookupSymbol(name);
           existing && existing != func)
-        return existing->emitError()
-               << kPassName << ": a function named '" << name
-               << "' exists already";
+        return existing->emitError() << kPassName << ": a function named '"
+                                     << name << "' exists already";
 
     // Clone before rewriting, so both steps start from the same program.
     OpBuilder builder(func);
     auto prefill = cast<func::FuncOp>(builder.clone(*func));
     auto decode = cast<func::FuncOp>(builder.clone(*func));
-    for (auto [step, name] : {std::pair{prefill, "prefill"},
-                              std::pair{decode, "decode"}}) {
+    for (auto [step, name] :
+         {std::pair{prefill, "prefill"}, std::pair{decode, "decode"}}) {
       step.setSymName(name);
       step->setAttr("sits.step", builder.getStringAttr(name));
       addCache(step, cacheType);
@@ -278,8 +279,7 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
     decodeEntry.getArgument(0).setType(
         RankedTensorType::get({ids.getDimSize(0), 1}, ids.getElementType()));
     decode.setFunctionType(builder.getFunctionType(
-        decodeEntry.getArgumentTypes(),
-        decode.getFunctionType().getResults()));
+        decodeEntry.getArgumentTypes(), decode.getFunctionType().getResults()));
     func.erase();
     return success();
   }

@@ -130,6 +130,11 @@ FailureOr<Formula> MaskProver::evalBool(Value value,
     return it->second;
   if (!isBool(value))
     return fail("expected a boolean tensor");
+  // A tensor the shape analysis knows to be all true or all false (a
+  // padding mask of ones, gathered and reshaped).
+  if (AffineExpr element = shapes.getFacts(value).elementExpr)
+    if (std::optional<int64_t> constant = ox::getConstantValue(element))
+      return *constant ? Formula::getTrue() : Formula::getFalse();
   Operation *op = value.getDefiningOp();
   if (!op)
     return fail("the mask depends on function argument #" +

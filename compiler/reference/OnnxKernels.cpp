@@ -145,4 +145,5 @@ void sits::reference::attachOnnxKernels(MLIRContext *context) {
   attachOnnxElementwiseKernels(context);
   attachOnnxTensorKernels(context);
   attachOnnxNNKernels(context);
+  attachOnnxContribKernels(context);
 }

@@ -18,4 +18,5 @@ void OnnxDialect::initialize() {
   attachTensorShapeRules(getContext());
   attachIndexingShapeRules(getContext());
   attachNNShapeRules(getContext());
+  attachContribShapeRules(getContext());
 }

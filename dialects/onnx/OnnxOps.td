@@ -13,5 +13,6 @@ include "dialects/onnx/OnnxBase.td"
 include "dialects/onnx/OnnxMathOps.td"
 include "dialects/onnx/OnnxTensorOps.td"
 include "dialects/onnx/OnnxNNOps.td"
+include "dialects/onnx/OnnxContribOps.td"
 
 #endif // SITS_DIALECT_ONNX_ONNXOPS_TD

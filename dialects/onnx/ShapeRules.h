@@ -18,6 +18,7 @@ void attachElementwiseShapeRules(mlir::MLIRContext *context);
 void attachTensorShapeRules(mlir::MLIRContext *context);
 void attachIndexingShapeRules(mlir::MLIRContext *context);
 void attachNNShapeRules(mlir::MLIRContext *context);
+void attachContribShapeRules(mlir::MLIRContext *context);
 
 } // namespace sits::onnx
 

@@ -97,11 +97,59 @@ AffineExpr combineMinMax(ArrayRef<AffineExpr> v, MLIRContext *) {
   return best;
 }
 
+/// A lower bound of `expr` when every symbol and dim in it is a size or an
+/// index (>= 0): sums and products of such terms and of constants. Decides
+/// `batch == -1` (the TorchScript exporter's Expand targets) as false.
+std::optional<int64_t> lowerBound(AffineExpr expr) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return constant.getValue();
+  if (isa<AffineSymbolExpr, AffineDimExpr>(expr))
+    return 0;
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return std::nullopt;
+  std::optional<int64_t> lhs = lowerBound(binary.getLHS());
+  std::optional<int64_t> rhs = lowerBound(binary.getRHS());
+  if (!lhs || !rhs)
+    return std::nullopt;
+  int64_t result;
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    if (__builtin_add_overflow(*lhs, *rhs, &result))
+      return std::nullopt;
+    return result;
+  case AffineExprKind::Mul:
+    if (*lhs < 0 || *rhs < 0 || __builtin_mul_overflow(*lhs, *rhs, &result))
+      return std::nullopt;
+    return result;
+  default:
+    return std::nullopt;
+  }
+}
+
 enum class Comparison { Equal, Less, LessOrEqual, Greater, GreaterOrEqual };
 
 template <Comparison kind>
 AffineExpr combineCompare(ArrayRef<AffineExpr> v, MLIRContext *context) {
   std::optional<int64_t> diff = constantDifference(v[0], v[1]);
+  if (!diff && v[0] && v[1]) {
+    // Not a constant, but maybe of a known sign: v0 - v1 >= 1 or <= -1
+    // decides every comparison, >= 0 or <= 0 some of them.
+    std::optional<int64_t> above = lowerBound(subExprs(v[0], v[1]));
+    std::optional<int64_t> below = lowerBound(subExprs(v[1], v[0]));
+    if (above && *above >= 1)
+      diff = 1;
+    else if (below && *below >= 1)
+      diff = -1;
+    else if (above && *above >= 0 && kind == Comparison::GreaterOrEqual)
+      diff = 0;
+    else if (above && *above >= 0 && kind == Comparison::Less)
+      diff = 0;
+    else if (below && *below >= 0 && kind == Comparison::LessOrEqual)
+      diff = 0;
+    else if (below && *below >= 0 && kind == Comparison::Greater)
+      diff = 0;
+  }
   if (!diff)
     return nullptr;
   bool result = false;
@@ -142,6 +190,11 @@ AffineExpr combineOr(ArrayRef<AffineExpr> v, MLIRContext *context) {
 AffineExpr combineNot(ArrayRef<AffineExpr> v, MLIRContext *context) {
   std::optional<int64_t> a = getConstantValue(v[0]);
   return a ? constantExpr(*a == 0 ? 1 : 0, context) : nullptr;
+}
+/// An integer cast to bool: known when the integer is a constant.
+AffineExpr combineToBool(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  return a ? constantExpr(*a != 0 ? 1 : 0, context) : nullptr;
 }
 AffineExpr combineWhere(ArrayRef<AffineExpr> v, MLIRContext *) {
   std::optional<int64_t> condition = getConstantValue(v[0]);
@@ -263,6 +316,8 @@ LogicalResult castRule(ShapeRuleContext &ctx) {
   Combine combine = nullptr;
   if (source && source.isInteger() && !target.isInteger(1))
     combine = combineIdentity;
+  else if (source && source.isInteger() && target.isInteger(1))
+    combine = combineToBool;
   if (failed(inferElementwise(ctx, {0}, combine, ResultType::SameAsFirst)))
     return failure();
   ctx.result().elementType = target;

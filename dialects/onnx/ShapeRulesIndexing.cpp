@@ -316,6 +316,9 @@ LogicalResult gatherRule(ShapeRuleContext &ctx) {
   llvm::append_range(result.dims, dataDims.take_front(*axis));
   llvm::append_range(result.dims, indices.dims);
   llvm::append_range(result.dims, dataDims.drop_front(*axis + 1));
+  // Gathering from a tensor of one repeated value gives that value.
+  if (data.elementExpr && isa<AffineConstantExpr>(data.elementExpr))
+    result.elementExpr = data.elementExpr;
 
   // Values: gathering from a small known tensor at known indices
   // (`Shape(x)[1]`).

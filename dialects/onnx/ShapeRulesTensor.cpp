@@ -151,6 +151,9 @@ AffineExpr reshapeElementExpr(const TensorFacts &input,
                               MLIRContext *context) {
   if (!input.elementExpr)
     return nullptr;
+  // One repeated value stays that value in any shape.
+  if (isa<AffineConstantExpr>(input.elementExpr))
+    return input.elementExpr;
   auto isOne = [](AffineExpr dim) {
     std::optional<int64_t> size = getConstantValue(dim);
     return size && *size == 1;
@@ -261,6 +264,8 @@ LogicalResult flattenRule(ShapeRuleContext &ctx) {
   result.dims = {productOf(dims.take_front(axis), ctx.getContext()),
                  productOf(dims.drop_front(axis), ctx.getContext())};
   copyValues(result, input);
+  if (input.elementExpr && isa<AffineConstantExpr>(input.elementExpr))
+    result.elementExpr = input.elementExpr;
   return success();
 }
 

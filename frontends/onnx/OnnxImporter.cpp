@@ -435,6 +435,11 @@ void Importer::checkValueInfo(const ::onnx::NodeProto *node, Location loc,
   }
   if (!declared.has_shape() || !facts.ranked)
     return;
+  // The GenAI model builder declares its one-element [1] constants as
+  // scalars: the same one value, so not a contradiction.
+  if (declared.shape().dim_size() == 0 &&
+      facts.getStaticNumElements() == std::optional<int64_t>(1))
+    return;
   if (declared.shape().dim_size() != facts.getRank()) {
     report() << "'" << name << "' has rank " << declared.shape().dim_size()
              << " in the model's value_info (" << describeTensorType(declared)
@@ -477,20 +482,31 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     }
 
   bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
-  const OpSchema *schema =
-      defaultDomain ? lookupOpSchema(n.op_type()) : nullptr;
+  bool microsoft = n.domain() == kMicrosoftDomain;
+  const OpSchema *schema = defaultDomain ? lookupOpSchema(n.op_type())
+                           : microsoft   ? lookupMicrosoftOpSchema(n.op_type())
+                                         : nullptr;
   if (!schema) {
     auto diag = nodeError(n, loc);
-    if (!defaultDomain)
+    if (microsoft)
+      diag << "operator " << n.op_type() << " of domain 'com.microsoft' is "
+           << "not supported (sits imports GroupQueryAttention, "
+           << "MatMulNBits, RotaryEmbedding and "
+           << "SkipSimplifiedLayerNormalization of it)";
+    else if (!defaultDomain)
       diag << "domain '" << n.domain() << "' is not supported (sits imports "
-           << "the default ONNX domain only)";
+           << "the default ONNX domain and ONNX Runtime's com.microsoft ops)";
+    else if (n.op_type() == "If")
+      diag << "operator If is not supported (a merged decoder's If on "
+           << "use_cache_branch? export without merging, as optimum-onnx "
+           << "does, or import decoder_with_past_model.onnx)";
     else
       diag << "operator " << n.op_type() << " is not supported";
     poison(n);
     return;
   }
   int64_t opset = model->getOpsetVersion();
-  if (schema->sinceOpset > opset) {
+  if (!microsoft && schema->sinceOpset > opset) {
     nodeError(n, loc) << n.op_type() << " needs opset " << schema->sinceOpset
                       << " or newer, but the model imports opset " << opset;
     poison(n);
@@ -533,7 +549,8 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
   for (int i = 0; i < inputCount; ++i) {
     const std::string &input = n.input(i);
     if (input.empty()) {
-      if (i < schema->minInputs || !schema->segmentedInputs) {
+      bool optional = schema->optionalInputs & (1u << i);
+      if ((i < schema->minInputs && !optional) || !schema->segmentedInputs) {
         nodeError(n, loc) << "input " << i
                           << " is empty, but it is required here";
         poison(n);
@@ -630,7 +647,7 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     attributes.append("operandSegmentSizes",
                       builder.getDenseI32ArrayAttr(segments));
 
-  OperationState state(loc, "onnx." + n.op_type());
+  OperationState state(loc, (microsoft ? "onnx.ms." : "onnx.") + n.op_type());
   state.addOperands(operands);
   state.addAttributes(attributes);
   Type placeholder = UnrankedTensorType::get(builder.getF32Type());

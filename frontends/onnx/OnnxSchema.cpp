@@ -142,8 +142,47 @@ const OpSchema kSchemas[] = {
     {"RMSNormalization", 23, 2, 2, 1, 1, false, kNorm},
     {"RotaryEmbedding", 23, 3, 4, 1, 1, false, kRotary},
     {"Attention", 23, 3, 6, 1, 4, true, kAttention},
+    // ONNX Runtime registers this one in the default domain.
+    {"SimplifiedLayerNormalization", 1, 2, 2, 1, 2, false, kNorm},
+};
+
+// com.microsoft (ONNX Runtime contrib ops), as the GenAI builder uses them.
+const AttrSchema kSkipNorm[] = {{"epsilon", Float}};
+const AttrSchema kMatMulNBits[] = {{"K", Int, true},
+                                   {"N", Int, true},
+                                   {"bits", Int},
+                                   {"block_size", Int, true},
+                                   {"accuracy_level", Int}};
+const AttrSchema kMsRotary[] = {{"interleaved", Int},
+                                {"is_packed_batching", Int},
+                                {"num_heads", Int},
+                                {"rotary_embedding_dim", Int},
+                                {"scale", Float}};
+const AttrSchema kGroupQueryAttention[] = {{"num_heads", Int, true},
+                                           {"kv_num_heads", Int, true},
+                                           {"scale", Float},
+                                           {"local_window_size", Int},
+                                           {"softcap", Float},
+                                           {"do_rotary", Int},
+                                           {"rotary_interleaved", Int},
+                                           {"smooth_softmax", Int},
+                                           {"qk_output", Int}};
+
+const OpSchema kMicrosoftSchemas[] = {
+    {"SkipSimplifiedLayerNormalization", 1, 3, 4, 1, 4, false, kSkipNorm},
+    {"MatMulNBits", 1, 3, 6, 1, 1, true, kMatMulNBits},
+    {"RotaryEmbedding", 1, 4, 4, 1, 1, false, kMsRotary},
+    {"GroupQueryAttention", 1, 7, 12, 3, 4, true, kGroupQueryAttention,
+     0b11110},
 };
 } // namespace
+
+const OpSchema *sits::onnx::lookupMicrosoftOpSchema(llvm::StringRef opType) {
+  for (const OpSchema &schema : kMicrosoftSchemas)
+    if (opType == schema.opType)
+      return &schema;
+  return nullptr;
+}
 
 const OpSchema *sits::onnx::lookupOpSchema(llvm::StringRef opType) {
   static const llvm::StringMap<const OpSchema *> table = [] {

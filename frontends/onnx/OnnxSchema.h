@@ -41,6 +41,9 @@ struct OpSchema {
   /// (any of them may be absent); otherwise only trailing ones may be.
   bool segmentedInputs;
   llvm::ArrayRef<AttrSchema> attributes;
+  /// Inputs before `minInputs` that may still be empty (bit i: input i),
+  /// as GroupQueryAttention's key and value before its required lengths.
+  unsigned optionalInputs = 0;
 
   const AttrSchema *findAttribute(llvm::StringRef name) const;
 };
@@ -48,6 +51,12 @@ struct OpSchema {
 /// The schema of `opType` in the default domain, or null when sits does
 /// not import it.
 const OpSchema *lookupOpSchema(llvm::StringRef opType);
+
+/// ONNX Runtime's contrib-op domain.
+inline constexpr llvm::StringLiteral kMicrosoftDomain = "com.microsoft";
+/// The schema of `opType` in `com.microsoft` (imported as
+/// `onnx.ms.<opType>`), or null when sits does not import it.
+const OpSchema *lookupMicrosoftOpSchema(llvm::StringRef opType);
 
 } // namespace sits::onnx
 

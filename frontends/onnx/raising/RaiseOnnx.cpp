@@ -36,6 +36,31 @@ void sits::onnx::raising::removeIdentities(RaiseContext &rc) {
     rc.recordRaise("identities_removed", {identity}, "its input",
                    "Identity returns its input");
   }
+  // Casts to the type they read (the TorchScript exporter's `.float()` of
+  // f32 values).
+  for (CastOp cast : collectOps<CastOp>(function)) {
+    if (cast.getInput().getType() != cast.getOutput().getType())
+      continue;
+    cast.getOutput().replaceAllUsesWith(cast.getInput());
+    rc.recordRaise("identities_removed", {cast}, "its input",
+                   "a Cast to the element type it reads returns its input");
+  }
+  // Float products with a one-element constant 1 (attention_scaling = 1 of
+  // RoPE): x * 1 is x exactly.
+  for (MulOp mul : collectOps<MulOp>(function)) {
+    for (Value side : {mul.getA(), mul.getB()}) {
+      Value other = otherOperand(mul, side);
+      if (!getFloatElementType(other) ||
+          other.getType() != mul.getC().getType() ||
+          !isScalarConstant(side, 1.0, 0.0))
+        continue;
+      mul.getC().replaceAllUsesWith(other);
+      rc.recordRaise("identities_removed", {mul}, "its other operand",
+                     "multiplying floats by the constant 1 (of one element, "
+                     "so it broadcasts to nothing new) returns them exactly");
+      break;
+    }
+  }
   // Dropout at inference: without training_mode (or with a constant false
   // one) its output is its input.
   for (DropoutOp dropout : collectOps<DropoutOp>(function)) {
@@ -88,13 +113,32 @@ bool isFloatCompute(Operation *op) {
   });
 }
 
+/// Whether only the shapes of `op`'s results are read (through Shape, or
+/// through onnx ops of which only the shape is read): then it computes no
+/// float an engine runs (the empty past of a cached export, the GQA repeat
+/// of keys whose length a mask slice reads).
+bool onlyShapeRead(Operation *op, llvm::DenseMap<Operation *, bool> &memo) {
+  auto [it, inserted] = memo.try_emplace(op, false);
+  if (!inserted)
+    return it->second;
+  bool result = !op->use_empty();
+  for (Operation *user : op->getUsers())
+    result &= isa<ShapeOp>(user) ||
+              (isa<OnnxDialect>(user->getDialect()) && !isa<ConstantOp>(user) &&
+               onlyShapeRead(user, memo));
+  memo[op] = result;
+  return result;
+}
+
 /// Counts the float compute left in the onnx dialect; with
 /// `report-unraised`, warns once per op a pattern gave a reason for, and
 /// once for all the others (by kind, with the first node names).
 void reportUnraisedOps(RaiseContext &rc, PassAudit &audit, bool warn) {
   llvm::MapVector<StringRef, SmallVector<Operation *>> others;
+  llvm::DenseMap<Operation *, bool> shapeOnly;
   rc.getFunction().walk([&](Operation *op) {
-    if (!isa<OnnxDialect>(op->getDialect()) || !isFloatCompute(op))
+    if (!isa<OnnxDialect>(op->getDialect()) || !isFloatCompute(op) ||
+        onlyShapeRead(op, shapeOnly))
       return;
     audit.add("onnx_ops_left");
     if (!warn)
@@ -137,13 +181,15 @@ struct RaiseOnnxPass : public sits::impl::RaiseOnnxBase<RaiseOnnxPass> {
         continue;
       RaiseContext rc(function, audit);
       for (auto phase :
-           {removeIdentities, foldWeightCasts, raiseNorms, raiseProjections,
-            raiseActivations, raiseGatedUnits, raiseHeads, raiseRope,
-            raiseAttention, raiseResidualAdds}) {
+           {removeIdentities, raisePastKeyValues, raiseContribOps, foldWeightCasts, raiseNorms,
+            raiseProjections, raiseActivations, raiseGatedUnits, raiseHeads,
+            raiseRope, raiseAttention, raiseResidualAdds}) {
         phase(rc);
         rc.finishPhase();
       }
       reportUnraisedOps(rc, audit, reportUnraised);
+      if (rc.hasFailed())
+        signalPassFailure();
     }
   }
 };

@@ -353,4 +353,19 @@ void sits::onnx::raising::raiseProjections(RaiseContext &rc) {
     raiseGemm(rc, op);
   for (LinearOp op : collectOps<LinearOp>(rc.getFunction()))
     splitFusedProjection(rc, op);
+  // Linears raised earlier (MatMulNBits) that are the LM head.
+  for (LinearOp op : collectOps<LinearOp>(rc.getFunction())) {
+    if (!isLMHead(rc, op.getWeight(), op.getResult()))
+      continue;
+    OpBuilder &b = rc.getBuilder();
+    b.setInsertionPoint(op);
+    bool tied = isEmbeddingTable(op.getWeight());
+    auto head = LMHeadOp::create(b, op.getLoc(), op.getResult().getType(),
+                                 op.getInput(), op.getWeight(), op.getBias(),
+                                 tied ? b.getUnitAttr() : UnitAttr());
+    op.getResult().replaceAllUsesWith(head.getResult());
+    rc.recordRaise("lm_heads_raised", {op}, "sits.lm_head",
+                   "a projection whose result is the function's output and "
+                   "maps to the embedding's vocabulary (the logits)");
+  }
 }

@@ -21,11 +21,23 @@ using namespace sits::onnx;
 using namespace sits::onnx::raising;
 
 const StringRef sits::onnx::raising::kRaiseCounters[] = {
-    "embeddings_raised",    "rms_norms_raised",   "layer_norms_raised",
-    "linears_raised",       "lm_heads_raised",    "activations_raised",
-    "glus_raised",          "split_heads_raised", "merge_heads_raised",
-    "rope_tables_raised",   "ropes_raised",       "attentions_raised",
-    "residual_adds_raised", "identities_removed", "weight_casts_folded",
+    "embeddings_raised",
+    "rms_norms_raised",
+    "layer_norms_raised",
+    "linears_raised",
+    "lm_heads_raised",
+    "activations_raised",
+    "glus_raised",
+    "split_heads_raised",
+    "merge_heads_raised",
+    "rope_tables_raised",
+    "ropes_raised",
+    "attentions_raised",
+    "residual_adds_raised",
+    "identities_removed",
+    "weight_casts_folded",
+    "kv_cache_io_raised",
+    "position_inputs_replaced",
     "onnx_ops_left"};
 const size_t sits::onnx::raising::kNumRaiseCounters =
     std::size(sits::onnx::raising::kRaiseCounters);
@@ -33,6 +45,13 @@ const size_t sits::onnx::raising::kNumRaiseCounters =
 RaiseContext::RaiseContext(func::FuncOp function, PassAudit &audit)
     : function(function), audit(audit), builder(function.getContext()),
       shapes(function.getContext()) {}
+
+void RaiseContext::recordChange(StringRef counter, Location loc,
+                                StringRef replaced, StringRef with,
+                                StringRef rule) {
+  audit.add(counter);
+  audit.change(loc, replaced.str(), with.str(), rule.str());
+}
 
 Location RaiseContext::getFusedLoc(ArrayRef<Operation *> ops) {
   llvm::SetVector<Location> locations;

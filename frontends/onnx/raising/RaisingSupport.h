@@ -48,6 +48,11 @@ public:
                    llvm::ArrayRef<mlir::Operation *> replaced,
                    llvm::StringRef with, llvm::StringRef rule);
 
+  /// Records a change that replaced no op (graph inputs and outputs).
+  void recordChange(llvm::StringRef counter, mlir::Location loc,
+                    llvm::StringRef replaced, llvm::StringRef with,
+                    llvm::StringRef rule);
+
   /// A location fusing those of `ops` (in order, without duplicates).
   mlir::Location getFusedLoc(llvm::ArrayRef<mlir::Operation *> ops);
 
@@ -69,6 +74,10 @@ public:
   /// constant `[1, ..., 1, hidden]`); null when it is neither.
   mlir::Value getChannelVector(mlir::Value value, mlir::AffineExpr size);
 
+  /// An error was emitted: the pass fails once its phases have run.
+  void markFailed() { failed = true; }
+  bool hasFailed() const { return failed; }
+
   /// Erases ops that became dead, forgets what the analysis cached, and
   /// gives transposed weights the names of the originals they replaced.
   void finishPhase();
@@ -79,6 +88,7 @@ private:
   mlir::OpBuilder builder;
   SymbolicShapes shapes;
   llvm::DenseMap<mlir::Operation *, std::string> reasons;
+  bool failed = false;
   /// Original weight -> its transposed copy.
   llvm::DenseMap<mlir::Value, mlir::Value> transposed;
   /// Weights derived from another (transposed, flattened), with the name of
@@ -162,6 +172,13 @@ llvm::SmallVector<OpTy> collectOps(mlir::func::FuncOp function) {
 // Pattern families, one file each, in the order the pass runs them
 //===----------------------------------------------------------------------===//
 
+/// Past key/value inputs and present outputs (exports with a cache) into
+/// the graph at an empty past, recorded as `sits.kv_cache_io`; its position
+/// and padding-mask inputs into the runtime's positions.
+void raisePastKeyValues(RaiseContext &context);
+/// ONNX Runtime contrib ops (GenAI builder graphs): norms, MatMulNBits,
+/// GroupQueryAttention over its cache.
+void raiseContribOps(RaiseContext &context);
 /// Identity, and Dropout at inference, replaced by their input.
 void removeIdentities(RaiseContext &context);
 /// Casts of float weights (half-precision checkpoints) become the weights,
