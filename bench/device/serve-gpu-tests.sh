@@ -39,8 +39,8 @@ say "built"
 tail -5 "$FINAL/gtest.log" | tee -a "$FINAL/serve-gpu.log"
 # sitsc and sits-exec come from .device (PATH), sits-serve from the build.
 SITS_REQUIRE_GPU=1 SITS_BIN_DIR=$W/build/bin python3 -m pytest -q -rs \
-  -p no:cacheprovider test/serve/test_serve_gpu.py >"$FINAL/pytest.log" 2>&1 ||
+  --tb=short -p no:cacheprovider test/serve/test_serve_gpu.py >"$FINAL/pytest.log" 2>&1 ||
   status=1
-tail -8 "$FINAL/pytest.log" | tee -a "$FINAL/serve-gpu.log"
+tail -n "${SITS_PYTEST_TAIL:-8}" "$FINAL/pytest.log" | tee -a "$FINAL/serve-gpu.log"
 say "done: exit $status"
 exit $status

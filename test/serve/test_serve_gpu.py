@@ -121,7 +121,11 @@ def test_gpu_paged_prefix_cache_shares_blocks(tmp_path_factory, paged_engine,
                                               reference):
     # The paged engine's prefix cache takes the engine's blocks of 16
     # (whatever --prefix-block-tokens says) and shares them: the tokens of
-    # sits-exec, alone and at once, chunked, and the hits expected.
+    # sits-exec, alone and at once, chunked. One at a time, the hits are the
+    # ones expected. At once, the 20-block pool runs short and the session
+    # takes back blocks only the prefix cache holds (those requests then
+    # prefill in full): how many depends on timing, so the hits only lie
+    # between the first round's and a cache that lost nothing.
     cached = start_gpu_server(tmp_path_factory, paged_engine,
                               "--prefix-cache-blocks=8",
                               "--prefix-block-tokens=4",
@@ -130,17 +134,17 @@ def test_gpu_paged_prefix_cache_shares_blocks(tmp_path_factory, paged_engine,
         client = cached.client()
         prompts = [SHARED_PREFIX + q for q in QUESTIONS] + PROMPTS
         expected = [reference(p, 8) for p in prompts]
+        prompt_ids = [ids for ids, _, _ in expected]
         got = [token_ids(complete(client, p, 8).choices[0]) for p in prompts]
         assert got == [ids for _, ids, _ in expected]
+        first = metric_values(cached)["sits_prefix_cache_hit_tokens_total"]
+        assert first == expected_hits(prompt_ids, 16) > 0
         with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
             again = list(pool.map(
                 lambda p: token_ids(complete(client, p, 8).choices[0]),
                 prompts))
         assert again == got
-        values = metric_values(cached)
-        prompt_ids = [ids for ids, _, _ in expected]
-        hits = expected_hits(prompt_ids * 2, 16)
-        assert hits > 0
-        assert values["sits_prefix_cache_hit_tokens_total"] == hits
+        total = metric_values(cached)["sits_prefix_cache_hit_tokens_total"]
+        assert first < total <= expected_hits(prompt_ids * 2, 16)
     finally:
         cached.stop()
