@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 using namespace sits;
@@ -489,6 +490,31 @@ bool Scheduler::runOnce() {
     metrics->setBatchControl(limit, controller.windowP99());
   admit();
   applyCancels();
+  // Prompt chunks, oldest request first, within the step's budget: a step
+  // that prefills many long prompts at once would stall every decoding
+  // stream for its whole length. Requests past the budget wait a step.
+  std::vector<uint32_t> chunks(slotCount, 0);
+  {
+    std::vector<Running *> prefilling;
+    for (std::unique_ptr<Running> &slot : slotsInUse)
+      if (slot && slot->prefilled < slot->pending.request.prompt.size())
+        prefilling.push_back(slot.get());
+    std::sort(prefilling.begin(), prefilling.end(),
+              [](const Running *a, const Running *b) {
+                return a->pending.id < b->pending.id;
+              });
+    uint32_t budget = options.maxStepPrefillTokens == 0
+                          ? std::numeric_limits<uint32_t>::max()
+                          : options.maxStepPrefillTokens;
+    for (Running *request : prefilling) {
+      uint32_t chunk = std::min<uint32_t>(
+          {options.maxPrefillChunk, budget,
+           static_cast<uint32_t>(request->pending.request.prompt.size() -
+                                 request->prefilled)});
+      chunks[request->slot] = chunk;
+      budget -= chunk;
+    }
+  }
   std::vector<SlotStep> steps;
   uint32_t prefillTokens = 0;
   for (std::unique_ptr<Running> &slot : slotsInUse) {
@@ -501,8 +527,9 @@ bool Scheduler::runOnce() {
     step.position = request.position;
     step.sampling = request.pending.request.sampling;
     if (request.prefilled < prompt.size()) {
-      uint32_t chunk = std::min<uint32_t>(options.maxPrefillChunk,
-                                          prompt.size() - request.prefilled);
+      uint32_t chunk = chunks[request.slot];
+      if (chunk == 0)
+        continue; // over this step's prefill budget
       step.tokens.assign(prompt.begin() + request.prefilled,
                          prompt.begin() + request.prefilled + chunk);
       step.sample = request.prefilled + chunk == prompt.size();

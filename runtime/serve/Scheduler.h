@@ -105,6 +105,10 @@ struct SchedulerOptions {
   uint32_t maxQueue = 64;
   /// Prompt tokens fed per request per step at most (>= 1).
   uint32_t maxPrefillChunk = 256;
+  /// Prompt tokens fed per step at most, over all requests, oldest first
+  /// (a step prefilling many prompts at once stalls every decoding stream);
+  /// 0: no limit.
+  uint32_t maxStepPrefillTokens = 2048;
   /// The p99 inter-token latency to keep under by limiting the running
   /// batch (BatchController.h); 0: every slot is used.
   double slaP99TokenSeconds = 0;

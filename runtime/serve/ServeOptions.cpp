@@ -115,6 +115,11 @@ static const std::vector<OptionSpec> &specs() {
                    "prompts are prefilled over several steps, between the "
                    "decode steps of running requests)",
                    &ServeOptions::maxPrefillChunk, 1, 1u << 20),
+      numberOption("max-step-prefill-tokens",
+                   "Prompt tokens fed per step at most, over all requests, "
+                   "oldest first (bounds how long a step of new prompts "
+                   "stalls the running streams); 0: no limit",
+                   &ServeOptions::maxStepPrefillTokens, 0, 1u << 20),
       numberOption("retry-after",
                    "Least seconds a 429 response asks the client to wait "
                    "(more when the waiting requests take longer to start at "

@@ -401,6 +401,7 @@ void sits::serve::serveUntilStopped(
   SchedulerOptions schedulerOptions;
   schedulerOptions.maxQueue = options.maxQueue;
   schedulerOptions.maxPrefillChunk = options.maxPrefillChunk;
+  schedulerOptions.maxStepPrefillTokens = options.maxStepPrefillTokens;
   schedulerOptions.slaP99TokenSeconds = options.slaP99TokenMs / 1000.0;
   schedulerOptions.minRetryAfter = options.retryAfter;
   Scheduler scheduler(backend, tokenizer, schedulerOptions, &metrics);

@@ -37,10 +37,12 @@ struct ServeOptions {
   uint32_t port = 8000;
   /// The model's id in the API; empty: the tool picks (the file's stem).
   std::string modelName;
-  uint32_t maxQueue = 64;
-  uint32_t maxPrefillChunk = 256;
+  // The scheduler's options take the scheduler's defaults.
+  uint32_t maxQueue = SchedulerOptions().maxQueue;
+  uint32_t maxPrefillChunk = SchedulerOptions().maxPrefillChunk;
+  uint32_t maxStepPrefillTokens = SchedulerOptions().maxStepPrefillTokens;
   /// The least Retry-After of a 429 response, in seconds.
-  uint32_t retryAfter = 1;
+  uint32_t retryAfter = SchedulerOptions().minRetryAfter;
   /// The p99 inter-token latency (ms) the running batch is limited to keep
   /// under; 0: off.
   double slaP99TokenMs = 0;

@@ -442,6 +442,44 @@ std::vector<int32_t> letters(const std::string &text) {
 }
 } // namespace
 
+TEST(Scheduler, StepPrefillBudgetFeedsTheOldestPromptsFirst) {
+  // Prompts of 8, 10 and 10 tokens in slots of their own, chunks of 8, 12
+  // prompt tokens a step. Step 1: the first prompt whole, 4 tokens of the
+  // second; the third waits. Step 2: the first decodes (decoding is fed
+  // whatever the budget), the second's last 6 and the third's first 6.
+  HashBackend backend(3, 64);
+  SchedulerOptions options;
+  options.maxPrefillChunk = 8;
+  options.maxStepPrefillTokens = 12;
+  Scheduler scheduler(backend, bytes(), options);
+  std::vector<std::vector<int32_t>> prompts = {
+      letters("abcdefgh"), letters("klmnopqrst"), letters("uvwxyzabcd")};
+  std::vector<Outcome> outcomes(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i)
+    ASSERT_TRUE(scheduler.submit(request(prompts[i], 4), collect(outcomes[i]))
+                    .accepted());
+  drain(scheduler);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(outcomes[i].tokens, alone(prompts[i], 4)) << i;
+  auto shape = [](const std::vector<SlotStep> &step) {
+    std::vector<std::pair<uint32_t, size_t>> fed; // position, tokens
+    for (const SlotStep &slot : step)
+      fed.emplace_back(slot.position, slot.tokens.size());
+    std::sort(fed.begin(), fed.end());
+    return fed;
+  };
+  using Fed = std::vector<std::pair<uint32_t, size_t>>;
+  ASSERT_GE(backend.log.size(), 2u);
+  EXPECT_EQ(shape(backend.log[0]), (Fed{{0, 4}, {0, 8}}));
+  EXPECT_EQ(shape(backend.log[1]), (Fed{{0, 6}, {4, 6}, {8, 1}}));
+  for (const std::vector<SlotStep> &step : backend.log) {
+    size_t prompt = 0;
+    for (const SlotStep &slot : step)
+      prompt += slot.tokens.size() > 1 || !slot.sample ? slot.tokens.size() : 0;
+    EXPECT_LE(prompt, 12u);
+  }
+}
+
 TEST(Scheduler, PrefixCacheSkipsCachedBlocksAndKeepsTheTokens) {
   HashBackend backend(2, 64);
   backend.allocateBlockPool(4, 16);

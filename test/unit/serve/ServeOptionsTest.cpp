@@ -37,6 +37,21 @@ TEST(ServeOptions, TakesItsOwnAndLeavesTheRest) {
   EXPECT_EQ(options.modelName, "m");
 }
 
+TEST(ServeOptions, StepPrefillBudget) {
+  ServeOptions options;
+  EXPECT_EQ(options.maxStepPrefillTokens,
+            SchedulerOptions().maxStepPrefillTokens)
+      << "the scheduler's default";
+  std::vector<std::string> rest;
+  EXPECT_EQ(parse({"tool", "--max-step-prefill-tokens=0"}, options, rest), "");
+  EXPECT_EQ(options.maxStepPrefillTokens, 0u) << "0: no limit";
+  EXPECT_NE(parse({"tool", "--max-step-prefill-tokens=x"}, options, rest)
+                .find("--max-step-prefill-tokens"),
+            std::string::npos);
+  EXPECT_NE(serveOptionsHelp().find("--max-step-prefill-tokens"),
+            std::string::npos);
+}
+
 TEST(ServeOptions, BadValuesNameTheOption) {
   ServeOptions options;
   std::vector<std::string> rest;
