@@ -180,10 +180,10 @@ struct RaiseOnnxPass : public sits::impl::RaiseOnnxBase<RaiseOnnxPass> {
       if (function.isExternal())
         continue;
       RaiseContext rc(function, audit);
-      for (auto phase :
-           {removeIdentities, raisePastKeyValues, raiseContribOps, foldWeightCasts, raiseNorms,
-            raiseProjections, raiseActivations, raiseGatedUnits, raiseHeads,
-            raiseRope, raiseAttention, raiseResidualAdds}) {
+      for (auto phase : {removeIdentities, raisePastKeyValues, raiseContribOps,
+                         foldWeightCasts, raiseNorms, raiseProjections,
+                         raiseActivations, raiseGatedUnits, raiseHeads,
+                         raiseRope, raiseAttention, raiseResidualAdds}) {
         phase(rc);
         rc.finishPhase();
       }
