@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -88,6 +89,12 @@ struct Server::Impl {
   Metrics &metrics;
   httplib::Server http;
   std::atomic<bool> stopping{false};
+  /// Streamed responses not yet finished: stopping waits for them to send
+  /// their last event, since httplib ends a chunked response it is writing
+  /// once it stops (the client would see a dropped connection, not why).
+  std::mutex streamsMutex;
+  std::condition_variable streamsEnded;
+  int openStreams = 0;
 };
 
 void Server::Impl::generate(Endpoint endpoint, const httplib::Request &req,
@@ -221,7 +228,16 @@ void Server::Impl::respondStream(Endpoint endpoint, const std::string &id,
     return true;
   };
   // However the response ends, a request still running is cancelled.
+  {
+    std::lock_guard<std::mutex> lock(streamsMutex);
+    ++openStreams;
+  }
   auto release = [this, channel, requestId](bool) {
+    {
+      std::lock_guard<std::mutex> lock(streamsMutex);
+      --openStreams;
+    }
+    streamsEnded.notify_all();
     channel->gone = true;
     bool finished;
     {
@@ -364,8 +380,14 @@ void Server::run() { impl->http.listen_after_bind(); }
 void Server::stop() {
   if (!impl || impl->stopping.exchange(true))
     return;
-  // Requests end first (as cancelled), so that no handler waits forever.
+  // Requests end first (as cancelled), so that no handler waits forever;
+  // then the streams get a few seconds to send that last event.
   impl->scheduler.stop();
+  {
+    std::unique_lock<std::mutex> lock(impl->streamsMutex);
+    impl->streamsEnded.wait_for(lock, std::chrono::seconds(5),
+                                [&] { return impl->openStreams == 0; });
+  }
   impl->http.stop();
 }
 
