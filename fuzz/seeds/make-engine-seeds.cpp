@@ -3,9 +3,9 @@
 //   sits-fuzz-engine-seeds DIR
 //
 // Small engines (the toy model of the runtime tests, placeholder kernels):
-// valid ones with each tokenizer kind and weight type, and each corruption
-// the --check tests use. fuzz/make_seeds.sh runs it; its output is committed
-// in fuzz/corpus/engine.
+// valid ones with each tokenizer kind, weight type and KV-cache layout, and
+// each corruption the --check tests use. fuzz/make_seeds.sh runs it; its
+// output is committed in fuzz/corpus/engine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +82,11 @@ int main(int argc, char **argv) {
   write(dir + "/valid-bytes-f32.sits", test::serializeOrDie(toy(f32)));
   write(dir + "/valid-huggingface.sits",
         test::serializeOrDie(withHuggingFaceTokenizer(config)));
+  // A paged KV cache (format 1.2: the block size, pool and block table).
+  test::ToyConfig paged = config;
+  paged.blockTokens = 16;
+  paged.poolBlocks = 12;
+  write(dir + "/valid-paged.sits", test::serializeOrDie(toy(paged)));
   for (const char *name :
        {"truncated", "wrong-magic", "newer-major", "newer-minor",
         "section-out-of-bounds", "bad-plan"}) {
