@@ -102,16 +102,23 @@ std::string folderOf(const std::string &path) {
 } // namespace
 
 void terminateOnSignalsFromAThread() {
-  sigset_t waited;
+  // All three are blocked, so that no library's handler ever runs for
+  // them; an ignored one (nohup, a background job) is not waited for and
+  // so stays ignored.
+  sigset_t blocked, waited;
+  ::sigemptyset(&blocked);
   ::sigemptyset(&waited);
+  bool any = false;
   for (int signal : kSignals) {
+    ::sigaddset(&blocked, signal);
     struct sigaction current;
-    // An ignored signal (nohup) stays ignored.
     if (::sigaction(signal, nullptr, &current) == 0 &&
-        current.sa_handler != SIG_IGN)
+        current.sa_handler != SIG_IGN) {
       ::sigaddset(&waited, signal);
+      any = true;
+    }
   }
-  if (::pthread_sigmask(SIG_BLOCK, &waited, nullptr) != 0)
+  if (::pthread_sigmask(SIG_BLOCK, &blocked, nullptr) != 0 || !any)
     return;
   std::thread([waited] {
     int signal = 0;

@@ -72,6 +72,8 @@ bool writeFileAtomic(const std::string &path, const std::string &text,
 /// every thread inherits the mask. For programs that call a library whose
 /// own handler is not async-signal-safe: NVRTC installs one that calls
 /// exit(), which deadlocks in free() when the signal interrupted a malloc.
+/// An ignored signal stays ignored (blocked, never waited for). Processes
+/// the program starts would inherit the blocked signals: sitsc starts none.
 void terminateOnSignalsFromAThread();
 
 } // namespace sits
