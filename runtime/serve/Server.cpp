@@ -87,14 +87,16 @@ struct Server::Impl {
   ModelInfo model;
   ServeOptions options;
   Metrics &metrics;
-  httplib::Server http;
-  std::atomic<bool> stopping{false};
   /// Streamed responses not yet finished: stopping waits for them to send
   /// their last event, since httplib ends a chunked response it is writing
   /// once it stops (the client would see a dropped connection, not why).
+  /// Declared before `http`, whose worker threads (joined when it is
+  /// destroyed) release their streams through these.
   std::mutex streamsMutex;
   std::condition_variable streamsEnded;
   int openStreams = 0;
+  httplib::Server http;
+  std::atomic<bool> stopping{false};
 };
 
 void Server::Impl::generate(Endpoint endpoint, const httplib::Request &req,
