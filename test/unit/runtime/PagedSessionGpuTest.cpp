@@ -20,18 +20,10 @@ using namespace sits;
 namespace {
 
 using test::greedy;
+using test::stepInput;
 using test::ToyEngineTest;
 
 using PagedSessionTest = ToyEngineTest;
-
-StepInput input(uint32_t slot, std::vector<int32_t> tokens,
-                bool reset = false) {
-  StepInput in;
-  in.slot = slot;
-  in.tokens = std::move(tokens);
-  in.reset = reset;
-  return in;
-}
 
 /// The toy paged in blocks of 16 rows (4 a full sequence of 64).
 test::ToyConfig paged(test::ToyConfig config, uint32_t poolBlocks) {
@@ -47,14 +39,14 @@ std::vector<int32_t> run(Session &session, uint32_t slot,
   std::vector<int32_t> out;
   for (size_t at = 0; at < prompt.size(); at += 16) {
     size_t end = std::min(prompt.size(), at + 16);
-    int32_t next = session.step({input(
+    int32_t next = session.step({stepInput(
         slot, std::vector<int32_t>(prompt.begin() + at, prompt.begin() + end),
         at == 0)})[0];
     if (end == prompt.size())
       out.push_back(next);
   }
   while (out.size() < want)
-    out.push_back(session.step({input(slot, {out.back()})})[0]);
+    out.push_back(session.step({stepInput(slot, {out.back()})})[0]);
   return out;
 }
 
@@ -118,11 +110,12 @@ TEST_F(PagedSessionTest, SharedPrefixGivesAFullPrefillsTokens) {
   EXPECT_EQ(session.slotLength(5), 32u);
   std::vector<int32_t> rest(prompt.begin() + 32, prompt.end());
   std::vector<int32_t> next =
-      session.step({input(0, {slot0.back()}), input(5, rest)});
+      session.step({stepInput(0, {slot0.back()}), stepInput(5, rest)});
   slot0.push_back(next[0]);
   std::vector<int32_t> slot5 = {next[1]};
   while (slot5.size() < want) {
-    next = session.step({input(0, {slot0.back()}), input(5, {slot5.back()})});
+    next = session.step(
+        {stepInput(0, {slot0.back()}), stepInput(5, {slot5.back()})});
     slot0.push_back(next[0]);
     slot5.push_back(next[1]);
   }
@@ -134,7 +127,7 @@ TEST_F(PagedSessionTest, SharedPrefixGivesAFullPrefillsTokens) {
   run(session, 5, bytes("x"), 1);
   run(session, 0, bytes("y"), 1);
   session.loadBlocks(2, {3, 1}, {});
-  EXPECT_EQ(session.step({input(2, rest)})[0], expected[0]);
+  EXPECT_EQ(session.step({stepInput(2, rest)})[0], expected[0]);
 }
 
 TEST_F(PagedSessionTest, AFullPoolIsAClearError) {

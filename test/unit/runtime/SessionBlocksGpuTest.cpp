@@ -17,18 +17,10 @@ using namespace sits;
 namespace {
 
 using test::greedy;
+using test::stepInput;
 using test::ToyEngineTest;
 
 using SessionBlocksTest = ToyEngineTest;
-
-StepInput input(uint32_t slot, std::vector<int32_t> tokens,
-                bool reset = false) {
-  StepInput in;
-  in.slot = slot;
-  in.tokens = std::move(tokens);
-  in.reset = reset;
-  return in;
-}
 
 /// Feeds `prompt` to `slot` from its current length in chunks of 16 (the
 /// toy's max_prefill_tokens), the first with `reset`; returns the token
@@ -38,7 +30,7 @@ int32_t prefill(Session &session, uint32_t slot,
   int32_t next = -1;
   for (size_t at = 0; at < prompt.size(); at += 16) {
     size_t end = std::min(prompt.size(), at + 16);
-    next = session.step({input(
+    next = session.step({stepInput(
         slot, std::vector<int32_t>(prompt.begin() + at, prompt.begin() + end),
         reset && at == 0)})[0];
   }
@@ -72,11 +64,12 @@ TEST_F(SessionBlocksTest, LoadedBlocksGiveAFreshPrefillsTokens) {
   EXPECT_EQ(session.slotLength(5), 24u);
   std::vector<int32_t> rest(prompt.begin() + 24, prompt.end());
   std::vector<int32_t> next =
-      session.step({input(0, {slot0.back()}), input(5, rest)});
+      session.step({stepInput(0, {slot0.back()}), stepInput(5, rest)});
   slot0.push_back(next[0]);
   std::vector<int32_t> slot5 = {next[1]};
   while (slot5.size() < want) {
-    next = session.step({input(0, {slot0.back()}), input(5, {slot5.back()})});
+    next = session.step(
+        {stepInput(0, {slot0.back()}), stepInput(5, {slot5.back()})});
     slot0.push_back(next[0]);
     slot5.push_back(next[1]);
   }

@@ -105,6 +105,16 @@ inline GenerateParams greedy(uint32_t tokens) {
   return p;
 }
 
+/// One slot's input to Session::step (reset: start the slot over).
+inline StepInput stepInput(uint32_t slot, std::vector<int32_t> tokens,
+                           bool reset = false) {
+  StepInput in;
+  in.slot = slot;
+  in.tokens = std::move(tokens);
+  in.reset = reset;
+  return in;
+}
+
 inline GenerateParams sampled(uint32_t tokens, uint64_t seed) {
   GenerateParams p;
   p.maxNewTokens = tokens;
