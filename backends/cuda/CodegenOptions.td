@@ -56,6 +56,11 @@ def GemvQuantTilesOption : CodegenOption<"gemvQuantTiles",
     "16-row tiles per item of the int8/int4 decode GEMVs: 1 (what was "
     "measured), 2 or 4 (an experiment: each load of x feeds more rows; at "
     "most what fits in shared memory)">;
+def GemvTokenGroupsOption : CodegenOption<"gemvTokenGroups",
+    "gemv-token-groups", "int64_t", "0",
+    "Groups of 8 tokens the 16-bit tensor-core decode GEMV multiplies per "
+    "pass over the weights: 1 to 4, or 0 for as many as --max-batch needs "
+    "(up to 4)", "", "0">;
 def DecodeSplitKeysOption : CodegenOption<"decodeSplitKeys",
     "decode-split-keys", "int64_t", "0",
     "Keys per block of the split-K decode attention: 0 (256, fewer for small "

@@ -161,8 +161,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   const bool tensorGemv =
       desc.kernel == kernel::KernelKind::GemvTensorCore ||
       desc.kernel == kernel::KernelKind::GemvQuantTensorCore;
-  constexpr int64_t kTcRows = 16, kTcThreads = 256,
-                    kTcStages = kGemvTensorCoreStages;
+  constexpr int64_t kTcRows = 16, kTcThreads = 256;
   // Prefill on tensor cores (gemm.cuh's gemmTensorCore): 128 x 128 tiles
   // (64 gate and 64 up rows with a GLU).
   const bool tensorGemm = desc.kernel == kernel::KernelKind::GemmTensorCore;
@@ -238,25 +237,28 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
                              "writes f16 operands");
   const int64_t tilesPerBlock = desc.tiles;
   if (tensorGemv) {
-    int64_t unroll = 4 / (mats * tilesPerBlock);
+    const GemvRing ring =
+        gemvTensorCoreRing(mats, tilesPerBlock, desc.tokenGroups);
     b.constant(segmentFunction("int", "tiles", tcTiles));
     b.intConstant("kTotalTiles", totalTcTiles);
     b.intConstant("kTilesPerBlock", tilesPerBlock);
-    b.intConstant("kUnroll", unroll);
-    b.intConstant("kStages", kTcStages);
+    b.intConstant("kUnroll", ring.unroll);
+    b.intConstant("kStages", ring.stages);
     b.boolConstant("kGatherLast", desc.gatherLast);
     b.intConstant("kOutOperandBits", desc.outputOperandBits);
     if (!quantized) {
+      b.intConstant("kTokenGroups", desc.tokenGroups);
       b.boolConstant("kNorm", desc.norm.has_value());
       if (desc.norm) {
         b.floatConstant("kNormEpsilon", desc.norm->epsilon);
         b.floatConstant("kNormWeightOffset", desc.norm->weightOffset);
       }
     }
-    b.setShared(quantized ? gemvQuantSharedBytes(mats, tilesPerBlock, unroll,
-                                                 kTcStages, quantGroups)
-                          : gemvTensorCoreSharedBytes(mats, tilesPerBlock,
-                                                      unroll, kTcStages));
+    b.setShared(quantized
+                    ? gemvQuantSharedBytes(mats, tilesPerBlock, ring.unroll,
+                                           ring.stages, quantGroups)
+                    : gemvTensorCoreSharedBytes(mats, tilesPerBlock,
+                                                ring.unroll, ring.stages));
     b.setMinBlocks(2); // two blocks per SM: at most 128 registers
     b.setCallWaits();  // weight copies start before the wait
   } else if (desc.decode) {

@@ -128,6 +128,8 @@ struct LinearLaunch {
   /// #kernel.config says (selectLinearKernel chose them).
   kernel::KernelKind kernel = kernel::KernelKind::Gemv;
   int64_t tiles = 1;
+  /// gemv_tc: groups of 8 tokens multiplied per pass over the weights.
+  int64_t tokenGroups = 1;
   /// The rms_norm that produces `input` (whose input `input` then is),
   /// fused into the GEMV's load of x: decode GEMVs on tensor cores only
   /// (decodeGemvOnTensorCores).
@@ -153,12 +155,18 @@ struct LinearShape {
   int quantBits = 0;                ///< int8/int4 levels (0: none)
   int64_t quantGroup = 0;
   int64_t quantTilesAsked = 1; ///< --gemv-quant-tiles
+  /// The most rows a GEMV multiplies in one step (max_batch: a decode
+  /// step's tokens, the LM head's sequences); 0 when unknown.
+  int64_t maxTokens = 0;
+  /// --gemv-token-groups (0: as many as maxTokens needs).
+  int64_t tokenGroupsAsked = 0;
 };
 
 /// The kernel, its tiles per block, and why (for the audit).
 struct LinearKernelChoice {
   kernel::KernelKind kernel = kernel::KernelKind::Gemv;
   int64_t tiles = 1;
+  int64_t tokenGroups = 1;
   std::string reason;
 };
 
@@ -168,9 +176,11 @@ struct LinearKernelChoice {
 /// that reads the input fewer times and fits in shared memory.
 LinearKernelChoice selectLinearKernel(const LinearShape &shape);
 
-/// Why `kernel` with `tiles` cannot run `shape` (empty when it can).
+/// Why `kernel` with `tiles` and `tokenGroups` cannot run `shape` (empty
+/// when it can).
 std::string checkLinearKernel(const LinearShape &shape,
-                              kernel::KernelKind kernel, int64_t tiles);
+                              kernel::KernelKind kernel, int64_t tiles,
+                              int64_t tokenGroups);
 
 /// Whether a decode linear with unquantized weights of this type and input
 /// width can run on tensor cores (gemv.cuh's gemvTensorCore).
@@ -198,8 +208,18 @@ bool interleaveQuantRows(bool tensorCores, format::DType weightType,
 /// can).
 std::string checkInterleavedRows(int64_t bits, int64_t group, int64_t k);
 
-/// cp.async stages of the tensor-core GEMVs' rings.
+/// cp.async stages of the tensor-core GEMVs' rings (one token group).
 constexpr int64_t kGemvTensorCoreStages = 3;
+/// A tensor-core GEMV's ring: the chunks of K a warp copies per step
+/// (kUnroll) and the steps it holds (kStages). A lane keeps 16 pieces of
+/// 16 bytes in flight, two steps of 8; with more token groups, whose
+/// inputs for a step's chunks share the registers, a step has fewer
+/// chunks and the ring more steps.
+struct GemvRing {
+  int64_t unroll = 1, stages = kGemvTensorCoreStages;
+};
+GemvRing gemvTensorCoreRing(int64_t mats, int64_t tilesPerBlock,
+                            int64_t tokenGroups);
 /// gemv.cuh's gemvTensorCoreSharedBytes.
 int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
                                   int64_t unroll, int64_t stages);

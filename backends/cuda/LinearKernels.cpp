@@ -25,6 +25,15 @@ int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
                kWarps * mats * tilesPerBlock * 32);
 }
 
+GemvRing gemvTensorCoreRing(int64_t mats, int64_t tilesPerBlock,
+                            int64_t tokenGroups) {
+  GemvRing ring;
+  const int64_t pieces = 4 / (mats * tilesPerBlock); // chunks of 8 pieces
+  ring.unroll = std::max<int64_t>(1, pieces / tokenGroups);
+  ring.stages = 1 + (kGemvTensorCoreStages - 1) * pieces / ring.unroll;
+  return ring;
+}
+
 int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
                              int64_t unroll, int64_t stages, int64_t groups) {
   const int64_t table = (2 * mats * tilesPerBlock * 16 * groups + 15) / 16 * 16;
@@ -111,16 +120,17 @@ int64_t tensorCoreTiles(const LinearShape &shape) {
   return total;
 }
 
-bool tilesFit(const LinearShape &shape, int64_t tiles) {
+bool tilesFit(const LinearShape &shape, int64_t tiles,
+              int64_t tokenGroups = 1) {
   const int64_t m = mats(shape);
   if (m * tiles > 4)
     return false;
-  const int64_t unroll = 4 / (m * tiles);
+  const GemvRing ring = gemvTensorCoreRing(m, tiles, tokenGroups);
   const int64_t bytes =
       shape.decode && shape.quantBits
-          ? gemvQuantSharedBytes(m, tiles, unroll, kGemvTensorCoreStages,
+          ? gemvQuantSharedBytes(m, tiles, ring.unroll, ring.stages,
                                  quantGroups(shape))
-          : gemvTensorCoreSharedBytes(m, tiles, unroll, kGemvTensorCoreStages);
+          : gemvTensorCoreSharedBytes(m, tiles, ring.unroll, ring.stages);
   return bytes <= kMaxSharedBytes;
 }
 
@@ -193,11 +203,28 @@ LinearKernelChoice selectLinearKernel(const LinearShape &shape) {
                          " tiles per block (--gemv-quant-tiles)";
         break;
       }
+  // A pass over the weights multiplies each group of 8 tokens: a step of
+  // more tokens reads every weight once instead of once per 8.
+  const int64_t groups =
+      shape.tokenGroupsAsked
+          ? shape.tokenGroupsAsked
+          : std::min<int64_t>(kernel::KernelDialect::kMaxTokenGroups,
+                              (shape.maxTokens + 7) / 8);
+  if (!quantized && groups > 1 && tilesFit(shape, choice.tiles, groups)) {
+    choice.tokenGroups = groups;
+    choice.reason +=
+        "; " + std::to_string(groups) +
+        " groups of 8 tokens per pass over the weights (" +
+        (shape.tokenGroupsAsked
+             ? std::string("--gemv-token-groups")
+             : "up to " + std::to_string(shape.maxTokens) + " tokens a step") +
+        ")";
+  }
   return choice;
 }
 
 std::string checkLinearKernel(const LinearShape &shape, KernelKind kernel,
-                              int64_t tiles) {
+                              int64_t tiles, int64_t tokenGroups) {
   const std::string name = kernel::stringifyKernelKind(kernel).str();
   const bool gemm =
       kernel == KernelKind::Gemm || kernel == KernelKind::GemmTensorCore;
@@ -225,6 +252,12 @@ std::string checkLinearKernel(const LinearShape &shape, KernelKind kernel,
   if (tiles != 1 && (!isTensorCoreGemv(kernel) || !tilesFit(shape, tiles)))
     return std::to_string(tiles) + " tiles per block do not fit " + name +
            (shape.gated ? " over a gate/up pair" : "");
+  if (tokenGroups != 1 && kernel != KernelKind::GemvTensorCore)
+    return name + " multiplies 8 tokens per pass over the weights (" +
+           std::to_string(tokenGroups) + " token groups asked)";
+  if (tokenGroups != 1 && !tilesFit(shape, tiles, tokenGroups))
+    return std::to_string(tokenGroups) + " token groups with " +
+           std::to_string(tiles) + " tiles per block do not fit " + name;
   return "";
 }
 

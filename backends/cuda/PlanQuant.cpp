@@ -129,13 +129,14 @@ LogicalResult ProgramPlanner::takeLinearKernel(Operation *owner,
            << "codegen: no '" << kernel::KernelDialect::kConfigAttrName
            << "' says which kernel runs this linear launch (the pass "
               "--kernel-select-linear-kernels chooses it)";
-  std::string why =
-      checkLinearKernel(shape, config.getKernel(), config.getTiles());
+  std::string why = checkLinearKernel(
+      shape, config.getKernel(), config.getTiles(), config.getTokenGroups());
   if (!why.empty())
     return owner->emitError()
            << "codegen: cannot launch " << config << ": " << why;
   desc.kernel = config.getKernel();
   desc.tiles = config.getTiles();
+  desc.tokenGroups = config.getTokenGroups();
   return success();
 }
 

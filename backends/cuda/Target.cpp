@@ -1,6 +1,7 @@
 //===- Target.cpp - Code generation options -------------------------------===//
 
 #include "backends/cuda/Target.h"
+#include "dialects/kernel/KernelDialect.h"
 
 #include <cctype>
 #include <cstdio>
@@ -131,6 +132,14 @@ parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
     return std::nullopt;
   }
   options.quantGemvTiles = values.gemvQuantTiles;
+  if (values.gemvTokenGroups < 0 ||
+      values.gemvTokenGroups > kernel::KernelDialect::kMaxTokenGroups) {
+    *error = "--gemv-token-groups must be from 0 to " +
+             std::to_string(kernel::KernelDialect::kMaxTokenGroups) + ", got " +
+             std::to_string(values.gemvTokenGroups);
+    return std::nullopt;
+  }
+  options.gemvTokenGroups = values.gemvTokenGroups;
   if (values.decodeSplitKeys != 0 &&
       (values.decodeSplitKeys < 64 || values.decodeSplitKeys > 4096 ||
        values.decodeSplitKeys % 64 != 0)) {

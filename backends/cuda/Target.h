@@ -80,6 +80,10 @@ struct CodegenOptions {
   /// memory (sitsc --gemv-quant-tiles, an experiment: 1 is what was
   /// measured).
   int64_t quantGemvTiles = getDefault().quantGemvTiles;
+  /// Groups of 8 tokens per pass over the weights of the 16-bit
+  /// tensor-core decode GEMV (1 to 4; 0: as many as max_batch needs;
+  /// sitsc --gemv-token-groups).
+  int64_t gemvTokenGroups = getDefault().gemvTokenGroups;
   /// Keys per block of the split-K decode attention kernels (a multiple of
   /// 64; sitsc --decode-split-keys, an experiment); 0: 256, fewer for small
   /// caches (decodeSplitOf).
@@ -98,8 +102,8 @@ private:
   /// Every member set here: their initializers above would ask getDefault.
   explicit CodegenOptions(FromValues)
       : target(), weightType(format::DType::F16), maxPrefillTokens(0),
-        batchBuckets(), fuseNorms(false), quantGemvTiles(0), decodeSplitKeys(0),
-        pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0) {}
+        batchBuckets(), fuseNorms(false), quantGemvTiles(0), gemvTokenGroups(0),
+        decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0) {}
   friend std::optional<CodegenOptions>
   parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
                       const std::set<std::string> &given);

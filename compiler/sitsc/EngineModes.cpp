@@ -358,6 +358,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       (given.gemvQuantTiles != defaults.gemvQuantTiles
            ? " --gemv-quant-tiles=" + std::to_string(given.gemvQuantTiles)
            : std::string()) +
+      (given.gemvTokenGroups != defaults.gemvTokenGroups
+           ? " --gemv-token-groups=" + std::to_string(given.gemvTokenGroups)
+           : std::string()) +
       (given.decodeSplitKeys != defaults.decodeSplitKeys
            ? " --decode-split-keys=" + std::to_string(given.decodeSplitKeys)
            : std::string()) +

@@ -64,6 +64,10 @@ def Kernel_Dialect : Dialect {
     /// Every slice's offset is a multiple of this, so that vector loads stay
     /// aligned and values start on their own cache lines.
     static constexpr int64_t kWorkspaceAlignment = 256;
+    /// The most groups of 8 tokens gemv_tc multiplies per pass over the
+    /// weights (#kernel.config's token_groups): their accumulators and
+    /// inputs must stay in the 128 registers of two blocks per SM.
+    static constexpr int64_t kMaxTokenGroups = 4;
   }];
 }
 
@@ -167,6 +171,9 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
 
     `tiles`: 16-row tiles per block of the tensor-core GEMVs (1 unless
     more), so that fewer blocks read the input row fewer times.
+    `token_groups`: groups of 8 tokens that `gemv_tc` multiplies per pass
+    over the weights (1 to 4; 1 unless more): a decode step of more than 8
+    sequences then reads each weight once instead of once per 8 tokens.
     `split_keys`: keys per block of the split decode attention kernels.
     `threads`: the block size of the one-kernel launches (embedding, norms,
     RoPE, the append, elementwise: a multiple of 32 up to 1024); the linear
@@ -188,9 +195,11 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
     DefaultValuedParameter<"int64_t", "1">:$tiles,
     DefaultValuedParameter<"int64_t", "0">:$split_keys,
     DefaultValuedParameter<"int64_t", "0">:$threads,
-    "int64_t":$weight_bytes);
+    "int64_t":$weight_bytes,
+    DefaultValuedParameter<"int64_t", "1">:$token_groups);
   let assemblyFormat = [{
-    `<` $kernel `,` struct($tiles, $split_keys, $threads, $weight_bytes) `>`
+    `<` $kernel `,` struct($tiles, $token_groups, $split_keys, $threads,
+                          $weight_bytes) `>`
   }];
 }
 

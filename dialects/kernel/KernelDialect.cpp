@@ -213,6 +213,14 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "tiles = " << tiles
                            << ": only the tensor-core GEMVs take 2 or 4 "
                               "tiles per block (1 otherwise)";
+  int64_t tokenGroups = config.getTokenGroups();
+  if (tokenGroups != 1 &&
+      !(kernel == KernelKind::GemvTensorCore && tokenGroups >= 2 &&
+        tokenGroups <= KernelDialect::kMaxTokenGroups))
+    return op->emitError() << "token_groups = " << tokenGroups
+                           << ": only gemv_tc takes 2 to "
+                           << KernelDialect::kMaxTokenGroups
+                           << " groups of 8 tokens a pass (1 otherwise)";
   int64_t splitKeys = config.getSplitKeys();
   if (isSplitAttentionKernel(kernel)
           ? splitKeys < 16 || splitKeys > 4096 || splitKeys % 16 != 0

@@ -406,9 +406,16 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
 /// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
 /// hasBias(s), tiles(s) (ceil(rows(s) / 16)), kTotalTiles (all segments',
 /// or the gate's with kGlu), kEpilogue, kActivation, kTilesPerBlock,
-/// kUnroll, kStages, kGatherLast, kOutOperandBits (tcFinishItem), kNorm
-/// (and with it kNormEpsilon, kNormWeightOffset). Arguments as for gemv,
-/// and the RMSNorm weight [kK] with kNorm.
+/// kUnroll, kStages, kGatherLast, kOutOperandBits (tcFinishItem),
+/// kTokenGroups, kNorm (and with it kNormEpsilon, kNormWeightOffset).
+/// Arguments as for gemv, and the RMSNorm weight [kK] with kNorm.
+///
+/// A pass over the weights multiplies kTokenGroups groups of 8 tokens:
+/// each weight piece, once in shared memory, feeds one mma per group, so a
+/// step of up to 8 * kTokenGroups tokens reads the weights once. The
+/// groups past the step's tokens skip their loads and mmas (a test the
+/// whole block agrees on). Each token's sums are computed exactly as with
+/// one group: its result does not depend on kTokenGroups.
 template <class Cfg>
 __device__ void
 gemvTensorCore(const float *__restrict__ x,
@@ -501,59 +508,81 @@ gemvTensorCore(const float *__restrict__ x,
     }
     return x + source * Cfg::kK;
   };
-  __shared__ float normRms[kTcWarps];
+  constexpr int G = Cfg::kTokenGroups;
+  static_assert(G >= 1, "at least one group of 8 tokens a pass");
+  __shared__ float normRms[G][kTcWarps];
 
-  for (int t0 = 0; t0 < tokens; t0 += 8) {
-    // Token g's input row at this lane's k offset (null: a zero column).
-    const float *xRow = inputRow(t0 + g);
-    if (xRow)
-      xRow += 8 * t;
-    float rms = 1.0f; // token g's, with kNorm
+  for (int t0 = 0; t0 < tokens; t0 += 8 * G) {
+    // Groups of this pass that hold tokens (the same in the whole block).
+    const int groups = min(G, (tokens - t0 + 7) / 8);
+    auto active = [&](int group) { return group == 0 || group < groups; };
+    // Token g of each group: its input row at this lane's k offset (null: a
+    // zero column), and with kNorm its rms.
+    const float *xRow[G];
+    float rms[G];
+    for (int group = 0; group < G; ++group) {
+      xRow[group] = inputRow(t0 + 8 * group + g);
+      if (xRow[group])
+        xRow[group] += 8 * t;
+      rms[group] = 1.0f;
+    }
     if constexpr (Cfg::kNorm) {
-      static_assert(kTcWarps == 8, "a warp per token of the tile");
-      const float *row = inputRow(t0 + warp);
-      float squares = 0.0f;
-      if (row)
-        for (int k = lane * 4; k < Cfg::kK; k += kWarpSize * 4) {
-          float v[4];
-          loadFloats<4>(row + k, v);
-          squares += v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
-        }
-      squares = warpSum(squares);
-      if (lane == 0)
-        normRms[warp] =
-            sqrtf(squares / static_cast<float>(Cfg::kK) + Cfg::kNormEpsilon);
+      static_assert(kTcWarps == 8, "a warp per token of the group");
+      for (int group = 0; group < G; ++group) {
+        if (!active(group))
+          break;
+        const float *row = inputRow(t0 + 8 * group + warp);
+        float squares = 0.0f;
+        if (row)
+          for (int k = lane * 4; k < Cfg::kK; k += kWarpSize * 4) {
+            float v[4];
+            loadFloats<4>(row + k, v);
+            squares += v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
+          }
+        squares = warpSum(squares);
+        if (lane == 0)
+          normRms[group][warp] =
+              sqrtf(squares / static_cast<float>(Cfg::kK) + Cfg::kNormEpsilon);
+      }
       __syncthreads();
-      rms = normRms[g];
+      for (int group = 0; group < G; ++group)
+        if (active(group))
+          rms[group] = normRms[group][g];
     }
 
     if (t0 > 0)
       for (int s = 0; s + 1 < kStages; ++s)
         issue(s);
     for (int item = 0; item < items; ++item) {
-      float acc[kMats][M][4] = {}; // the item's f32 accumulators
-      float residualValues[kTcItemElements<M>] = {};
-      tcLoadResidual<Cfg, M>(firstTile(item), t0, residual, tokens,
-                             residualValues);
+      float acc[G][kMats][M][4] = {}; // the item's f32 accumulators
+      float residualValues[G][kTcItemElements<M>] = {};
+      for (int group = 0; group < G; ++group)
+        if (active(group))
+          tcLoadResidual<Cfg, M>(firstTile(item), t0 + 8 * group, residual,
+                                 tokens, residualValues[group]);
 
       for (int step = 0; step < steps; ++step) {
         const int index = item * steps + step;
         issue(index + kStages - 1);
-        uint4 xv[U][2];
+        uint4 xv[G][U][2];
         // With kNorm, the norm weights of the same k (loaded with x, before
         // the wait, so that no load is left in the loop of mmas).
         uint4 gamma[Cfg::kNorm ? U : 1][2];
         const int c0 = warp + step * kTcWarps * U;
         for (int u = 0; u < U; ++u) {
           const int c = c0 + u * kTcWarps;
-          const bool hasX =
-              xRow && c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
-          const float *p = xRow + static_cast<long>(c) * kTcChunk;
-          xv[u][0] = load16If<false>(hasX, p);
-          xv[u][1] = load16If<false>(hasX, p + 4);
+          const bool inRow = c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
+          for (int group = 0; group < G; ++group) {
+            const bool hasX = xRow[group] && inRow;
+            const float *p = xRow[group] + static_cast<long>(c) * kTcChunk;
+            xv[group][u][0] = load16If<false>(hasX, p);
+            xv[group][u][1] = load16If<false>(hasX, p + 4);
+          }
           if constexpr (Cfg::kNorm) {
             const float *w =
                 normWeight + static_cast<long>(c) * kTcChunk + 8 * t;
+            // Group 0 holds this lane's token if any group does.
+            const bool hasX = xRow[0] && inRow;
             gamma[u][0] = load16If<false>(hasX, w);
             gamma[u][1] = load16If<false>(hasX, w + 4);
           }
@@ -562,31 +591,45 @@ gemvTensorCore(const float *__restrict__ x,
         const uint4 *slot =
             ring + (index % kStages) * kPieces * kTcThreads + tid;
         for (int u = 0; u < U; ++u) {
-          if constexpr (Cfg::kNorm)
-            normalize8(xv[u], gamma[u], rms, Cfg::kNormWeightOffset);
-          const u32 b0 = packPair<W>(__uint_as_float(xv[u][0].x),
-                                     __uint_as_float(xv[u][0].y));
-          const u32 b1 = packPair<W>(__uint_as_float(xv[u][0].z),
-                                     __uint_as_float(xv[u][0].w));
-          const u32 b2 = packPair<W>(__uint_as_float(xv[u][1].x),
-                                     __uint_as_float(xv[u][1].y));
-          const u32 b3 = packPair<W>(__uint_as_float(xv[u][1].z),
-                                     __uint_as_float(xv[u][1].w));
+          u32 b[G][4]; // each group's x as B operands
+          for (int group = 0; group < G; ++group) {
+            if constexpr (Cfg::kNorm)
+              normalize8(xv[group][u], gamma[u], rms[group],
+                         Cfg::kNormWeightOffset);
+            const uint4(&v)[2] = xv[group][u];
+            b[group][0] =
+                packPair<W>(__uint_as_float(v[0].x), __uint_as_float(v[0].y));
+            b[group][1] =
+                packPair<W>(__uint_as_float(v[0].z), __uint_as_float(v[0].w));
+            b[group][2] =
+                packPair<W>(__uint_as_float(v[1].x), __uint_as_float(v[1].y));
+            b[group][3] =
+                packPair<W>(__uint_as_float(v[1].z), __uint_as_float(v[1].w));
+          }
           for (int mat = 0; mat < kMats; ++mat)
             for (int m = 0; m < M; ++m) {
               const int piece = ((u * kMats + mat) * M + m) * 2;
               const uint4 lo = slot[piece * kTcThreads];
               const uint4 hi = slot[(piece + 1) * kTcThreads];
               // Elements 0-3 of the 16 bytes are one mma's k, 4-7 the next's.
-              mma16816<W>(acc[mat][m], lo.x, hi.x, lo.y, hi.y, b0, b1);
-              mma16816<W>(acc[mat][m], lo.z, hi.z, lo.w, hi.w, b2, b3);
+              for (int group = 0; group < G; ++group) {
+                if (!active(group))
+                  break;
+                mma16816<W>(acc[group][mat][m], lo.x, hi.x, lo.y, hi.y,
+                            b[group][0], b[group][1]);
+                mma16816<W>(acc[group][mat][m], lo.z, hi.z, lo.w, hi.w,
+                            b[group][2], b[group][3]);
+              }
             }
         }
       }
 
       // The next item's first copies are in flight meanwhile.
-      tcFinishItem<Cfg>(acc, partial, firstTile(item), t0, biases, outs,
-                        residualValues, tokens, stepLengths);
+      for (int group = 0; group < G; ++group)
+        if (active(group))
+          tcFinishItem<Cfg>(acc[group], partial, firstTile(item),
+                            t0 + 8 * group, biases, outs,
+                            residualValues[group], tokens, stepLengths);
     }
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens

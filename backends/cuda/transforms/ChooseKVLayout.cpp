@@ -33,10 +33,7 @@ struct ChooseKVLayoutPass
   void runOnOperation() override {
     PassAudit audit(&getContext(), getArgument(), {"contiguous", "paged"});
     getOperation().walk([&](func::FuncOp func) {
-      KVCacheType cache;
-      for (Type type : func.getArgumentTypes())
-        if (auto found = dyn_cast<KVCacheType>(type))
-          cache = found;
+      KVCacheType cache = getKVCacheArgType(func);
       if (cache && failed(choose(func, cache, audit)))
         signalPassFailure();
     });

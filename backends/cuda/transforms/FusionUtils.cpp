@@ -14,6 +14,13 @@ bool sits::kernel::isDecodeProgram(func::FuncOp func) {
   return func && func.getSymName() == "decode";
 }
 
+KVCacheType sits::kernel::getKVCacheArgType(func::FuncOp func) {
+  for (Type type : func.getArgumentTypes())
+    if (auto cache = dyn_cast<KVCacheType>(type))
+      return cache;
+  return {};
+}
+
 SmallVector<RMSNormOp> sits::kernel::getUnfusedDecodeNorms(ModuleOp module) {
   SmallVector<RMSNormOp> norms;
   module.walk([&](func::FuncOp func) {

@@ -26,6 +26,9 @@ namespace sits::kernel {
 /// pipeline gives it.
 bool isDecodeProgram(mlir::func::FuncOp func);
 
+/// The type of the step function's KV cache argument (null without one).
+KVCacheType getKVCacheArgType(mlir::func::FuncOp func);
+
 /// The sits.rms_norm ops of @decode that no launch holds yet, in order.
 llvm::SmallVector<RMSNormOp> getUnfusedDecodeNorms(mlir::ModuleOp module);
 

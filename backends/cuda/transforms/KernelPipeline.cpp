@@ -33,6 +33,7 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   selectLinear.target = target;
   selectLinear.dtype = dtype;
   selectLinear.gemvQuantTiles = options.quantGemvTiles;
+  selectLinear.gemvTokenGroups = options.gemvTokenGroups;
   pm.addPass(createSelectLinearKernels(selectLinear));
   ChooseKVLayoutOptions kvLayout;
   kvLayout.kvLayout = options.pagedKV ? "paged" : "contiguous";

@@ -142,7 +142,11 @@ def SelectLinearKernels
     mma.sync, the weights are 16-bit and K is a multiple of 8 (and, for
     int8/int4 levels, the groups are whole chunks whose scales fit in shared
     memory); two tiles per block for GEMVs of many tiles (the LM head), or
-    the tiles `gemv-quant-tiles` asks for where they fit. A `kernel.config`
+    the tiles `gemv-quant-tiles` asks for where they fit; and for the
+    16-bit tensor-core GEMV, as many groups of 8 tokens per pass over the
+    weights as the KV cache's `max_batch` needs (at most 4; or
+    `gemv-token-groups` when not 0), so that a decode step of many
+    sequences reads each weight once. A `kernel.config`
     given in the input is kept. The code generator launches what the
     attribute says, and refuses a kernel that cannot run the launch.
 
@@ -150,7 +154,8 @@ def SelectLinearKernels
     `decode_weight_bytes` (the weights one decode step's linear launches
     read); each choice with its reason.
   }];
-  let options = [TargetOption, DTypeOption, GemvQuantTilesOption];
+  let options = [TargetOption, DTypeOption, GemvQuantTilesOption,
+                 GemvTokenGroupsOption];
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 

@@ -59,6 +59,7 @@ struct SelectLinearKernelsPass
     weightType = parseWeightTypeOption(dtype);
     tensorCores = parseTargetSmOption(target) >= 80;
     getOperation().walk([&](func::FuncOp func) {
+      maxTokens = getMaxBatch(func);
       for (Operation &op : func.getBody().getOps()) {
         auto launch = dyn_cast<LaunchOp>(op);
         if (launch ? launch.getFusion() != FusionKind::RopeKVAppend &&
@@ -67,6 +68,14 @@ struct SelectLinearKernelsPass
           select(&op, isDecodeProgram(func), audit);
       }
     });
+  }
+
+  /// The sequences a step of `func` runs at most (its KV cache's), which is
+  /// the most rows its GEMVs multiply: a decode step's tokens, an LM head's
+  /// last tokens; 0 without a cache.
+  static int64_t getMaxBatch(func::FuncOp func) {
+    KVCacheType cache = getKVCacheArgType(func);
+    return cache ? cache.getMaxBatch() : 0;
   }
 
   /// The linear layers `owner` launches.
@@ -95,6 +104,8 @@ struct SelectLinearKernelsPass
     shape.tensorCores = tensorCores;
     shape.weightType = weightType;
     shape.quantTilesAsked = gemvQuantTiles;
+    shape.maxTokens = maxTokens;
+    shape.tokenGroupsAsked = gemvTokenGroups;
     int64_t weightBytes = 0;
     for (Operation *op : linears) {
       LinearParts parts = *getLinearParts(op);
@@ -127,7 +138,8 @@ struct SelectLinearKernelsPass
     if (!config) {
       codegen::LinearKernelChoice choice = codegen::selectLinearKernel(shape);
       config = ConfigAttr::get(&getContext(), choice.kernel, choice.tiles,
-                               /*split_keys=*/0, /*threads=*/0, weightBytes);
+                               /*split_keys=*/0, /*threads=*/0, weightBytes,
+                               choice.tokenGroups);
       owner->setAttr(KernelDialect::kConfigAttrName, config);
       reason = choice.reason;
     }
@@ -144,6 +156,7 @@ struct SelectLinearKernelsPass
 
   format::DType weightType = format::DType::F16;
   bool tensorCores = true;
+  int64_t maxTokens = 0; ///< of the function being walked
 };
 
 } // namespace

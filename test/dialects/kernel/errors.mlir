@@ -155,6 +155,24 @@ func.func @config_tiles(%x: tensor<?x?x8xf32>) {
 
 // -----
 
+func.func @config_token_groups_kernel(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{token_groups = 2: only gemv_tc takes 2 to 4 groups of 8 tokens a pass (1 otherwise)}}
+  %0 = sits.linear %x, %w {kernel.config = #kernel.config<gemv_quant_tc, token_groups = 2, weight_bytes = 128>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @config_token_groups_range(%x: tensor<?x?x8xf32>) {
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  // expected-error @+1 {{token_groups = 5: only gemv_tc takes 2 to 4 groups of 8 tokens a pass (1 otherwise)}}
+  %0 = sits.linear %x, %w {kernel.config = #kernel.config<gemv_tc, token_groups = 5, weight_bytes = 128>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
 func.func @config_value(%x: tensor<?x?x8xf32>) {
   %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
   // expected-error @+1 {{'kernel.config' must be a #kernel.config, got "gemv"}}

@@ -106,24 +106,84 @@ TEST(LinearKernelTest, SelectionFollowsWeightsTargetAndStep) {
   EXPECT_EQ(selectLinearKernel(down).tiles, 4);
 }
 
+TEST(LinearKernelTest, TokenGroupsFollowMaxBatch) {
+  using kernel::KernelKind;
+  LinearShape qkv = decodeShape(4096, {4096, 1024, 1024});
+  // Up to 8 tokens a step: one group; 9 to 16: two; 32 and more: four.
+  for (auto [tokens, groups] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 1}, {8, 1}, {9, 2}, {16, 2}, {24, 3}, {32, 4}, {64, 4}}) {
+    qkv.maxTokens = tokens;
+    EXPECT_EQ(selectLinearKernel(qkv).tokenGroups, groups) << tokens;
+  }
+  // The gate/up pair and the LM head with two tiles a block take them too.
+  LinearShape gated = decodeShape(4096, {14336, 14336});
+  gated.gated = true;
+  gated.maxTokens = 32;
+  EXPECT_EQ(selectLinearKernel(gated).tokenGroups, 4);
+  LinearShape head = decodeShape(4096, {128256});
+  head.gatherLast = true;
+  head.maxTokens = 32;
+  EXPECT_EQ(selectLinearKernel(head).tiles, 2);
+  EXPECT_EQ(selectLinearKernel(head).tokenGroups, 4);
+  // Asked for: that many, whatever max_batch says.
+  qkv.tokenGroupsAsked = 1;
+  EXPECT_EQ(selectLinearKernel(qkv).tokenGroups, 1);
+  qkv.maxTokens = 2;
+  qkv.tokenGroupsAsked = 3;
+  EXPECT_EQ(selectLinearKernel(qkv).tokenGroups, 3);
+  // Quantized and fp32 GEMVs keep one.
+  LinearShape int4 = decodeShape(4096, {14336}, 4, 128);
+  int4.maxTokens = 32;
+  EXPECT_EQ(selectLinearKernel(int4).tokenGroups, 1);
+  LinearShape f32 = decodeShape(4096, {4096});
+  f32.weightType = format::DType::F32;
+  f32.maxTokens = 32;
+  EXPECT_EQ(selectLinearKernel(f32).tokenGroups, 1);
+  // The ring: one group keeps the measured unroll and stages; more groups
+  // take smaller steps in a deeper ring, 16 pieces in flight per lane.
+  EXPECT_EQ(gemvTensorCoreRing(1, 1, 1).unroll, 4);
+  EXPECT_EQ(gemvTensorCoreRing(1, 1, 1).stages, 3);
+  EXPECT_EQ(gemvTensorCoreRing(2, 1, 1).unroll, 2);
+  EXPECT_EQ(gemvTensorCoreRing(1, 1, 4).unroll, 1);
+  EXPECT_EQ(gemvTensorCoreRing(1, 1, 4).stages, 9);
+  EXPECT_EQ(gemvTensorCoreRing(2, 1, 4).unroll, 1);
+  EXPECT_EQ(gemvTensorCoreRing(2, 1, 4).stages, 5);
+  EXPECT_EQ(gemvTensorCoreRing(1, 2, 2).unroll, 1);
+  EXPECT_EQ(gemvTensorCoreRing(1, 2, 2).stages, 5);
+}
+
 TEST(LinearKernelTest, CheckRefusesWhatAKernelCannotRun) {
   using kernel::KernelKind;
   LinearShape qkv = decodeShape(4096, {4096, 1024, 1024});
-  EXPECT_EQ(checkLinearKernel(qkv, KernelKind::GemvTensorCore, 1), "");
-  EXPECT_EQ(checkLinearKernel(qkv, KernelKind::Gemv, 1), "");
-  EXPECT_NE(checkLinearKernel(qkv, KernelKind::GemmTensorCore, 1), "");
-  EXPECT_NE(checkLinearKernel(qkv, KernelKind::GemvQuant, 1), "");
-  EXPECT_NE(checkLinearKernel(qkv, KernelKind::Gemv, 2), "");
+  EXPECT_EQ(checkLinearKernel(qkv, KernelKind::GemvTensorCore, 1, 1), "");
+  EXPECT_EQ(checkLinearKernel(qkv, KernelKind::Gemv, 1, 1), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::GemmTensorCore, 1, 1), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::GemvQuant, 1, 1), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::Gemv, 2, 1), "");
   LinearShape f32 = qkv;
   f32.weightType = format::DType::F32;
-  EXPECT_NE(checkLinearKernel(f32, KernelKind::GemvTensorCore, 1), "");
+  EXPECT_NE(checkLinearKernel(f32, KernelKind::GemvTensorCore, 1, 1), "");
   LinearShape int4 = decodeShape(4096, {14336}, 4, 64);
-  EXPECT_NE(checkLinearKernel(int4, KernelKind::GemvQuantTensorCore, 1), "");
-  EXPECT_NE(checkLinearKernel(int4, KernelKind::Gemv, 1), "");
+  EXPECT_NE(checkLinearKernel(int4, KernelKind::GemvQuantTensorCore, 1, 1), "");
+  EXPECT_NE(checkLinearKernel(int4, KernelKind::Gemv, 1, 1), "");
+  // Token groups: the 16-bit tensor-core GEMV only.
+  EXPECT_EQ(checkLinearKernel(qkv, KernelKind::GemvTensorCore, 1, 4), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::Gemv, 1, 2), "");
+  LinearShape int4tc = decodeShape(4096, {14336}, 4, 128);
+  EXPECT_NE(checkLinearKernel(int4tc, KernelKind::GemvQuantTensorCore, 1, 2),
+            "");
   // Every choice selectLinearKernel makes passes the check.
-  for (LinearShape shape : {qkv, f32, int4, decodeShape(8, {33792})}) {
+  LinearShape many = qkv;
+  many.maxTokens = 32;
+  LinearShape head = decodeShape(8, {33792});
+  head.gatherLast = true;
+  head.maxTokens = 24;
+  for (LinearShape shape :
+       {qkv, f32, int4, decodeShape(8, {33792}), many, head}) {
     LinearKernelChoice choice = selectLinearKernel(shape);
-    EXPECT_EQ(checkLinearKernel(shape, choice.kernel, choice.tiles), "")
+    EXPECT_EQ(checkLinearKernel(shape, choice.kernel, choice.tiles,
+                                choice.tokenGroups),
+              "")
         << choice.reason;
   }
 }
