@@ -7,8 +7,9 @@ Per request it records the time to the first token (TTFT) and the gaps
 between tokens (ITL, a chunk's gap shared by its tokens); it prints and
 writes (--json) output tokens/s, TTFT and ITL percentiles, and the requests
 refused (429) or failed. Bounded on purpose: loopback servers only, at most
-10000 requests, and --max-seconds ends the run (requests then in flight are
-counted as failed).
+10000 requests, and --max-seconds ends the run (streams then in flight are
+counted as cut, with the tokens they received; requests not yet sent are
+not sent).
 
   bench/serve_load.py --url http://127.0.0.1:8000 --model m --requests 64 \\
       --concurrency 8 --prompt-len 128,512 --output-len 64,128 --vocab 512
@@ -87,7 +88,7 @@ def run_request(args, prompt, max_tokens, deadline):
                 last = now
                 tokens += count
                 if time.monotonic() > deadline:
-                    return "failed", first, gaps, tokens
+                    return "cut", first, gaps, tokens
     except urllib.error.HTTPError as error:
         return ("refused" if error.code == 429 else "failed"), None, [], 0
     except (urllib.error.URLError, OSError, ValueError):
@@ -151,15 +152,19 @@ def main():
     wall = time.perf_counter() - start
 
     ok = [r for r in results if r[0] == "ok"]
-    ttft = [r[1] for r in ok if r[1] is not None]
-    gaps = [g for r in ok for g in r[2]]
-    tokens = sum(r[3] for r in ok)
+    # Streams cut by --max-seconds count with what they received.
+    streamed = ok + [r for r in results if r[0] == "cut"]
+    ttft = [r[1] for r in streamed if r[1] is not None]
+    gaps = [g for r in streamed for g in r[2]]
+    tokens = sum(r[3] for r in streamed)
     summary = {
         "label": args.label, "requests": len(work), "concurrency": args.concurrency,
         "rate": args.rate, "prompt_len": list(args.prompt_len),
         "output_len": list(args.output_len), "shared_prefix": args.shared_prefix,
-        "ok": len(ok), "refused": sum(r[0] == "refused" for r in results),
-        "failed": len(work) - len(ok) - sum(r[0] == "refused" for r in results),
+        "submitted": len(results), "ok": len(ok),
+        "cut": sum(r[0] == "cut" for r in results),
+        "refused": sum(r[0] == "refused" for r in results),
+        "failed": sum(r[0] == "failed" for r in results),
         "wall_s": wall, "output_tokens": tokens,
         "output_tokens_per_s": tokens / wall if wall > 0 else 0.0,
         "ttft_ms_p50": 1e3 * percentile(ttft, 0.5) if ttft else None,
@@ -170,10 +175,11 @@ def main():
     }
     def show(value):
         return "-" if value is None else "%.2f" % value
-    print("%-18s c=%-3d ok %d/%d refused %d  %.1f tok/s  TTFT p50 %s p99 %s ms"
-          "  ITL p50 %s p99 %s ms" % (
-              args.label or "run", args.concurrency, len(ok), len(work),
-              summary["refused"], summary["output_tokens_per_s"],
+    print("%-18s c=%-3d ok %d cut %d of %d/%d refused %d failed %d  %.1f tok/s"
+          "  TTFT p50 %s p99 %s ms  ITL p50 %s p99 %s ms" % (
+              args.label or "run", args.concurrency, len(ok), summary["cut"],
+              len(results), len(work), summary["refused"], summary["failed"],
+              summary["output_tokens_per_s"],
               show(summary["ttft_ms_p50"]), show(summary["ttft_ms_p99"]),
               show(summary["itl_ms_p50"]), show(summary["itl_ms_p99"])))
     if args.json:

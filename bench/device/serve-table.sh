@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# One device call: sits-serve's table on the Llama-3-8B shape (random fp16
+# weights), over a paged engine of 64 sequences of 2560 tokens.
+#
+# PARTS (default "table prefix"; "sla" too where time allows):
+#   table   streamed requests with prompts of 128-2048 tokens and 128-512 new
+#           tokens, Poisson arrivals at c/2 per second and at most c in
+#           flight, c = 1, 8, 32, 64 (each level stops after SECONDS, default
+#           60, or 256 requests); sits-bench batch 1 and 64 on the engine.
+#   prefix  TTFT of requests sharing a 1024-token prefix, prefix cache off
+#           and on.
+#   sla     --sla-p99-token-ms at 1.5x sits-bench's batch-1 ms/step while
+#           the concurrency rises 1, 8, 16, 32, 64 (20 s each).
+# The export is made by bench/llama_bench.py (no PyTorch timing: that is
+# bench/device/token-groups.sh's), or reused from .device-work/8b when an
+# earlier call on the same machine left it.
+# Here, before the call: as for bench/device/token-groups.sh; carry
+# [".device-pack", ".device-serve"]. $OUT gets serve-table.log and the JSON.
+set -uo pipefail
+NAME=serve-table
+. bench/device/serve-env.sh
+say "$(nvidia-smi -L | head -1)"
+parts=" ${PARTS:-table prefix} "
+seconds=${SECONDS_PER_LEVEL:-60}
+cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
+  -DSITS_BUILD_COMPILER=OFF -DSITS_BUILD_TESTS=OFF \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" >"$FINAL/build.log" 2>&1 &&
+  cmake --build "$W/build" -j 8 --target sits-serve sits-bench \
+    >>"$FINAL/build.log" 2>&1 &
+build_pid=$!
+
+work8b=$(pwd)/.device-work/8b
+if [ -f "$work8b/onnx/model.onnx" ]; then
+  say "reusing the 8B export"
+else
+  python3 bench/llama_bench.py --shape llama3-8b --work "$work8b" \
+    --json "$W/export.json" --export-dtype fp16 --contexts 512 --batches 1 \
+    --deadline "$(date +%s)" >"$FINAL/llama_bench.log" 2>&1 ||
+    { say "export FAILED"; tail -5 "$FINAL/llama_bench.log"; exit 1; }
+  say "exported"
+fi
+engine=$W/8b-paged.sits
+sitsc "$work8b/onnx/model.onnx" -o "$engine" --force --tokenizer="$data/tok" \
+  --max-batch=64 --max-seq-len=2560 --kv-layout=paged \
+  >"$FINAL/sitsc.log" 2>&1 || { say "sitsc FAILED"; tail -5 "$FINAL/sitsc.log"; exit 1; }
+wait "$build_pid" || { say "build FAILED"; tail -20 "$FINAL/build.log"; exit 1; }
+bin=$W/build/bin
+"$bin/sits-bench" "$engine" --batch 1,64 --context 512 --new-tokens 128 \
+  --json "$FINAL/sits-bench.json" >"$FINAL/sits-bench.log" 2>&1
+say "sits-bench: $(grep -E '^ *[0-9]' "$FINAL/sits-bench.log" | tr -s ' ' | tr '\n' ';')"
+b1=$(python3 -c "import json; print([r['decode_ms_per_token'] for r in json.load(open('$FINAL/sits-bench.json'))['results'] if r['batch'] == 1][0])")
+
+server_pid=""
+start_server() { # options...
+  "$bin/sits-serve" "$engine" --port=0 --model-name=m --max-queue=512 "$@" \
+    >"$W/server.out" 2>>"$FINAL/server.err" &
+  server_pid=$!
+  port=""
+  for _ in $(seq 300); do
+    port=$(grep -o '127.0.0.1:[0-9]*' "$W/server.out" | head -1 | cut -d: -f2)
+    [ -n "$port" ] && return 0
+    sleep 0.1
+  done
+  say "server did not start: $(tail -3 "$FINAL/server.err")"
+  exit 1
+}
+stop_server() { kill -TERM "$server_pid"; wait "$server_pid"; }
+load() { # label, then serve_load options
+  local label=$1; shift
+  python3 bench/serve_load.py --url "http://127.0.0.1:$port" --model m \
+    --vocab 512 --label "$label" --json "$FINAL/load-$label.json" "$@" |
+    tee -a "$FINAL/$NAME.log"
+}
+
+if [[ $parts == *" table "* ]]; then
+  start_server
+  load warmup --requests 8 --concurrency 8 --prompt-len 64,64 --output-len 16,16 --max-seconds 30 >/dev/null
+  for c in 1 8 32 64; do
+    load "c$c" --requests 256 --concurrency "$c" --rate "$(python3 -c "print($c / 2)")" \
+      --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds"
+  done
+  curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_kv_blocks|^sits_running' | tee -a "$FINAL/$NAME.log"
+  stop_server
+fi
+if [[ $parts == *" prefix "* ]]; then
+  start_server
+  load prefix-off --requests 24 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16 --max-seconds 40
+  stop_server
+  start_server --prefix-cache-blocks=4096
+  load prefix-warm --requests 1 --concurrency 1 --shared-prefix 1024 --prompt-len 32,32 --output-len 4,4 >/dev/null
+  load prefix-on --requests 24 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16 --max-seconds 40
+  curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_prefix_cache_hit_rate' | tee -a "$FINAL/$NAME.log"
+  stop_server
+fi
+if [[ $parts == *" sla "* ]]; then
+  sla=$(python3 -c "print(round(1.5 * $b1, 3))")
+  say "SLA target: $sla ms (1.5 x sits-bench's batch-1 $b1 ms/step)"
+  start_server --sla-p99-token-ms="$sla"
+  for c in 1 8 16 32 64; do
+    load "sla-c$c" --requests 256 --concurrency "$c" --rate "$(python3 -c "print($c / 2)")" \
+      --prompt-len 128,2048 --output-len 128,512 --max-seconds 20
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_sla_window' | tee -a "$FINAL/$NAME.log"
+  done
+  stop_server
+fi
+say "done"
