@@ -237,8 +237,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
                              "writes f16 operands");
   const int64_t tilesPerBlock = desc.tiles;
   if (tensorGemv) {
-    const GemvRing ring =
-        gemvTensorCoreRing(mats, tilesPerBlock, desc.tokenGroups);
+    const GemvRing ring = gemvTensorCoreRing(mats, tilesPerBlock, 1);
     b.constant(segmentFunction("int", "tiles", tcTiles));
     b.intConstant("kTotalTiles", totalTcTiles);
     b.intConstant("kTilesPerBlock", tilesPerBlock);
@@ -248,17 +247,20 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kOutOperandBits", desc.outputOperandBits);
     if (!quantized) {
       b.intConstant("kTokenGroups", desc.tokenGroups);
+      if (desc.tokenGroups > 1) {
+        const GemvRing groups =
+            gemvTensorCoreRing(mats, tilesPerBlock, desc.tokenGroups);
+        b.intConstant("kGroupsUnroll", groups.unroll);
+        b.intConstant("kGroupsStages", groups.stages);
+      }
       b.boolConstant("kNorm", desc.norm.has_value());
       if (desc.norm) {
         b.floatConstant("kNormEpsilon", desc.norm->epsilon);
         b.floatConstant("kNormWeightOffset", desc.norm->weightOffset);
       }
     }
-    b.setShared(quantized
-                    ? gemvQuantSharedBytes(mats, tilesPerBlock, ring.unroll,
-                                           ring.stages, quantGroups)
-                    : gemvTensorCoreSharedBytes(mats, tilesPerBlock,
-                                                ring.unroll, ring.stages));
+    b.setShared(gemvTensorCoreLaunchBytes(mats, tilesPerBlock, desc.tokenGroups,
+                                          quantGroups));
     b.setMinBlocks(2); // two blocks per SM: at most 128 registers
     b.setCallWaits();  // weight copies start before the wait
   } else if (desc.decode) {

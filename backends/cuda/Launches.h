@@ -220,6 +220,12 @@ struct GemvRing {
 };
 GemvRing gemvTensorCoreRing(int64_t mats, int64_t tilesPerBlock,
                             int64_t tokenGroups);
+/// The dynamic shared memory of a tensor-core GEMV launch: the larger of
+/// its rings (one group, and `tokenGroups` when more; the kernel takes the
+/// one-group ring for steps of at most 8 tokens) with the partial sums, and
+/// with `quantGroups` (gemv_quant) the scale tables.
+int64_t gemvTensorCoreLaunchBytes(int64_t mats, int64_t tilesPerBlock,
+                                  int64_t tokenGroups, int64_t quantGroups);
 /// gemv.cuh's gemvTensorCoreSharedBytes.
 int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
                                   int64_t unroll, int64_t stages);

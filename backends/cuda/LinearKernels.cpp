@@ -34,6 +34,21 @@ GemvRing gemvTensorCoreRing(int64_t mats, int64_t tilesPerBlock,
   return ring;
 }
 
+int64_t gemvTensorCoreLaunchBytes(int64_t mats, int64_t tilesPerBlock,
+                                  int64_t tokenGroups, int64_t quantGroups) {
+  int64_t bytes = 0;
+  for (int64_t groups : {int64_t{1}, tokenGroups}) {
+    const GemvRing ring = gemvTensorCoreRing(mats, tilesPerBlock, groups);
+    bytes = std::max(
+        bytes, quantGroups
+                   ? gemvQuantSharedBytes(mats, tilesPerBlock, ring.unroll,
+                                          ring.stages, quantGroups)
+                   : gemvTensorCoreSharedBytes(mats, tilesPerBlock, ring.unroll,
+                                               ring.stages));
+  }
+  return bytes;
+}
+
 int64_t gemvQuantSharedBytes(int64_t mats, int64_t tilesPerBlock,
                              int64_t unroll, int64_t stages, int64_t groups) {
   const int64_t table = (2 * mats * tilesPerBlock * 16 * groups + 15) / 16 * 16;
@@ -125,13 +140,10 @@ bool tilesFit(const LinearShape &shape, int64_t tiles,
   const int64_t m = mats(shape);
   if (m * tiles > 4)
     return false;
-  const GemvRing ring = gemvTensorCoreRing(m, tiles, tokenGroups);
-  const int64_t bytes =
-      shape.decode && shape.quantBits
-          ? gemvQuantSharedBytes(m, tiles, ring.unroll, ring.stages,
-                                 quantGroups(shape))
-          : gemvTensorCoreSharedBytes(m, tiles, ring.unroll, ring.stages);
-  return bytes <= kMaxSharedBytes;
+  return gemvTensorCoreLaunchBytes(m, tiles, tokenGroups,
+                                   shape.decode && shape.quantBits
+                                       ? quantGroups(shape)
+                                       : 0) <= kMaxSharedBytes;
 }
 
 std::string weightsPhrase(const LinearShape &shape) {

@@ -403,34 +403,27 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
   __syncthreads(); // `partial` is read before the next item reuses it
 }
 
-/// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
-/// hasBias(s), tiles(s) (ceil(rows(s) / 16)), kTotalTiles (all segments',
-/// or the gate's with kGlu), kEpilogue, kActivation, kTilesPerBlock,
-/// kUnroll, kStages, kGatherLast, kOutOperandBits (tcFinishItem),
-/// kTokenGroups, kNorm (and with it kNormEpsilon, kNormWeightOffset).
-/// Arguments as for gemv, and the RMSNorm weight [kK] with kNorm.
-///
-/// A pass over the weights multiplies kTokenGroups groups of 8 tokens:
-/// each weight piece, once in shared memory, feeds one mma per group, so a
-/// step of up to 8 * kTokenGroups tokens reads the weights once. The
-/// groups past the step's tokens skip their loads and mmas (a test the
-/// whole block agrees on). Each token's sums are computed exactly as with
-/// one group: its result does not depend on kTokenGroups.
-template <class Cfg>
+/// gemvTensorCore's passes over the weights, each multiplying G groups of 8
+/// tokens, through a ring of kStages steps of U chunks a warp: each weight
+/// piece, once in shared memory, feeds one mma per group, so that a pass
+/// reads the weights once for up to 8 * G tokens. The groups past the
+/// step's tokens skip their loads and mmas (a test the whole block agrees
+/// on). Each token's sums are computed exactly as with one group (the
+/// chunks of K in the same order, the warps added in the same order): its
+/// result depends neither on G nor on U.
+template <class Cfg, int G, int U, int kStages>
 __device__ void
-gemvTensorCore(const float *__restrict__ x,
-               const typename Cfg::Weight::Storage *const *weights,
-               const float *const *biases, float *const *outs,
-               const float *__restrict__ residual, int tokens, int seqLen,
-               const int *__restrict__ stepLengths,
-               const float *__restrict__ normWeight = nullptr) {
+gemvTensorCorePasses(const float *__restrict__ x,
+                     const typename Cfg::Weight::Storage *const *weights,
+                     const float *const *biases, float *const *outs,
+                     const float *__restrict__ residual, int tokens,
+                     int seqLen, const int *__restrict__ stepLengths,
+                     const float *__restrict__ normWeight) {
   typedef typename Cfg::Weight W;
   typedef typename W::Storage Storage;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
   constexpr int kMats = kGated ? 2 : 1;
   constexpr int M = Cfg::kTilesPerBlock;
-  constexpr int U = Cfg::kUnroll;
-  constexpr int kStages = Cfg::kStages;
   constexpr int kPieces = tcPieces(kMats, M, U);
   constexpr int kChunks = (Cfg::kK + kTcChunk - 1) / kTcChunk;
   static_assert(Cfg::kK % 8 == 0, "rows must be 16-byte aligned");
@@ -508,7 +501,6 @@ gemvTensorCore(const float *__restrict__ x,
     }
     return x + source * Cfg::kK;
   };
-  constexpr int G = Cfg::kTokenGroups;
   static_assert(G >= 1, "at least one group of 8 tokens a pass");
   __shared__ float normRms[G][kTcWarps];
 
@@ -633,6 +625,39 @@ gemvTensorCore(const float *__restrict__ x,
     }
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens
+}
+
+/// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
+/// hasBias(s), tiles(s) (ceil(rows(s) / 16)), kTotalTiles (all segments',
+/// or the gate's with kGlu), kEpilogue, kActivation, kTilesPerBlock,
+/// kUnroll and kStages (the ring of one group of 8 tokens a pass),
+/// kGatherLast, kOutOperandBits (tcFinishItem), kTokenGroups (with more
+/// than one, kGroupsUnroll and kGroupsStages: their ring), kNorm (and with
+/// it kNormEpsilon, kNormWeightOffset). Arguments as for gemv, and the
+/// RMSNorm weight [kK] with kNorm. A step of at most 8 tokens takes the
+/// one-group passes (a batch-1 step runs as without the groups); more
+/// tokens take kTokenGroups groups a pass. Dynamic shared memory: the
+/// larger of the two rings, with the partial sums.
+template <class Cfg>
+__device__ void
+gemvTensorCore(const float *__restrict__ x,
+               const typename Cfg::Weight::Storage *const *weights,
+               const float *const *biases, float *const *outs,
+               const float *__restrict__ residual, int tokens, int seqLen,
+               const int *__restrict__ stepLengths,
+               const float *__restrict__ normWeight = nullptr) {
+  if constexpr (Cfg::kTokenGroups > 1) {
+    if (tokens > 8) {
+      gemvTensorCorePasses<Cfg, Cfg::kTokenGroups, Cfg::kGroupsUnroll,
+                           Cfg::kGroupsStages>(x, weights, biases, outs,
+                                               residual, tokens, seqLen,
+                                               stepLengths, normWeight);
+      return;
+    }
+  }
+  gemvTensorCorePasses<Cfg, 1, Cfg::kUnroll, Cfg::kStages>(
+      x, weights, biases, outs, residual, tokens, seqLen, stepLengths,
+      normWeight);
 }
 
 } // namespace sits

@@ -50,7 +50,8 @@ template <class T> double rounded(float v) { return T::load(T::store(v)); }
 
 template <class WeightT, int K, int Rows0, int Rows1, int Rows2, int Segments,
           int Epi, bool Gather, int TilesPerBlock, int Unroll,
-          bool Norm = false, int TokenGroups = 1, int Stages = 3>
+          bool Norm = false, int TokenGroups = 1, int GroupsUnroll = 1,
+          int GroupsStages = 3>
 struct GemvConfig {
   typedef WeightT Weight;
   static constexpr int kK = K;
@@ -70,10 +71,12 @@ struct GemvConfig {
   static constexpr int kActivation = sits::kSilu;
   static constexpr int kTilesPerBlock = TilesPerBlock;
   static constexpr int kUnroll = Unroll;
-  static constexpr int kStages = Stages;
+  static constexpr int kStages = 3;
   static constexpr bool kGatherLast = Gather;
   static constexpr int kOutOperandBits = 0;
   static constexpr int kTokenGroups = TokenGroups;
+  static constexpr int kGroupsUnroll = GroupsUnroll;
+  static constexpr int kGroupsStages = GroupsStages;
   // The fused RMSNorm prologue, with a weight offset (Gemma's 1 + w).
   static constexpr bool kNorm = Norm;
   static constexpr float kNormEpsilon = 1e-5f;
@@ -158,8 +161,12 @@ template <class Cfg> void checkGemv(const std::string &name, int tokens) {
   pointers[14] = &np;
   const unsigned blocks =
       (Cfg::kTotalTiles + Cfg::kTilesPerBlock - 1) / Cfg::kTilesPerBlock;
-  const unsigned shared = sits::gemvTensorCoreSharedBytes(
-      kGated ? 2 : 1, Cfg::kTilesPerBlock, Cfg::kUnroll, Cfg::kStages);
+  // The larger of the one-group ring and the groups' (Launches.cpp).
+  const unsigned shared = std::max(
+      sits::gemvTensorCoreSharedBytes(kGated ? 2 : 1, Cfg::kTilesPerBlock,
+                                      Cfg::kUnroll, Cfg::kStages),
+      sits::gemvTensorCoreSharedBytes(kGated ? 2 : 1, Cfg::kTilesPerBlock,
+                                      Cfg::kGroupsUnroll, Cfg::kGroupsStages));
   if (!launch(gemvEntry<Cfg>, blocks, 1, 1, sits::kTcThreads, shared,
               pointers)) {
     report(name, INFINITY, 0, false);
@@ -234,28 +241,29 @@ void gemvCases() {
   typedef GemvConfig<F16, 264, 300, 0, 0, 1, sits::kPlain, true, 2, 2, true>
       NormHead;
   checkGemv<NormHead>("gemv f16 rmsnorm+lm_head gather K=264", 8);
-  // Several groups of 8 tokens per pass over the weights (a smaller step,
-  // a deeper ring, as gemvTensorCoreRing gives them): passes with all
-  // groups, with groups left empty, and more than one pass.
-  typedef GemvConfig<F16, 88, 40, 24, 24, 3, sits::kPlain, false, 1, 1, false,
-                     4, 9>
+  // Several groups of 8 tokens per pass over the weights, in the rings
+  // gemvTensorCoreRing gives (steps of fewer chunks, a deeper ring); steps
+  // of at most 8 tokens take the one-group ring: passes with all groups,
+  // with groups left empty, more than one pass, and one group.
+  typedef GemvConfig<F16, 88, 40, 24, 24, 3, sits::kPlain, false, 1, 4, false,
+                     4, 1, 9>
       Qkv4;
-  for (int b : {1, 9, 32, 37})
+  for (int b : {1, 8, 9, 32, 37})
     checkGemv<Qkv4>("gemv f16 qkv K=88 4 token groups", b);
   // f16: with bf16, one normalized value in some 60,000 rounds the other
   // way than in the double reference, by more than the tolerance.
-  typedef GemvConfig<F16, 1048, 344, 344, 0, 2, sits::kGlu, false, 1, 1, true,
-                     4, 5>
+  typedef GemvConfig<F16, 1048, 344, 344, 0, 2, sits::kGlu, false, 1, 2, true,
+                     4, 1, 5>
       NormGlu4;
   for (int b : {5, 20, 32})
     checkGemv<NormGlu4>("gemv f16 rmsnorm+gate/up K=1048 4 token groups", b);
-  typedef GemvConfig<F16, 344, 136, 0, 0, 1, sits::kResidual, false, 2, 1,
-                     false, 2, 5>
+  typedef GemvConfig<F16, 344, 136, 0, 0, 1, sits::kResidual, false, 2, 2,
+                     false, 2, 1, 5>
       Down2;
   for (int b : {16, 17})
     checkGemv<Down2>("gemv f16 residual K=344 2 tiles/block 2 token groups", b);
-  typedef GemvConfig<F16, 264, 300, 0, 0, 1, sits::kPlain, true, 2, 1, true, 3,
-                     7>
+  typedef GemvConfig<F16, 264, 300, 0, 0, 1, sits::kPlain, true, 2, 2, true, 3,
+                     1, 5>
       NormHead3;
   checkGemv<NormHead3>("gemv f16 rmsnorm+lm_head gather K=264 3 token groups",
                        21);
