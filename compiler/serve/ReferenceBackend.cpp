@@ -169,8 +169,8 @@ int32_t ReferenceBackend::runSlot(const serve::SlotStep &step) {
     throw fail("the logits of shape " + formatShape(logits.getShape()) +
                " hold no row to sample from");
   const float *row = logits.floats().data() + logits.getNumElements() - vocab;
-  // The counter is the position of the token drawn: a request's draws do
-  // not depend on what else runs.
+  // Keyed by the position of the token drawn, as on the GPU: a request's
+  // draws do not depend on what else runs.
   return serve::sampleToken(row, static_cast<uint32_t>(vocab), step.sampling,
                             step.position + step.tokens.size());
 }

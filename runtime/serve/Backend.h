@@ -97,12 +97,13 @@ public:
 };
 
 /// The token chosen from `logits` (`vocab` of them) with `params`: the first
-/// maximum when greedy; otherwise a draw after temperature, top-k and top-p,
-/// whose randomness depends only on the seed and `counter` (the host-side
-/// sampler of CPU backends; the same rules as the runtime's kernels, not
-/// the same random numbers).
+/// maximum when greedy; otherwise a draw after temperature, top-k and top-p
+/// whose randomness depends only on the seed and `tokenIndex`, the position
+/// the drawn token takes in its sequence. The host-side sampler of CPU
+/// backends: the GPU kernel's rules and random numbers, so both pick the
+/// same token from the same logits.
 int32_t sampleToken(const float *logits, uint32_t vocab,
-                    const SamplingParams &params, uint64_t counter);
+                    const SamplingParams &params, uint64_t tokenIndex);
 
 } // namespace sits::serve
 

@@ -2,8 +2,10 @@
 //
 // One block per sequence. Every sum is in integers (token weights in 2^-40
 // fixed point), so the sampled token depends only on the logits, the
-// parameters, the seed and the step: the same with or without CUDA graphs,
-// run after run.
+// parameters, the seed and the index of the token drawn in its sequence:
+// the same with or without CUDA graphs, run after run, in whichever slot
+// and beside whatever else. The host sampler of the CPU backends draws the
+// same way (SamplingDraw.h).
 //
 // Top-k and top-p thresholds are found by radix selection on order-preserving
 // 32-bit keys of the logits (four 8-bit passes each) rather than by sorting
@@ -17,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "src/Sampling.h"
+#include "src/SamplingDraw.h"
 
 #include <cmath>
 #include <cuda_runtime.h>
@@ -29,57 +32,6 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kWeightBits = 40;
-
-__host__ __device__ inline void mulHiLo(uint32_t a, uint32_t b, uint32_t *hi,
-                                        uint32_t *lo) {
-  uint64_t product = static_cast<uint64_t>(a) * b;
-  *hi = static_cast<uint32_t>(product >> 32);
-  *lo = static_cast<uint32_t>(product);
-}
-
-/// Philox4x32 with 10 rounds (Salmon et al., SC'11).
-__host__ __device__ inline void philox(const uint32_t counter[4],
-                                       const uint32_t key[2], uint32_t out[4]) {
-  uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
-  uint32_t k0 = key[0], k1 = key[1];
-  for (int round = 0; round < 10; ++round) {
-    uint32_t hi0, lo0, hi1, lo1;
-    mulHiLo(0xD2511F53u, c0, &hi0, &lo0);
-    mulHiLo(0xCD9E8D57u, c2, &hi1, &lo1);
-    uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  out[0] = c0;
-  out[1] = c1;
-  out[2] = c2;
-  out[3] = c3;
-}
-
-/// Monotone map from floats to unsigned keys (NaN sorts as -inf).
-__device__ inline uint32_t orderKey(float value) {
-  if (isnan(value))
-    value = -INFINITY;
-  uint32_t bits = __float_as_uint(value);
-  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-}
-
-/// exp((logit - max) / T) in 2^-40 fixed point; the max weighs 2^40.
-__device__ inline uint64_t weightOf(float logit, float maxLogit,
-                                    float invTemperature) {
-  if (isnan(logit))
-    return 0;
-  float delta = logit - maxLogit;
-  if (delta >= 0.0f)
-    return 1ull << kWeightBits;
-  float w = expf(delta * invTemperature);
-  return __float2ull_rz(ldexpf(w, kWeightBits));
-}
 
 struct Shared {
   unsigned long long hist[256];
@@ -125,7 +77,7 @@ __device__ uint32_t selectThreshold(const float *row, uint32_t vocab,
       if (key < floorKey || (key & highMask) != (prefix & highMask))
         continue;
       unsigned long long v =
-          Mass ? weightOf(logit, maxLogit, invTemperature) : 1ull;
+          Mass ? sampleWeight(logit, maxLogit, invTemperature) : 1ull;
       if (v)
         atomicAdd(&sh.hist[(key >> shift) & 255], v);
     }
@@ -169,8 +121,8 @@ __device__ uint32_t selectThreshold(const float *row, uint32_t vocab,
 
 __global__ void __launch_bounds__(kThreads)
     sampleKernel(const float *logits, uint32_t vocab, uint64_t stride,
-                 const DeviceSamplingParams *params, const uint64_t *step,
-                 int32_t *tokens) {
+                 const DeviceSamplingParams *params, const int32_t *pastLengths,
+                 const int32_t *stepLengths, int32_t *tokens) {
   __shared__ Shared sh;
   const uint32_t seq = blockIdx.x;
   const float *row = logits + seq * stride;
@@ -252,15 +204,12 @@ __global__ void __launch_bounds__(kThreads)
     for (uint32_t i = threadIdx.x; i < vocab; i += kThreads) {
       float logit = row[i];
       if (orderKey(logit) >= floorKey)
-        local += weightOf(logit, best, invTemperature);
+        local += sampleWeight(logit, best, invTemperature);
     }
     unsigned long long total = blockSum(local, sh);
-    double wanted = ceil(static_cast<double>(p.topP > 0.0f ? p.topP : 0.0f) *
-                         static_cast<double>(total));
-    unsigned long long target = static_cast<unsigned long long>(wanted);
-    target = target < 1 ? 1 : (target > total ? total : target);
-    floorKey = selectThreshold<true>(row, vocab, floorKey, target, best,
-                                     invTemperature, sh);
+    floorKey =
+        selectThreshold<true>(row, vocab, floorKey, topPTarget(p.topP, total),
+                              best, invTemperature, sh);
   }
 
   // Draw: each thread owns a contiguous index range so that the block-wide
@@ -272,7 +221,7 @@ __global__ void __launch_bounds__(kThreads)
   for (uint32_t i = begin; i < end; ++i) {
     float logit = row[i];
     if (orderKey(logit) >= floorKey)
-      local += weightOf(logit, best, invTemperature);
+      local += sampleWeight(logit, best, invTemperature);
   }
   unsigned long long inclusive = local;
   for (int offset = 1; offset < 32; offset <<= 1) {
@@ -293,17 +242,10 @@ __global__ void __launch_bounds__(kThreads)
   }
   unsigned long long exclusive = warpOffset + inclusive - local;
 
-  uint64_t stepValue = *step;
-  uint32_t counter[4] = {static_cast<uint32_t>(stepValue),
-                         static_cast<uint32_t>(stepValue >> 32), seq,
-                         0x53495453u};
-  uint32_t key[2] = {static_cast<uint32_t>(p.seed),
-                     static_cast<uint32_t>(p.seed >> 32)};
-  uint32_t random[4];
-  philox(counter, key, random);
-  unsigned long long r =
-      (static_cast<unsigned long long>(random[0]) << 32) | random[1];
-  unsigned long long target = __umul64hi(r, total); // uniform in [0, total)
+  // The token's own index in its sequence keys the draw (SamplingDraw.h).
+  const uint64_t index = uint64_t(pastLengths[seq]) + stepLengths[seq];
+  unsigned long long target = // uniform in [0, total)
+      scaleDraw(sampleBits(p.seed, index, p.stream), total);
 
   if (local && exclusive <= target && target < exclusive + local) {
     unsigned long long cumulative = exclusive;
@@ -311,7 +253,7 @@ __global__ void __launch_bounds__(kThreads)
       float logit = row[i];
       if (orderKey(logit) < floorKey)
         continue;
-      cumulative += weightOf(logit, best, invTemperature);
+      cumulative += sampleWeight(logit, best, invTemperature);
       if (target < cumulative) {
         sh.token = static_cast<int>(i);
         break;
@@ -325,35 +267,32 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void advanceKernel(int32_t *pastLengths, const int32_t *stepLengths,
                               uint32_t batch, const int32_t *sampled,
-                              int32_t *tokenIds, uint64_t *step) {
+                              int32_t *tokenIds) {
   for (uint32_t b = threadIdx.x; b < batch; b += blockDim.x) {
     pastLengths[b] += stepLengths[b];
     if (sampled)
       tokenIds[b] = sampled[b];
   }
-  if (threadIdx.x == 0)
-    ++*step;
 }
 
 } // namespace
 
 cudaError_t launchSample(const float *logits, uint32_t batch, uint32_t vocab,
                          uint64_t stride, const DeviceSamplingParams *params,
-                         const uint64_t *step, int32_t *tokens,
-                         cudaStream_t stream) {
+                         const int32_t *pastLengths, const int32_t *stepLengths,
+                         int32_t *tokens, cudaStream_t stream) {
   if (batch == 0 || vocab == 0)
     return cudaErrorInvalidValue;
-  sampleKernel<<<batch, kThreads, 0, stream>>>(logits, vocab, stride, params,
-                                               step, tokens);
+  sampleKernel<<<batch, kThreads, 0, stream>>>(
+      logits, vocab, stride, params, pastLengths, stepLengths, tokens);
   return cudaGetLastError();
 }
 
 cudaError_t launchAdvance(int32_t *pastLengths, const int32_t *stepLengths,
                           uint32_t batch, const int32_t *sampled,
-                          int32_t *tokenIds, uint64_t *step,
-                          cudaStream_t stream) {
+                          int32_t *tokenIds, cudaStream_t stream) {
   advanceKernel<<<1, 256, 0, stream>>>(pastLengths, stepLengths, batch, sampled,
-                                       tokenIds, step);
+                                       tokenIds);
   return cudaGetLastError();
 }
 
@@ -363,11 +302,6 @@ cudaError_t preloadSamplingKernels() {
   if (rc == cudaSuccess)
     rc = cudaFuncGetAttributes(&attributes, advanceKernel);
   return rc;
-}
-
-void philox4x32(const uint32_t counter[4], const uint32_t key[2],
-                uint32_t out[4]) {
-  philox(counter, key, out);
 }
 
 } // namespace runtime

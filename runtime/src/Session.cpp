@@ -2,8 +2,8 @@
 //
 // A step is: the engine's launches for the program (prefill or decode) with
 // the step's symbols, then the runtime's sampling kernel, then the advance
-// kernel (lengths += step lengths, sampled tokens become the next input,
-// RNG step += 1), then a copy of the sampled tokens to pinned host memory.
+// kernel (lengths += step lengths, sampled tokens become the next input),
+// then a copy of the sampled tokens to pinned host memory.
 // A decode step is captured once per batch bucket into a CUDA graph and
 // replayed: everything that changes between steps is in device memory.
 //
@@ -112,7 +112,6 @@ void Session::Impl::allocate() {
   uint64_t sampledOffset = reserve(uint64_t(config.maxBatch) * 4);
   uint64_t paramsOffset = reserve(uint64_t(config.maxBatch) *
                                   sizeof(runtime::DeviceSamplingParams));
-  uint64_t stepOffset = reserve(sizeof(uint64_t));
   arenaBytes = cursor;
 
   checkCuda(cudaMalloc(&arena, arenaBytes),
@@ -168,7 +167,6 @@ void Session::Impl::allocate() {
   sampled = reinterpret_cast<int32_t *>(bytes + sampledOffset);
   samplingParams =
       reinterpret_cast<runtime::DeviceSamplingParams *>(bytes + paramsOffset);
-  rngStep = reinterpret_cast<uint64_t *>(bytes + stepOffset);
 }
 
 PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
@@ -304,12 +302,12 @@ void Session::Impl::run(const PreparedProgram &program) {
 void Session::Impl::stepTail(uint32_t batch, bool sample) {
   if (sample)
     checkCuda(runtime::launchSample(logits, batch, config.vocabSize,
-                                    config.vocabSize, samplingParams, rngStep,
-                                    sampled, stream),
+                                    config.vocabSize, samplingParams,
+                                    pastLengths, stepLengths, sampled, stream),
               "launching the sampling kernel");
   checkCuda(runtime::launchAdvance(pastLengths, stepLengths, batch,
                                    sample ? sampled : nullptr, tokenIds,
-                                   rngStep, stream),
+                                   stream),
             "launching the advance kernel");
   if (sample)
     checkCuda(cudaMemcpyAsync(hostTokens, sampled, uint64_t(batch) * 4,
@@ -362,24 +360,19 @@ void Session::Impl::decodeStep(uint32_t bucket) {
             "launching the decode graph");
 }
 
-/// Fresh state for a request: empty cache, RNG step 0, and `sampling` for
-/// the first `batch` sequences (greedy for the rest).
+/// Fresh state for a request: empty cache, and `sampling` for the first
+/// `batch` sequences (greedy for the rest), each its own random stream.
 void Session::Impl::resetSequences(uint32_t batch,
                                    const SamplingParams &sampling) {
   const uint32_t maxBatch = config.maxBatch;
   std::vector<runtime::DeviceSamplingParams> sp(maxBatch);
-  for (uint32_t b = 0; b < maxBatch; ++b) {
-    sp[b] = {0.0f, 0, 1.0f, 0, 0};
-    if (b < batch)
-      sp[b] = {sampling.temperature, sampling.topK, sampling.topP, 0,
-               sampling.seed};
-  }
+  for (uint32_t b = 0; b < maxBatch; ++b)
+    sp[b] = deviceSampling(b < batch ? sampling : SamplingParams(), b);
   checkCuda(cudaMemsetAsync(pastLengths, 0, maxBatch * 4, stream),
             "resetting lengths");
   resetPages();
   slotLengths.assign(maxBatch, 0);
   slotLive.assign(maxBatch, false);
-  checkCuda(cudaMemsetAsync(rngStep, 0, 8, stream), "resetting the RNG");
   // Calibration counts the request's quantization (read once at its end).
   if (kvStats)
     checkCuda(cudaMemsetAsync(kvStats, 0, kvStatsBytes, stream),

@@ -53,7 +53,6 @@ struct Session::Impl {
   float *logits = nullptr;
   int32_t *sampled = nullptr;
   runtime::DeviceSamplingParams *samplingParams = nullptr;
-  uint64_t *rngStep = nullptr;
   int32_t *hostTokens = nullptr; ///< pinned, max_batch entries
   /// A quantized KV cache's calibration counters (null without one).
   uint64_t *kvStats = nullptr;
@@ -124,6 +123,14 @@ struct Session::Impl {
   /// `slot`'s first blocks are those the prefix ids name, in order.
   void loadPrefix(uint32_t slot, const std::vector<uint32_t> &ids);
 };
+
+/// A sequence's sampling parameters as the kernel reads them; `stream`
+/// tells apart sequences sharing a seed (SamplingDraw.h).
+inline runtime::DeviceSamplingParams
+deviceSampling(const SamplingParams &sampling, uint32_t stream) {
+  return {sampling.temperature, sampling.topK, sampling.topP, stream,
+          sampling.seed};
+}
 
 /// Refuses sampling parameters the kernels cannot take (InvalidArgument),
 /// and sampling a TVC head does not serve exactly.

@@ -80,8 +80,8 @@ void Session::Impl::ensureSlots() {
 void Session::Impl::startSequence(uint32_t slot,
                                   const SamplingParams &sampling) {
   const int32_t zero = 0;
-  const runtime::DeviceSamplingParams params = {
-      sampling.temperature, sampling.topK, sampling.topP, 0, sampling.seed};
+  // Stream 0: a sequence's draws depend on its seed and token indices only.
+  const runtime::DeviceSamplingParams params = deviceSampling(sampling, 0);
   checkCuda(cudaMemcpyAsync(pastLengths + slot, &zero, 4,
                             cudaMemcpyHostToDevice, stream),
             "resetting a slot's length");

@@ -100,7 +100,10 @@ struct SamplingParams {
   /// Keep the smallest set of most likely tokens whose probability reaches
   /// top_p; 1: all.
   float topP = 1.0f;
-  /// With the same seed, prompts and engine, the tokens are the same.
+  /// With the same seed, prompt and engine, the tokens are the same: a
+  /// draw is keyed by the seed and the index of the token drawn in its
+  /// sequence (and, in a generate batch, the sequence's index), never by
+  /// what else runs.
   uint64_t seed = 0;
 };
 
@@ -233,8 +236,9 @@ public:
   /// the CUDA graph of the bucket that holds the highest slot; otherwise
   /// one prefill chunk runs all inputs together. Slots not in `inputs` keep
   /// their sequences untouched. Seeded sampling draws from the slot's seed
-  /// and the session's step count, so the same schedule gives the same
-  /// tokens. generate and scoreTokens empty every slot. Throws
+  /// and the token's index in its sequence (as sequence 0 of generate
+  /// does), so a sequence's tokens are the same in any slot and beside
+  /// anything. generate and scoreTokens empty every slot. Throws
   /// InvalidArgument (a slot out of range or given twice, no tokens, a
   /// token outside the vocabulary, a chunk longer than max_prefill_tokens,
   /// a slot that holds no sequence and is not reset) and KVCacheFull (the

@@ -136,6 +136,12 @@ TEST_F(ToyEngineTest, SeededSamplingIsReproducible) {
   EXPECT_NE(first.tokens, other.tokens);
   GenerateResult greedyTokens = session.generate(bytes("seed"), greedy(40));
   EXPECT_NE(first.tokens, greedyTokens.tokens);
+  // Copies of a prompt in one batch draw streams of their own (the index in
+  // the batch keys them); the first draws as the prompt alone.
+  p.sampling.seed = 42;
+  GenerateResult pair = session.generate({bytes("seed"), bytes("seed")}, p);
+  EXPECT_EQ(pair.tokens[0], first.tokens[0]);
+  EXPECT_NE(pair.tokens[1], pair.tokens[0]);
 
   // Top-k 1 is greedy whatever the temperature and seed.
   p.sampling.topK = 1;

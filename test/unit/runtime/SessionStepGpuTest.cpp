@@ -20,12 +20,63 @@ using test::ToyEngineTest;
 
 using SessionStepTest = ToyEngineTest;
 
-/// A request in a slot: its prompt still to feed, its tokens so far.
-struct Running {
-  std::vector<int32_t> pending;
-  std::vector<int32_t> tokens;
-  bool started = false;
+/// A request for a slot: its prompt, its sampling, the step it starts at.
+struct Job {
+  std::vector<int32_t> prompt;
+  uint32_t startStep = 0;
+  SamplingParams sampling;
 };
+
+/// What a schedule gave: each slot's tokens, and the steps with a single
+/// token for every input (decode graphs).
+struct Schedule {
+  std::map<uint32_t, std::vector<int32_t>> tokens;
+  uint32_t decodeOnlySteps = 0;
+};
+
+/// Runs `jobs` through Session::step, each from its start step, prompts in
+/// chunks of 16 beside the others' decode tokens, until each slot has
+/// `want` tokens.
+Schedule runSchedule(Session &session, const std::map<uint32_t, Job> &jobs,
+                     uint32_t want) {
+  Schedule out;
+  std::map<uint32_t, std::vector<int32_t>> pending;
+  for (uint32_t stepIndex = 0; stepIndex < 400; ++stepIndex) {
+    std::vector<StepInput> inputs;
+    for (const auto &[slot, job] : jobs) {
+      std::vector<int32_t> &tokens = out.tokens[slot];
+      if (stepIndex < job.startStep || tokens.size() >= want)
+        continue;
+      StepInput input;
+      input.slot = slot;
+      if (stepIndex == job.startStep) {
+        pending[slot] = job.prompt;
+        input.reset = true;
+        input.sampling = job.sampling;
+      }
+      std::vector<int32_t> &rest = pending[slot];
+      if (!rest.empty()) {
+        size_t take = std::min<size_t>(16, rest.size());
+        input.tokens.assign(rest.begin(), rest.begin() + take);
+        rest.erase(rest.begin(), rest.begin() + take);
+      } else {
+        input.tokens = {tokens.back()};
+      }
+      inputs.push_back(std::move(input));
+    }
+    if (inputs.empty())
+      break;
+    out.decodeOnlySteps +=
+        std::all_of(inputs.begin(), inputs.end(),
+                    [](const StepInput &in) { return in.tokens.size() == 1; });
+    std::vector<int32_t> next = session.step(inputs);
+    EXPECT_EQ(next.size(), inputs.size());
+    for (size_t i = 0; i < inputs.size() && i < next.size(); ++i)
+      if (pending[inputs[i].slot].empty()) // the prompt's last chunk on
+        out.tokens[inputs[i].slot].push_back(next[i]);
+  }
+  return out;
+}
 
 TEST_F(SessionStepTest, SequencesJoiningAndLeavingGetTheirOwnTokens) {
   test::ToyConfig config = toyConfig();
@@ -34,59 +85,66 @@ TEST_F(SessionStepTest, SequencesJoiningAndLeavingGetTheirOwnTokens) {
   const uint32_t want = 12;
   // Slot 2 first, slot 0 from the second step, slot 1 (three prefill
   // chunks of 16) from the fourth, beside the others' decode tokens.
-  std::map<uint32_t, std::vector<int32_t>> prompts = {
-      {2, bytes("abc")},
-      {0, bytes("seven!!")},
-      {1, bytes("a prompt longer than one prefill chunk of 16!")}};
-  std::map<uint32_t, uint32_t> startStep = {{2, 0}, {0, 1}, {1, 3}};
-  std::map<uint32_t, Running> running;
-  uint32_t decodeOnlySteps = 0;
-  for (uint32_t stepIndex = 0; stepIndex < 200; ++stepIndex) {
-    std::vector<StepInput> inputs;
-    for (auto &[slot, prompt] : prompts) {
-      Running &r = running[slot];
-      if (stepIndex < startStep[slot] || r.tokens.size() >= want)
-        continue;
-      StepInput input;
-      input.slot = slot;
-      if (!r.started) {
-        r.pending = prompt;
-        input.reset = true;
-        r.started = true;
-      }
-      if (!r.pending.empty()) {
-        size_t take = std::min<size_t>(16, r.pending.size());
-        input.tokens.assign(r.pending.begin(), r.pending.begin() + take);
-        r.pending.erase(r.pending.begin(), r.pending.begin() + take);
-      } else {
-        input.tokens = {r.tokens.back()};
-      }
-      inputs.push_back(std::move(input));
-    }
-    if (inputs.empty())
-      break;
-    decodeOnlySteps +=
-        std::all_of(inputs.begin(), inputs.end(),
-                    [](const StepInput &in) { return in.tokens.size() == 1; });
-    std::vector<int32_t> next = session.step(inputs);
-    ASSERT_EQ(next.size(), inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      Running &r = running[inputs[i].slot];
-      if (r.pending.empty()) // the prompt's last chunk predicts a token
-        r.tokens.push_back(next[i]);
-    }
-  }
-  EXPECT_GT(decodeOnlySteps, 0u);
-  for (auto &[slot, prompt] : prompts) {
-    ASSERT_EQ(running[slot].tokens.size(), want) << "slot " << slot;
-    EXPECT_EQ(session.slotLength(slot), prompt.size() + want - 1);
+  std::map<uint32_t, Job> jobs = {
+      {2, {bytes("abc"), 0, {}}},
+      {0, {bytes("seven!!"), 1, {}}},
+      {1, {bytes("a prompt longer than one prefill chunk of 16!"), 3, {}}}};
+  Schedule schedule = runSchedule(session, jobs, want);
+  EXPECT_GT(schedule.decodeOnlySteps, 0u);
+  for (auto &[slot, job] : jobs) {
+    const std::vector<int32_t> &tokens = schedule.tokens[slot];
+    ASSERT_EQ(tokens.size(), want) << "slot " << slot;
+    EXPECT_EQ(session.slotLength(slot), job.prompt.size() + want - 1);
     Session alone(engine);
-    GenerateResult single = alone.generate(prompt, greedy(want));
-    EXPECT_EQ(running[slot].tokens, single.tokens[0]) << "slot " << slot;
-    expectGreedyMatchesReference(config, prompt, running[slot].tokens);
+    GenerateResult single = alone.generate(job.prompt, greedy(want));
+    EXPECT_EQ(tokens, single.tokens[0]) << "slot " << slot;
+    expectGreedyMatchesReference(config, job.prompt, tokens);
   }
   // Decode steps replayed graphs (the buckets of slots 0..2 and 0..1).
   EXPECT_GE(session.capturedGraphs(), 1u);
+}
+
+TEST_F(SessionStepTest, ASeededRequestDrawsItsOwnTokensInAnySlotBesideAny) {
+  // Draws are keyed by the seed and the token's index in its sequence, not
+  // by the slot or the session's step: a seeded request gives the tokens of
+  // its lone run (and of sequence 0 of generate) in slot 5 beside others
+  // that started earlier, with other seeds or the same one, and in slot 0
+  // started later than them.
+  test::ToyConfig config = toyConfig();
+  auto engine = Engine::load(writeToy(config));
+  const uint32_t want = 24;
+  const GenerateParams params = test::sampled(want, 77);
+  const std::vector<int32_t> prompt = bytes("a seeded prompt");
+  Session session(engine);
+  const std::vector<int32_t> generated =
+      session.generate(prompt, params).tokens[0];
+  ASSERT_EQ(generated.size(), want);
+  Schedule lone =
+      runSchedule(session, {{3, {prompt, 0, params.sampling}}}, want);
+  EXPECT_EQ(lone.tokens[3], generated);
+  // Not greedy's: the draws are random.
+  EXPECT_NE(generated, session.generate(prompt, greedy(want)).tokens[0]);
+
+  SamplingParams other = params.sampling;
+  other.seed = 5;
+  Schedule beside = runSchedule(session,
+                                {{0, {bytes("another prompt"), 0, other}},
+                                 {2, {bytes("same seed"), 1, params.sampling}},
+                                 {5, {prompt, 3, params.sampling}}},
+                                want);
+  EXPECT_EQ(beside.tokens[5], generated);
+  Schedule later = runSchedule(session,
+                               {{0, {prompt, 4, params.sampling}},
+                                {1, {bytes("first"), 0, other}},
+                                {7, {bytes("second one"), 2, other}}},
+                               want);
+  EXPECT_EQ(later.tokens[0], generated);
+  // Another seed draws other tokens.
+  EXPECT_NE(beside.tokens[0],
+            runSchedule(session,
+                        {{0, {bytes("another prompt"), 0, params.sampling}}},
+                        want)
+                .tokens[0]);
 }
 
 TEST_F(SessionStepTest, ASlotResetStartsOver) {

@@ -1,6 +1,12 @@
 //===- SamplingTest.cpp - The host-side sampler of CPU backends -----------===//
+//
+// The GPU kernel's rules and random numbers on the host (SamplingGpuTest
+// checks both pick the same tokens on a GPU).
+//
+//===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "src/SamplingDraw.h"
 
 #include <gtest/gtest.h>
 
@@ -31,7 +37,7 @@ TEST(HostSampling, TopKOneAndTinyTopPAreGreedy) {
     EXPECT_EQ(sampleToken(logits.data(), logits.size(), params, counter), 1);
 }
 
-TEST(HostSampling, SameSeedAndCounterSameToken) {
+TEST(HostSampling, SameSeedAndTokenIndexSameToken) {
   std::vector<float> logits(64);
   for (size_t i = 0; i < logits.size(); ++i)
     logits[i] = std::sin(float(i));
@@ -65,4 +71,39 @@ TEST(HostSampling, DrawsFollowTheSoftmax) {
   }
   EXPECT_NEAR(double(ones) / draws, 0.75, 0.03);
   EXPECT_EQ(twos, 0);
+}
+
+TEST(HostSampling, TheDrawIsTheSharedPhiloxDraw) {
+  // Equal logits weigh the same (2^40 each): the token is the draw scaled
+  // to the vocabulary, keyed by the seed and the token's index alone.
+  std::vector<float> logits(1000, 0.5f);
+  SamplingParams params;
+  params.temperature = 0.8f;
+  for (uint64_t seed : {0ull, 7ull, 1ull << 40})
+    for (uint64_t index : {0ull, 1ull, 513ull}) {
+      params.seed = seed;
+      uint64_t want = sits::runtime::scaleDraw(
+          sits::runtime::sampleBits(seed, index, 0), logits.size());
+      EXPECT_EQ(sampleToken(logits.data(), logits.size(), params, index),
+                int32_t(want))
+          << seed << " " << index;
+    }
+}
+
+TEST(HostSampling, TopPKeepsTiesAtItsThreshold) {
+  // 0.4 of the mass is token 0; tokens 1 and 2 tie at 0.3 each. top_p 0.5
+  // reaches past token 0 into the tie, and keeps both tied tokens (as the
+  // kernel's key threshold does), never token 3.
+  std::vector<float> logits = {std::log(0.4f), std::log(0.3f), std::log(0.3f),
+                               -20.0f};
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.topP = 0.5f;
+  std::vector<int> counts(4, 0);
+  for (uint64_t index = 0; index < 3000; ++index)
+    ++counts[sampleToken(logits.data(), logits.size(), params, index)];
+  EXPECT_NEAR(counts[0] / 3000.0, 0.4, 0.03);
+  EXPECT_NEAR(counts[1] / 3000.0, 0.3, 0.03);
+  EXPECT_NEAR(counts[2] / 3000.0, 0.3, 0.03);
+  EXPECT_EQ(counts[3], 0);
 }
