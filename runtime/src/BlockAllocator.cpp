@@ -2,6 +2,7 @@
 
 #include "src/BlockAllocator.h"
 
+#include <algorithm>
 #include <cstddef>
 
 namespace sits {
@@ -110,6 +111,23 @@ bool BlockAllocator::load(uint32_t seq, const std::vector<uint32_t> &ids) {
   held[seq] = uint32_t(ids.size());
   changed = true;
   return true;
+}
+
+uint32_t
+BlockAllocator::availableBlocks(const std::vector<uint32_t> &keep) const {
+  uint32_t available = freeBlocks();
+  for (uint32_t id = 0; id < prefix.size(); ++id)
+    if (prefix[id] >= 0 && refs[prefix[id]] == 1 &&
+        std::find(keep.begin(), keep.end(), id) == keep.end())
+      ++available;
+  return available;
+}
+
+std::string BlockAllocator::fullMessage(uint32_t seq, uint64_t rows) const {
+  return "KV cache full: the paged cache's pool of " +
+         std::to_string(totalBlocks()) + " blocks of " +
+         std::to_string(blockTokens) + " tokens has none free for slot " +
+         std::to_string(seq) + " (" + std::to_string(rows) + " tokens)";
 }
 
 bool BlockAllocator::takeChanged() {

@@ -5,7 +5,9 @@
 // pool block holding rows [i * B, (i + 1) * B) of sequence seq, -1 for
 // none), the free blocks, and a reference count per block. A block is held
 // by the sequence that wrote it and by the prefix ids (prefix caching)
-// that name it; it is free when nobody holds it.
+// that name it; it is free when nobody holds it. Shared by the GPU session
+// and the CPU reference server (which keeps the same accounting over its
+// own storage), so both run out of blocks alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #define SITS_RUNTIME_SRC_BLOCKALLOCATOR_H
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace sits {
@@ -47,6 +50,15 @@ public:
   /// Whether the table changed since the last call.
   bool takeChanged();
   uint32_t freeBlocks() const { return uint32_t(freeList.size()); }
+  /// Blocks a sequence can get now: the free ones and those only a prefix
+  /// id holds (reserve takes them back), less those the ids in `keep` name
+  /// (a sequence about to load them will hold them).
+  uint32_t availableBlocks(const std::vector<uint32_t> &keep = {}) const;
+  uint32_t totalBlocks() const { return uint32_t(refs.size()); }
+  uint32_t tokensPerBlock() const { return blockTokens; }
+  /// KVCacheFull's message: no block left for `rows` rows of `seq` (the
+  /// caller adds what to do about it).
+  std::string fullMessage(uint32_t seq, uint64_t rows) const;
   uint32_t blocksOf(uint32_t seq) const { return held[seq]; }
   int32_t prefixBlock(uint32_t id) const { return prefix[id]; }
   uint32_t references(int32_t block) const { return refs[block]; }

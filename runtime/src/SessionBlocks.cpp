@@ -48,14 +48,6 @@ uint64_t sideBytes(const Session::Impl &s) {
          s.poolBlockTokens * rowBytes(s);
 }
 
-void checkSlot(const Session::Impl &s, uint32_t slot) {
-  if (slot >= s.config.maxBatch)
-    throw Error(ErrorCode::InvalidArgument,
-                "slot " + std::to_string(slot) +
-                    " is outside the session's 0.." +
-                    std::to_string(s.config.maxBatch - 1));
-}
-
 void checkPoolIds(const Session::Impl &s, const std::vector<uint32_t> &ids) {
   if (s.poolBlockCount == 0)
     throw Error(ErrorCode::InvalidArgument,
@@ -156,7 +148,7 @@ void Session::saveBlocks(uint32_t slot, uint32_t firstBlock,
                          const std::vector<uint32_t> &poolIds) {
   Impl &s = *state;
   s.ensureSlots();
-  checkSlot(s, slot);
+  s.checkSlot(slot);
   checkPoolIds(s, poolIds);
   uint64_t end = (uint64_t(firstBlock) + poolIds.size()) * s.poolBlockTokens;
   if (!s.slotLive[slot] || end > s.slotLengths[slot])
@@ -180,7 +172,7 @@ void Session::loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
                          const SamplingParams &sampling) {
   Impl &s = *state;
   s.ensureSlots();
-  checkSlot(s, slot);
+  s.checkSlot(slot);
   checkPoolIds(s, poolIds);
   checkSamplingParams(sampling, s.tvcExactTop);
   const uint64_t tokens = uint64_t(poolIds.size()) * s.poolBlockTokens;

@@ -97,6 +97,8 @@ struct Session::Impl {
   void resetSequences(uint32_t batch, const SamplingParams &sampling);
   /// Step's slot bookkeeping, sized on first use.
   void ensureSlots();
+  /// Throws InvalidArgument for a slot outside 0..max_batch-1.
+  void checkSlot(uint32_t slot) const;
   /// Empties `slot` with `sampling` as its parameters (a reset).
   void startSequence(uint32_t slot, const SamplingParams &sampling);
 

@@ -11,6 +11,9 @@
 // programs and the captured decode graphs read: it is uploaded, when it
 // changed, before the launch that needs it.
 //
+// A server admits requests by the blocks left (kvBlocks) and gives a
+// finished request's blocks back at once (releaseSlot).
+//
 // Prefix caching shares blocks instead of copying them: a prefix id names
 // a pool block, and a slot that loads a cached prefix points its first
 // table entries at those blocks. Only full prompt blocks are shared, and
@@ -39,15 +42,10 @@ void Session::Impl::releaseSlot(uint32_t slot) {
 }
 
 void Session::Impl::poolFull(uint32_t slot, uint64_t rows) const {
-  const format::KVCacheConfig &kv = config.kvCache;
   throw Error(ErrorCode::KVCacheFull,
-              "KV cache full: the paged cache's pool of " +
-                  std::to_string(kv.blocks) + " blocks of " +
-                  std::to_string(kv.blockTokens) +
-                  " tokens has none free for slot " + std::to_string(slot) +
-                  " (" + std::to_string(rows) +
-                  " tokens); finish or restart a sequence, or compile with "
-                  "a larger --kv-pool-blocks");
+              pages->fullMessage(slot, rows) +
+                  "; finish or restart a sequence, or compile with a larger "
+                  "--kv-pool-blocks");
 }
 
 void Session::Impl::reserveRows(uint32_t slot, uint64_t rows) {
@@ -88,6 +86,33 @@ void Session::Impl::loadPrefix(uint32_t slot,
     throw Error(ErrorCode::InvalidArgument,
                 "a prefix block names no KV block (never saved, or taken "
                 "back for a sequence when the pool ran out)");
+}
+
+Session::KVBlocks Session::kvBlocks(const std::vector<uint32_t> &keep) const {
+  const Impl &s = *state;
+  KVBlocks counts;
+  if (!s.pages)
+    return counts;
+  counts.blockTokens = s.pages->tokensPerBlock();
+  counts.blocks = s.pages->totalBlocks();
+  counts.available = s.pages->availableBlocks(keep);
+  return counts;
+}
+
+void Session::releaseSlot(uint32_t slot) {
+  Impl &s = *state;
+  s.checkSlot(slot);
+  s.ensureSlots();
+  // Length 0 with an empty table row: the state of a slot never used,
+  // which the kernels of a step that does not feed it leave alone.
+  const int32_t zero = 0;
+  checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
+  checkCuda(cudaMemcpyAsync(s.pastLengths + slot, &zero, 4,
+                            cudaMemcpyHostToDevice, s.stream),
+            "resetting a slot's length");
+  s.slotLengths[slot] = 0;
+  s.slotLive[slot] = false;
+  s.releaseSlot(slot);
 }
 
 } // namespace sits

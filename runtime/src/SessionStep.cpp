@@ -31,10 +31,7 @@ uint32_t checkStep(const Session::Impl &s,
   uint32_t highest = 0;
   for (const StepInput &input : inputs) {
     const std::string slot = "slot " + std::to_string(input.slot);
-    if (input.slot >= config.maxBatch)
-      throw Error(ErrorCode::InvalidArgument,
-                  slot + " is outside the session's 0.." +
-                      std::to_string(config.maxBatch - 1));
+    s.checkSlot(input.slot);
     if (seen[input.slot])
       throw Error(ErrorCode::InvalidArgument, slot + " is given twice");
     seen[input.slot] = true;
@@ -153,13 +150,17 @@ std::vector<int32_t> Session::step(const std::vector<StepInput> &inputs) {
   return next;
 }
 
-uint32_t Session::slotLength(uint32_t slot) const {
-  const Impl &s = *state;
-  if (slot >= s.config.maxBatch)
+void Session::Impl::checkSlot(uint32_t slot) const {
+  if (slot >= config.maxBatch)
     throw Error(ErrorCode::InvalidArgument,
                 "slot " + std::to_string(slot) +
                     " is outside the session's 0.." +
-                    std::to_string(s.config.maxBatch - 1));
+                    std::to_string(config.maxBatch - 1));
+}
+
+uint32_t Session::slotLength(uint32_t slot) const {
+  const Impl &s = *state;
+  s.checkSlot(slot);
   return slot < s.slotLengths.size() ? s.slotLengths[slot] : 0;
 }
 

@@ -272,6 +272,20 @@ public:
   void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
                   const SamplingParams &sampling);
 
+  /// A paged KV cache's pool (all 0 for a contiguous cache): tokens per
+  /// block, blocks in the pool, and blocks a sequence can take now, which
+  /// are the free ones and those only a prefix-cache pool id holds (taken
+  /// back when the pool runs out), less those the pool ids in `keep` name
+  /// (about to be loaded). A server admits requests by these.
+  struct KVBlocks {
+    uint32_t blockTokens = 0, blocks = 0, available = 0;
+  };
+  KVBlocks kvBlocks(const std::vector<uint32_t> &keep = {}) const;
+  /// Ends the sequence in `slot`: a paged cache's blocks go back to the
+  /// pool (those a pool id names stay with it). The slot holds no sequence
+  /// until a step resets it.
+  void releaseSlot(uint32_t slot);
+
   /// Teacher-forced logits, for checking an engine against a reference:
   /// prefills the first `prefillTokens` tokens of every sequence, then feeds
   /// each following token with one decode step (replaying the CUDA graph

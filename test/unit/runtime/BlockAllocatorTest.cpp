@@ -125,6 +125,36 @@ TEST(BlockAllocator, BlocksOnlyAPrefixHoldsAreTakenBackWhenThePoolRunsOut) {
   EXPECT_FALSE(a.load(3, {1}));
 }
 
+TEST(BlockAllocator, AvailableBlocksCountThoseAPrefixAloneHolds) {
+  BlockAllocator a(kSeqs, kMaxBlocks, 6, kB);
+  a.setPrefixIds(3);
+  EXPECT_EQ(a.totalBlocks(), 6u);
+  EXPECT_EQ(a.tokensPerBlock(), kB);
+  ASSERT_TRUE(a.reserve(0, 48)); // blocks 0, 1, 2
+  a.share(0, 0, {2, 0});         // ids 2 and 0 name blocks 0 and 1
+  // Held by the sequence too: not available.
+  EXPECT_EQ(a.availableBlocks(), 3u);
+  a.release(0);
+  // Now blocks 0 and 1 are the ids' alone: reserve would take them back.
+  EXPECT_EQ(a.freeBlocks(), 4u);
+  EXPECT_EQ(a.availableBlocks(), 6u);
+  // Unless a sequence is about to load one of them (ids outside the pool
+  // name nothing).
+  EXPECT_EQ(a.availableBlocks({2}), 5u);
+  EXPECT_EQ(a.availableBlocks({2, 0, 7}), 4u);
+  ASSERT_TRUE(a.load(1, {2}));
+  EXPECT_EQ(a.availableBlocks(), 5u);
+  // That many can indeed be reserved, and no more.
+  ASSERT_TRUE(a.reserve(3, 4 * kB));
+  ASSERT_TRUE(a.reserve(2, kB));
+  EXPECT_EQ(a.availableBlocks(), 0u);
+  EXPECT_FALSE(a.reserve(2, kB + 1));
+  EXPECT_NE(a.fullMessage(2, 17).find("pool of 6 blocks of 16 tokens has "
+                                      "none free for slot 2 (17 tokens)"),
+            std::string::npos)
+      << a.fullMessage(2, 17);
+}
+
 TEST(BlockAllocator, RandomWorkKeepsTheCounts) {
   const uint32_t blocks = 12;
   BlockAllocator a(kSeqs, kMaxBlocks, blocks, kB);
@@ -177,6 +207,11 @@ TEST(BlockAllocator, RandomWorkKeepsTheCounts) {
       held += holders[b] > 0;
     }
     ASSERT_EQ(held + a.freeBlocks(), blocks) << "step " << step;
+    // Available: free, or held by one prefix id and nothing else.
+    uint32_t prefixOnly = 0;
+    for (uint32_t id = 0; id < 6; ++id)
+      prefixOnly += a.prefixBlock(id) >= 0 && holders[a.prefixBlock(id)] == 1;
+    ASSERT_EQ(a.availableBlocks(), a.freeBlocks() + prefixOnly);
   }
 }
 
