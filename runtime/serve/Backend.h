@@ -21,6 +21,11 @@
 // instead: saving makes a pool id name the slot's block, loading points
 // the slot at the named blocks; nothing is copied.
 //
+// Such a cache is also a bounded pool (kvPoolBlocks() > 0) that slots take
+// blocks from as they grow: the scheduler then admits a request only when
+// the blocks it needs are left (kvAvailableBlocks), and gives a finished
+// request's blocks back at once (release).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SITS_RUNTIME_SERVE_BACKEND_H
@@ -57,6 +62,23 @@ public:
   /// token, or -1 where `sample` is false. Throws sits::Error on failure
   /// (the slots fed in a failed step must be restarted at position 0).
   virtual std::vector<int32_t> step(const std::vector<SlotStep> &steps) = 0;
+
+  /// The sequence in `slot` ended: a backend whose cache is a pool of
+  /// blocks takes the slot's back (those a pool id names stay). The slot's
+  /// next step starts at position 0. Throws sits::Error on failure.
+  virtual void release(uint32_t slot) { (void)slot; }
+  /// Blocks of sharedBlockTokens() tokens in the KV cache's pool, which
+  /// every slot's sequence takes its blocks from; 0 when each slot holds
+  /// its whole context (nothing to admit by).
+  virtual uint32_t kvPoolBlocks() const { return 0; }
+  /// Blocks of that pool a growing sequence can take now: the free ones and
+  /// those only a prefix pool id holds (taken back when the pool runs out),
+  /// less those the pool ids in `keep` name (a request about to load them).
+  virtual uint32_t
+  kvAvailableBlocks(const std::vector<uint32_t> &keep = {}) const {
+    (void)keep;
+    return 0;
+  }
 
   /// Allocates the block pool: `blocks` blocks of `blockTokens` tokens
   /// (both >= 1). Throws sits::Error, naming the cause, when the backend

@@ -112,10 +112,21 @@ void Metrics::prefixLookup(uint32_t prompt, uint32_t hits) {
   prefixHitTokens += hits;
 }
 
-void Metrics::setKvBlocks(uint32_t used, uint32_t free) {
+void Metrics::setPrefixBlocks(uint32_t used, uint32_t free) {
   std::lock_guard<std::mutex> lock(mutex);
-  blocksUsed = used;
-  blocksFree = free;
+  prefixBlocksUsed = used;
+  prefixBlocksFree = free;
+}
+
+void Metrics::setKvPool(uint32_t blocks, uint32_t available) {
+  std::lock_guard<std::mutex> lock(mutex);
+  kvBlocks = blocks;
+  kvAvailable = available;
+}
+
+void Metrics::requestPreempted() {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++preempted;
 }
 
 std::string Metrics::render() const {
@@ -142,6 +153,10 @@ std::string Metrics::render() const {
        {"queue_full", "too_long", "invalid", "shutting_down"})
     line(std::string("sits_requests_rejected_total{reason=\"") + reason + "\"}",
          rejected.count(reason) ? rejected.at(reason) : 0);
+  header("sits_requests_preempted_total", "counter",
+         "Running requests stepped aside for lack of KV cache blocks (they "
+         "run again later).");
+  line("sits_requests_preempted_total", preempted);
   header("sits_http_responses_total", "counter",
          "HTTP responses sent, by status code.");
   for (const auto &[status, count] : responses)
@@ -180,11 +195,20 @@ std::string Metrics::render() const {
                     ? double(prefixHitTokens) / double(prefixPromptTokens)
                     : 0.0) +
          "\n";
-  header("sits_kv_blocks_used", "gauge",
+  header("sits_prefix_cache_blocks_used", "gauge",
          "Prefix-cache pool blocks holding a prompt block's KV.");
-  line("sits_kv_blocks_used", blocksUsed);
-  header("sits_kv_blocks_free", "gauge", "Prefix-cache pool blocks free.");
-  line("sits_kv_blocks_free", blocksFree);
+  line("sits_prefix_cache_blocks_used", prefixBlocksUsed);
+  header("sits_prefix_cache_blocks_free", "gauge",
+         "Prefix-cache pool blocks free.");
+  line("sits_prefix_cache_blocks_free", prefixBlocksFree);
+  header("sits_kv_blocks_used", "gauge",
+         "Blocks of a paged KV cache's pool that sequences hold (0 with a "
+         "contiguous cache).");
+  line("sits_kv_blocks_used", kvBlocks - kvAvailable);
+  header("sits_kv_blocks_free", "gauge",
+         "Blocks of a paged KV cache's pool a sequence can take: free, or "
+         "held only by the prefix cache.");
+  line("sits_kv_blocks_free", kvAvailable);
   header("sits_time_to_first_token_seconds", "histogram",
          "From a request's arrival to its first token.");
   timeToFirstToken.render("sits_time_to_first_token_seconds", out);

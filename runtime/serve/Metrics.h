@@ -63,7 +63,13 @@ public:
   /// `hitTokens` came from the cache.
   void prefixLookup(uint32_t promptTokens, uint32_t hitTokens);
   /// The prefix cache's pool blocks holding tokens and free.
-  void setKvBlocks(uint32_t used, uint32_t free);
+  void setPrefixBlocks(uint32_t used, uint32_t free);
+  /// A paged KV cache's pool: blocks in it and blocks a sequence can take
+  /// (free, or held only by the prefix cache).
+  void setKvPool(uint32_t blocks, uint32_t available);
+  /// A running request stepped aside for lack of KV blocks (it runs again
+  /// later, recomputing its tokens).
+  void requestPreempted();
 
   /// Everything, in the Prometheus text format.
   std::string render() const;
@@ -73,12 +79,13 @@ private:
   std::map<std::string, uint64_t> finished, rejected;
   std::map<int, uint64_t> responses;
   uint64_t accepted = 0, promptTokens = 0, generatedTokens = 0, steps = 0;
-  uint64_t prefillTokens = 0;
+  uint64_t prefillTokens = 0, preempted = 0;
   uint32_t waiting = 0, running = 0;
   uint32_t batchLimit = 0;
   double slaWindowP99 = 0;
   uint64_t prefixPromptTokens = 0, prefixHitTokens = 0;
-  uint32_t blocksUsed = 0, blocksFree = 0;
+  uint32_t prefixBlocksUsed = 0, prefixBlocksFree = 0;
+  uint32_t kvBlocks = 0, kvAvailable = 0;
   Histogram timeToFirstToken, interTokenLatency, stepSeconds, batchSize,
       requestSeconds;
 };

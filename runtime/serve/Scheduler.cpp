@@ -47,16 +47,22 @@ static const char *reasonLabel(FinishReason reason, bool failed) {
   return "error";
 }
 
-/// A request in a slot (scheduler thread only).
+/// A request in a slot, or taken back from one (scheduler thread only).
 struct Scheduler::Running {
   Pending pending;
   uint32_t slot = 0;
-  /// Prompt tokens fed so far; the prompt is done when it equals its size.
+  /// The prompt, then every token generated so far.
+  std::vector<int32_t> sequence;
+  /// Tokens of `sequence` to prefill before the next token is sampled: the
+  /// prompt's, or all of them after a preemption.
+  uint32_t toPrefill = 0;
+  /// Tokens of `sequence` fed so far; prefill is done at toPrefill.
   uint32_t prefilled = 0;
   /// Tokens in the slot's cache.
   uint32_t position = 0;
-  int32_t lastToken = 0;
   uint32_t generated = 0;
+  /// KV blocks promised at admission: toPrefill's and one to grow into.
+  uint32_t reserve = 0;
   std::optional<TextStream> text;
   Clock::time_point lastTokenTime;
   /// Prefix cache blocks the request holds until its prompt is saved.
@@ -69,7 +75,13 @@ Scheduler::Scheduler(Backend &backend,
                      SchedulerOptions options, Metrics *metrics)
     : backend(backend), tokenizer(std::move(tokenizer)), options(options),
       metrics(metrics), slotCount(backend.slots()),
-      maxLength(backend.maxSequenceLength()), admitLimit(slotCount),
+      kvPoolBlocks(backend.sharedBlockTokens() ? backend.kvPoolBlocks() : 0),
+      kvBlockTokens(kvPoolBlocks ? backend.sharedBlockTokens() : 0),
+      maxLength(kvPoolBlocks ? uint32_t(std::min<uint64_t>(
+                                   backend.maxSequenceLength(),
+                                   uint64_t(kvPoolBlocks) * kvBlockTokens))
+                             : backend.maxSequenceLength()),
+      admitLimit(slotCount),
       controller(
           [&] {
             BatchControlOptions control;
@@ -99,6 +111,17 @@ Scheduler::Scheduler(Backend &backend,
   publishBlocks();
 }
 
+uint32_t Scheduler::blocksFor(uint64_t tokens) const {
+  return uint32_t((tokens + kvBlockTokens - 1) / kvBlockTokens);
+}
+
+uint32_t Scheduler::blocksAhead(const Running &request) const {
+  const uint32_t held = blocksFor(request.position);
+  const uint32_t wanted =
+      std::max(request.reserve, blocksFor(uint64_t(request.position) + 1));
+  return wanted > held ? wanted - held : 0;
+}
+
 Scheduler::~Scheduler() { stop(); }
 
 void Scheduler::start() {
@@ -119,6 +142,8 @@ void Scheduler::stop() {
   for (std::unique_ptr<Running> &slot : slotsInUse)
     if (slot)
       finish(*slot, FinishReason::Cancelled);
+  while (!requeued.empty())
+    finish(*requeued.front(), FinishReason::Cancelled);
   std::deque<Pending> left;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -158,7 +183,12 @@ Submission Scheduler::submit(Request request, EventCallback callback) {
         Rejection::TooLong,
         "the prompt (" + std::to_string(request.prompt.size()) +
             " tokens) and max_tokens (" + std::to_string(request.maxTokens) +
-            ") exceed the context of " + std::to_string(maxLength) + " tokens");
+            ") exceed the context of " + std::to_string(maxLength) + " tokens" +
+            (maxLength < backend.maxSequenceLength()
+                 ? " (all the KV cache pool's " + std::to_string(kvPoolBlocks) +
+                       " blocks of " + std::to_string(kvBlockTokens) +
+                       " tokens)"
+                 : std::string()));
   uint32_t promptTokens = request.prompt.size();
   std::unique_lock<std::mutex> lock(mutex);
   if (stopping) {
@@ -168,8 +198,8 @@ Submission Scheduler::submit(Request request, EventCallback callback) {
   // Requests that can start at once (room under the limit) do not count
   // against the queue.
   uint64_t room = admitLimit > running ? admitLimit - running : 0;
-  if (waiting.size() >= room + options.maxQueue) {
-    size_t queued = waiting.size();
+  if (waiting.size() + requeuedCount >= room + options.maxQueue) {
+    size_t queued = waiting.size() + requeuedCount;
     uint32_t limit = admitLimit;
     result.retryAfterSeconds = retryAfterLocked(Clock::now());
     lock.unlock();
@@ -185,7 +215,7 @@ Submission Scheduler::submit(Request request, EventCallback callback) {
   // Gauges are set under the lock, so that the last value set is current.
   if (metrics) {
     metrics->requestAccepted(promptTokens);
-    metrics->setQueue(waiting.size(), running);
+    metrics->setQueue(waiting.size() + requeuedCount, running);
   }
   lock.unlock();
   wake.notify_all();
@@ -202,7 +232,7 @@ void Scheduler::cancel(uint64_t id) {
 
 uint32_t Scheduler::waitingRequests() const {
   std::lock_guard<std::mutex> lock(mutex);
-  return waiting.size();
+  return waiting.size() + requeuedCount;
 }
 
 uint32_t Scheduler::runningRequests() const {
@@ -235,7 +265,8 @@ uint32_t Scheduler::retryAfterLocked(Clock::time_point now) const {
   double span = std::chrono::duration<double>(now - oldest).count();
   if (ends >= 2 && span > 0) {
     double rate = ends / span;
-    seconds = std::max(seconds, std::ceil((waiting.size() + 1) / rate));
+    seconds = std::max(seconds,
+                       std::ceil((waiting.size() + requeuedCount + 1) / rate));
   }
   return static_cast<uint32_t>(std::min(seconds, kMaxRetryAfter));
 }
@@ -244,7 +275,7 @@ void Scheduler::publishQueue() {
   if (!metrics)
     return;
   std::lock_guard<std::mutex> lock(mutex);
-  metrics->setQueue(waiting.size(), running);
+  metrics->setQueue(waiting.size() + requeuedCount, running);
 }
 
 void Scheduler::loop() {
@@ -253,8 +284,10 @@ void Scheduler::loop() {
       std::unique_lock<std::mutex> lock(mutex);
       bool busy = std::any_of(slotsInUse.begin(), slotsInUse.end(),
                               [](const auto &slot) { return slot != nullptr; });
+      // `requeued` is this thread's own.
       wake.wait(lock, [&] {
-        return stopping || busy || !waiting.empty() || !cancels.empty();
+        return stopping || busy || !waiting.empty() || !cancels.empty() ||
+               !requeued.empty();
       });
       if (stopping)
         return;
@@ -278,21 +311,6 @@ void Scheduler::admit() {
       cancelledWaiting.push_back(std::move(*it));
       it = waiting.erase(it);
     }
-    for (uint32_t slot = 0; slot < slotCount && !waiting.empty(); ++slot) {
-      if (slotsInUse[slot])
-        continue;
-      if (running >= admitLimit) {
-        // A free slot, but the latency target holds the batch back.
-        controller.recordLimited();
-        break;
-      }
-      auto admitted = std::make_unique<Running>();
-      admitted->pending = std::move(waiting.front());
-      waiting.pop_front();
-      admitted->slot = slot;
-      slotsInUse[slot] = std::move(admitted);
-      ++running;
-    }
   }
   for (Pending &pending : cancelledWaiting) {
     RequestEvent event;
@@ -305,35 +323,121 @@ void Scheduler::admit() {
                                                 Clock::now() - pending.arrival)
                                                 .count());
   }
-  // Text streams are made here, outside the lock (they copy stop strings),
-  // and the new requests' prefixes loaded.
-  for (std::unique_ptr<Running> &slot : slotsInUse)
-    if (slot && !slot->text) {
-      slot->text.emplace(tokenizer->tokenizer(), slot->pending.request.stop,
-                         slot->pending.request.skipSpecialTokens);
-      loadPrefix(*slot);
+  // Oldest first into the free slots; a request the KV pool has no room
+  // for yet stops admission, so that it is not overtaken forever.
+  for (uint32_t slot = 0; slot < slotCount; ++slot) {
+    if (slotsInUse[slot])
+      continue;
+    std::unique_ptr<Running> next = takeNext();
+    if (!next)
+      break;
+    if (!place(*next, slot)) {
+      requeue(std::move(next));
+      break;
     }
+    slotsInUse[slot] = std::move(next);
+  }
+}
+
+std::unique_ptr<Scheduler::Running> Scheduler::takeNext() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (requeued.empty() && waiting.empty())
+    return nullptr;
+  if (running >= admitLimit) {
+    // A free slot, but the latency target holds the batch back.
+    controller.recordLimited();
+    return nullptr;
+  }
+  std::unique_ptr<Running> next;
+  if (!requeued.empty()) {
+    next = std::move(requeued.front());
+    requeued.pop_front();
+    --requeuedCount;
+  } else {
+    next = std::make_unique<Running>();
+    next->pending = std::move(waiting.front());
+    waiting.pop_front();
+    next->sequence = next->pending.request.prompt;
+    next->toPrefill = uint32_t(next->sequence.size());
+  }
+  ++running;
+  return next;
+}
+
+void Scheduler::requeue(std::unique_ptr<Running> request) {
+  std::lock_guard<std::mutex> lock(mutex);
+  // In arrival order: the oldest runs first again.
+  auto at = std::find_if(requeued.begin(), requeued.end(), [&](const auto &r) {
+    return r->pending.id > request->pending.id;
+  });
+  requeued.insert(at, std::move(request));
+  ++requeuedCount;
+  --running;
+  if (metrics)
+    metrics->setQueue(waiting.size() + requeuedCount, running);
+}
+
+bool Scheduler::place(Running &request, uint32_t slot) {
+  request.slot = slot;
+  // The last token to prefill is always prefilled: its logits give the
+  // next token.
+  PrefixCache::Path cached;
+  if (prefixes)
+    cached = prefixes->match(request.sequence,
+                             (request.toPrefill - 1) / prefixes->blockTokens());
+  if (kvPoolBlocks) {
+    // Its blocks and one to grow into, no more than it can ever hold (the
+    // last token generated is never fed).
+    const Request &params = request.pending.request;
+    request.reserve = std::min(
+        blocksFor(request.toPrefill) + 1,
+        blocksFor(uint64_t(params.prompt.size()) + params.maxTokens - 1));
+    // Blocks loaded from the prefix cache are shared, not taken: they do
+    // not count, nor, being about to be held, as blocks to take back.
+    const bool shared = prefixes && prefixes->blockTokens() == kvBlockTokens;
+    const uint32_t needed =
+        request.reserve - (shared ? uint32_t(cached.size()) : 0);
+    uint64_t promised = 0;
+    bool anyRunning = false;
+    for (const std::unique_ptr<Running> &other : slotsInUse)
+      if (other) {
+        promised += blocksAhead(*other);
+        anyRunning = true;
+      }
+    const uint64_t available = backend.kvAvailableBlocks(
+        shared ? prefixes->poolIds(cached) : std::vector<uint32_t>());
+    // Alone it always fits a pool that holds the context; should it not,
+    // the step says why rather than the request waiting forever.
+    if (anyRunning && needed + promised > available) {
+      if (prefixes)
+        prefixes->release(cached);
+      return false;
+    }
+  }
+  if (!request.text)
+    request.text.emplace(tokenizer->tokenizer(), request.pending.request.stop,
+                         request.pending.request.skipSpecialTokens);
+  loadPrefix(request, std::move(cached));
+  return true;
 }
 
 void Scheduler::publishBlocks() {
   if (metrics && prefixes)
-    metrics->setKvBlocks(prefixes->usedBlocks(), prefixes->freeBlocks());
+    metrics->setPrefixBlocks(prefixes->usedBlocks(), prefixes->freeBlocks());
+  if (metrics && kvPoolBlocks)
+    metrics->setKvPool(kvPoolBlocks, backend.kvAvailableBlocks());
 }
 
-void Scheduler::loadPrefix(Running &request) {
+void Scheduler::loadPrefix(Running &request, PrefixCache::Path cached) {
+  request.cached = std::move(cached);
   if (!prefixes)
     return;
-  const std::vector<int32_t> &prompt = request.pending.request.prompt;
-  const uint32_t block = prefixes->blockTokens();
-  // The last prompt token is always prefilled: its logits give the first
-  // token.
-  request.cached = prefixes->match(prompt, (prompt.size() - 1) / block);
   uint32_t hits = 0;
   if (!request.cached.empty()) {
     try {
       backend.loadBlocks(request.slot, prefixes->poolIds(request.cached),
                          request.pending.request.sampling);
-      hits = uint32_t(request.cached.size()) * block;
+      hits = uint32_t(request.cached.size()) * prefixes->blockTokens();
     } catch (const std::exception &) {
       // The slot starts over at position 0: a full prefill, same tokens.
       prefixes->release(request.cached);
@@ -341,16 +445,16 @@ void Scheduler::loadPrefix(Running &request) {
   }
   request.prefilled = request.position = hits;
   if (metrics)
-    metrics->prefixLookup(prompt.size(), hits);
+    metrics->prefixLookup(request.toPrefill, hits);
 }
 
 void Scheduler::savePrefix(Running &request) {
   if (!prefixes || request.prefixSaved)
     return;
   request.prefixSaved = true;
-  const std::vector<int32_t> &prompt = request.pending.request.prompt;
-  std::vector<PrefixCache::NewBlock> added = prefixes->extend(
-      request.cached, prompt, prompt.size() / prefixes->blockTokens());
+  std::vector<PrefixCache::NewBlock> added =
+      prefixes->extend(request.cached, request.sequence,
+                       request.toPrefill / prefixes->blockTokens());
   if (!added.empty()) {
     std::vector<uint32_t> pool;
     for (const PrefixCache::NewBlock &block : added)
@@ -367,16 +471,31 @@ void Scheduler::savePrefix(Running &request) {
   publishBlocks();
 }
 
+void Scheduler::releaseSlot(uint32_t slot) {
+  try {
+    backend.release(slot);
+  } catch (const std::exception &) {
+    // The slot starts over at position 0 anyway; only its blocks may stay
+    // taken, which the admission's lone-request rule cannot wait on.
+  }
+}
+
 void Scheduler::applyCancels() {
   std::vector<uint64_t> ids;
   {
     std::lock_guard<std::mutex> lock(mutex);
     ids.swap(cancels);
   }
-  for (uint64_t id : ids)
+  for (uint64_t id : ids) {
     for (std::unique_ptr<Running> &slot : slotsInUse)
       if (slot && slot->pending.id == id)
         finish(*slot, FinishReason::Cancelled);
+    for (std::unique_ptr<Running> &request : requeued)
+      if (request->pending.id == id) {
+        finish(*request, FinishReason::Cancelled);
+        break; // `requeued` changed
+      }
+  }
 }
 
 void Scheduler::finish(Running &request, FinishReason reason, std::string text,
@@ -394,8 +513,13 @@ void Scheduler::finish(Running &request, FinishReason reason, std::string text,
 }
 
 void Scheduler::end(Running &request, const RequestEvent &last) {
-  if (prefixes && !request.cached.empty()) {
+  if (prefixes && !request.cached.empty())
     prefixes->release(request.cached);
+  // A request in a slot gives its blocks back (counted before its last
+  // event, as the rest); a requeued one holds none.
+  const bool inSlot = slotsInUse[request.slot].get() == &request;
+  if (inSlot) {
+    releaseSlot(request.slot);
     publishBlocks();
   }
   // Counts first: whoever reads the metrics after the last event sees the
@@ -407,15 +531,41 @@ void Scheduler::end(Running &request, const RequestEvent &last) {
             .count());
   {
     std::lock_guard<std::mutex> lock(mutex);
-    --running;
+    if (inSlot)
+      --running;
+    else
+      --requeuedCount;
     recentEnds.push_back(Clock::now());
     if (recentEnds.size() > kRecentEnds)
       recentEnds.pop_front();
     if (metrics)
-      metrics->setQueue(waiting.size(), running);
+      metrics->setQueue(waiting.size() + requeuedCount, running);
   }
   request.pending.callback(last);
-  slotsInUse[request.slot].reset(); // `request` is gone from here on
+  // `request` is gone from here on.
+  if (inSlot)
+    slotsInUse[request.slot].reset();
+  else
+    requeued.erase(std::find_if(requeued.begin(), requeued.end(),
+                                [&](const std::unique_ptr<Running> &r) {
+                                  return r.get() == &request;
+                                }));
+}
+
+void Scheduler::preempt(Running &request) {
+  if (prefixes && !request.cached.empty()) {
+    prefixes->release(request.cached);
+    publishBlocks();
+  }
+  request.prefixSaved = false;
+  releaseSlot(request.slot);
+  // Everything it holds is prefilled again, its last token too: the token
+  // sampled after it is the one the next decode step would have given.
+  request.toPrefill = uint32_t(request.sequence.size());
+  request.prefilled = request.position = 0;
+  if (metrics)
+    metrics->requestPreempted();
+  requeue(std::move(slotsInUse[request.slot]));
 }
 
 /// Delivers a sampled token; false when the request ended with it.
@@ -433,7 +583,7 @@ bool Scheduler::deliver(Running &request, int32_t token) {
     controller.recordTokenLatency(
         std::chrono::duration<double>(now - request.lastTokenTime).count());
   request.lastTokenTime = now;
-  request.lastToken = token;
+  request.sequence.push_back(token);
   ++request.generated;
   const Request &params = request.pending.request;
 
@@ -480,6 +630,63 @@ bool Scheduler::deliver(Running &request, int32_t token) {
   return true;
 }
 
+std::vector<SlotStep> Scheduler::planStep(uint32_t &prefillTokens) {
+  // Prompt chunks, oldest request first, within the step's budget: a step
+  // that prefills many long prompts at once would stall every decoding
+  // stream for its whole length. Requests past the budget wait a step.
+  std::vector<uint32_t> chunks(slotCount, 0);
+  std::vector<Running *> prefilling;
+  for (std::unique_ptr<Running> &slot : slotsInUse)
+    if (slot && slot->prefilled < slot->toPrefill)
+      prefilling.push_back(slot.get());
+  std::sort(prefilling.begin(), prefilling.end(),
+            [](const Running *a, const Running *b) {
+              return a->pending.id < b->pending.id;
+            });
+  uint32_t budget = options.maxStepPrefillTokens == 0
+                        ? std::numeric_limits<uint32_t>::max()
+                        : options.maxStepPrefillTokens;
+  for (Running *request : prefilling) {
+    uint32_t chunk =
+        std::min<uint32_t>({options.maxPrefillChunk, budget,
+                            request->toPrefill - request->prefilled});
+    chunks[request->slot] = chunk;
+    budget -= chunk;
+  }
+  std::vector<SlotStep> steps;
+  prefillTokens = 0;
+  for (std::unique_ptr<Running> &slot : slotsInUse) {
+    if (!slot)
+      continue;
+    Running &request = *slot;
+    SlotStep step;
+    step.slot = request.slot;
+    step.position = request.position;
+    step.sampling = request.pending.request.sampling;
+    if (request.prefilled < request.toPrefill) {
+      uint32_t chunk = chunks[request.slot];
+      if (chunk == 0)
+        continue; // over this step's prefill budget
+      auto from = request.sequence.begin() + request.prefilled;
+      step.tokens.assign(from, from + chunk);
+      step.sample = request.prefilled + chunk == request.toPrefill;
+      prefillTokens += chunk;
+    } else {
+      step.tokens = {request.sequence.back()};
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+bool Scheduler::stepFits(const std::vector<SlotStep> &steps) const {
+  uint64_t needed = 0;
+  for (const SlotStep &step : steps)
+    needed += blocksFor(uint64_t(step.position) + step.tokens.size()) -
+              blocksFor(step.position);
+  return needed <= backend.kvAvailableBlocks();
+}
+
 bool Scheduler::runOnce() {
   uint32_t limit = controller.update(Clock::now());
   {
@@ -490,54 +697,25 @@ bool Scheduler::runOnce() {
     metrics->setBatchControl(limit, controller.windowP99());
   admit();
   applyCancels();
-  // Prompt chunks, oldest request first, within the step's budget: a step
-  // that prefills many long prompts at once would stall every decoding
-  // stream for its whole length. Requests past the budget wait a step.
-  std::vector<uint32_t> chunks(slotCount, 0);
-  {
-    std::vector<Running *> prefilling;
-    for (std::unique_ptr<Running> &slot : slotsInUse)
-      if (slot && slot->prefilled < slot->pending.request.prompt.size())
-        prefilling.push_back(slot.get());
-    std::sort(prefilling.begin(), prefilling.end(),
-              [](const Running *a, const Running *b) {
-                return a->pending.id < b->pending.id;
-              });
-    uint32_t budget = options.maxStepPrefillTokens == 0
-                          ? std::numeric_limits<uint32_t>::max()
-                          : options.maxStepPrefillTokens;
-    for (Running *request : prefilling) {
-      uint32_t chunk = std::min<uint32_t>(
-          {options.maxPrefillChunk, budget,
-           static_cast<uint32_t>(request->pending.request.prompt.size() -
-                                 request->prefilled)});
-      chunks[request->slot] = chunk;
-      budget -= chunk;
-    }
-  }
-  std::vector<SlotStep> steps;
   uint32_t prefillTokens = 0;
-  for (std::unique_ptr<Running> &slot : slotsInUse) {
-    if (!slot)
-      continue;
-    Running &request = *slot;
-    const std::vector<int32_t> &prompt = request.pending.request.prompt;
-    SlotStep step;
-    step.slot = request.slot;
-    step.position = request.position;
-    step.sampling = request.pending.request.sampling;
-    if (request.prefilled < prompt.size()) {
-      uint32_t chunk = chunks[request.slot];
-      if (chunk == 0)
-        continue; // over this step's prefill budget
-      step.tokens.assign(prompt.begin() + request.prefilled,
-                         prompt.begin() + request.prefilled + chunk);
-      step.sample = request.prefilled + chunk == prompt.size();
-      prefillTokens += chunk;
-    } else {
-      step.tokens = {request.lastToken};
+  std::vector<SlotStep> steps = planStep(prefillTokens);
+  // A KV pool without the blocks this step writes: the newest request
+  // steps aside until it has them. One request alone fits by admission;
+  // should it not, its step fails with the backend's reason.
+  while (kvPoolBlocks && !steps.empty() && !stepFits(steps)) {
+    Running *newest = nullptr;
+    uint32_t inUse = 0;
+    for (std::unique_ptr<Running> &slot : slotsInUse) {
+      if (!slot)
+        continue;
+      ++inUse;
+      if (!newest || slot->pending.id > newest->pending.id)
+        newest = slot.get();
     }
-    steps.push_back(std::move(step));
+    if (inUse < 2)
+      break;
+    preempt(*newest);
+    steps = planStep(prefillTokens);
   }
   publishQueue();
   if (steps.empty())
@@ -564,19 +742,21 @@ bool Scheduler::runOnce() {
         finish(*slotsInUse[step.slot], FinishReason::Cancelled, {},
                "the backend failed: " + failure);
     publishQueue();
+    publishBlocks();
     return true;
   }
   for (size_t i = 0; i < steps.size(); ++i) {
     Running &request = *slotsInUse[steps[i].slot];
     request.position += steps[i].tokens.size();
-    if (request.prefilled < request.pending.request.prompt.size()) {
+    if (request.prefilled < request.toPrefill) {
       request.prefilled += steps[i].tokens.size();
-      if (request.prefilled == request.pending.request.prompt.size())
+      if (request.prefilled == request.toPrefill)
         savePrefix(request);
     }
     if (steps[i].sample)
       deliver(request, tokens[i]);
   }
   publishQueue();
+  publishBlocks();
   return true;
 }

@@ -23,6 +23,19 @@
 // its first token is sampled from fresh logits) and prefills the rest; once
 // prefilled, its full prompt blocks not yet cached are saved to the pool.
 //
+// With a backend whose KV cache is a bounded pool of blocks (a paged
+// engine: Backend::kvPoolBlocks), requests are admitted by blocks: the
+// oldest waiting request starts only when the blocks of its prompt (less
+// those it shares from the prefix cache) and one block to grow into are
+// left over what the running requests still count on (the rest of their
+// own such reserve, or their next token's block); until then it waits at
+// the head of the queue. A step whose sequences need more blocks than are
+// left makes the newest running request step aside: its blocks go back,
+// and it waits at the head of the queue to prefill its prompt and the
+// tokens it generated again (no token is delivered twice; seeded sampling
+// is keyed by the token's index, so its tokens are those it would have
+// had). Running requests are never failed for lack of blocks.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SITS_RUNTIME_SERVE_SCHEDULER_H
@@ -144,6 +157,9 @@ public:
 
   /// The backend's slots.
   uint32_t slots() const { return slotCount; }
+  /// Tokens a request may hold, prompt and completion: the backend's
+  /// maxSequenceLength(), or a paged KV cache's whole pool if smaller.
+  uint32_t maxSequenceLength() const { return maxLength; }
   uint32_t waitingRequests() const;
   uint32_t runningRequests() const;
   /// Requests allowed to run at once now (the SLA control's limit, or
@@ -165,6 +181,25 @@ private:
 
   void loop();
   void admit();
+  /// The oldest request waiting for a slot (counted as running from here),
+  /// or null: none, or the batch limit holds it back.
+  std::unique_ptr<Running> takeNext();
+  /// Puts a request taken back at the head of the waiting line.
+  void requeue(std::unique_ptr<Running> request);
+  /// Starts `request` in the free `slot` (its prefix loaded); false, and
+  /// nothing started, while a KV pool lacks the blocks it needs.
+  bool place(Running &request, uint32_t slot);
+  /// The step's inputs: prompt chunks within the budget, decode tokens.
+  std::vector<SlotStep> planStep(uint32_t &prefillTokens);
+  /// Whether the KV pool has the new blocks `steps` write into.
+  bool stepFits(const std::vector<SlotStep> &steps) const;
+  /// Stops a running request for lack of KV blocks: its blocks go back and
+  /// it waits to prefill everything again.
+  void preempt(Running &request);
+  /// KV blocks covering `tokens` tokens.
+  uint32_t blocksFor(uint64_t tokens) const;
+  /// Blocks a running request counts on beyond those it holds.
+  uint32_t blocksAhead(const Running &request) const;
   void applyCancels();
   void finish(Running &running, FinishReason reason, std::string text = {},
               std::string error = {});
@@ -172,11 +207,14 @@ private:
   void end(Running &running, const RequestEvent &last);
   bool deliver(Running &running, int32_t token);
   void publishQueue();
-  /// Starts an admitted request from its longest cached prompt prefix.
-  void loadPrefix(Running &request);
+  /// Starts an admitted request from `cached`, its longest cached prompt
+  /// prefix.
+  void loadPrefix(Running &request, PrefixCache::Path cached);
   /// Puts a prefilled prompt's full blocks into the prefix cache.
   void savePrefix(Running &request);
   void publishBlocks();
+  /// Gives the slot's KV blocks back to the backend.
+  void releaseSlot(uint32_t slot);
   /// QueueFull's Retry-After from the recent completion rate (under lock).
   uint32_t retryAfterLocked(Clock::time_point now) const;
 
@@ -185,14 +223,18 @@ private:
   SchedulerOptions options;
   Metrics *metrics;
   const uint32_t slotCount;
+  /// A paged KV cache's pool: blocks and tokens per block (0: none).
+  const uint32_t kvPoolBlocks;
+  const uint32_t kvBlockTokens;
   const uint32_t maxLength;
 
   mutable std::mutex mutex;
   std::condition_variable wake;
   std::deque<Pending> waiting;
   std::vector<uint64_t> cancels;
-  uint32_t running = 0; ///< requests in slots, as other threads see it
-  uint32_t admitLimit;  ///< the controller's limit, as other threads see it
+  uint32_t running = 0;       ///< requests in slots, as other threads see it
+  uint32_t requeuedCount = 0; ///< `requeued.size()`, for other threads
+  uint32_t admitLimit; ///< the controller's limit, as other threads see it
   /// When the latest requests ended (for Retry-After), oldest first.
   std::deque<Clock::time_point> recentEnds;
   uint64_t nextId = 1;
@@ -201,6 +243,9 @@ private:
 
   /// Scheduler-thread state: the request in each slot (null: free).
   std::vector<std::unique_ptr<Running>> slotsInUse;
+  /// Requests at the head of the waiting line, oldest first: preempted
+  /// ones, and the queue's head while the KV pool lacks its blocks.
+  std::deque<std::unique_ptr<Running>> requeued;
   BatchController controller;
   std::unique_ptr<PrefixCache> prefixes;
 };

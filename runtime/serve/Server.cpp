@@ -429,7 +429,13 @@ void sits::serve::serveUntilStopped(
   schedulerOptions.slaP99TokenSeconds = options.slaP99TokenMs / 1000.0;
   schedulerOptions.minRetryAfter = options.retryAfter;
   Scheduler scheduler(backend, tokenizer, schedulerOptions, &metrics);
-  Server server(scheduler, tokenizer, backend.maxSequenceLength(), options,
+  if (backend.sharedBlockTokens() && backend.kvPoolBlocks())
+    std::fprintf(stderr,
+                 "%s: a paged KV cache of %u blocks of %u tokens: requests "
+                 "start when the blocks they need are free\n",
+                 tool.c_str(), backend.kvPoolBlocks(),
+                 backend.sharedBlockTokens());
+  Server server(scheduler, tokenizer, scheduler.maxSequenceLength(), options,
                 metrics);
   uint32_t port = server.bind();
   scheduler.start();
@@ -444,7 +450,7 @@ void sits::serve::serveUntilStopped(
   std::printf("%s: serving '%s' on http://%s:%u (%u slots, %u tokens each, "
               "%s)\n",
               tool.c_str(), options.modelName.c_str(), options.host.c_str(),
-              port, backend.slots(), backend.maxSequenceLength(),
+              port, backend.slots(), scheduler.maxSequenceLength(),
               device.c_str());
   std::fflush(stdout);
   server.run();

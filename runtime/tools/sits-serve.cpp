@@ -16,6 +16,7 @@
 
 #include "CommandLine.h"
 #include "Server.h"
+#include "SessionBackend.h"
 #include "sits/Runtime.h"
 
 #include <cstdio>
@@ -29,64 +30,6 @@ const char *kUsage =
     "usage: sits-serve ENGINE.sits [options]\n"
     "  --device=<d>              GPU to run on (default: 0)\n"
     "  --no-cuda-graph           Launch decode kernels one by one\n";
-
-/// serve::Backend over a session's slots.
-class SessionBackend : public sits::serve::Backend {
-public:
-  explicit SessionBackend(sits::Session &session) : session(session) {}
-  uint32_t slots() const override {
-    return session.engine()->config().maxBatch;
-  }
-  uint32_t maxSequenceLength() const override {
-    return session.engine()->config().maxSeqLen;
-  }
-  std::vector<int32_t>
-  step(const std::vector<sits::serve::SlotStep> &steps) override {
-    std::vector<sits::StepInput> inputs;
-    inputs.reserve(steps.size());
-    for (const sits::serve::SlotStep &step : steps) {
-      // The session keeps each slot's length; a step at another position
-      // would attend to the wrong cache rows.
-      if (step.position != 0 && step.position != session.slotLength(step.slot))
-        throw sits::Error(sits::ErrorCode::InvalidArgument,
-                          "slot " + std::to_string(step.slot) + " holds " +
-                              std::to_string(session.slotLength(step.slot)) +
-                              " tokens, not " + std::to_string(step.position));
-      inputs.push_back(sits::StepInput{step.slot, step.tokens,
-                                       /*reset=*/step.position == 0,
-                                       step.sampling});
-    }
-    std::vector<int32_t> sampled = session.step(inputs);
-    for (size_t i = 0; i < steps.size(); ++i)
-      if (!steps[i].sample)
-        sampled[i] = -1; // a prefill chunk before the prompt's last
-    return sampled;
-  }
-
-  // Prefix caching: the session's block pool (refused for quantized KV
-  // caches, with the reason).
-  void allocateBlockPool(uint32_t blockTokens, uint32_t blocks) override {
-    session.allocateBlockPool(blockTokens, blocks);
-  }
-  uint32_t cacheBlockTokens() const override {
-    return session.blockPoolTokens();
-  }
-  uint32_t sharedBlockTokens() const override {
-    return session.engine()->config().kvCache.blockTokens;
-  }
-  uint32_t poolBlocks() const override { return session.blockPoolBlocks(); }
-  void saveBlocks(uint32_t slot, uint32_t firstBlock,
-                  const std::vector<uint32_t> &poolIds) override {
-    session.saveBlocks(slot, firstBlock, poolIds);
-  }
-  void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
-                  const sits::SamplingParams &sampling) override {
-    session.loadBlocks(slot, poolIds, sampling);
-  }
-
-private:
-  sits::Session &session;
-};
 
 } // namespace
 
@@ -148,7 +91,7 @@ int main(int argc, char **argv) {
       serveOptions.maxPrefillChunk = chunkLimit;
     }
     sits::Session session(engine, sessionOptions);
-    SessionBackend backend(session);
+    sits::serve::SessionBackend backend(session);
     sits::serve::serveUntilStopped(backend, tokenizer, serveOptions,
                                    "sits-serve", engine->deviceName());
   } catch (const sits::Error &error) {

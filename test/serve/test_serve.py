@@ -467,8 +467,9 @@ def test_prefix_cache_gives_the_same_tokens_and_hits(server, prefix_server,
     assert hits == expected_hits(prompt_ids * 2, 4)
     assert hits > prompt_tokens / 2
     assert after["sits_prefix_cache_hit_rate"] > 0
-    assert after["sits_kv_blocks_used"] > 0
-    assert after["sits_kv_blocks_used"] + after["sits_kv_blocks_free"] == 64
+    assert after["sits_prefix_cache_blocks_used"] > 0
+    assert after["sits_prefix_cache_blocks_used"] + \
+        after["sits_prefix_cache_blocks_free"] == 64
     # Prefilled tokens are the prompt tokens the cache did not give.
     assert delta("sits_prefill_tokens_total") == prompt_tokens - hits
 
@@ -491,7 +492,7 @@ def test_prefix_cache_eviction_keeps_tokens(server, tmp_path_factory,
                                     .choices[0]), prompts * 2))
         assert got == want * 2
         values = metric_values(tight)
-        assert values["sits_kv_blocks_used"] <= 6
+        assert values["sits_prefix_cache_blocks_used"] <= 6
         assert values["sits_prefix_cache_hit_tokens_total"] > 0
     finally:
         tight.stop()

@@ -112,7 +112,7 @@ def test_gpu_prefix_cache_equals_sits_exec(tmp_path_factory, engine,
         prompt_ids = [ids for ids, _, _ in expected]
         assert values["sits_prefix_cache_hit_tokens_total"] == \
             expected_hits(prompt_ids * 2, 4)
-        assert values["sits_kv_blocks_used"] > 0
+        assert values["sits_prefix_cache_blocks_used"] > 0
     finally:
         cached.stop()
 

@@ -1,15 +1,11 @@
 //===- SchedulerTest.cpp - Continuous batching over a test backend --------===//
 //
-// The backend here is deterministic and checks what the scheduler feeds it:
-// each slot's next token is a hash of that slot's whole sequence (letters
-// a..z of a byte vocabulary), so a request's tokens depend on its own
+// Over HashBackend (HashBackend.h): a request's tokens depend on its own
 // prompt only, unless the scheduler mixes sequences or positions.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Scheduler.h"
-
-#include <gtest/gtest.h>
+#include "HashBackend.h"
 
 #include <future>
 #include <map>
@@ -17,135 +13,7 @@
 
 using namespace sits;
 using namespace sits::serve;
-
-namespace {
-class HashBackend : public Backend {
-public:
-  HashBackend(uint32_t slots, uint32_t maxLength)
-      : slotCount(slots), maxLength(maxLength), sequences(slots) {}
-  uint32_t slots() const override { return slotCount; }
-  uint32_t maxSequenceLength() const override { return maxLength; }
-
-  static int32_t next(const std::vector<int32_t> &sequence) {
-    uint64_t h = 1469598103934665603ull;
-    for (int32_t token : sequence)
-      h = (h ^ uint64_t(token)) * 1099511628211ull;
-    return 'a' + int32_t(h % 26);
-  }
-
-  std::vector<int32_t> step(const std::vector<SlotStep> &steps) override {
-    if (failAtStep && ++stepCount == failAtStep)
-      throw Error(ErrorCode::Cuda, "test failure");
-    log.push_back(steps);
-    std::vector<int32_t> out;
-    for (const SlotStep &step : steps) {
-      std::vector<int32_t> &sequence = sequences.at(step.slot);
-      if (step.position == 0)
-        sequence.clear();
-      EXPECT_EQ(step.position, sequence.size()) << "slot " << step.slot;
-      EXPECT_LE(step.position + step.tokens.size(), maxLength);
-      sequence.insert(sequence.end(), step.tokens.begin(), step.tokens.end());
-      out.push_back(step.sample ? next(sequence) : -1);
-    }
-    return out;
-  }
-
-  // A block pool of token copies: a loaded block's tokens enter the hash
-  // as if prefilled, so a wrong block or offset changes the tokens.
-  void allocateBlockPool(uint32_t tokens, uint32_t blocks) override {
-    blockTokens = tokens;
-    pool.assign(blocks, {});
-  }
-  uint32_t cacheBlockTokens() const override { return blockTokens; }
-  uint32_t poolBlocks() const override { return uint32_t(pool.size()); }
-  void saveBlocks(uint32_t slot, uint32_t firstBlock,
-                  const std::vector<uint32_t> &poolIds) override {
-    if (failSaves)
-      throw Error(ErrorCode::Cuda, "test save failure");
-    const std::vector<int32_t> &sequence = sequences.at(slot);
-    for (size_t i = 0; i < poolIds.size(); ++i) {
-      size_t first = (firstBlock + i) * blockTokens;
-      EXPECT_LE(first + blockTokens, sequence.size());
-      pool.at(poolIds[i])
-          .assign(sequence.begin() + first,
-                  sequence.begin() + first + blockTokens);
-    }
-    ++saves;
-  }
-  void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
-                  const SamplingParams &) override {
-    if (failLoads)
-      throw Error(ErrorCode::Cuda, "test load failure");
-    std::vector<int32_t> &sequence = sequences.at(slot);
-    sequence.clear();
-    for (uint32_t id : poolIds) {
-      EXPECT_EQ(pool.at(id).size(), blockTokens) << "an unsaved block";
-      sequence.insert(sequence.end(), pool.at(id).begin(), pool.at(id).end());
-    }
-    ++loads;
-  }
-
-  uint32_t slotCount, maxLength;
-  std::vector<std::vector<int32_t>> sequences;
-  uint32_t blockTokens = 0;
-  std::vector<std::vector<int32_t>> pool;
-  bool failSaves = false, failLoads = false;
-  int saves = 0, loads = 0;
-  std::vector<std::vector<SlotStep>> log;
-  int failAtStep = 0, stepCount = 0;
-};
-
-/// What a request received, gathered from its events.
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::string text;
-  bool finished = false;
-  FinishReason reason = FinishReason::Length;
-  std::string error;
-  int events = 0;
-};
-
-EventCallback collect(Outcome &outcome, int cancelAfter = -1) {
-  return [&outcome, cancelAfter](const RequestEvent &event) {
-    EXPECT_FALSE(outcome.finished) << "an event after the last";
-    ++outcome.events;
-    outcome.tokens.insert(outcome.tokens.end(), event.tokens.begin(),
-                          event.tokens.end());
-    outcome.text += event.text;
-    outcome.finished = event.finished;
-    outcome.reason = event.reason;
-    outcome.error = event.error;
-    return cancelAfter < 0 || int(outcome.tokens.size()) < cancelAfter;
-  };
-}
-
-std::shared_ptr<const ModelTokenizer> bytes(std::vector<int32_t> eos = {}) {
-  return ModelTokenizer::bytes(256, std::move(eos));
-}
-
-Request request(std::vector<int32_t> prompt, uint32_t maxTokens) {
-  Request r;
-  r.prompt = std::move(prompt);
-  r.maxTokens = maxTokens;
-  return r;
-}
-
-/// The tokens of one request run alone, computed from the hash directly.
-std::vector<int32_t> alone(std::vector<int32_t> sequence, uint32_t count) {
-  std::vector<int32_t> out;
-  for (uint32_t i = 0; i < count; ++i) {
-    out.push_back(HashBackend::next(sequence));
-    sequence.push_back(out.back());
-  }
-  return out;
-}
-
-void drain(Scheduler &scheduler) {
-  for (int i = 0; i < 10000 && scheduler.runOnce(); ++i) {
-  }
-  EXPECT_FALSE(scheduler.runOnce()) << "the scheduler does not settle";
-}
-} // namespace
+using namespace sits::serve::test;
 
 TEST(Scheduler, OneRequestRunsToMaxTokens) {
   HashBackend backend(2, 64);
@@ -436,12 +304,6 @@ TEST(Scheduler, SlaTargetLimitsTheRunningBatch) {
   EXPECT_EQ(text.find("sits_sla_window_p99_seconds 0\n"), std::string::npos);
 }
 
-namespace {
-std::vector<int32_t> letters(const std::string &text) {
-  return std::vector<int32_t>(text.begin(), text.end());
-}
-} // namespace
-
 TEST(Scheduler, StepPrefillBudgetFeedsTheOldestPromptsFirst) {
   // Prompts of 8, 10 and 10 tokens in slots of their own, chunks of 8, 12
   // prompt tokens a step. Step 1: the first prompt whole, 4 tokens of the
@@ -522,8 +384,8 @@ TEST(Scheduler, PrefixCacheSkipsCachedBlocksAndKeepsTheTokens) {
       << text;
   EXPECT_NE(text.find("sits_prefix_cache_prompt_tokens_total 54\n"),
             std::string::npos);
-  EXPECT_NE(text.find("sits_kv_blocks_used 4\n"), std::string::npos);
-  EXPECT_NE(text.find("sits_kv_blocks_free 12\n"), std::string::npos);
+  EXPECT_NE(text.find("sits_prefix_cache_blocks_used 4\n"), std::string::npos);
+  EXPECT_NE(text.find("sits_prefix_cache_blocks_free 12\n"), std::string::npos);
 }
 
 TEST(Scheduler, PrefixCacheFailuresFallBackToAFullPrefill) {
