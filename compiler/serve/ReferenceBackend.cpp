@@ -3,6 +3,7 @@
 #include "compiler/serve/ReferenceBackend.h"
 
 #include "dialects/sits/SitsDialect.h"
+#include "sits/EngineFormat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -46,10 +47,36 @@ ReferenceBackend::ReferenceBackend(ModuleOp module, Program program,
       capacity(static_cast<uint32_t>(config.capacity)), config(config),
       caches(slotCount) {}
 
+void ReferenceBackend::usePagedCache(uint32_t tokens, uint32_t blocks) {
+  if (!format::KVCacheConfig::validBlockTokens(tokens))
+    throw Error(ErrorCode::InvalidArgument,
+                "--kv-block-tokens must be a power of two from 16 to 1024, "
+                "got " +
+                    std::to_string(tokens));
+  const uint32_t perSequence = (capacity + tokens - 1) / tokens;
+  pages = std::make_unique<runtime::BlockAllocator>(
+      slotCount, perSequence, blocks ? blocks : slotCount * perSequence,
+      tokens);
+}
+
+void ReferenceBackend::release(uint32_t slot) {
+  if (slot >= slotCount)
+    throw Error(ErrorCode::InvalidArgument,
+                "there are only " + std::to_string(slotCount) + " slots");
+  caches[slot].reset();
+  if (pages)
+    pages->release(slot);
+}
+
 void ReferenceBackend::allocateBlockPool(uint32_t tokens, uint32_t blocks) {
   if (tokens == 0 || blocks == 0)
     throw Error(ErrorCode::InvalidArgument,
                 "a prefix cache pool needs blocks of at least one token");
+  if (pages && tokens != pages->tokensPerBlock())
+    throw Error(ErrorCode::InvalidArgument,
+                "prefix cache blocks of " + std::to_string(tokens) +
+                    " tokens: the paged KV cache shares its own blocks of " +
+                    std::to_string(pages->tokensPerBlock()) + " tokens");
   if (tokens >= capacity)
     throw Error(ErrorCode::InvalidArgument,
                 "prefix cache blocks of " + std::to_string(tokens) +
@@ -57,6 +84,8 @@ void ReferenceBackend::allocateBlockPool(uint32_t tokens, uint32_t blocks) {
                     std::to_string(capacity) + " tokens with a token to spare");
   blockTokens = tokens;
   pool.assign(blocks, {});
+  if (pages)
+    pages->setPrefixIds(blocks);
 }
 
 void ReferenceBackend::saveBlocks(uint32_t slot, uint32_t firstBlock,
@@ -81,6 +110,9 @@ void ReferenceBackend::saveBlocks(uint32_t slot, uint32_t firstBlock,
       throw fail(llvm::toString(rows.takeError()));
     pool[poolIds[i]] = std::move(*rows);
   }
+  // The rows are copied, but a paged engine's pool ids share the blocks.
+  if (pages)
+    pages->share(slot, firstBlock, poolIds);
 }
 
 void ReferenceBackend::loadBlocks(uint32_t slot,
@@ -95,6 +127,12 @@ void ReferenceBackend::loadBlocks(uint32_t slot,
   if (slot >= slotCount)
     throw fail("there are only " + std::to_string(slotCount) + " slots");
   caches[slot].reset();
+  for (uint32_t id : poolIds)
+    if (id >= pool.size())
+      throw fail("no pool block " + std::to_string(id));
+  if (pages && !pages->load(slot, poolIds))
+    throw fail("a pool block names no KV block (taken back for a sequence "
+               "when the pool ran out)");
   auto cache = std::make_shared<KVCacheState>(config);
   if (llvm::Error error = cache->bindBatch(1))
     throw fail(llvm::toString(std::move(error)));
@@ -113,6 +151,19 @@ void ReferenceBackend::loadBlocks(uint32_t slot,
 
 std::vector<int32_t>
 ReferenceBackend::step(const std::vector<serve::SlotStep> &steps) {
+  // A paged engine's blocks for every slot's new rows, before anything
+  // runs (a full pool fails the step; the slots keep what they held).
+  for (const serve::SlotStep &step : steps) {
+    if (!pages || step.slot >= slotCount)
+      continue;
+    if (step.position == 0)
+      pages->release(step.slot);
+    const uint64_t rows = uint64_t(step.position) + step.tokens.size();
+    if (!pages->reserve(step.slot, rows))
+      throw Error(ErrorCode::KVCacheFull,
+                  pages->fullMessage(step.slot, rows) +
+                      "; serve with a larger --kv-pool-blocks");
+  }
   std::vector<int32_t> tokens;
   tokens.reserve(steps.size());
   for (const serve::SlotStep &step : steps)

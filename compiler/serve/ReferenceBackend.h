@@ -9,6 +9,13 @@
 // lengths, and the reference cache cannot reset one sequence of a batch.
 // Correct before fast: the tokens equal `sits-exec --prompt` greedy ones.
 //
+// With usePagedCache, it keeps a paged engine's accounting of KV blocks
+// (the runtime's BlockAllocator) over its own per-slot storage: slots take
+// blocks from a bounded pool as they grow and fail a step with KVCacheFull
+// when none is left, prefix blocks are shared rather than taken, so that
+// the scheduler's admission by blocks runs on the CPU as over a GPU
+// session.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SITS_COMPILER_SERVE_REFERENCEBACKEND_H
@@ -17,7 +24,7 @@
 #include "compiler/reference/Executor.h"
 #include "compiler/reference/Verification.h"
 
-#include "Backend.h"
+#include "PagedBackend.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -27,7 +34,7 @@
 
 namespace sits {
 
-class ReferenceBackend : public serve::Backend {
+class ReferenceBackend : public serve::PagedBackend {
 public:
   /// The backend of `module` (which must outlive it): an error when the
   /// module has no prefill/decode steps with a KV cache.
@@ -37,6 +44,13 @@ public:
   uint32_t slots() const override { return slotCount; }
   uint32_t maxSequenceLength() const override { return capacity; }
   std::vector<int32_t> step(const std::vector<serve::SlotStep> &steps) override;
+  void release(uint32_t slot) override;
+
+  /// Accounts for the cache as a paged engine's: blocks of `blockTokens`
+  /// (a power of two from 16 to 1024, as sitsc's) from a pool of
+  /// `poolBlocks` (0: every slot's whole context). Throws sits::Error for
+  /// bad sizes. Before the block pool is allocated.
+  void usePagedCache(uint32_t blockTokens, uint32_t poolBlocks);
 
   /// Prefix caching: the pool blocks are host copies of a slot's cache rows
   /// (every layer, keys and values), made when first saved.

@@ -1,14 +1,17 @@
 //===- sits-serve-reference.cpp - The server on the CPU reference ---------===//
 //
 //   sits-serve-reference MODEL.onnx [--tokenizer=DIR] [--max-batch=N]
-//       [--max-seq-len=N] [--host=H] [--port=P] [--max-queue=N] ...
+//       [--max-seq-len=N] [--kv-layout=paged [--kv-block-tokens=N]
+//       [--kv-pool-blocks=N]] [--host=H] [--port=P] [--max-queue=N] ...
 //
 // The OpenAI-compatible server of sits-serve (docs/serving.md) over the CPU
 // reference executor instead of a GPU engine: the model is compiled to the
 // optimized stage in memory (the pipeline options as sitsc takes them;
 // --max-batch is the number of slots, --max-seq-len each one's context) and
 // every step runs on the CPU. For tests and for trying the API without a
-// GPU; slow on real models.
+// GPU; slow on real models. --kv-layout=paged keeps a paged engine's
+// accounting of KV blocks (as sitsc's option of that name makes one), so
+// that requests are admitted by free blocks as sits-serve admits them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +45,24 @@ static llvm::cl::opt<unsigned>
     numThreads("threads",
                llvm::cl::desc("Threads for matrix products (0: automatic)"),
                llvm::cl::init(0));
+// A paged engine's KV blocks, as sitsc names them (the code generator's
+// options, which this tool does not link).
+static llvm::cl::opt<std::string>
+    kvLayout("kv-layout",
+             llvm::cl::desc("contiguous, or paged: account for the KV cache "
+                            "in blocks from a bounded pool, as a paged "
+                            "engine's (requests are admitted by free blocks)"),
+             llvm::cl::init("contiguous"));
+static llvm::cl::opt<unsigned> kvBlockTokens(
+    "kv-block-tokens",
+    llvm::cl::desc("Tokens per block of a paged KV cache: a power of two "
+                   "from 16 to 1024"),
+    llvm::cl::init(64));
+static llvm::cl::opt<unsigned> kvPoolBlocks(
+    "kv-pool-blocks",
+    llvm::cl::desc("Blocks in a paged KV cache's pool (0: --max-batch full "
+                   "sequences; fewer than one sequence's limit the context)"),
+    llvm::cl::init(0));
 // The pipeline's options, as sitsc takes them (--max-batch, --max-seq-len).
 static sits::PipelineFlags pipelineFlags(llvm::cl::getGeneralCategory());
 
@@ -94,6 +115,15 @@ int main(int argc, char **argv) {
   auto backend = sits::ReferenceBackend::create(*module, executorOptions);
   if (!backend)
     return fail(llvm::toString(backend.takeError()));
+  if (kvLayout != "contiguous" && kvLayout != "paged")
+    return fail("--kv-layout must be contiguous or paged, got '" + kvLayout +
+                "'");
+  if (kvLayout == "contiguous" &&
+      (kvBlockTokens.getNumOccurrences() || kvPoolBlocks.getNumOccurrences()))
+    return fail(std::string("--") +
+                (kvBlockTokens.getNumOccurrences() ? "kv-block-tokens"
+                                                   : "kv-pool-blocks") +
+                " needs --kv-layout=paged");
 
   std::string folder = tokenizerFolder;
   if (folder.empty()) {
@@ -104,6 +134,8 @@ int main(int argc, char **argv) {
   if (serveOptions.modelName.empty())
     serveOptions.modelName = llvm::sys::path::stem(modelFile).str();
   try {
+    if (kvLayout == "paged")
+      (*backend)->usePagedCache(kvBlockTokens, kvPoolBlocks);
     auto tokenizer = sits::ModelTokenizer::fromFiles(
         sits::ModelTokenizer::readFolder(folder));
     sits::serve::serveUntilStopped(**backend, tokenizer, serveOptions,

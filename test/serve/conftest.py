@@ -184,3 +184,32 @@ def http(base_url, method, path, body=None, raw=None):
         return status, headers, json.loads(payload)
     except ValueError:
         return status, headers, payload
+
+
+GREEDY = {"temperature": 0}
+
+
+def complete(client, prompt, max_tokens, **options):
+    """A completion, greedy unless `options` say otherwise."""
+    return client.completions.create(model=MODEL_NAME, prompt=prompt,
+                                     max_tokens=max_tokens,
+                                     **{**GREEDY, **options})
+
+
+def token_ids(choice):
+    """The generated ids the server returns beside the text (an
+    extension field)."""
+    return list(choice.model_extra["token_ids"])
+
+
+def metric_values(process):
+    """The /metrics samples as {name{labels}: value}."""
+    status, headers, text = http(process.base_url, "GET", "/metrics")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/plain")
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values

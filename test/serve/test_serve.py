@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from conftest import (MAX_SEQ_LEN, MODEL, MODEL_NAME, http, openai,
-                      start_server, tool)
+from conftest import (GREEDY, MAX_SEQ_LEN, MODEL, MODEL_NAME, complete, http,
+                      metric_values, openai, start_server, token_ids, tool)
 
 PROMPTS = [
     "The quick brown fox",
@@ -22,20 +22,7 @@ PROMPTS = [
     "Hello",
     "A long prompt that keeps going for a while, so that it spans chunks",
 ]
-GREEDY = {"temperature": 0}
 EOS = (508, 511)
-
-
-def complete(client, prompt, max_tokens, **options):
-    return client.completions.create(model=MODEL_NAME, prompt=prompt,
-                                     max_tokens=max_tokens,
-                                     **{**GREEDY, **options})
-
-
-def token_ids(choice):
-    """The generated ids the server returns beside the text (an
-    extension field)."""
-    return list(choice.model_extra["token_ids"])
 
 
 @pytest.mark.parametrize("prompt", PROMPTS[:3])
@@ -299,19 +286,6 @@ def test_queue_full_gets_429_and_a_closed_stream_frees_the_slot(
         assert values['sits_requests_finished_total{reason="cancelled"}'] == 1
     finally:
         tight.stop()
-
-
-def metric_values(process):
-    """The /metrics samples as {name{labels}: value}."""
-    status, headers, text = http(process.base_url, "GET", "/metrics")
-    assert status == 200
-    assert headers["Content-Type"].startswith("text/plain")
-    values = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            values[name] = float(value)
-    return values
 
 
 def test_metrics(server):

@@ -12,9 +12,8 @@ import subprocess
 import pytest
 
 from conftest import (MAX_SEQ_LEN, MODEL, MODEL_NAME, ServerDidNotStart,
-                      ServerProcess, tool)
-from test_serve import (PROMPTS, QUESTIONS, SHARED_PREFIX, complete,
-                        expected_hits, metric_values, token_ids)
+                      ServerProcess, complete, metric_values, token_ids, tool)
+from test_serve import PROMPTS, QUESTIONS, SHARED_PREFIX, expected_hits
 
 EXIT_NO_GPU = 4
 
@@ -148,3 +147,40 @@ def test_gpu_paged_prefix_cache_shares_blocks(tmp_path_factory, paged_engine,
         assert first < total <= expected_hits(prompt_ids * 2, 16)
     finally:
         cached.stop()
+
+
+def test_gpu_paged_pool_admits_requests_by_free_blocks(tmp_path_factory,
+                                                       paged_engine,
+                                                       reference):
+    # Twice as many requests as slots, each growing towards 6 of the 20
+    # blocks of 16: requests wait for blocks, and growing ones step aside
+    # and recompute. Greedy ones give sits-exec's tokens; seeded ones the
+    # tokens they gave alone on the same server.
+    server = start_gpu_server(tmp_path_factory, paged_engine,
+                              "--max-queue=32")
+    seeded = {"temperature": 1.2, "top_p": 0.95,
+              "extra_body": {"ignore_eos": True}}
+    try:
+        client = server.client()
+        expected = [reference(p, 80)[1] for p in PROMPTS]
+        lone = [token_ids(complete(client, p, 80, seed=7 + i, **seeded)
+                          .choices[0]) for i, p in enumerate(PROMPTS)]
+        jobs = [(i, False) for i in range(len(PROMPTS))] + \
+            [(i, True) for i in range(len(PROMPTS))]
+
+        def run(job):
+            i, sample = job
+            options = dict(seeded, seed=7 + i) if sample else {}
+            return token_ids(complete(client, PROMPTS[i], 80, **options)
+                             .choices[0])
+
+        with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+            got = list(pool.map(run, jobs))
+        for (i, sample), ids in zip(jobs, got):
+            assert ids == (lone[i] if sample else expected[i]), (i, sample)
+        values = metric_values(server)
+        assert values['sits_requests_finished_total{reason="error"}'] == 0
+        assert values["sits_kv_blocks_used"] == 0
+        assert values["sits_kv_blocks_free"] == 20
+    finally:
+        server.stop()

@@ -151,3 +151,47 @@ TEST_F(ReferenceBackendTest, BlocksSavedAndLoadedGiveAFullPrefillsTokens) {
   EXPECT_EQ(backend->step({step(1, 0, prompt)})[0], want[0]);
   EXPECT_THROW(backend->allocateBlockPool(32, 1), Error) << "no token to spare";
 }
+
+TEST_F(ReferenceBackendTest, APagedPoolIsAccountedAsAPagedSessions) {
+  // Blocks of 16 (two hold a slot's 32 tokens), a pool of 3: slots take
+  // blocks as they grow, a step past the pool is KVCacheFull naming it, a
+  // released slot gives its blocks back, and prefix blocks are shared with
+  // the pool ids, not taken twice.
+  EXPECT_THROW(backend->usePagedCache(10, 3), Error) << "not a power of two";
+  backend->usePagedCache(16, 3);
+  EXPECT_EQ(backend->sharedBlockTokens(), 16u);
+  EXPECT_EQ(backend->kvPoolBlocks(), 3u);
+  EXPECT_THROW(backend->allocateBlockPool(4, 2), Error) << "not the pool's";
+  backend->allocateBlockPool(16, 2);
+  std::vector<int32_t> prompt(17, 5);
+  std::vector<int32_t> want = alone(prompt, 1);
+  EXPECT_EQ(backend->step({step(0, 0, prompt)})[0], want[0]);
+  EXPECT_EQ(backend->kvAvailableBlocks({}), 1u);
+  try {
+    backend->step({step(1, 0, prompt)});
+    FAIL() << "a step past the pool ran";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), ErrorCode::KVCacheFull);
+    EXPECT_NE(std::string(error.what()).find("pool of 3 blocks of 16 tokens"),
+              std::string::npos)
+        << error.what();
+  }
+  backend->release(1);
+  // Slot 0's first block is shared with pool id 1; once the slot ends the
+  // id alone holds it: available, unless about to be loaded.
+  backend->saveBlocks(0, 0, {1});
+  backend->release(0);
+  EXPECT_EQ(backend->kvAvailableBlocks({}), 3u);
+  EXPECT_EQ(backend->kvAvailableBlocks({1}), 2u);
+  backend->loadBlocks(1, {1}, {});
+  EXPECT_EQ(backend->kvAvailableBlocks({}), 2u);
+  EXPECT_EQ(backend->step({step(1, 16, {5})})[0], want[0]);
+  EXPECT_EQ(backend->kvAvailableBlocks({}), 1u);
+  // A slot that needs the block only the id held takes it back; the id
+  // then names nothing and cannot be loaded.
+  backend->release(1);
+  EXPECT_EQ(backend->step({step(0, 0, std::vector<int32_t>(32, 7))}).size(),
+            1u);
+  EXPECT_EQ(backend->step({step(1, 0, {9})}).size(), 1u);
+  EXPECT_THROW(backend->loadBlocks(0, {1}, {}), Error) << "taken back";
+}
