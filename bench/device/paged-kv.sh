@@ -148,7 +148,7 @@ for layout in contiguous paged; do
   load "$layout-prefix-on" --requests 32 --concurrency 4 --shared-prefix 1024 \
     --prompt-len 32,64 --output-len 16,16
   curl -s "http://127.0.0.1:$port/metrics" |
-    grep -E '^sits_prefix_cache_hit_rate|^sits_kv_blocks' | tee -a "$FINAL/$NAME.log"
+    grep -E '^sits_prefix_cache_(hit_rate|blocks)|^sits_kv_blocks' | tee -a "$FINAL/$NAME.log"
   stop_server
 done
 grep -h "prefix cache of" "$FINAL/server.err" | tee -a "$FINAL/$NAME.log"

@@ -62,7 +62,7 @@ sla=$(python3 -c "print(round(1.5 * $itl, 3))")
 start_server --prefix-cache-blocks=4096
 load prefix-warm --requests 1 --concurrency 1 --shared-prefix 1024 --prompt-len 32,32 --output-len 4,4 >/dev/null
 load prefix-on --requests 32 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16
-curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_prefix_cache_hit_rate|^sits_kv_blocks' | tee -a "$FINAL/serve-bench.log"
+curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_prefix_cache_(hit_rate|blocks)|^sits_kv_blocks' | tee -a "$FINAL/serve-bench.log"
 stop_server
 say "SLA target: $sla ms (1.5 x the one-stream ITL p50 $itl ms)"
 start_server --sla-p99-token-ms="$sla"

@@ -80,7 +80,7 @@ if [[ $parts == *" table "* ]]; then
     load "c$c" --requests 256 --concurrency "$c" --rate "$(python3 -c "print($c / 2)")" \
       --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds"
   done
-  curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_kv_blocks|^sits_running' | tee -a "$FINAL/$NAME.log"
+  curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_kv_blocks|^sits_running|^sits_requests_preempted' | tee -a "$FINAL/$NAME.log"
   stop_server
 fi
 if [[ $parts == *" prefix "* ]]; then
