@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cuda_runtime.h>
 #include <map>
 #include <random>
@@ -192,7 +193,7 @@ TEST_F(SamplingTest, KernelAndHostSamplerDrawAlike) {
   int mismatches = 0, draws = 0;
   for (DeviceSamplingParams p :
        {params(0.7f, 0, 1.0f), params(1.0f, 40, 1.0f), params(1.3f, 0, 0.9f),
-        params(0.9f, 50, 0.8f), params(2.0f, 7, 0.05f)}) {
+        params(0.9f, 50, 0.8f), params(2.0f, 7, 0.5f)}) {
     std::vector<DeviceSamplingParams> ps(rows, p);
     for (uint32_t r = 0; r < rows; ++r) {
       ps[r].seed = 1000 + r % 3;
@@ -210,6 +211,8 @@ TEST_F(SamplingTest, KernelAndHostSamplerDrawAlike) {
     }
   }
   EXPECT_LE(mismatches, draws / 100) << "of " << draws << " draws";
+  std::printf("kernel and host sampler: %d of %d draws differ\n", mismatches,
+              draws);
 }
 
 } // namespace

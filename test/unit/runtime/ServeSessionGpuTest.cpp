@@ -121,7 +121,11 @@ TEST_F(ServeSessionTest, ReleasedSlotsGiveTheirBlocksBack) {
   config.poolBlocks = 6;
   Session session(Engine::load(writeToy(config)));
   EXPECT_EQ(session.kvBlocks().available, 6u);
-  session.step({test::stepInput(4, bytes("seventeen letters"), true)});
+  // A prefill chunk of 16 (one block), then a token that needs a second.
+  int32_t next =
+      session.step({test::stepInput(4, bytes("sixteen letters!"), true)})[0];
+  EXPECT_EQ(session.kvBlocks().available, 5u);
+  session.step({test::stepInput(4, {next})});
   EXPECT_EQ(session.kvBlocks().available, 4u);
   session.allocateBlockPool(16, 2);
   session.saveBlocks(4, 0, {1});
