@@ -57,7 +57,7 @@ def check_loopback(url):
 
 
 def run_request(args, prompt, max_tokens, deadline):
-    """One streamed completion: (status, ttft, gaps, tokens)."""
+    """One streamed completion: (status, ttft, gaps, tokens[, why failed])."""
     body = json.dumps({
         "model": args.model, "prompt": prompt, "max_tokens": max_tokens,
         "temperature": 0, "ignore_eos": True, "stream": True,
@@ -66,8 +66,11 @@ def run_request(args, prompt, max_tokens, deadline):
         args.url + "/v1/completions", data=body,
         headers={"Content-Type": "application/json"})
     start = time.perf_counter()
-    timeout = max(1.0, deadline - time.monotonic())
+    # Past the run's end a stream is cut (below), so the socket may wait
+    # until then, and a little more.
+    timeout = max(1.0, deadline - time.monotonic()) + 1.0
     first, last, gaps, tokens = None, None, [], 0
+    finish_error = None  # an error event in the stream
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             for raw in response:
@@ -75,6 +78,9 @@ def run_request(args, prompt, max_tokens, deadline):
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
                 chunk = json.loads(line[6:])
+                if "error" in chunk:
+                    finish_error = json.dumps(chunk["error"])[:300]
+                    continue
                 choices = chunk.get("choices") or []
                 count = sum(len(c.get("token_ids") or []) or
                             (1 if c.get("text") else 0) for c in choices)
@@ -90,9 +96,17 @@ def run_request(args, prompt, max_tokens, deadline):
                 if time.monotonic() > deadline:
                     return "cut", first, gaps, tokens
     except urllib.error.HTTPError as error:
-        return ("refused" if error.code == 429 else "failed"), None, [], 0
-    except (urllib.error.URLError, OSError, ValueError):
-        return "failed", first, gaps, tokens
+        if error.code == 429:
+            return "refused", None, [], 0
+        return ("failed", None, [], 0,
+                "HTTP %d: %s" % (error.code, error.read()[:300].decode(
+                    errors="replace")))
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        if time.monotonic() >= deadline:  # the run's end, not the server
+            return "cut", first, gaps, tokens
+        return "failed", first, gaps, tokens, repr(error)[:300]
+    if finish_error:
+        return "failed", first, gaps, tokens, finish_error
     return "ok", first, gaps, tokens
 
 
@@ -172,6 +186,8 @@ def main():
         "itl_ms_p50": 1e3 * percentile(gaps, 0.5) if gaps else None,
         "itl_ms_p99": 1e3 * percentile(gaps, 0.99) if gaps else None,
         "itl_ms_mean": 1e3 * statistics.fmean(gaps) if gaps else None,
+        "first_failure": next((r[4] for r in results
+                               if r[0] == "failed" and len(r) > 4), None),
     }
     def show(value):
         return "-" if value is None else "%.2f" % value
@@ -182,6 +198,8 @@ def main():
               summary["output_tokens_per_s"],
               show(summary["ttft_ms_p50"]), show(summary["ttft_ms_p99"]),
               show(summary["itl_ms_p50"]), show(summary["itl_ms_p99"])))
+    if summary["first_failure"]:
+        print("  first failure: " + summary["first_failure"])
     if args.json:
         with open(args.json, "w") as out:
             json.dump(summary, out, indent=1)

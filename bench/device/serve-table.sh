@@ -4,9 +4,11 @@
 #
 # PARTS (default "table prefix"; "sla" too where time allows):
 #   table   streamed requests with prompts of 128-2048 tokens and 128-512 new
-#           tokens, Poisson arrivals at c/2 per second and at most c in
-#           flight, c = 1, 8, 32, 64 (each level stops after SECONDS, default
-#           60, or 256 requests); sits-bench batch 1 and 64 on the engine.
+#           tokens, Poisson arrivals at c per second (more than the server
+#           completes, so the c streams stay busy) and at most c in flight,
+#           c = 1, 8, 32, 64 (each level stops after SECONDS_PER_LEVEL,
+#           default 60, or 256 requests); sits-bench batch 1 and 64 on the
+#           engine.
 #   prefix  TTFT of requests sharing a 1024-token prefix, prefix cache off
 #           and on.
 #   sla     --sla-p99-token-ms at 1.5x sits-bench's batch-1 ms/step while
@@ -77,7 +79,7 @@ if [[ $parts == *" table "* ]]; then
   start_server
   load warmup --requests 8 --concurrency 8 --prompt-len 64,64 --output-len 16,16 --max-seconds 30 >/dev/null
   for c in 1 8 32 64; do
-    load "c$c" --requests 256 --concurrency "$c" --rate "$(python3 -c "print($c / 2)")" \
+    load "c$c" --requests 256 --concurrency "$c" --rate "$c" \
       --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds"
   done
   curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_kv_blocks|^sits_running|^sits_requests_preempted' | tee -a "$FINAL/$NAME.log"
@@ -98,7 +100,7 @@ if [[ $parts == *" sla "* ]]; then
   say "SLA target: $sla ms (1.5 x sits-bench's batch-1 $b1 ms/step)"
   start_server --sla-p99-token-ms="$sla"
   for c in 1 8 16 32 64; do
-    load "sla-c$c" --requests 256 --concurrency "$c" --rate "$(python3 -c "print($c / 2)")" \
+    load "sla-c$c" --requests 256 --concurrency "$c" --rate "$c" \
       --prompt-len 128,2048 --output-len 128,512 --max-seconds 20
     curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_sla_window' | tee -a "$FINAL/$NAME.log"
   done

@@ -176,6 +176,10 @@ void Server::Impl::respondWhole(Endpoint endpoint, const std::string &id,
   }
 }
 
+/// How long a stream's HTTP thread waits for events before it writes an
+/// SSE comment to learn whether the client is still there.
+static constexpr int kStreamPollMs = 500;
+
 void Server::Impl::respondStream(Endpoint endpoint, const std::string &id,
                                  uint64_t requestId, bool includeUsage,
                                  std::shared_ptr<Channel> channel,
@@ -183,16 +187,27 @@ void Server::Impl::respondStream(Endpoint endpoint, const std::string &id,
   auto first = std::make_shared<bool>(true);
   auto provider = [this, endpoint, id, requestId, includeUsage, channel,
                    first](size_t, httplib::DataSink &sink) {
-    auto send = [&](const std::string &data) {
-      std::string event = "data: " + data + "\n\n";
-      if (sink.write(event.data(), event.size()))
+    auto write = [&](const std::string &text) {
+      if (sink.write(text.data(), text.size()))
         return true;
-      // The client went away: cancel before the next step.
+      // The client went away: cancel before the next step (or, still
+      // waiting, before it takes a slot).
       channel->gone = true;
       scheduler.cancel(requestId);
       return false;
     };
-    for (RequestEvent &event : channel->take(std::chrono::milliseconds(500))) {
+    auto send = [&](const std::string &data) {
+      return write("data: " + data + "\n\n");
+    };
+    std::deque<RequestEvent> events =
+        channel->take(std::chrono::milliseconds(kStreamPollMs));
+    // Nothing for a while (waiting for a slot, a long prefill): an SSE
+    // comment, which clients ignore, finds out whether the client is still
+    // there (a write to a closed connection fails), so that a request
+    // nobody reads does not keep its place in the queue or its slot.
+    if (events.empty())
+      return write(": waiting\n\n");
+    for (RequestEvent &event : events) {
       if (!event.tokens.empty() || !event.text.empty()) {
         if (!send(dump(chunkBody(endpoint, id, model.name, event.text,
                                  event.tokens, *first, nullptr))))

@@ -288,6 +288,44 @@ def test_queue_full_gets_429_and_a_closed_stream_frees_the_slot(
         tight.stop()
 
 
+def test_a_closed_stream_leaves_the_queue_before_it_runs(
+        tmp_path_factory, tokenizer_folder):
+    # One slot: while a long request runs, a second stream waits; its
+    # client closes the stream before a token comes. The server finds that
+    # out while the request waits (a stream without events gets an SSE
+    # comment every half second, and the write fails), so the request is
+    # cancelled without ever taking the slot.
+    tight = start_server(tmp_path_factory, tokenizer_folder, "--max-batch=1",
+                         "--max-queue=4", pipeline=["--max-seq-len=8192"])
+    try:
+        client = tight.client()
+        running = client.completions.create(
+            model=MODEL_NAME, prompt="Once", max_tokens=8000, stream=True,
+            extra_body={"ignore_eos": True}, **GREEDY)
+        chunks = iter(running)
+        next(chunks)  # it runs
+        waiting = client.completions.create(
+            model=MODEL_NAME, prompt="Hello", max_tokens=4, stream=True,
+            **GREEDY)
+        waiting.close()
+        # The running stream is read slowly meanwhile: its request cannot
+        # end before the check (a token at most every 10 ms).
+        values = {}
+        for _ in range(300):
+            next(chunks)
+            values = metric_values(tight)
+            if values['sits_requests_finished_total{reason="cancelled"}'] >= 1:
+                break
+            threading.Event().wait(0.01)
+        else:
+            pytest.fail("the closed stream's request was not cancelled")
+        assert values['sits_requests_finished_total{reason="length"}'] == 0
+        assert values["sits_queue_length"] == 0
+        running.close()
+    finally:
+        tight.stop()
+
+
 def test_metrics(server):
     before = metric_values(server)
     response = complete(server.client(), PROMPTS[2], 6,
