@@ -127,6 +127,21 @@ struct KVCachePass : public sits::impl::KVCacheBase<KVCachePass> {
         op->emitError() << kPassName << ": positions already have a past";
         return WalkResult::interrupt();
       }
+      // A table of RoPE rows (an exporter's cos/sin caches) bounds the
+      // positions: a cached sequence reaches position max-seq-len - 1.
+      if (auto gather = dyn_cast<RopeGatherOp>(op)) {
+        int64_t rows =
+            cast<ShapedType>(gather.getTable().getType()).getDimSize(0);
+        if (!ShapedType::isDynamic(rows) && rows < maxSeqLen) {
+          op->emitError() << kPassName << ": max-seq-len "
+                          << maxSeqLen.getValue()
+                          << " is past the model's RoPE table of " << rows
+                          << " positions (its cos/sin caches): compile with "
+                             "--max-seq-len="
+                          << rows << " or less";
+          return WalkResult::interrupt();
+        }
+      }
       if (auto attention = dyn_cast<AttentionOp>(op)) {
         std::string why = whyNotCacheable(attention);
         if (!why.empty()) {

@@ -1,19 +1,28 @@
 #!/usr/bin/env python3
-"""Makes real exporter output of test/models/llama_gqa for the frontend tests.
+"""Makes real exporter output of tiny decoders for the frontend tests.
 
-Rebuilds the Hugging Face LlamaForCausalLM whose dynamo export is
-test/models/llama_gqa/model.onnx (its weights are that file's initializers:
-the embedding and norms under their state-dict names, the projections as
-transposed `val_N` constants, found here by the MatMul that reads them), then
-runs the real producers on it:
+--arch llama (the default) rebuilds the Hugging Face LlamaForCausalLM whose
+dynamo export is test/models/llama_gqa/model.onnx (its weights are that
+file's initializers: the embedding and norms under their state-dict names,
+the projections as transposed `val_N` constants, found here by the MatMul
+that reads them). --arch qwen2 and --arch mistral make a Qwen2ForCausalLM
+(q/k/v biases, tied embedding) and a MistralForCausalLM (GQA, a sliding
+window of 8 tokens) from transformers' real configs at tiny sizes with
+seeded random weights (ARCHS below). Then the real producers run on it:
 
   optimum/     optimum-cli export onnx --task text-generation-with-past
   genai_fp32/  python -m onnxruntime_genai.models.builder -p fp32 -e cpu
   genai_int4/  python -m onnxruntime_genai.models.builder -p int4 -e cpu
+  genai_dml_fp16/  ... -p fp16 -e dml (rotary outside attention)
 
-Usage: make_real_exports.py OUT_DIR [STEP...]  in a venv with torch,
-transformers, optimum-onnx, onnxruntime-genai. Each output folder gets a
-VERSIONS.txt of the packages that made it (optimum-onnx 0.1.0 pins
+and, for the made-up architectures, the reference step writes into each
+producer's folder what onnxruntime computes on that file:
+greedy_ort.json (test/tools/ort_greedy.py) and test_data_set_0 (input_ids
+of two prompts, the logits at an empty past).
+
+Usage: make_real_exports.py OUT_DIR [--arch A] [STEP...]  in a venv with
+torch, transformers, optimum-onnx, onnxruntime-genai. Each output folder
+gets a VERSIONS.txt of the packages that made it (optimum-onnx 0.1.0 pins
 transformers < 4.58 and the GenAI builder 0.18 imports transformers 5
 classes: run the steps in environments that satisfy each, e.g. the genai
 steps with PYTHONPATH pointing at a transformers 5 install).
@@ -68,11 +77,28 @@ def state_dict_from_onnx(config):
             state.items()}
 
 
-def main():
-    out = os.path.abspath(sys.argv[1])
-    os.makedirs(out, exist_ok=True)
-    import torch
-    import transformers
+# Tiny made-up models: transformers' real classes and configs, sizes that
+# keep each export under 250 KB (one layer: the TorchScript graph of a
+# layer is 50 KB of nodes; head_dim 16: the engine's attention kernels'
+# smallest), seeded random weights. The prompt is longer than Mistral's
+# window, so the window decides the logits.
+ARCHS = {
+    "qwen2": dict(cls="Qwen2ForCausalLM", config="Qwen2Config",
+                  tie_word_embeddings=True, use_sliding_window=False),
+    "mistral": dict(cls="MistralForCausalLM", config="MistralConfig",
+                    tie_word_embeddings=False, sliding_window=8),
+}
+TINY = dict(vocab_size=96, hidden_size=64, intermediate_size=32,
+            num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=16, max_position_embeddings=128, rms_norm_eps=1e-6,
+            rope_theta=10000.0, initializer_range=1.0, bos_token_id=1,
+            eos_token_id=2)
+SEED = 0
+PROMPT = [5, 17, 46, 33, 61, 12, 54, 40, 9, 44, 27, 30]
+GREEDY_STEPS = 32
+
+
+def llama_from_onnx(transformers):
     greedy = json.load(open(os.path.join(SOURCE, "greedy.json")))
     config = greedy["config"]
     hf_config = transformers.LlamaConfig(
@@ -89,25 +115,90 @@ def main():
     model = transformers.LlamaForCausalLM(hf_config).eval()
     missing = model.load_state_dict(state_dict_from_onnx(config), strict=True)
     print("loaded:", missing)
-    hf_dir = os.path.join(out, "hf")
+    return model, greedy
+
+
+def made_up(transformers, arch):
+    import torch
+    spec = dict(ARCHS[arch])
+    cls, config_cls = spec.pop("cls"), spec.pop("config")
+    torch.manual_seed(SEED)
+    hf_config = getattr(transformers, config_cls)(**TINY, **spec)
+    model = getattr(transformers, cls)(hf_config).eval()
+    # transformers initializes norms to 1 and biases to 0, which would let
+    # a frontend that drops either pass; weights of std 1 give a greedy
+    # stream of many tokens with clear margins (a std of 0.02 repeats one).
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "norm" in name:
+                param.copy_(1 + 0.3 * torch.randn_like(param))
+            elif name.endswith("bias"):
+                param.copy_(torch.randn_like(param))
+    return model, {"prompt": PROMPT}
+
+
+def save_with_tokenizer(model, hf_dir):
+    import shutil
     model.save_pretrained(hf_dir)
     # The builders want a tokenizer; none of the tests reads it, so the
     # shared llama_bpe16k one stands in (its ids are not this model's).
     tokenizer = os.environ.get(
         "SITS_EXPORT_TOKENIZER",
         "/work/shared/models/llama_bpe16k/tokenizer.json")
-    import shutil
     shutil.copy(tokenizer, os.path.join(hf_dir, "tokenizer.json"))
     with open(os.path.join(hf_dir, "tokenizer_config.json"), "w") as f:
         json.dump({"tokenizer_class": "PreTrainedTokenizerFast"}, f)
-    # Check the rebuilt model: greedy tokens as in greedy.json.
+
+
+def write_references(folder, prompt):
+    """onnxruntime on the export itself: its greedy stream, and the logits
+    of two prompts at an empty past as test_data_set_0."""
+    prompt_json = os.path.join(folder, "prompt.json")
+    with open(prompt_json, "w") as f:
+        json.dump({"prompt": prompt}, f)
+    cmd = [sys.executable, os.path.join(ROOT, "test", "tools", "ort_greedy.py"),
+           os.path.join(folder, "model.onnx"), prompt_json,
+           os.path.join(folder, "greedy_ort.json"), "--steps",
+           str(GREEDY_STEPS), "--test-data",
+           os.path.join(folder, "test_data_set_0")]
+    if os.path.basename(folder).endswith("int4"):
+        cmd += ["--accuracy-level", "0"]
+    subprocess.run(cmd, check=True)
+    os.remove(prompt_json)
+
+
+def main():
+    args = sys.argv[1:]
+    arch = "llama"
+    if "--arch" in args:
+        at = args.index("--arch")
+        arch = args[at + 1]
+        del args[at:at + 2]
+    out = os.path.abspath(args[0])
+    os.makedirs(out, exist_ok=True)
+    import torch
+    import transformers
+    hf_dir = os.path.join(out, "hf")
+    if arch == "llama":
+        model, greedy = llama_from_onnx(transformers)
+    else:
+        model, greedy = made_up(transformers, arch)
+    steps = greedy.get("greedy")
     ids = torch.tensor([greedy["prompt"]])
     with torch.no_grad():
-        gen = model.generate(ids, max_new_tokens=len(greedy["greedy"]),
-                             do_sample=False, pad_token_id=0)
+        gen = model.generate(ids, max_new_tokens=len(steps or range(
+            GREEDY_STEPS)), do_sample=False, pad_token_id=0)
     got = gen[0, ids.shape[1]:].tolist()
-    print("greedy matches greedy.json:", got == greedy["greedy"])
-    assert got == greedy["greedy"], (got, greedy["greedy"])
+    if steps:
+        # The rebuilt model: greedy tokens as in greedy.json.
+        print("greedy matches greedy.json:", got == steps)
+        assert got == steps, (got, steps)
+    else:
+        print("transformers greedy:", got)
+    only = args[1:] or ["hf", "optimum", "genai_fp32", "genai_int4",
+                        "genai_dml_fp16", "reference"]
+    if "hf" in only:
+        save_with_tokenizer(model, hf_dir)
 
     versions = {"torch": torch.__version__,
                 "transformers": transformers.__version__}
@@ -132,8 +223,13 @@ def main():
                         "-i", hf_dir, "-o", os.path.join(out, "genai_int4"),
                         "-p", "int4", "-e", "cpu",
                         "-c", os.path.join(out, "cache")]),
+        # For DirectML the builder keeps rotary out of attention: a
+        # standalone com.microsoft RotaryEmbedding with a position_ids input.
+        ("genai_dml_fp16", [py, "-m", "onnxruntime_genai.models.builder",
+                            "-i", hf_dir, "-o",
+                            os.path.join(out, "genai_dml_fp16"), "-p", "fp16",
+                            "-e", "dml", "-c", os.path.join(out, "cache")]),
     ]
-    only = sys.argv[2:] or [s[0] for s in steps]
     for name, cmd in steps:
         if name not in only:
             continue
@@ -144,6 +240,10 @@ def main():
             with open(os.path.join(out, name, "VERSIONS.txt"), "w") as f:
                 for k, v in versions.items():
                     f.write(f"{k} {v}\n")
+    if "reference" in only and arch != "llama":
+        for name, _ in steps:
+            if os.path.isdir(os.path.join(out, name)):
+                write_references(os.path.join(out, name), greedy["prompt"])
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 
 #include "sits/Json.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cstring>
 #include <set>
 
@@ -215,6 +217,11 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   } else {
     tokenizer.set("kind", m.vocab == 256 ? "bytes" : "none");
   }
+  for (int32_t id : source.configEosIds)
+    if (llvm::none_of(eosIds.elements(), [&](const json::Value &known) {
+          return known.getInteger() == id;
+        }))
+      eosIds.push(static_cast<int64_t>(id));
   tokenizer.set("eos_token_ids", std::move(eosIds));
   root.set("tokenizer", std::move(tokenizer));
 

@@ -29,6 +29,9 @@ struct EngineSource {
   /// The model's tokenizer, stored in the engine's tokenizer section; null:
   /// none (a byte vocabulary of 256 tokens still reads and writes text).
   std::shared_ptr<const ModelTokenizer> tokenizer;
+  /// EOS ids of the model's config (genai_config.json), stored after the
+  /// tokenizer's.
+  std::vector<int32_t> configEosIds;
 };
 
 /// Builds the engine: its contents, and the weights section as a fill

@@ -5,7 +5,8 @@
 // test/tools/check_contrib_ops.py): SimplifiedLayerNormalization,
 // SkipSimplifiedLayerNormalization, MatMulNBits (dequantize, then an f32
 // product: ONNX Runtime's accuracy_level 4 quantizes A to int8 instead, which
-// differs by about 1e-2 relative), RotaryEmbedding and GroupQueryAttention.
+// differs by about 1e-2 relative), GatherBlockQuantized, RotaryEmbedding and
+// GroupQueryAttention.
 //
 //===----------------------------------------------------------------------===//
 
@@ -170,6 +171,52 @@ llvm::Error runMatMulNBits(KernelContext &context) {
   return llvm::Error::success();
 }
 
+llvm::Error runGatherBlockQuantized(KernelContext &context) {
+  Operation *op = context.getOp();
+  const Tensor &data = context.operand(0), &indices = context.operand(1);
+  const Tensor &scales = context.operand(2);
+  const Tensor *zeroPoints = inputTensor(context, 3);
+  int64_t bits = intAttr(op, "bits", 4), block = intAttr(op, "block_size", 128);
+  if (data.isFloat() || indices.isFloat() || !scales.isFloat() ||
+      data.getRank() != 2 || (zeroPoints && zeroPoints->isFloat()))
+    return context.error("needs packed integer data [rows, cols], integer "
+                         "indices and zero points, and float scales");
+  int64_t rows = data.getDim(0), cols = data.getDim(1);
+  int64_t k = cols * 8 / bits, blocks = (k + block - 1) / block;
+  int64_t zpBytes = (blocks * bits + 7) / 8;
+  if (scales.getNumElements() != rows * blocks)
+    return context.error("scales has " + llvm::Twine(scales.getNumElements()) +
+                         " elements, not rows * ceil(K / block_size) = " +
+                         llvm::Twine(rows * blocks));
+  if (zeroPoints && zeroPoints->getNumElements() != rows * zpBytes)
+    return context.error("zero_points has " +
+                         llvm::Twine(zeroPoints->getNumElements()) +
+                         " elements, not " + llvm::Twine(rows * zpBytes));
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.push_back(k);
+  Tensor y(ElementType::F32, shape);
+  for (int64_t i = 0; i < indices.getNumElements(); ++i) {
+    int64_t row = indices.getAsInt(i);
+    if (row < 0)
+      row += rows;
+    if (row < 0 || row >= rows)
+      return context.error("index " + llvm::Twine(indices.getAsInt(i)) +
+                           " is outside the " + llvm::Twine(rows) + " rows");
+    for (int64_t e = 0; e < k; ++e) {
+      int64_t j = e / block;
+      float zp =
+          zeroPoints
+              ? static_cast<float>(unpack(*zeroPoints, row * zpBytes, j, bits))
+              : static_cast<float>(int64_t(1) << (bits - 1));
+      float q = static_cast<float>(unpack(data, row * cols, e, bits));
+      y.floats()[i * k + e] = (q - zp) * scales.floats()[row * blocks + j];
+    }
+  }
+  y.setElementTypeAndRound(context.resultType(0));
+  context.setResult(0, std::move(y));
+  return llvm::Error::success();
+}
+
 /// Rotates `x[0..rotary)` in place with the cos/sin row of `position`.
 void rotate(float *x, const Tensor &cosCache, const Tensor &sinCache,
             int64_t position, int64_t rotary, bool interleaved) {
@@ -258,6 +305,9 @@ llvm::Error runGroupQueryAttention(KernelContext &context) {
   const Tensor *total = inputTensor(context, 6);
   const Tensor *cosCache = inputTensor(context, 7);
   const Tensor *sinCache = inputTensor(context, 8);
+  const Tensor *positionIds = inputTensor(context, 9);
+  const Tensor *bias = inputTensor(context, 10);
+  const Tensor *sink = inputTensor(context, 11);
   int64_t heads = intAttr(op, "num_heads", 0);
   int64_t kvHeads = intAttr(op, "kv_num_heads", 0);
   if (!query.isFloat() || query.getRank() != 3)
@@ -290,6 +340,25 @@ llvm::Error runGroupQueryAttention(KernelContext &context) {
     scale = 1.0f / std::sqrt(static_cast<float>(headDim));
   bool firstPrompt = seq == totalLength;
   int64_t presentLength = std::max(pastBuffer, totalLength);
+  bool smooth = intAttr(op, "smooth_softmax", 0) != 0;
+  if (positionIds && positionIds->getNumElements() != batch * seq)
+    return context.error("position_ids must be [batch, seq]");
+  if (sink && (!sink->isFloat() || sink->getNumElements() != heads))
+    return context.error("head_sink must be float [num_heads]");
+  if (bias && (!bias->isFloat() || bias->getRank() != 4 ||
+               (bias->getDim(0) != 1 && bias->getDim(0) != batch) ||
+               (bias->getDim(1) != 1 && bias->getDim(1) != heads) ||
+               bias->getDim(2) != seq || bias->getDim(3) < totalLength))
+    return context.error("attention_bias must be float [batch or 1, "
+                         "num_heads or 1, seq, >= total_sequence_length]");
+  // The rotary position of step row s: position_ids except at a first
+  // prompt (ONNX Runtime's CPU kernel), else past + s.
+  auto rotaryPosition = [&](int64_t b, int64_t past, int64_t totalB,
+                            int64_t s) {
+    if (positionIds && !firstPrompt)
+      return positionIds->getAsInt(b * seq + s);
+    return past + s < totalB ? past + s : int64_t(1);
+  };
 
   // Split q, k, v: [b, s, heads, d].
   int64_t qWidth = heads * headDim, kvWidth = kvHeads * headDim;
@@ -326,7 +395,10 @@ llvm::Error runGroupQueryAttention(KernelContext &context) {
           presentValue.floats()[to] = pastValue->floats()[from];
         }
     for (int64_t s = 0; s < seq; ++s) {
-      int64_t position = past + s < totalB ? past + s : 1;
+      int64_t position = rotaryPosition(b, past, totalB, s);
+      if (doRotary && (position < 0 || position >= cosCache->getDim(0)))
+        return context.error("position " + llvm::Twine(position) +
+                             " is outside the cos/sin caches");
       for (int64_t h = 0; h < kvHeads; ++h) {
         float *k = presentKey.floats().data() +
                    ((b * kvHeads + h) * presentLength + past + s) * headDim;
@@ -340,7 +412,7 @@ llvm::Error runGroupQueryAttention(KernelContext &context) {
       }
     }
     for (int64_t s = 0; s < seq; ++s) {
-      int64_t position = past + s < totalB ? past + s : 1;
+      int64_t position = rotaryPosition(b, past, totalB, s);
       int64_t visible = std::min(past + s + 1, presentLength);
       // local_window_size keys end at the query's own (ONNX Runtime's CPU
       // kernel; checked by check_contrib_ops.py).
@@ -361,10 +433,26 @@ llvm::Error runGroupQueryAttention(KernelContext &context) {
           float score = scale * dotF32(q.data(), keys + j * headDim, headDim);
           if (softcap > 0.0f)
             score = softcap * std::tanh(score / softcap);
+          if (bias)
+            score += bias->floats()[((std::min(b, bias->getDim(0) - 1) *
+                                          bias->getDim(1) +
+                                      std::min(h, bias->getDim(1) - 1)) *
+                                         seq +
+                                     s) *
+                                        bias->getDim(3) +
+                                    j];
           scores[j - first] = score;
           maximum = std::max(maximum, score);
         }
-        float sum = 0.0f;
+        // A sink logit (head_sink, or 0 for smooth_softmax) joins the
+        // denominator only.
+        std::optional<float> sinkLogit =
+            sink     ? std::optional<float>(sink->floats()[h])
+            : smooth ? std::optional<float>(0.0f)
+                     : std::nullopt;
+        if (sinkLogit)
+          maximum = std::max(maximum, *sinkLogit);
+        float sum = sinkLogit ? std::exp(*sinkLogit - maximum) : 0.0f;
         for (float &score : scores) {
           score = std::exp(score - maximum);
           sum += score;
@@ -395,6 +483,8 @@ void onnx::attachOnnxContribKernels(MLIRContext *context) {
   attachKernel<runSkipSimplifiedLayerNormalization,
                sits::onnx::MsSkipSimplifiedLayerNormalizationOp>(context);
   attachKernel<runMatMulNBits, sits::onnx::MsMatMulNBitsOp>(context);
+  attachKernel<runGatherBlockQuantized, sits::onnx::MsGatherBlockQuantizedOp>(
+      context);
   attachKernel<runMsRotaryEmbedding, sits::onnx::MsRotaryEmbeddingOp>(context);
   attachKernel<runGroupQueryAttention, sits::onnx::MsGroupQueryAttentionOp>(
       context);

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/pipeline/GenAIConfig.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/Registration.h"
 #include "compiler/serve/ReferenceBackend.h"
@@ -105,6 +106,19 @@ int main(int argc, char **argv) {
   if (std::optional<std::string> invalid =
           sits::validatePipelineOptions(options, sits::Stage::Optimized))
     return fail(*invalid);
+  // A GenAI builder model's context length bounds --max-seq-len.
+  llvm::Expected<std::optional<sits::GenAIConfig>> genai =
+      sits::readGenAIConfig(modelFile);
+  if (!genai)
+    return fail(llvm::toString(genai.takeError()));
+  if (*genai) {
+    llvm::Expected<std::string> note = sits::applyContextLength(
+        **genai, pipelineFlags.maxSeqLen.getNumOccurrences() > 0, options);
+    if (!note)
+      return fail(llvm::toString(note.takeError()));
+    if (!note->empty())
+      llvm::errs() << "sits-serve-reference: " << *note << "\n";
+  }
   PassManager pm(&context);
   sits::buildPipeline(pm, sits::Stage::Optimized, options);
   if (failed(pm.run(*module)))

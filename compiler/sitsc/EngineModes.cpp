@@ -308,6 +308,7 @@ static std::string describeQuantizedWeights(const codegen::EnginePlan &plan) {
 int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                              llvm::StringRef outputPath,
                              const PipelineOptions &options,
+                             llvm::ArrayRef<int32_t> configEosIds,
                              TimingScope &timing) {
   // Refuse early: compiling the kernels takes seconds.
   if (!force && llvm::sys::fs::exists(outputPath))
@@ -330,6 +331,7 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   if (failed(tokenizer))
     return 1;
   source.tokenizer = *tokenizer;
+  source.configEosIds.assign(configEosIds.begin(), configEosIds.end());
   source.modelName = modelNameOf(inputPath);
   source.path = llvm::sys::path::filename(inputPath).str();
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> input =

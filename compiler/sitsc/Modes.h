@@ -44,9 +44,11 @@ codegen::CodegenOptions getCodegenOptions();
 int emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
 /// Compiles `module` (the optimized program of the model at `inputPath`)
 /// into an engine and writes it to `outputPath` (atomically, refusing to
-/// replace a file without --force). Its steps are timed under `timing`.
+/// replace a file without --force). `configEosIds` (genai_config.json's)
+/// join the tokenizer's EOS ids. Its steps are timed under `timing`.
 int writeEngine(mlir::ModuleOp module, llvm::StringRef inputPath,
                 llvm::StringRef outputPath, const PipelineOptions &options,
+                llvm::ArrayRef<int32_t> configEosIds,
                 mlir::TimingScope &timing);
 
 //===- Quantization (sitsc.cpp) -------------------------------------------===//

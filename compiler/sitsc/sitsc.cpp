@@ -10,6 +10,7 @@
 
 #include "backends/cuda/transforms/Passes.h"
 #include "compiler/pipeline/AtomicOutput.h"
+#include "compiler/pipeline/GenAIConfig.h"
 #include "compiler/pipeline/IRDumper.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/Registration.h"
@@ -327,6 +328,24 @@ int main(int argc, char **argv) {
   pipelineFlags.getOptions(options);
   if (std::optional<std::string> error = validatePipelineOptions(options, last))
     return fail(*error);
+  // A GenAI builder model's genai_config.json bounds the sequence length and
+  // adds the EOS ids.
+  std::optional<GenAIConfig> genaiConfig;
+  std::string contextNote;
+  if (!llvm::StringRef(inputPath).ends_with(".mlir")) {
+    llvm::Expected<std::optional<GenAIConfig>> read =
+        readGenAIConfig(inputPath);
+    if (!read)
+      return fail(llvm::toString(read.takeError()));
+    genaiConfig = std::move(*read);
+  }
+  if (genaiConfig) {
+    llvm::Expected<std::string> note = applyContextLength(
+        *genaiConfig, pipelineFlags.maxSeqLen.getNumOccurrences() > 0, options);
+    if (!note)
+      return fail(llvm::toString(note.takeError()));
+    contextNote = std::move(*note);
+  }
 
   // --mlir-timing reports the import and the engine writing beside the
   // passes: with large weights they take most of the time.
@@ -409,14 +428,19 @@ int main(int argc, char **argv) {
   // The KV-cache sizes the options imply, where stdout is not the IR.
   bool irOnStdout = last != Stage::Engine && !verifying &&
                     (outputPath.empty() || outputPath == "-");
-  if (!irOnStdout)
+  if (!irOnStdout) {
+    if (!contextNote.empty())
+      llvm::outs() << "sitsc: " << contextNote << "\n";
     sitsc::printKVCacheSummary(*module, llvm::outs());
+  }
   if (verifying)
     return sitsc::runVerifyModes(*module);
   if (last == Stage::Engine) {
     if (failed(sitsc::checkGpuKernelsExist(*module)))
       return 1;
     return sitsc::writeEngine(*module, inputPath, outputPath, options,
+                              genaiConfig ? genaiConfig->eosTokenIds
+                                          : std::vector<int32_t>(),
                               rootTimer);
   }
 

@@ -17,7 +17,7 @@ using namespace sits::onnx;
 namespace {
 
 std::optional<int64_t> rankOfValue(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
+  auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
   return type ? std::optional<int64_t>(type.getRank()) : std::nullopt;
 }
 
@@ -85,6 +85,25 @@ LogicalResult matMulNBitsRule(ShapeRuleContext &ctx) {
   y.elementType = a.elementType;
   y.dims = a.dims;
   y.dims.back() = ctx.constant(static_cast<int64_t>(op.getN()));
+  return success();
+}
+
+LogicalResult gatherBlockQuantizedRule(ShapeRuleContext &ctx) {
+  auto op = cast<MsGatherBlockQuantizedOp>(ctx.getOp());
+  if (failed(requireRanked(ctx, 0, "data")) ||
+      failed(requireRanked(ctx, 1, "indices")) ||
+      failed(requireRanked(ctx, 2, "scales")))
+    return failure();
+  const TensorFacts &data = ctx.operand(0);
+  if (data.getRank() != 2)
+    return ctx.fail() << "data must be [rows, cols]";
+  TensorFacts &y = ctx.result();
+  y.ranked = true;
+  y.elementType = ctx.operand(2).elementType;
+  y.dims = ctx.operand(1).dims;
+  // Each byte holds 8 / bits values.
+  y.dims.push_back(mulExprs(
+      data.dims[1], ctx.constant(8 / static_cast<int64_t>(op.getBits()))));
   return success();
 }
 
@@ -167,6 +186,30 @@ LogicalResult MsMatMulNBitsOp::verify() {
   return success();
 }
 
+LogicalResult MsGatherBlockQuantizedOp::verify() {
+  int64_t bits = static_cast<int64_t>(getBits());
+  int64_t block = static_cast<int64_t>(getBlockSize());
+  if (bits != 4 && bits != 8)
+    return emitOpError() << "bits must be 4 or 8, got " << bits;
+  if (block < 16 || (block & (block - 1)) != 0)
+    return emitOpError() << "block_size must be a power of 2 >= 16, got "
+                         << block;
+  std::optional<int64_t> rank = rankOfValue(getData());
+  if (rank && *rank != 2)
+    return emitOpError() << "data must be 2-D [rows, cols], got rank " << *rank;
+  if (getGatherAxis() != 0)
+    return emitOpError() << "gather_axis " << getGatherAxis()
+                         << " is not supported (only 0: rows)";
+  if (getQuantizeAxis() != 1 && getQuantizeAxis() != -1)
+    return emitOpError() << "quantize_axis " << getQuantizeAxis()
+                         << " is not supported (only the last axis)";
+  Type element = cast<ShapedType>(getData().getType()).getElementType();
+  if (!element.isUnsignedInteger(8))
+    return emitOpError() << "data must be uint8 (packed values), got "
+                         << element;
+  return success();
+}
+
 LogicalResult MsRotaryEmbeddingOp::verify() {
   std::optional<int64_t> rank = rankOfValue(getInput());
   if (rank && *rank != 3 && *rank != 4)
@@ -192,10 +235,17 @@ LogicalResult MsGroupQueryAttentionOp::verify() {
                             "both absent";
   if (getDoRotary() && (!getCosCache() || !getSinCache()))
     return emitOpError() << "do_rotary needs cos_cache and sin_cache";
-  if (getPositionIds() || getAttentionBias() || getHeadSink() ||
-      getSmoothSoftmax() != 0)
-    return emitOpError() << "position_ids, attention_bias, head_sink and "
-                            "smooth_softmax are not supported";
+  if (std::optional<int64_t> rank = rankOfValue(getAttentionBias());
+      rank && *rank != 4)
+    return emitOpError() << "attention_bias must be 4-D [batch or 1, "
+                            "num_heads or 1, seq, total_seq], got rank "
+                         << *rank;
+  if (Value sink = getHeadSink())
+    if (auto type = dyn_cast<RankedTensorType>(sink.getType());
+        type && (type.getRank() != 1 ||
+                 (!type.isDynamicDim(0) && type.getDimSize(0) != heads)))
+      return emitOpError() << "head_sink must be [num_heads] = [" << heads
+                           << "], got " << type;
   return success();
 }
 
@@ -203,6 +253,7 @@ void sits::onnx::attachContribShapeRules(MLIRContext *context) {
   attachShapeRule<simplifiedNormRule, SimplifiedLayerNormalizationOp>(context);
   attachShapeRule<skipNormRule, MsSkipSimplifiedLayerNormalizationOp>(context);
   attachShapeRule<matMulNBitsRule, MsMatMulNBitsOp>(context);
+  attachShapeRule<gatherBlockQuantizedRule, MsGatherBlockQuantizedOp>(context);
   attachShapeRule<msRotaryRule, MsRotaryEmbeddingOp>(context);
   attachShapeRule<groupQueryAttentionRule, MsGroupQueryAttentionOp>(context);
 }

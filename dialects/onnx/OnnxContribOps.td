@@ -72,6 +72,31 @@ def Onnx_MsMatMulNBitsOp
   let hasVerifier = 1;
 }
 
+def Onnx_MsGatherBlockQuantizedOp
+    : Onnx_Op<"ms.GatherBlockQuantized"> {
+  let summary = "rows of a block-quantized table (com.microsoft)";
+  let description = [{
+    The rows `indices` of a `[rows, cols]` uint8 table along `gather_axis`
+    0, dequantized: the table holds `8 / bits` values per byte, the lowest
+    bits first, so a row has `K = cols * 8 / bits` values;
+    `T[r, k] = (q[r, k] - zp[r, k / block_size]) * scales[r, k /
+    block_size]` with `scales [rows, ceil(K / block_size)]`, `zero_points`
+    packed like the table (per row, `ceil(blocks * bits / 8)` bytes) or
+    `2^(bits - 1)` without them. The output is `indices.shape + [K]` in the
+    scales' type. The GenAI builder reads a tied int4 embedding this way
+    from the LM head's MatMulNBits weight. Other axes and data types are
+    not supported.
+  }];
+  let arguments = (ins AnyTensor:$data, AnyTensor:$indices, AnyTensor:$scales,
+                       Optional<AnyTensor>:$zero_points,
+                       DefaultValuedAttr<I64Attr, "0">:$gather_axis,
+                       DefaultValuedAttr<I64Attr, "1">:$quantize_axis,
+                       DefaultValuedAttr<I64Attr, "128">:$block_size,
+                       DefaultValuedAttr<I64Attr, "4">:$bits);
+  let results = (outs AnyTensor:$output);
+  let hasVerifier = 1;
+}
+
 def Onnx_MsRotaryEmbeddingOp : Onnx_Op<"ms.RotaryEmbedding"> {
   let summary = "rotary position embedding (com.microsoft)";
   let description = [{
@@ -109,7 +134,14 @@ def Onnx_MsGroupQueryAttentionOp
     (`[max_position, R/2]`, `rotary_interleaved` pairing). Query `i` sees key
     `j` when `j <= past + i` and, with `local_window_size >= 0`,
     `j > past + i - local_window_size` (that many keys). Scores are `scale * q.k` (default
-    `1 / sqrt(head)`), soft-capped when `softcap > 0`. `present_key`/
+    `1 / sqrt(head)`), soft-capped when `softcap > 0`, then
+    `attention_bias[b, h, i, j]` (broadcast over batch and heads) is added.
+    `position_ids [batch, seq]` replace `past + i` as the rotary positions
+    except at a first prompt, where q and k rotate at `0..seq-1` (ONNX
+    Runtime's CPU kernel stores the present keys rotated at position_ids
+    there: they agree when position_ids are `0..seq-1`). `head_sink
+    [num_heads]` adds `exp(sink[h])` to each softmax denominator,
+    `smooth_softmax = 1` adds `exp(0)`. `present_key`/
     `present_value` are `[batch, kv_num_heads, max(past_buffer,
     total_sequence_length), head]`: the past rows, then the new ones.
   }];

@@ -435,10 +435,13 @@ void Importer::checkValueInfo(const ::onnx::NodeProto *node, Location loc,
   }
   if (!declared.has_shape() || !facts.ranked)
     return;
-  // The GenAI model builder declares its one-element [1] constants as
-  // scalars: the same one value, so not a contradiction.
+  // The GenAI model builder declares the outputs of its Constant nodes as
+  // scalars whatever their shape ([1], [2]): a Constant's value is its
+  // shape, so the declaration says nothing. Elsewhere a scalar declared for
+  // a one-element tensor is the same one value.
   if (declared.shape().dim_size() == 0 &&
-      facts.getStaticNumElements() == std::optional<int64_t>(1))
+      ((node && node->op_type() == "Constant") ||
+       facts.getStaticNumElements() == std::optional<int64_t>(1)))
     return;
   if (declared.shape().dim_size() != facts.getRank()) {
     report() << "'" << name << "' has rank " << declared.shape().dim_size()
@@ -490,8 +493,8 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     auto diag = nodeError(n, loc);
     if (microsoft)
       diag << "operator " << n.op_type() << " of domain 'com.microsoft' is "
-           << "not supported (sits imports GroupQueryAttention, "
-           << "MatMulNBits, RotaryEmbedding and "
+           << "not supported (sits imports GatherBlockQuantized, "
+           << "GroupQueryAttention, MatMulNBits, RotaryEmbedding and "
            << "SkipSimplifiedLayerNormalization of it)";
     else if (!defaultDomain)
       diag << "domain '" << n.domain() << "' is not supported (sits imports "

@@ -153,6 +153,10 @@ const AttrSchema kMatMulNBits[] = {{"K", Int, true},
                                    {"bits", Int},
                                    {"block_size", Int, true},
                                    {"accuracy_level", Int}};
+const AttrSchema kGatherBlockQuantized[] = {{"gather_axis", Int},
+                                            {"quantize_axis", Int},
+                                            {"block_size", Int},
+                                            {"bits", Int}};
 const AttrSchema kMsRotary[] = {{"interleaved", Int},
                                 {"is_packed_batching", Int},
                                 {"num_heads", Int},
@@ -171,6 +175,7 @@ const AttrSchema kGroupQueryAttention[] = {{"num_heads", Int, true},
 const OpSchema kMicrosoftSchemas[] = {
     {"SkipSimplifiedLayerNormalization", 1, 3, 4, 1, 4, false, kSkipNorm},
     {"MatMulNBits", 1, 3, 6, 1, 1, true, kMatMulNBits},
+    {"GatherBlockQuantized", 1, 3, 4, 1, 1, false, kGatherBlockQuantized},
     {"RotaryEmbedding", 1, 4, 4, 1, 1, false, kMsRotary},
     {"GroupQueryAttention", 1, 7, 12, 3, 4, true, kGroupQueryAttention,
      0b11110},

@@ -60,3 +60,18 @@ func.func @forward(%ids: tensor<?x?xi64>) -> tensor<1x2x3x4xf32> {
   %a = sits.attention %q, %q, %q {num_heads = 2, num_kv_heads = 2, scale = 0.5 : f32, causal = #sits.causal<bottom_right>} : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
   return %a : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// A RoPE table (an exporter's cos/sin caches) shorter than max-seq-len
+// (default 2048): positions past it have no row.
+func.func @short_rope_table(%ids: tensor<?x?xi64>) -> tensor<1x2x3x4xf32> {
+  %q = sits.weight "q" dense<1.0> : tensor<1x2x3x4xf32>
+  %table = sits.weight "rope_table" dense<1.0> : tensor<16x4xf32>
+  %pos = sits.position_ids %ids : tensor<?x?xi64> -> tensor<?x?xi64>
+  // expected-error @+1 {{sits-kv-cache: max-seq-len 2048 is past the model's RoPE table of 16 positions (its cos/sin caches): compile with --max-seq-len=16 or less}}
+  %cos, %sin = sits.rope_gather %table[%pos] : tensor<16x4xf32>, tensor<?x?xi64> -> tensor<?x?x2xf32>, tensor<?x?x2xf32>
+  %r = sits.rope %q, %cos, %sin {rotary_dim = 4 : i64, style = #sits.rope_style<rotate_half>} : tensor<1x2x3x4xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32> -> tensor<1x2x3x4xf32>
+  %a = sits.attention %r, %r, %r {num_heads = 2, num_kv_heads = 2, scale = 0.5 : f32, causal = #sits.causal<bottom_right>} : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %a : tensor<1x2x3x4xf32>
+}

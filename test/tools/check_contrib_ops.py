@@ -12,6 +12,7 @@ Prints the largest error per output; exits 1 on a mismatch.
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -117,8 +118,30 @@ def case_rotary(rng, interleaved, offset):
                    "pos": pos}
 
 
+def case_gather_block_quantized(rng, bits, zp):
+    rows, k, block = 6, 64, 32
+    blocks = k // block
+    q = rng.integers(0, 2 ** bits, size=(rows, k))
+    inits = [numpy_helper.from_array(pack(q, bits), "data"),
+             numpy_helper.from_array(
+                 (rng.random((rows, blocks)) * 0.1 + 0.01).astype(np.float32),
+                 "scales")]
+    inputs = ["data", "ids", "scales"]
+    if zp:
+        z = rng.integers(0, 2 ** bits, size=(rows, blocks))
+        inits.append(numpy_helper.from_array(pack(z, bits), "zp"))
+        inputs.append("zp")
+    node = helper.make_node("GatherBlockQuantized", inputs, ["y"], domain=MS,
+                            bits=bits, block_size=block, gather_axis=0,
+                            quantize_axis=1)
+    model = model_of([node], [vi("ids", TensorProto.INT64, [2, 3])],
+                     [vi("y", F, None)], inits)
+    return model, {"ids": rng.integers(0, rows, size=(2, 3))}
+
+
 def case_gqa(rng, past, seq, packed=True, rotary=True, window=-1,
-             softcap=0.0, interleaved=0, batch=2):
+             softcap=0.0, interleaved=0, batch=2, positions=None,
+             bias=False, sink=False, smooth=0):
     heads, kv, d = 4, 2, 16
     total = past + seq
     inputs = [vi("q", F, [batch, seq, (heads + 2 * kv) * d if packed
@@ -148,11 +171,31 @@ def case_gqa(rng, past, seq, packed=True, rotary=True, window=-1,
         inits = [numpy_helper.from_array(cos, "cos"),
                  numpy_helper.from_array(sin, "sin")]
         names += ["cos", "sin"]
+    if not rotary:
+        names += ["", ""]
+    # Optional inputs 9 to 11: position_ids, attention_bias, head_sink.
+    extras = [
+        ("pos", TensorProto.INT64, positions is not None,
+         lambda: np.tile(np.arange(seq, dtype=np.int64) + (
+             past if positions is None else positions), (batch, 1))),
+        ("bias", F, bias, lambda: rng.standard_normal(
+            (batch, heads, seq, total)).astype(np.float32)),
+        ("sink", F, sink, lambda: rng.standard_normal(heads).astype(
+            np.float32)),
+    ]
+    for name, elem, present, make in extras:
+        names.append(name if present else "")
+        if present:
+            feeds[name] = make()
+            inputs.append(vi(name, elem, list(feeds[name].shape)))
+    while names and not names[-1]:
+        names.pop()
     node = helper.make_node(
         "GroupQueryAttention", names, ["out", "present_k", "present_v"],
         domain=MS, num_heads=heads, kv_num_heads=kv,
         do_rotary=int(rotary), rotary_interleaved=interleaved,
-        local_window_size=window, softcap=softcap)
+        local_window_size=window, softcap=softcap,
+        **({"smooth_softmax": smooth} if smooth else {}))
     model = model_of([node], inputs, [vi("out", F, None),
                                       vi("present_k", F, None),
                                       vi("present_v", F, None)], inits)
@@ -176,24 +219,45 @@ CASES = {
     "gqa-interleaved": lambda r: case_gqa(r, 2, 1, interleaved=1),
     "gqa-window-softcap": lambda r: case_gqa(r, 0, 7, rotary=False,
                                              window=2, softcap=3.0),
+    # position_ids rotate a decode step (here not past + i); at a first
+    # prompt 0..seq-1 (onnxruntime rotates the attention's q and k there
+    # whatever position_ids say, and the present keys at position_ids: the
+    # case gives 0..seq-1, where both agree). The bias is added after the
+    # softcap.
+    "gqa-position-ids": lambda r: case_gqa(r, 6, 1, batch=1, positions=9),
+    "gqa-position-ids-prompt": lambda r: case_gqa(r, 0, 5, positions=0),
+    "gqa-attention-bias": lambda r: case_gqa(r, 0, 5, bias=True,
+                                             softcap=2.0),
+    "gqa-head-sink": lambda r: case_gqa(r, 3, 1, batch=1, sink=True),
+    "gqa-smooth-softmax": lambda r: case_gqa(r, 0, 5, smooth=1),
+    "gather-block-quantized-4bit": lambda r: case_gather_block_quantized(
+        r, 4, False),
+    "gather-block-quantized-8bit-zp": lambda r: case_gather_block_quantized(
+        r, 8, True),
 }
 
 
-def genai_feeds(model, past, seq, rng):
-    """Inputs of a GenAI builder model: ids, a mask of ones, a past."""
+def genai_feeds(path, model, past, seq, rng):
+    """Inputs of a GenAI builder model: ids, a mask of ones, positions, a
+    past (its head size and vocabulary from the genai_config.json beside
+    it)."""
+    config = json.load(open(os.path.join(os.path.dirname(path),
+                                         "genai_config.json")))["model"]
     feeds = {}
     for info in model.graph.input:
         dims = [d.dim_value if d.HasField("dim_value") else None
                 for d in info.type.tensor_type.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type)
         if info.name == "input_ids":
-            feeds[info.name] = rng.integers(0, 500, size=(2, seq)).astype(
-                np.int64)
+            feeds[info.name] = rng.integers(
+                0, config["vocab_size"], size=(2, seq)).astype(np.int64)
         elif info.name == "attention_mask":
             feeds[info.name] = np.ones((2, past + seq), np.int64)
+        elif info.name == "position_ids":
+            feeds[info.name] = np.tile(np.arange(past, past + seq), (2, 1))
         else:
-            shape = [2, dims[1], past, 32]
-            feeds[info.name] = (rng.standard_normal(shape) * 0.5).astype(
-                np.float32)
+            shape = [2, dims[1], past, config["decoder"]["head_size"]]
+            feeds[info.name] = (rng.standard_normal(shape) * 0.5).astype(dtype)
     return feeds
 
 
@@ -226,7 +290,7 @@ def main():
     if args.case == "genai":
         path = args.model
         model = onnx.load(path)
-        feeds = genai_feeds(model, args.past, args.seq, rng)
+        feeds = genai_feeds(path, model, args.past, args.seq, rng)
         if args.ort_accuracy_level is not None:
             for node in model.graph.node:
                 for attr in node.attribute:

@@ -180,13 +180,15 @@ struct RaiseOnnxPass : public sits::impl::RaiseOnnxBase<RaiseOnnxPass> {
       if (function.isExternal())
         continue;
       RaiseContext rc(function, audit);
-      for (auto phase : {removeIdentities, raisePastKeyValues, raiseContribOps,
-                         foldWeightCasts, raiseNorms, raiseProjections,
-                         raiseActivations, raiseGatedUnits, raiseHeads,
-                         raiseRope, raiseAttention, raiseResidualAdds}) {
+      for (auto phase :
+           {removeIdentities, raisePastKeyValues, raiseContribOps,
+            raiseGroupQueryAttention, foldWeightCasts, raiseNorms,
+            raiseProjections, raiseActivations, raiseGatedUnits, raiseHeads,
+            raiseRope, raiseAttention, raiseResidualAdds}) {
         phase(rc);
         rc.finishPhase();
       }
+      checkPositionInputs(rc);
       reportUnraisedOps(rc, audit, reportUnraised);
       if (rc.hasFailed())
         signalPassFailure();

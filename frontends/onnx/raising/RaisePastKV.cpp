@@ -14,12 +14,8 @@
 // static heads and head dims (and by Shape: the past length), the Concat
 // returned as a graph output. Other reads of the past see an empty tensor.
 // Names are only recorded. The `attention_mask` and `position_ids` inputs
-// then describe the runtime's own positions: an integer `[batch, seq]` input
-// read as RoPE positions becomes `sits.position_ids` (0..seq-1 after an
-// empty past), and the `[batch, past + seq]` mask becomes all ones (every
-// cached and new token visible). Left padding needs neither: the runtime
-// keeps one length per sequence, so a padded batch is the same sequences
-// unpadded.
+// then describe the runtime's own positions and become them
+// (PositionInputs.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,17 +107,6 @@ std::optional<PastPair> matchPastInput(BlockArgument past, func::ReturnOp ret,
   return PastPair{past, concat, fresh, *resultIndex};
 }
 
-/// The token ids: the input that indexes a float 2-D table (the embedding).
-BlockArgument findTokenIds(func::FuncOp function) {
-  for (BlockArgument arg : function.getArguments())
-    for (Operation *user : arg.getUsers())
-      if (auto gather = dyn_cast<GatherOp>(user))
-        if (gather.getIndices() == arg && getConstant(gather.getData()) &&
-            cast<ShapedType>(gather.getData().getType()).getRank() == 2)
-          return arg;
-  return nullptr;
-}
-
 std::string dimsText(SymbolicShapes &shapes, Value value) {
   std::optional<ArrayRef<AffineExpr>> dims = shapes.getDims(value);
   return dims ? shapes.print(*dims) : "?";
@@ -150,8 +135,6 @@ void sits::onnx::raising::raisePastKeyValues(RaiseContext &rc) {
   if (pairs.empty())
     return;
 
-  // Every other input must be the token ids or one of the two position
-  // inputs the runtime replaces; anything else would be silently dropped.
   BlockArgument ids = findTokenIds(function);
   if (!ids) {
     function.emitError() << "graph with past key/value inputs: no input "
@@ -162,52 +145,8 @@ void sits::onnx::raising::raisePastKeyValues(RaiseContext &rc) {
   llvm::BitVector erasedArgs(function.getNumArguments());
   for (const PastPair &pair : pairs)
     erasedArgs.set(pair.past.getArgNumber());
-  std::optional<ArrayRef<AffineExpr>> idsDims = shapes.getDims(ids);
   OpBuilder &b = rc.getBuilder();
   b.setInsertionPointToStart(&function.getBody().front());
-  SmallVector<std::pair<std::string, Operation *>> positionInputs;
-  for (BlockArgument arg : function.getArguments()) {
-    if (arg == ids || erasedArgs.test(arg.getArgNumber()))
-      continue;
-    StringRef name = getInputName(function, arg.getArgNumber());
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    std::optional<ArrayRef<AffineExpr>> dims = shapes.getDims(arg);
-    if (!type || type.getRank() != 2 || !dims || !idsDims ||
-        (*dims)[0] != (*idsDims)[0] ||
-        !isa<IntegerType>(type.getElementType())) {
-      function.emitError()
-          << "graph with past key/value inputs: input '" << name << "' (dims "
-          << dimsText(shapes, arg)
-          << ") is neither the token ids, a past key/value, the positions "
-             "[batch, seq] nor the attention mask [batch, past + seq]";
-      rc.markFailed();
-      return;
-    }
-    if ((*dims)[1] == (*idsDims)[1] &&
-        type.getElementType() ==
-            cast<ShapedType>(ids.getType()).getElementType()) {
-      // Positions: after an empty past, token i is at position i.
-      auto positions =
-          PositionIdsOp::create(b, arg.getLoc(), type, ids, Value());
-      arg.replaceAllUsesWith(positions.getResult());
-      positionInputs.push_back({name.str(), positions});
-    } else {
-      // The padding mask: every token of the step and of the cache is a
-      // real token of its sequence.
-      auto shape = ShapeOp::create(b, arg.getLoc(),
-                                   RankedTensorType::get({2}, b.getI64Type()),
-                                   ids, b.getI64IntegerAttr(0), IntegerAttr());
-      auto ones = ConstantOfShapeOp::create(
-          b, arg.getLoc(), type, shape.getShape(),
-          DenseElementsAttr::get(
-              RankedTensorType::get({1}, type.getElementType()),
-              b.getIntegerAttr(type.getElementType(), 1)));
-      arg.replaceAllUsesWith(ones.getOutput());
-      positionInputs.push_back({name.str(), ones});
-    }
-    erasedArgs.set(arg.getArgNumber());
-  }
-
   // The cache I/O, in output order, as the program's record of the graph's
   // cache layout and element type.
   llvm::sort(pairs, [](const PastPair &x, const PastPair &y) {
@@ -272,21 +211,7 @@ void sits::onnx::raising::raisePastKeyValues(RaiseContext &rc) {
         "step computes the graph's value at an empty past, where the "
         "concatenation is the new rows");
   }
-  for (auto [input, op] : positionInputs)
-    rc.recordRaise(
-        "position_inputs_replaced", {op},
-        "input '" + input + "' replaced by the " +
-            (isa<PositionIdsOp>(op) ? "runtime's positions" : "all-ones mask"),
-        "at an empty past the positions of a step are 0..seq-1 "
-        "and every key is a real token of its sequence (the "
-        "runtime keeps one length per sequence: no padding)");
-  function->setAttr("sits.kv_cache_io", b.getArrayAttr(records));
-
-  ret->eraseOperands(erasedResults);
-  if (failed(function.eraseResults(erasedResults)) ||
-      failed(function.eraseArguments(erasedArgs))) {
-    function.emitError() << "cannot remove the past/present key/value I/O";
-    rc.markFailed();
-  }
+  replaceCacheIO(rc, ids, records, erasedArgs, erasedResults,
+                 "graph with past key/value inputs");
   shapes.clear();
 }

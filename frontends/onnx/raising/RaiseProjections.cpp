@@ -1,7 +1,9 @@
 //===- RaiseProjections.cpp - Embeddings, linears and the LM head ---------===//
 //
 // `Gather(table, ids, axis 0)` on a 2-D float table is an embedding (with a
-// constant scale multiplied right after it, as Gemma does). `MatMul(x, W)`
+// constant scale multiplied right after it, as Gemma does); a table that is
+// `Transpose(W)` of a constant reads W's `[vocab, hidden]` form, shared with
+// the LM head that multiplies by W. `MatMul(x, W)`
 // and `Gemm` with a constant 2-D weight are linear layers: the weight is
 // stored `[out, in]`, so exporters' `[in, out]` weights are transposed at
 // compile time, and `Transpose(W0)` weights use `W0` itself (a tied LM head
@@ -39,6 +41,14 @@ void raiseEmbedding(RaiseContext &rc, GatherOp gather) {
     return;
   }
   SmallVector<Operation *> ops{gather};
+  // A transposed table (a tied LM head's [hidden, vocab] weight) is that
+  // weight's [vocab, hidden] form, which the LM head then shares.
+  if (Value source = getEmbeddingTable(gather);
+      source && !getConstant(source)) {
+    auto transpose = definedBy<TransposeOp>(source);
+    ops.push_back(transpose);
+    table = *rc.getProjectionWeight(transpose.getData(), ops);
+  }
   Value result = gather.getOutput();
   double scale = 1.0;
   // A constant scale right after the lookup (Gemma: * sqrt(hidden)).
@@ -257,44 +267,6 @@ getLastDimRanges(RaiseContext &rc, Operation *user, int64_t width) {
   return ranges;
 }
 
-/// Rows [begin, end) of a constant weight [N, K] (or elements of a bias
-/// [N]), as a new weight named after the original.
-Value sliceRows(RaiseContext &rc, Value value, int64_t begin, int64_t end) {
-  // A mapped or viewed weight is copied here (fused projections are not
-  // read in place).
-  DenseElementsAttr dense = getDenseConstant(value);
-  auto type = dense ? dyn_cast<RankedTensorType>(dense.getType()) : nullptr;
-  if (!type || type.getElementTypeBitWidth() % 8 != 0)
-    return nullptr;
-  SmallVector<int64_t> shape(type.getShape());
-  int64_t rowElements = 1;
-  for (int64_t size : ArrayRef<int64_t>(shape).drop_front())
-    rowElements *= size;
-  shape[0] = end - begin;
-  auto sliceType = RankedTensorType::get(shape, type.getElementType());
-  DenseElementsAttr sliced;
-  if (dense.isSplat()) {
-    sliced = dense.resizeSplat(sliceType);
-  } else {
-    size_t rowBytes = rowElements * type.getElementTypeBitWidth() / 8;
-    ArrayRef<char> raw = dense.getRawData();
-    sliced = DenseElementsAttr::getFromRawBuffer(
-        sliceType, raw.slice(begin * rowBytes, (end - begin) * rowBytes));
-  }
-  // Named after the initializer (a transposed copy has its name + ".T"):
-  // rows [begin:end) of its [out, in] form.
-  auto weight = definedBy<WeightOp>(value);
-  StringRef base = weight ? weight.getName() : StringRef("weight");
-  base.consume_back(".T");
-  std::string name = base.str() + "[" + std::to_string(begin) + ":" +
-                     std::to_string(end) + "]";
-  OpBuilder &b = rc.getBuilder();
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointAfterValue(value);
-  return WeightOp::create(b, value.getLoc(), sliceType, b.getStringAttr(name),
-                          sliced);
-}
-
 /// A fused projection (q, k and v in one weight) whose result is only read
 /// in parts along its last dim becomes one projection per part, with the
 /// weight rows (and bias) of that part.
@@ -316,9 +288,9 @@ void splitFusedProjection(RaiseContext &rc, LinearOp linear) {
   for (auto &[user, ranges] : parts) {
     SmallVector<Value> pieces;
     for (auto [begin, end] : ranges) {
-      Value weight = sliceRows(rc, linear.getWeight(), begin, end);
+      Value weight = sliceWeightRows(rc, linear.getWeight(), begin, end);
       Value bias = linear.getBias()
-                       ? sliceRows(rc, linear.getBias(), begin, end)
+                       ? sliceWeightRows(rc, linear.getBias(), begin, end)
                        : Value();
       if (!weight || (linear.getBias() && !bias))
         return;

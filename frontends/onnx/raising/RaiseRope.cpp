@@ -474,16 +474,27 @@ void raiseRotateHalf(RaiseContext &rc, RopeTables &tables, onnx::AddOp add) {
   }
 }
 
+/// A rotary embedding op: RotaryEmbedding-23 or ONNX Runtime's, whose
+/// semantics are the same but for how the head count defaults.
+struct RotaryOp {
+  Operation *op;
+  Value x, positions, cos, sin, y;
+  /// 0 when not given.
+  int64_t heads, rotaryDim;
+  bool interleaved;
+};
+
 void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
-                          RotaryEmbeddingOp op) {
+                          RopeGathers &gathers, const RotaryOp &rotary) {
+  Operation *op = rotary.op;
+  Value y = rotary.y;
   SymbolicShapes &shapes = rc.getShapes();
-  std::optional<ArrayRef<AffineExpr>> dims = shapes.getDims(op.getX());
+  std::optional<ArrayRef<AffineExpr>> dims = shapes.getDims(rotary.x);
   if (!dims)
     return;
   SmallVector<AffineExpr, 4> xDims(*dims);
   bool threeD = xDims.size() == 3;
-  int64_t heads =
-      op.getNumHeads() ? static_cast<int64_t>(*op.getNumHeads()) : 0;
+  int64_t heads = rotary.heads;
   std::optional<int64_t> headDim = getConstantValue(xDims.back());
   if (threeD)
     headDim = heads > 0 && headDim && *headDim % heads == 0
@@ -493,52 +504,36 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
     rc.noteNotRaised(op, "the head size is not a constant");
     return;
   }
-  int64_t rotaryDim = op.getRotaryEmbeddingDim() != 0
-                          ? static_cast<int64_t>(op.getRotaryEmbeddingDim())
-                          : *headDim;
+  int64_t rotaryDim = rotary.rotaryDim != 0 ? rotary.rotaryDim : *headDim;
   SmallVector<Operation *> ops{op};
-  Value cos = op.getCosCache(), sin = op.getSinCache();
+  Value cos = rotary.cos, sin = rotary.sin;
   OpBuilder &b = rc.getBuilder();
-  if (Value positions = op.getPositionIds()) {
+  if (Value positions = rotary.positions) {
     // The caches are [max_position, R/2] tables indexed by the positions:
     // one [max_position, R] table of both for sits.rope_gather.
-    DenseElementsAttr cosTable = getDenseConstant(cos);
-    DenseElementsAttr sinTable = getDenseConstant(sin);
     auto positionsType = dyn_cast<RankedTensorType>(positions.getType());
-    auto cacheType =
-        cosTable ? dyn_cast<RankedTensorType>(cosTable.getType()) : nullptr;
-    if (!cacheType || !sinTable || cosTable.getType() != sinTable.getType() ||
-        cacheType.getRank() != 2 ||
-        !isa<FloatType>(cacheType.getElementType()) || !positionsType ||
-        positionsType.getRank() != 2) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op);
+    // Read already by an earlier rotation (the layer's q for its k).
+    RopeGatherOp &gather = gathers[{cos, sin, positions}];
+    Value table;
+    if (!gather && (!positionsType || positionsType.getRank() != 2 ||
+                    !(table = createRopeTable(b, op->getLoc(), cos, sin)))) {
+      gathers.erase({cos, sin, positions});
       rc.noteNotRaised(op, "RotaryEmbedding with position_ids needs constant "
                            "[max_position, R/2] cos and sin caches and "
                            "[batch, seq] positions");
       return;
     }
-    int64_t rows = cacheType.getDimSize(0), half = cacheType.getDimSize(1);
-    SmallVector<APFloat> values;
-    values.reserve(rows * half * 2);
-    SmallVector<APFloat> cosValues(cosTable.getValues<APFloat>());
-    SmallVector<APFloat> sinValues(sinTable.getValues<APFloat>());
-    for (int64_t row = 0; row < rows; ++row) {
-      for (int64_t k = 0; k < half; ++k)
-        values.push_back(cosValues[row * half + k]);
-      for (int64_t k = 0; k < half; ++k)
-        values.push_back(sinValues[row * half + k]);
+    if (!gather) {
+      auto tableType = cast<RankedTensorType>(table.getType());
+      auto halfType = RankedTensorType::get({positionsType.getDimSize(0),
+                                             positionsType.getDimSize(1),
+                                             tableType.getDimSize(1) / 2},
+                                            tableType.getElementType());
+      gather = RopeGatherOp::create(b, op->getLoc(), halfType, halfType, table,
+                                    positions);
     }
-    auto tableType =
-        RankedTensorType::get({rows, 2 * half}, cacheType.getElementType());
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(op);
-    auto table = WeightOp::create(b, op.getLoc(), tableType,
-                                  b.getStringAttr("rope_table"),
-                                  DenseElementsAttr::get(tableType, values));
-    auto halfType = RankedTensorType::get(
-        {positionsType.getDimSize(0), positionsType.getDimSize(1), half},
-        cacheType.getElementType());
-    auto gather = RopeGatherOp::create(b, op.getLoc(), halfType, halfType,
-                                       table, positions);
     cos = gather.getCos();
     sin = gather.getSin();
   }
@@ -555,15 +550,15 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
     }
   }
   b.setInsertionPoint(op);
-  Value input = op.getX();
+  Value input = rotary.x;
   RopeStyle style =
-      op.getInterleaved() ? RopeStyle::interleaved : RopeStyle::rotate_half;
+      rotary.interleaved ? RopeStyle::interleaved : RopeStyle::rotate_half;
   if (threeD) {
     auto type = cast<RankedTensorType>(input.getType());
     auto split = RankedTensorType::get(
         {type.getDimSize(0), heads, type.getDimSize(1), *headDim},
         type.getElementType());
-    input = SplitHeadsOp::create(b, op.getLoc(), split, input,
+    input = SplitHeadsOp::create(b, op->getLoc(), split, input,
                                  b.getI64IntegerAttr(heads));
   }
   auto rope =
@@ -571,14 +566,21 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
                      RopeStyleAttr::get(b.getContext(), style),
                      b.getI64IntegerAttr(rotaryDim));
   Value result = rope.getResult();
-  if (threeD)
-    result = MergeHeadsOp::create(b, op.getLoc(), op.getY().getType(), result);
-  op.getY().replaceAllUsesWith(result);
+  if (threeD) {
+    // Heads split again (an attention that takes [batch, seq, hidden]) read
+    // the rotated heads themselves.
+    for (Operation *user : llvm::make_early_inc_range(y.getUsers()))
+      if (auto split = dyn_cast<SplitHeadsOp>(user);
+          split && split.getType() == rope.getType())
+        split.getResult().replaceAllUsesWith(rope.getResult());
+    result = MergeHeadsOp::create(b, op->getLoc(), y.getType(), result);
+  }
+  y.replaceAllUsesWith(result);
   rc.recordRaise("ropes_raised", ops,
                  llvm::formatv("sits.rope {0} rotary_dim = {1}",
                                stringifyRopeStyle(style), rotaryDim)
                      .str(),
-                 op.getPositionIds()
+                 rotary.positions
                      ? "RotaryEmbedding with position_ids reads rows of its "
                        "[max_position, R/2] caches by position: "
                        "sits.rope_gather of the caches side by side, then "
@@ -591,8 +593,40 @@ void raiseRotaryEmbedding(RaiseContext &rc, RopeTables &tables,
 
 void sits::onnx::raising::raiseRope(RaiseContext &rc) {
   RopeTables tables(rc);
+  RopeGathers gathers;
   for (RotaryEmbeddingOp op : collectOps<RotaryEmbeddingOp>(rc.getFunction()))
-    raiseRotaryEmbedding(rc, tables, op);
+    raiseRotaryEmbedding(
+        rc, tables, gathers,
+        {op, op.getX(), op.getPositionIds(), op.getCosCache(), op.getSinCache(),
+         op.getY(),
+         op.getNumHeads() ? static_cast<int64_t>(*op.getNumHeads()) : 0,
+         static_cast<int64_t>(op.getRotaryEmbeddingDim()),
+         op.getInterleaved() != 0});
+  for (MsRotaryEmbeddingOp op :
+       collectOps<MsRotaryEmbeddingOp>(rc.getFunction())) {
+    // ONNX Runtime's heads default to the width over the rotary dim of
+    // its caches; its positions are [batch, seq] (or a [1] offset, which
+    // the runtime's positions do not stand for).
+    auto cacheType = dyn_cast<RankedTensorType>(op.getCosCache().getType());
+    auto inputType = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto positionsType =
+        dyn_cast<RankedTensorType>(op.getPositionIds().getType());
+    if (!cacheType || cacheType.getRank() != 2 || cacheType.isDynamicDim(1) ||
+        !inputType || !positionsType || positionsType.getRank() != 2) {
+      rc.noteNotRaised(op, "com.microsoft RotaryEmbedding without [batch, "
+                           "seq] position_ids or static [max_position, R/2] "
+                           "caches");
+      continue;
+    }
+    int64_t heads = static_cast<int64_t>(op.getNumHeads());
+    int64_t rotaryDim = 2 * cacheType.getDimSize(1);
+    if (heads == 0 && inputType.getRank() == 3 && !inputType.isDynamicDim(2))
+      heads = inputType.getDimSize(2) / rotaryDim;
+    raiseRotaryEmbedding(rc, tables, gathers,
+                         {op, op.getInput(), op.getPositionIds(),
+                          op.getCosCache(), op.getSinCache(), op.getOutput(),
+                          heads, rotaryDim, op.getInterleaved() != 0});
+  }
   for (onnx::AddOp op : collectOps<onnx::AddOp>(rc.getFunction()))
     raiseRotateHalf(rc, tables, op);
 }

@@ -199,6 +199,8 @@ void RaiseContext::finishPhase() {
       if (op.hasTrait<OpTrait::IsTerminator>() || !isOpTriviallyDead(&op))
         continue;
       reasons.erase(&op);
+      llvm::erase_if(replacedInputs,
+                     [&](const auto &input) { return input.second == &op; });
       op.erase();
       changed = true;
     }
@@ -247,6 +249,99 @@ DenseElementsAttr sits::onnx::raising::getDenseConstant(Value value) {
   return attr ? materializeWeight(attr) : nullptr;
 }
 
+Value sits::onnx::raising::getEmbeddingTable(GatherOp gather) {
+  Value table = gather.getData();
+  auto type = dyn_cast<RankedTensorType>(table.getType());
+  if (!type || type.getRank() != 2 || gather.getAxis() != 0)
+    return nullptr;
+  if (getConstant(table))
+    return table;
+  auto transpose = definedBy<TransposeOp>(table);
+  if (transpose && getConstant(transpose.getData()) &&
+      transpose.getPermutation() == SmallVector<int64_t>{1, 0})
+    return table;
+  return nullptr;
+}
+
+BlockArgument sits::onnx::raising::findTokenIds(func::FuncOp function) {
+  for (BlockArgument arg : function.getArguments())
+    for (OpOperand &use : arg.getUses()) {
+      auto gather = dyn_cast<GatherOp>(use.getOwner());
+      if (gather && gather.getIndices() == arg && getEmbeddingTable(gather))
+        return arg;
+      auto quantized = dyn_cast<MsGatherBlockQuantizedOp>(use.getOwner());
+      if (quantized && quantized.getIndices() == arg)
+        return arg;
+      auto embedding = dyn_cast<EmbeddingOp>(use.getOwner());
+      if (embedding && embedding.getIds() == arg)
+        return arg;
+    }
+  return nullptr;
+}
+
+Value sits::onnx::raising::sliceWeightRows(RaiseContext &rc, Value value,
+                                           int64_t begin, int64_t end) {
+  // A mapped or viewed weight is copied here (fused projections are not
+  // read in place).
+  DenseElementsAttr dense = getDenseConstant(value);
+  auto type = dense ? dyn_cast<RankedTensorType>(dense.getType()) : nullptr;
+  if (!type || type.getElementTypeBitWidth() % 8 != 0)
+    return nullptr;
+  SmallVector<int64_t> shape(type.getShape());
+  int64_t rowElements = 1;
+  for (int64_t size : ArrayRef<int64_t>(shape).drop_front())
+    rowElements *= size;
+  shape[0] = end - begin;
+  auto sliceType = RankedTensorType::get(shape, type.getElementType());
+  DenseElementsAttr sliced;
+  if (dense.isSplat()) {
+    sliced = dense.resizeSplat(sliceType);
+  } else {
+    size_t rowBytes = rowElements * type.getElementTypeBitWidth() / 8;
+    ArrayRef<char> raw = dense.getRawData();
+    sliced = DenseElementsAttr::getFromRawBuffer(
+        sliceType, raw.slice(begin * rowBytes, (end - begin) * rowBytes));
+  }
+  // Named after the initializer (a transposed copy has its name + ".T"):
+  // rows [begin:end) of its [out, in] form.
+  auto weight = definedBy<WeightOp>(value);
+  StringRef base = weight ? weight.getName() : StringRef("weight");
+  base.consume_back(".T");
+  std::string name = base.str() + "[" + std::to_string(begin) + ":" +
+                     std::to_string(end) + "]";
+  OpBuilder &b = rc.getBuilder();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfterValue(value);
+  return WeightOp::create(b, value.getLoc(), sliceType, b.getStringAttr(name),
+                          sliced);
+}
+
+Value sits::onnx::raising::createRopeTable(OpBuilder &b, Location loc,
+                                           Value cos, Value sin) {
+  DenseElementsAttr cosTable = getDenseConstant(cos);
+  DenseElementsAttr sinTable = getDenseConstant(sin);
+  auto type =
+      cosTable ? dyn_cast<RankedTensorType>(cosTable.getType()) : nullptr;
+  if (!type || !sinTable || cosTable.getType() != sinTable.getType() ||
+      type.getRank() != 2 || !isa<FloatType>(type.getElementType()))
+    return nullptr;
+  int64_t rows = type.getDimSize(0), half = type.getDimSize(1);
+  SmallVector<APFloat> cosValues(cosTable.getValues<APFloat>());
+  SmallVector<APFloat> sinValues(sinTable.getValues<APFloat>());
+  SmallVector<APFloat> values;
+  values.reserve(rows * half * 2);
+  for (int64_t row = 0; row < rows; ++row) {
+    values.append(cosValues.begin() + row * half,
+                  cosValues.begin() + (row + 1) * half);
+    values.append(sinValues.begin() + row * half,
+                  sinValues.begin() + (row + 1) * half);
+  }
+  auto tableType =
+      RankedTensorType::get({rows, 2 * half}, type.getElementType());
+  return WeightOp::create(b, loc, tableType, b.getStringAttr("rope_table"),
+                          DenseElementsAttr::get(tableType, values));
+}
+
 std::optional<double> sits::onnx::raising::getScalarConstant(Value value) {
   // A constant cast to a float type: its value rounded to that type.
   if (auto cast = definedBy<CastOp>(value)) {
@@ -284,6 +379,32 @@ bool sits::onnx::raising::isScalarConstant(Value value, double expected,
     return false;
   return std::abs(*actual - expected) <=
          tolerance * std::max(1.0, std::abs(expected));
+}
+
+bool sits::onnx::raising::isZeroTensor(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (!isa<CastOp, ReshapeOp, ExpandOp>(op))
+      break;
+    value = op->getOperand(0);
+  }
+  ElementsAttr constant = getConstant(value);
+  if (auto fill = definedBy<ConstantOfShapeOp>(value)) {
+    // Without a value: a float 0.
+    if (!fill.getValueAttr())
+      return true;
+    constant = fill.getValueAttr();
+  }
+  if (!constant)
+    return false;
+  if (auto dense = dyn_cast<DenseElementsAttr>(constant)) {
+    if (dense.getElementType().isIntOrIndex())
+      return llvm::all_of(dense.getValues<APInt>(),
+                          [](const APInt &v) { return v.isZero(); });
+    if (isa<FloatType>(dense.getElementType()))
+      return llvm::all_of(dense.getValues<APFloat>(),
+                          [](const APFloat &v) { return v.isZero(); });
+  }
+  return false;
 }
 
 Value sits::onnx::raising::otherOperand(Operation *op, Value operand) {

@@ -21,6 +21,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -74,6 +75,16 @@ public:
   /// constant `[1, ..., 1, hidden]`); null when it is neither.
   mlir::Value getChannelVector(mlir::Value value, mlir::AffineExpr size);
 
+  /// A graph input the engine's runtime supplies (positions, padding
+  /// mask), now `replacement`; checkPositionInputs checks what reads it.
+  void noteReplacedInput(llvm::StringRef name, mlir::Operation *replacement) {
+    replacedInputs.push_back({name.str(), replacement});
+  }
+  llvm::ArrayRef<std::pair<std::string, mlir::Operation *>>
+  getReplacedInputs() const {
+    return replacedInputs;
+  }
+
   /// An error was emitted: the pass fails once its phases have run.
   void markFailed() { failed = true; }
   bool hasFailed() const { return failed; }
@@ -88,6 +99,8 @@ private:
   mlir::OpBuilder builder;
   SymbolicShapes shapes;
   llvm::DenseMap<mlir::Operation *, std::string> reasons;
+  /// Replaced inputs whose replacement is still alive.
+  llvm::SmallVector<std::pair<std::string, mlir::Operation *>> replacedInputs;
   bool failed = false;
   /// Original weight -> its transposed copy.
   llvm::DenseMap<mlir::Value, mlir::Value> transposed;
@@ -128,6 +141,10 @@ std::optional<double> getScalarConstant(mlir::Value value);
 bool isScalarConstant(mlir::Value value, double expected,
                       double tolerance = 1e-6);
 
+/// Whether `value` is provably all zeros: a constant of zeros, or
+/// ConstantOfShape of zero (through Cast, Reshape and Expand).
+bool isZeroTensor(mlir::Value value);
+
 /// For a commutative binary op, the operand that is not `operand`, or null
 /// when neither is.
 mlir::Value otherOperand(mlir::Operation *op, mlir::Value operand);
@@ -159,6 +176,36 @@ int64_t staticSize(mlir::AffineExpr dim);
 /// The only user of `value` when it has exactly one use, else null.
 mlir::Operation *getSingleUser(mlir::Value value);
 
+/// Rows [begin, end) of a constant weight [N, ...] (or elements of a bias
+/// [N]), as a new weight named `<original>[begin:end]` (a fused q/k/v
+/// projection's parts); null when `value` is not such a constant.
+mlir::Value sliceWeightRows(RaiseContext &rc, mlir::Value value, int64_t begin,
+                            int64_t end);
+
+/// One `[max_position, R]` RoPE table for sits.rope_gather of constant
+/// `[max_position, R/2]` cos and sin caches side by side (cos, then sin in
+/// each row), a sits.weight named `rope_table`; null when they are not
+/// such constants.
+mlir::Value createRopeTable(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value cos, mlir::Value sin);
+
+/// The rows of a RoPE table at positions, one sits.rope_gather per (cos
+/// cache, sin cache, positions): the rotations that read the same share it.
+using RopeGathers =
+    llvm::DenseMap<std::tuple<mlir::Value, mlir::Value, mlir::Value>,
+                   RopeGatherOp>;
+
+/// The 2-D table an embedding lookup `Gather(table, ids, axis 0)` reads:
+/// a constant, or `Transpose(W)` of a constant (the GenAI builder's tied
+/// table, read from the LM head's `[hidden, vocab]` weight); null otherwise.
+mlir::Value getEmbeddingTable(onnx::GatherOp gather);
+
+/// The graph input holding the token ids: the one an embedding table is
+/// looked up with (a Gather of getEmbeddingTable, GatherBlockQuantized of
+/// a quantized one, or an already raised sits.embedding). Null when none
+/// is.
+mlir::BlockArgument findTokenIds(mlir::func::FuncOp function);
+
 /// The ops of type OpTy in the function, in order (a snapshot: patterns
 /// add ops while they run).
 template <typename OpTy>
@@ -176,9 +223,33 @@ llvm::SmallVector<OpTy> collectOps(mlir::func::FuncOp function) {
 /// the graph at an empty past, recorded as `sits.kv_cache_io`; its position
 /// and padding-mask inputs into the runtime's positions.
 void raisePastKeyValues(RaiseContext &context);
+/// The integer inputs of a graph whose cache the engine keeps, other than
+/// the token ids `ids` and the inputs set in `erased`: `[batch, seq]`
+/// positions become sits.position_ids, the `[batch, past + seq]` padding
+/// mask all ones (PositionInputs.cpp); their bits are set in `erased`.
+/// Anything else is an error that starts with `graphKind`.
+mlir::LogicalResult replacePositionInputs(RaiseContext &context,
+                                          mlir::BlockArgument ids,
+                                          llvm::BitVector &erased,
+                                          llvm::StringRef graphKind);
+/// Leaves the graph's cache to the engine: records `records` as the
+/// function's `sits.kv_cache_io`, replaces the position inputs
+/// (replacePositionInputs) and erases the arguments and results set in
+/// `erasedArgs` and `erasedResults`.
+void replaceCacheIO(RaiseContext &context, mlir::BlockArgument ids,
+                    llvm::ArrayRef<mlir::Attribute> records,
+                    llvm::BitVector &erasedArgs,
+                    const llvm::BitVector &erasedResults,
+                    llvm::StringRef graphKind);
+/// Once every pattern has run: an error for each replaced position input
+/// read other than as RoPE positions, or mask read other than by the
+/// attention mask's subgraph.
+void checkPositionInputs(RaiseContext &context);
 /// ONNX Runtime contrib ops (GenAI builder graphs): norms, MatMulNBits,
-/// GroupQueryAttention over its cache.
+/// GatherBlockQuantized.
 void raiseContribOps(RaiseContext &context);
+/// GroupQueryAttention over its cache into the graph at an empty past.
+void raiseGroupQueryAttention(RaiseContext &context);
 /// Identity, and Dropout at inference, replaced by their input.
 void removeIdentities(RaiseContext &context);
 /// Casts of float weights (half-precision checkpoints) become the weights,

@@ -117,3 +117,51 @@ func.func @reduce_keepdims(%x: tensor<4xf32>) {
   %0 = onnx.ReduceMean %x {keepdims = 2 : i64} : (tensor<4xf32>) -> tensor<1xf32>
   return
 }
+
+// -----
+
+func.func @gather_block_quantized_bits(%d: tensor<6x32xui8>, %i: tensor<2xi64>, %s: tensor<6x2xf32>) {
+  // expected-error @+1 {{'onnx.ms.GatherBlockQuantized' op bits must be 4 or 8, got 2}}
+  %0 = onnx.ms.GatherBlockQuantized %d, %i, %s {bits = 2 : i64, block_size = 32 : i64} : (tensor<6x32xui8>, tensor<2xi64>, tensor<6x2xf32>) -> tensor<2x128xf32>
+  return
+}
+
+// -----
+
+func.func @gather_block_quantized_axis(%d: tensor<6x32xui8>, %i: tensor<2xi64>, %s: tensor<6x2xf32>) {
+  // expected-error @+1 {{'onnx.ms.GatherBlockQuantized' op gather_axis 1 is not supported (only 0: rows)}}
+  %0 = onnx.ms.GatherBlockQuantized %d, %i, %s {gather_axis = 1 : i64, block_size = 32 : i64} : (tensor<6x32xui8>, tensor<2xi64>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_block_quantized_quantize_axis(%d: tensor<6x32xui8>, %i: tensor<2xi64>, %s: tensor<6x2xf32>) {
+  // expected-error @+1 {{'onnx.ms.GatherBlockQuantized' op quantize_axis 0 is not supported (only the last axis)}}
+  %0 = onnx.ms.GatherBlockQuantized %d, %i, %s {quantize_axis = 0 : i64, block_size = 32 : i64} : (tensor<6x32xui8>, tensor<2xi64>, tensor<6x2xf32>) -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @gather_block_quantized_signed(%d: tensor<6x32xi8>, %i: tensor<2xi64>, %s: tensor<6x2xf32>) {
+  // expected-error @+1 {{'onnx.ms.GatherBlockQuantized' op data must be uint8 (packed values), got 'i8'}}
+  %0 = onnx.ms.GatherBlockQuantized %d, %i, %s {block_size = 32 : i64} : (tensor<6x32xi8>, tensor<2xi64>, tensor<6x2xf32>) -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_head_sink_size(%q: tensor<1x2x128xf32>, %l: tensor<1xi32>, %t: tensor<i32>, %sink: tensor<3xf32>) {
+  // expected-error @+1 {{'onnx.ms.GroupQueryAttention' op head_sink must be [num_heads] = [4], got 'tensor<3xf32>'}}
+  %0:3 = onnx.ms.GroupQueryAttention %q seqlens_k %l total %t head_sink %sink {num_heads = 4 : i64, kv_num_heads = 2 : i64} : (tensor<1x2x128xf32>, tensor<1xi32>, tensor<i32>, tensor<3xf32>) -> (tensor<1x2x64xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gqa_bias_rank(%q: tensor<1x2x128xf32>, %l: tensor<1xi32>, %t: tensor<i32>, %bias: tensor<2x2xf32>) {
+  // expected-error @+1 {{'onnx.ms.GroupQueryAttention' op attention_bias must be 4-D [batch or 1, num_heads or 1, seq, total_seq], got rank 2}}
+  %0:3 = onnx.ms.GroupQueryAttention %q seqlens_k %l total %t bias %bias {num_heads = 4 : i64, kv_num_heads = 2 : i64} : (tensor<1x2x128xf32>, tensor<1xi32>, tensor<i32>, tensor<2x2xf32>) -> (tensor<1x2x64xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>)
+  return
+}
