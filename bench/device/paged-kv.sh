@@ -108,44 +108,26 @@ for layout in contiguous paged; do
   say "sits-bench $layout: $(grep -E '^ *[0-9]' "$W/bench-$layout.log" | head -3 | tr -s ' ' | tr '\n' ';')"
 done
 
-server_pid=""
-start_server() { # engine, options...
-  local engine=$1; shift
-  "$bin/sits-serve" "$W/$engine.sits" --port=0 --model-name=gqa \
-    --max-queue=256 "$@" >"$W/server.out" 2>>"$FINAL/server.err" &
-  server_pid=$!
-  for _ in $(seq 100); do
-    port=$(grep -o '127.0.0.1:[0-9]*' "$W/server.out" | head -1 | cut -d: -f2)
-    [ -n "$port" ] && return 0
-    sleep 0.1
-  done
-  say "server did not start: $(tail -3 "$FINAL/server.err")"
-  exit 1
-}
-stop_server() { kill -TERM "$server_pid"; wait "$server_pid"; }
-load() { # label, then serve_load options
-  local label=$1; shift
-  python3 bench/serve_load.py --url "http://127.0.0.1:$port" --model gqa \
-    --vocab 512 --label "$label" --json "$W/load-$label.json" \
-    --max-seconds 120 "$@" | tee -a "$FINAL/$NAME.log"
-}
+SERVE_MODEL=gqa LOAD_JSON_DIR=$W
+. bench/device/serve-load.sh
 for layout in contiguous paged; do
-  start_server "$layout"
-  load "$layout-warmup" --requests 8 --concurrency 8 --prompt-len 64,64 \
+  SERVE_ENGINE=$W/$layout.sits
+  start_server
+  load "$layout-warmup" --max-seconds 120 --requests 8 --concurrency 8 --prompt-len 64,64 \
     --output-len 16,16 >/dev/null
-  load "$layout-c1" --requests 16 --concurrency 1 --prompt-len 128,1024 \
+  load "$layout-c1" --max-seconds 120 --requests 16 --concurrency 1 --prompt-len 128,1024 \
     --output-len 64,128
-  load "$layout-c8" --requests 64 --concurrency 8 --prompt-len 128,1024 \
+  load "$layout-c8" --max-seconds 120 --requests 64 --concurrency 8 --prompt-len 128,1024 \
     --output-len 64,128
-  load "$layout-c32" --requests 128 --concurrency 32 --prompt-len 128,1024 \
+  load "$layout-c32" --max-seconds 120 --requests 128 --concurrency 32 --prompt-len 128,1024 \
     --output-len 64,128
-  load "$layout-prefix-off" --requests 32 --concurrency 4 --shared-prefix 1024 \
+  load "$layout-prefix-off" --max-seconds 120 --requests 32 --concurrency 4 --shared-prefix 1024 \
     --prompt-len 32,64 --output-len 16,16
   stop_server
-  start_server "$layout" --prefix-cache-blocks=256
-  load "$layout-prefix-warm" --requests 1 --concurrency 1 --shared-prefix 1024 \
+  start_server --prefix-cache-blocks=256
+  load "$layout-prefix-warm" --max-seconds 120 --requests 1 --concurrency 1 --shared-prefix 1024 \
     --prompt-len 32,32 --output-len 4,4 >/dev/null
-  load "$layout-prefix-on" --requests 32 --concurrency 4 --shared-prefix 1024 \
+  load "$layout-prefix-on" --max-seconds 120 --requests 32 --concurrency 4 --shared-prefix 1024 \
     --prompt-len 32,64 --output-len 16,16
   curl -s "http://127.0.0.1:$port/metrics" |
     grep -E '^sits_prefix_cache_(hit_rate|blocks)|^sits_kv_blocks' | tee -a "$FINAL/$NAME.log"

@@ -29,44 +29,26 @@ sitsc test/models/llama_gqa/model.onnx --tokenizer="$data/tok" \
   --json "$FINAL/sits-bench.json" >"$FINAL/sits-bench.log" 2>&1
 say "sits-bench: $(grep -E '^ *[0-9]' "$FINAL/sits-bench.log" | head -3 | tr -s ' ' | tr '\n' ';')"
 
-server_pid=""
-start_server() { # options...
-  "$bin/sits-serve" "$engine" --port=0 --model-name=gqa --max-queue=256 "$@" \
-    >"$W/server.out" 2>>"$FINAL/server.err" &
-  server_pid=$!
-  for _ in $(seq 100); do
-    port=$(grep -o '127.0.0.1:[0-9]*' "$W/server.out" | head -1 | cut -d: -f2)
-    [ -n "$port" ] && return 0
-    sleep 0.1
-  done
-  say "server did not start: $(tail -3 "$FINAL/server.err")"
-  exit 1
-}
-stop_server() { kill -TERM "$server_pid"; wait "$server_pid"; }
-load() { # label, then serve_load options
-  local label=$1; shift
-  python3 bench/serve_load.py --url "http://127.0.0.1:$port" --model gqa \
-    --vocab 512 --label "$label" --json "$FINAL/load-$label.json" \
-    --max-seconds 120 "$@" | tee -a "$FINAL/serve-bench.log"
-}
+SERVE_ENGINE=$engine SERVE_MODEL=gqa
+. bench/device/serve-load.sh
 
 start_server
-load warmup --requests 8 --concurrency 8 --prompt-len 64,64 --output-len 16,16 >/dev/null
-load c1 --requests 16 --concurrency 1 --prompt-len 128,1024 --output-len 64,128
-load c8 --requests 64 --concurrency 8 --prompt-len 128,1024 --output-len 64,128
-load c32 --requests 128 --concurrency 32 --prompt-len 128,1024 --output-len 64,128
-load prefix-off --requests 32 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16
+load warmup --max-seconds 120 --requests 8 --concurrency 8 --prompt-len 64,64 --output-len 16,16 >/dev/null
+load c1 --max-seconds 120 --requests 16 --concurrency 1 --prompt-len 128,1024 --output-len 64,128
+load c8 --max-seconds 120 --requests 64 --concurrency 8 --prompt-len 128,1024 --output-len 64,128
+load c32 --max-seconds 120 --requests 128 --concurrency 32 --prompt-len 128,1024 --output-len 64,128
+load prefix-off --max-seconds 120 --requests 32 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16
 stop_server
 itl=$(python3 -c "import json; print(json.load(open('$FINAL/load-c1.json'))['itl_ms_p50'])")
 sla=$(python3 -c "print(round(1.5 * $itl, 3))")
 start_server --prefix-cache-blocks=4096
-load prefix-warm --requests 1 --concurrency 1 --shared-prefix 1024 --prompt-len 32,32 --output-len 4,4 >/dev/null
-load prefix-on --requests 32 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16
+load prefix-warm --max-seconds 120 --requests 1 --concurrency 1 --shared-prefix 1024 --prompt-len 32,32 --output-len 4,4 >/dev/null
+load prefix-on --max-seconds 120 --requests 32 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16
 curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_prefix_cache_(hit_rate|blocks)|^sits_kv_blocks' | tee -a "$FINAL/serve-bench.log"
 stop_server
 say "SLA target: $sla ms (1.5 x the one-stream ITL p50 $itl ms)"
 start_server --sla-p99-token-ms="$sla"
-load sla-c32 --requests 128 --concurrency 32 --prompt-len 128,1024 --output-len 64,128
+load sla-c32 --max-seconds 120 --requests 128 --concurrency 32 --prompt-len 128,1024 --output-len 64,128
 curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_sla_window' | tee -a "$FINAL/serve-bench.log"
 stop_server
 say "done"

@@ -53,27 +53,8 @@ bin=$W/build/bin
 say "sits-bench: $(grep -E '^ *[0-9]' "$FINAL/sits-bench.log" | tr -s ' ' | tr '\n' ';')"
 b1=$(python3 -c "import json; print([r['decode_ms_per_token'] for r in json.load(open('$FINAL/sits-bench.json'))['results'] if r['batch'] == 1][0])")
 
-server_pid=""
-start_server() { # options...
-  "$bin/sits-serve" "$engine" --port=0 --model-name=m --max-queue=512 "$@" \
-    >"$W/server.out" 2>>"$FINAL/server.err" &
-  server_pid=$!
-  port=""
-  for _ in $(seq 300); do
-    port=$(grep -o '127.0.0.1:[0-9]*' "$W/server.out" | head -1 | cut -d: -f2)
-    [ -n "$port" ] && return 0
-    sleep 0.1
-  done
-  say "server did not start: $(tail -3 "$FINAL/server.err")"
-  exit 1
-}
-stop_server() { kill -TERM "$server_pid"; wait "$server_pid"; }
-load() { # label, then serve_load options
-  local label=$1; shift
-  python3 bench/serve_load.py --url "http://127.0.0.1:$port" --model m \
-    --vocab 512 --label "$label" --json "$FINAL/load-$label.json" "$@" |
-    tee -a "$FINAL/$NAME.log"
-}
+SERVE_ENGINE=$engine SERVE_MAX_QUEUE=512
+. bench/device/serve-load.sh
 
 if [[ $parts == *" table "* ]]; then
   start_server
