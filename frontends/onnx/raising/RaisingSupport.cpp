@@ -189,6 +189,48 @@ Value RaiseContext::getChannelVector(Value value, AffineExpr size) {
   return created.getResult();
 }
 
+Value RaiseContext::getFlattenedWeight(Value value, ArrayRef<int64_t> shape) {
+  DenseElementsAttr dense = getDenseConstant(value);
+  if (!dense || !isa<FloatType>(dense.getElementType()))
+    return nullptr;
+  ArrayRef<int64_t> from = dense.getType().getShape();
+  if (from.size() > shape.size())
+    return nullptr;
+  size_t lead = shape.size() - from.size();
+  for (size_t d = 0; d < from.size(); ++d)
+    if (from[d] != 1 && from[d] != shape[lead + d])
+      return nullptr;
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  SmallVector<APFloat> values(dense.getValues<APFloat>());
+  SmallVector<APFloat> flat;
+  flat.reserve(count);
+  for (int64_t i = 0; i < count; ++i) {
+    // The element of `value` that index i of `shape` reads.
+    int64_t rest = i, source = 0, stride = 1;
+    for (size_t d = shape.size(); d-- > lead;) {
+      int64_t coordinate = rest % shape[d];
+      rest /= shape[d];
+      int64_t size = from[d - lead];
+      source += (size == 1 ? 0 : coordinate) * stride;
+      stride *= size;
+    }
+    flat.push_back(values[dense.isSplat() ? 0 : source]);
+  }
+  auto vectorType = RankedTensorType::get({count}, dense.getElementType());
+  Operation *producer = value.getDefiningOp();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointAfter(producer);
+  StringRef name = getWeightName(value);
+  auto created = WeightOp::create(
+      builder, producer->getLoc(), vectorType,
+      builder.getStringAttr((name.empty() ? "vector" : name.str()) + ".flat"),
+      DenseElementsAttr::get(vectorType, flat));
+  derivedWeights.push_back({created, value, name.str()});
+  return created.getResult();
+}
+
 void RaiseContext::finishPhase() {
   Block &body = function.front();
   // Dead ops, users before producers.

@@ -73,6 +73,11 @@ public:
   /// A 1-D `[size]` version of a per-channel operand (`[hidden]`, or a
   /// constant `[1, ..., 1, hidden]`); null when it is neither.
   mlir::Value getChannelVector(mlir::Value value, mlir::AffineExpr size);
+  /// A constant broadcast (numpy rules) to `shape` and flattened: one 1-D
+  /// weight of the product of `shape`; null when `value` is not a float
+  /// constant that broadcasts to it.
+  mlir::Value getFlattenedWeight(mlir::Value value,
+                                 llvm::ArrayRef<int64_t> shape);
 
   /// An error was emitted: the pass fails once its phases have run.
   void markFailed() { failed = true; }
