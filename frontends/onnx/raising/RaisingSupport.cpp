@@ -172,28 +172,18 @@ Value RaiseContext::getChannelVector(Value value, AffineExpr size) {
       return nullptr;
   if (facts.dims.back() != size)
     return nullptr;
-  DenseElementsAttr dense = getDenseConstant(value);
   std::optional<int64_t> length = getConstantValue(size);
-  if (!dense || !length)
-    return nullptr;
-  auto vectorType = RankedTensorType::get({*length}, dense.getElementType());
-  Operation *producer = value.getDefiningOp();
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointAfter(producer);
-  StringRef name = getWeightName(value);
-  auto created = WeightOp::create(
-      builder, producer->getLoc(), vectorType,
-      builder.getStringAttr((name.empty() ? "vector" : name.str()) + ".flat"),
-      dense.reshape(vectorType));
-  derivedWeights.push_back({created, value, name.str()});
-  return created.getResult();
+  return length ? getFlattenedWeight(value, {*length}) : nullptr;
 }
 
 Value RaiseContext::getFlattenedWeight(Value value, ArrayRef<int64_t> shape) {
   DenseElementsAttr dense = getDenseConstant(value);
   if (!dense || !isa<FloatType>(dense.getElementType()))
     return nullptr;
+  // Leading 1s beyond `shape`'s rank broadcast away.
   ArrayRef<int64_t> from = dense.getType().getShape();
+  while (from.size() > shape.size() && from.front() == 1)
+    from = from.drop_front();
   if (from.size() > shape.size())
     return nullptr;
   size_t lead = shape.size() - from.size();

@@ -73,8 +73,9 @@ public:
   /// A 1-D `[size]` version of a per-channel operand (`[hidden]`, or a
   /// constant `[1, ..., 1, hidden]`); null when it is neither.
   mlir::Value getChannelVector(mlir::Value value, mlir::AffineExpr size);
-  /// A constant broadcast (numpy rules) to `shape` and flattened: one 1-D
-  /// weight of the product of `shape`; null when `value` is not a float
+  /// A constant broadcast (numpy rules; leading 1s beyond `shape`'s rank
+  /// dropped) to `shape` and flattened: one 1-D weight of the product of
+  /// `shape`, named after `value`; null when `value` is not a float
   /// constant that broadcasts to it.
   mlir::Value getFlattenedWeight(mlir::Value value,
                                  llvm::ArrayRef<int64_t> shape);
