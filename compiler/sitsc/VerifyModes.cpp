@@ -133,7 +133,6 @@ std::vector<std::string> listNumberedTensors(llvm::StringRef dir,
 struct DataTensor {
   std::string path;
   std::string name;
-  int64_t onnxType = 0;
   ref::Tensor tensor;
 };
 
@@ -160,8 +159,7 @@ readDataTensors(llvm::StringRef dir, llvm::StringRef prefix) {
           sits::onnx::getOnnxElementTypeName(loaded->elementType) +
           " elements, which the reference executor does not run");
     }
-    tensors.push_back(
-        {path, loaded->name, loaded->elementType, std::move(*tensor)});
+    tensors.push_back({path, loaded->name, std::move(*tensor)});
   }
   return tensors;
 }
@@ -176,6 +174,7 @@ bool isLanguageModelData(llvm::ArrayRef<DataTensor> inputs,
          outputs[0].tensor.isFloat() && outputs[0].tensor.getRank() == 3;
 }
 
+/// `type` as MLIR prints it.
 std::string printed(Type type) {
   std::string text;
   llvm::raw_string_ostream os(text);
