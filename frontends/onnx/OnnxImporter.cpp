@@ -534,6 +534,14 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     poison(n);
     return;
   }
+  if (!microsoft && schema->lastInputSinceOpset > opset &&
+      inputCount == schema->maxInputs) {
+    nodeError(n, loc) << n.op_type() << "'s input " << inputCount - 1
+                      << " needs opset " << schema->lastInputSinceOpset
+                      << " or newer, but the model imports opset " << opset;
+    poison(n);
+    return;
+  }
   int outputCount = n.output_size();
   if (outputCount < schema->minOutputs ||
       (schema->maxOutputs >= 0 && outputCount > schema->maxOutputs)) {
@@ -599,6 +607,13 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
       poison(n);
       return;
     }
+    if (!microsoft && spec->sinceOpset > opset) {
+      nodeError(n, loc) << "attribute '" << attr.name() << "' needs opset "
+                        << spec->sinceOpset
+                        << " or newer, but the model imports opset " << opset;
+      poison(n);
+      return;
+    }
     std::string typeName;
     std::optional<AttrKind> kind = getAttrKind(attr, typeName);
     if (!kind || *kind != spec->kind) {
@@ -650,7 +665,23 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     attributes.append("operandSegmentSizes",
                       builder.getDenseI32ArrayAttr(segments));
 
-  OperationState state(loc, (microsoft ? "onnx.ms." : "onnx.") + n.op_type());
+  std::string opName = (microsoft ? "onnx.ms." : "onnx.") + n.op_type();
+  // CastLike is the Cast to its second input's element type, which import
+  // knows: one op less to run and raise.
+  if (defaultDomain && n.op_type() == "CastLike") {
+    Type target = cast<TensorType>(operands[1].getType()).getElementType();
+    std::optional<int64_t> to = getOnnxElementTypeNumber(target);
+    if (!to) {
+      nodeError(n, loc) << "target_type has element type " << target
+                        << ", which sits does not cast to";
+      poison(n);
+      return;
+    }
+    operands.pop_back();
+    attributes.append("to", builder.getI64IntegerAttr(*to));
+    opName = "onnx.Cast";
+  }
+  OperationState state(loc, opName);
   state.addOperands(operands);
   state.addAttributes(attributes);
   Type placeholder = UnrankedTensorType::get(builder.getF32Type());
