@@ -12,7 +12,8 @@
 #   prefix  TTFT of requests sharing a 1024-token prefix, prefix cache off
 #           and on.
 #   sla     --sla-p99-token-ms at 1.5x sits-bench's batch-1 ms/step while
-#           the concurrency rises 1, 8, 16, 32, 64 (20 s each).
+#           the concurrency rises 1, 8, 16, 32, 64 (20 s each), one prefill
+#           chunk of 512 tokens a step.
 # The export is made by bench/llama_bench.py (no PyTorch timing: that is
 # bench/device/token-groups.sh's), or reused from .device-work/8b when an
 # earlier call on the same machine left it.
@@ -79,7 +80,11 @@ fi
 if [[ $parts == *" sla "* ]]; then
   sla=$(python3 -c "print(round(1.5 * $b1, 3))")
   say "SLA target: $sla ms (1.5 x sits-bench's batch-1 $b1 ms/step)"
-  start_server --sla-p99-token-ms="$sla"
+  # A prompt in steps of one 512-token chunk (the engine's prefill chunk):
+  # every step that prefills stalls the running streams, so a few large
+  # ones leave fewer slow inter-token gaps than many small ones.
+  start_server --sla-p99-token-ms="$sla" --max-prefill-chunk=512 \
+    --max-step-prefill-tokens=512
   for c in 1 8 16 32 64; do
     load "sla-c$c" --requests 256 --concurrency "$c" --rate "$c" \
       --prompt-len 128,2048 --output-len 128,512 --max-seconds 20
