@@ -15,8 +15,7 @@
 #           and on.
 #   sla     --sla-p99-token-ms at 1.5x sits-bench's batch-1 ms/step while
 #           the concurrency rises 1, 8, 16, 32, 64 (SLA_SECONDS, default 20,
-#           each), one prefill
-#           chunk of 512 tokens a step.
+#           each), one prefill chunk of 512 tokens a step.
 # The export is made by bench/llama_bench.py (no PyTorch timing: that is
 # bench/device/token-groups.sh's), or reused from .device-work/8b when an
 # earlier call on the same machine left it.
