@@ -499,10 +499,6 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     else if (!defaultDomain)
       diag << "domain '" << n.domain() << "' is not supported (sits imports "
            << "the default ONNX domain and ONNX Runtime's com.microsoft ops)";
-    else if (n.op_type() == "If")
-      diag << "operator If is not supported (a merged decoder's If on "
-           << "use_cache_branch? export without merging, as optimum-onnx "
-           << "does, or import decoder_with_past_model.onnx)";
     else
       diag << "operator " << n.op_type() << " is not supported";
     poison(n);
@@ -737,6 +733,21 @@ OwningOpRef<ModuleOp> Importer::run(StringRef modelPath) {
       graph.name().empty() ? std::string("main_graph") : graph.name();
   auto function = func::FuncOp::create(builder, moduleLoc, functionName,
                                        builder.getFunctionType({}, {}));
+  if (const std::optional<UnmergedDecoder> &unmerged =
+          model->getUnmergedDecoder())
+    // The program is the then_branch: what was dropped stays on record.
+    function->setAttr(
+        kMergedDecoderAttr,
+        builder.getDictionaryAttr({
+            builder.getNamedAttr("node", builder.getStringAttr(unmerged->node)),
+            builder.getNamedAttr("condition",
+                                 builder.getStringAttr(unmerged->condition)),
+            builder.getNamedAttr("kept", builder.getStringAttr("then_branch")),
+            builder.getNamedAttr(
+                "kept_nodes", builder.getI64IntegerAttr(unmerged->keptNodes)),
+            builder.getNamedAttr("dropped_nodes", builder.getI64IntegerAttr(
+                                                      unmerged->droppedNodes)),
+        }));
   llvm::StringSet<> initializerNames;
   for (const ::onnx::TensorProto &tensor : graph.initializer())
     initializerNames.insert(tensor.name());

@@ -29,6 +29,10 @@ struct OnnxImportOptions {
 /// Function argument / result attributes the importer sets.
 constexpr llvm::StringLiteral kInputNameAttr = "sits.input_name";
 constexpr llvm::StringLiteral kOutputNameAttr = "sits.output_name";
+/// Function attribute of a merged decoder taken apart by the loader: the
+/// If node, its condition input (dropped), the branch kept and the node
+/// counts of both branches.
+constexpr llvm::StringLiteral kMergedDecoderAttr = "sits.merged_decoder";
 
 /// Imports the ONNX model at `path`. Returns null after emitting
 /// diagnostics (on `context`) when the file cannot be read or imported.
