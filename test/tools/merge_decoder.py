@@ -17,7 +17,10 @@ else_branch is made from the with-past one: each past input is an empty
 the first-step decoder computes: no past rows), and Constant nodes of
 scalars and 1-D integers become branch initializers in both branches (as
 in a dynamo export's decoders, so that the loader's handling of subgraph
-initializers is exercised). onnxruntime runs the result (either branch).
+initializers is exercised). As merge_decoders does, the inputs both
+decoders read are declared as the first-step decoder declares them: the
+attention mask [batch_size, sequence_length], as long as the step.
+onnxruntime runs the result (either branch).
 """
 
 import copy
@@ -76,6 +79,15 @@ def without_past(graph):
     empty = {p.name: p.name + "/empty" for p in pasts}
     for node in nodes:
         node.output[:] = [empty.get(o, o) for o in node.output]
+    # At no past the mask is as long as the step: the first-step decoder
+    # declares it [batch, sequence_length], like the ids.
+    ids = next(i for i in graph.input if i.name == "input_ids")
+    step = ids.type.tensor_type.shape.dim[1]
+    for info in graph.input:
+        dims = info.type.tensor_type.shape.dim
+        if info.type.tensor_type.elem_type == TensorProto.INT64 and \
+                len(dims) == 2:
+            dims[1].CopyFrom(step)
     rest = list(graph.node)
     for node in rest:
         node.input[:] = [empty.get(i, i) for i in node.input]
@@ -106,8 +118,14 @@ def merge(with_past):
         "If", ["use_cache_branch"], [o.name for o in decoder.output],
         name="optimum::if", then_branch=branches[0],
         else_branch=branches[1])
+    # The inputs as merge_decoders lists them: the first-step decoder's
+    # declarations first, so the inputs both read (the mask too) have its
+    # dims; then the past inputs.
+    inputs = list(decoder.input)
+    inputs += [i for i in with_past.graph.input
+               if i.name not in {d.name for d in decoder.input}]
     merged = helper.make_graph(
-        [if_node], "merged", list(with_past.graph.input) + [use_cache_branch],
+        [if_node], "merged", inputs + [use_cache_branch],
         list(decoder.output), outer)
     model = helper.make_model_gen_version(
         merged, producer_name="optimum-onnx",
