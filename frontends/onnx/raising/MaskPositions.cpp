@@ -176,6 +176,49 @@ FailureOr<Value> matchRule(SymbolicShapes &shapes, CumSumOp cumsum, Value mask,
   return positions;
 }
 
+/// The ops after `replacement` were typed at import with the graph's own
+/// positions, whose length the analysis could not tie to the step's (the
+/// Slice of a longer mask); with the runtime's it can, so their types are
+/// refined where the rules now prove a dim (static dims never change).
+/// The codegen needs, e.g., the static features of merged heads.
+void refineTypes(RaiseContext &rc, Operation *replacement) {
+  SymbolicShapes &shapes = rc.getShapes();
+  shapes.clear();
+  func::FuncOp function = rc.getFunction();
+  llvm::DenseSet<Operation *> affected{replacement};
+  Operation *ret = function.getBody().front().getTerminator();
+  for (Operation &op : function.getBody().front()) {
+    if (&op == ret || llvm::none_of(op.getOperands(), [&](Value operand) {
+          return affected.contains(operand.getDefiningOp());
+        }))
+      continue;
+    affected.insert(&op);
+    for (Value result : op.getResults()) {
+      auto oldType = dyn_cast<RankedTensorType>(result.getType());
+      auto newType =
+          dyn_cast<RankedTensorType>(shapes.getType(shapes.getFacts(result)));
+      if (!oldType || !newType || newType.getRank() != oldType.getRank() ||
+          newType.getElementType() != oldType.getElementType())
+        continue;
+      SmallVector<int64_t> dims(oldType.getShape());
+      bool consistent = true;
+      for (auto [i, dim] : llvm::enumerate(dims)) {
+        if (ShapedType::isDynamic(dim))
+          dim = newType.getDimSize(i);
+        else if (!newType.isDynamicDim(i) && newType.getDimSize(i) != dim)
+          consistent = false;
+      }
+      if (consistent)
+        result.setType(oldType.clone(dims));
+    }
+  }
+  // The function returns what it returned, maybe with static dims now.
+  function.setType(FunctionType::get(function.getContext(),
+                                     function.getArgumentTypes(),
+                                     ret->getOperandTypes()));
+  shapes.clear();
+}
+
 } // namespace
 
 LogicalResult sits::onnx::raising::raiseMaskPositions(RaiseContext &rc,
@@ -216,6 +259,7 @@ LogicalResult sits::onnx::raising::raiseMaskPositions(RaiseContext &rc,
     auto replacement = PositionIdsOp::create(
         b, mask.getLoc(), positions->getType(), ids, Value());
     positions->replaceAllUsesWith(replacement.getResult());
+    refineTypes(rc, replacement);
     rc.noteReplacedInput(maskName, replacement);
     rc.recordRaise(
         "position_inputs_replaced", ops,
