@@ -34,17 +34,21 @@ namespace {
 /// Errors of one If node, named as the importer names nodes.
 class IfChecker {
 public:
-  IfChecker(StringRef path, const ::onnx::NodeProto &node)
-      : path(path), node(node) {}
+  IfChecker(StringRef path, const ::onnx::NodeProto &node, int index)
+      : path(path), node(node), index(index) {}
 
   llvm::Error fail(const llvm::Twine &message) const {
+    // Unnamed nodes are named as the importer names them.
+    std::string name =
+        node.name().empty() ? "If_" + std::to_string(index) : node.name();
     return llvm::make_error<OnnxFileError>(
-        path.str(), ("node '" + node.name() + "' (If): " + message).str());
+        path.str(), ("node '" + name + "' (If): " + message).str());
   }
 
 private:
   StringRef path;
   const ::onnx::NodeProto &node;
+  int index;
 };
 
 /// True when `node` carries a subgraph (If, Loop, Scan, or a GRAPH
@@ -107,7 +111,7 @@ llvm::Error sits::unmergeDecoder(::onnx::ModelProto &model, StringRef path,
     if (!defaultDomain || node.op_type() != "If")
       continue;
     if (ifIndex >= 0)
-      return IfChecker(path, node)
+      return IfChecker(path, node, i)
           .fail(
               "a second If; sits takes a merged decoder, whose one If chooses "
               "between the decoders with and without past key/values");
@@ -116,7 +120,7 @@ llvm::Error sits::unmergeDecoder(::onnx::ModelProto &model, StringRef path,
   if (ifIndex < 0)
     return llvm::Error::success();
   const ::onnx::NodeProto &node = graph.node(ifIndex);
-  IfChecker check(path, node);
+  IfChecker check(path, node, ifIndex);
 
   // The condition: a boolean graph input that only the If reads.
   std::string condition = node.input_size() ? node.input(0) : "";
@@ -171,6 +175,9 @@ llvm::Error sits::unmergeDecoder(::onnx::ModelProto &model, StringRef path,
 
   const ::onnx::GraphProto *thenBranch = nullptr, *elseBranch = nullptr;
   for (const ::onnx::AttributeProto &attr : node.attribute()) {
+    if ((attr.name() == "then_branch" && thenBranch) ||
+        (attr.name() == "else_branch" && elseBranch))
+      return check.fail("attribute '" + attr.name() + "' is given twice");
     if (attr.name() == "then_branch" && attr.has_g())
       thenBranch = &attr.g();
     else if (attr.name() == "else_branch" && attr.has_g())
@@ -256,7 +263,8 @@ llvm::Error sits::unmergeDecoder(::onnx::ModelProto &model, StringRef path,
   // for each output it returns under another name, its initializers and
   // value_info in the outer graph.
   UnmergedDecoder info;
-  info.node = node.name();
+  info.node =
+      node.name().empty() ? "If_" + std::to_string(ifIndex) : node.name();
   info.condition = condition;
   info.keptNodes = thenBranch->node_size();
   info.droppedNodes = elseBranch->node_size();
@@ -267,7 +275,7 @@ llvm::Error sits::unmergeDecoder(::onnx::ModelProto &model, StringRef path,
       branch.Swap(attr.mutable_g());
   std::vector<std::string> ifOutputNames(node.output().begin(),
                                          node.output().end());
-  std::string ifName = node.name();
+  std::string ifName = info.node;
   google::protobuf::RepeatedPtrField<::onnx::NodeProto> nodes;
   for (int i = 0; i < graph.node_size(); ++i) {
     if (i != ifIndex) {
