@@ -12,13 +12,17 @@
 //
 // Which input is which is first read from its dims: an integer
 // `[batch, seq]` input (the step's length) for the positions, one
-// `[batch, other]` for the mask; anything else is an error. Once every
+// `[batch, other]` for the mask; anything else is an error. (A merged
+// decoder declares its mask `[batch, seq]` too: of several such inputs the
+// one computing RoPE angles is the positions.) Positions the graph computes
+// from the mask by Hugging Face's rule are the runtime's positions too
+// (MaskPositions.cpp). Once every
 // pattern has run, checkPositionInputs checks that reading by what reads
 // them: the positions only as RoPE positions (sits.rope_cos_sin,
 // sits.rope_gather), the mask only through the attention mask's subgraph
 // (onnx ops ending in a sits.attention mask, which --sits-fold-causal-mask
-// must then prove causal) or its shape. Any other reader (a mask turned
-// into positions, a custom attention mask, a learned position table) is an
+// must then prove causal) or its shape. Any other reader (a custom
+// attention mask, a learned position table) is an
 // error naming the input and the op: the runtime's values stand for a
 // padding mask and RoPE positions only.
 //
