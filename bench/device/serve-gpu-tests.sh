@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the serving layer's GPU tests: the Session gtests
 # (SessionStepTest, SessionBlocksTest: a slot's KV blocks saved and loaded
-# give a full prefill's tokens) and test/serve/test_serve_gpu.py (sits-serve
+# give a full prefill's tokens; PagedSessionTest) and test/serve/test_serve_gpu.py (sits-serve
 # through the real `openai` client: greedy completions equal sits-exec's,
 # batched and chunked, and with prefix caching the same tokens and the hits
 # expected).
@@ -34,7 +34,7 @@ if ! cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
 fi
 say "built"
 "$W/build/bin/SitsRuntimeGpuTest" \
-  --gtest_filter='SessionBlocksTest.*:SessionStepTest.*' \
+  --gtest_filter='SessionBlocksTest.*:SessionStepTest.*:PagedSessionTest.*' \
   >"$FINAL/gtest.log" 2>&1 || status=1
 tail -5 "$FINAL/gtest.log" | tee -a "$FINAL/serve-gpu.log"
 # sitsc and sits-exec come from .device (PATH), sits-serve from the build.

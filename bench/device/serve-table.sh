@@ -3,6 +3,8 @@
 # weights), over a paged engine of 64 sequences of 2560 tokens.
 #
 # PARTS (default "table prefix"; "sla" too where time allows):
+#   gtests  first the Session::step GPU tests (SessionStepTest,
+#           PagedSessionTest, SessionBlocksTest), built beside the tools.
 #   table   streamed requests with prompts of 128-2048 tokens and 128-512 new
 #           tokens, Poisson arrivals at c per second (more than the server
 #           completes, so the c streams stay busy) and at most c in flight,
@@ -12,7 +14,8 @@
 #   prefix  TTFT of requests sharing a 1024-token prefix, prefix cache off
 #           and on.
 #   sla     --sla-p99-token-ms at 1.5x sits-bench's batch-1 ms/step while
-#           the concurrency rises 1, 8, 16, 32, 64 (20 s each).
+#           the concurrency rises 1, 8, 16, 32, 64 (SLA_SECONDS, default 20,
+#           each), one prefill chunk of 512 tokens a step.
 # The export is made by bench/llama_bench.py (no PyTorch timing: that is
 # bench/device/token-groups.sh's), or reused from .device-work/8b when an
 # earlier call on the same machine left it.
@@ -24,12 +27,15 @@ NAME=serve-table
 say "$(nvidia-smi -L | head -1)"
 parts=" ${PARTS:-table prefix} "
 seconds=${SECONDS_PER_LEVEL:-60}
+tests=OFF targets="sits-serve sits-bench"
+if [[ $parts == *" gtests "* ]]; then
+  tests=ON targets="$targets SitsRuntimeGpuTest"
+fi
 cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
-  -DSITS_BUILD_COMPILER=OFF -DSITS_BUILD_TESTS=OFF \
+  -DSITS_BUILD_COMPILER=OFF -DSITS_BUILD_TESTS=$tests \
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" >"$FINAL/build.log" 2>&1 &&
-  cmake --build "$W/build" -j 8 --target sits-serve sits-bench \
-    >>"$FINAL/build.log" 2>&1 &
+  cmake --build "$W/build" -j 12 --target $targets >>"$FINAL/build.log" 2>&1 &
 build_pid=$!
 
 work8b=$(pwd)/.device-work/8b
@@ -48,6 +54,12 @@ sitsc "$work8b/onnx/model.onnx" -o "$engine" --force --tokenizer="$data/tok" \
   >"$FINAL/sitsc.log" 2>&1 || { say "sitsc FAILED"; tail -5 "$FINAL/sitsc.log"; exit 1; }
 wait "$build_pid" || { say "build FAILED"; tail -20 "$FINAL/build.log"; exit 1; }
 bin=$W/build/bin
+if [[ $parts == *" gtests "* ]]; then
+  "$bin/SitsRuntimeGpuTest" \
+    --gtest_filter='SessionStepTest.*:PagedSessionTest.*:SessionBlocksTest.*' \
+    >"$FINAL/gtest.log" 2>&1
+  say "gtests: exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$FINAL/gtest.log" | tr '\n' ' ')"
+fi
 "$bin/sits-bench" "$engine" --batch 1,64 --context 512 --new-tokens 128 \
   --json "$FINAL/sits-bench.json" >"$FINAL/sits-bench.log" 2>&1
 say "sits-bench: $(grep -E '^ *[0-9]' "$FINAL/sits-bench.log" | tr -s ' ' | tr '\n' ';')"
@@ -79,10 +91,14 @@ fi
 if [[ $parts == *" sla "* ]]; then
   sla=$(python3 -c "print(round(1.5 * $b1, 3))")
   say "SLA target: $sla ms (1.5 x sits-bench's batch-1 $b1 ms/step)"
-  start_server --sla-p99-token-ms="$sla"
+  # A prompt in steps of one 512-token chunk (the engine's prefill chunk):
+  # every step that prefills stalls the running streams, so a few large
+  # ones leave fewer slow inter-token gaps than many small ones.
+  start_server --sla-p99-token-ms="$sla" --max-prefill-chunk=512 \
+    --max-step-prefill-tokens=512
   for c in 1 8 16 32 64; do
     load "sla-c$c" --requests 256 --concurrency "$c" --rate "$c" \
-      --prompt-len 128,2048 --output-len 128,512 --max-seconds 20
+      --prompt-len 128,2048 --output-len 128,512 --max-seconds "${SLA_SECONDS:-20}"
     curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_sla_window' | tee -a "$FINAL/$NAME.log"
   done
   stop_server

@@ -23,7 +23,9 @@ struct DescrInfo {
 // '<' little-endian, '|' not applicable (one byte).
 static const DescrInfo kDescrs[] = {
     {"<f4", ElementType::F32, 4}, {"<f2", ElementType::F16, 2},
-    {"<i8", ElementType::I64, 8}, {"<i4", ElementType::I32, 4},
+    {"<f8", ElementType::F64, 8}, {"<i8", ElementType::I64, 8},
+    {"<i4", ElementType::I32, 4}, {"<u4", ElementType::U32, 4},
+    {"<i2", ElementType::I16, 2}, {"<u2", ElementType::U16, 2},
     {"|i1", ElementType::I8, 1},  {"|u1", ElementType::U8, 1},
     {"|b1", ElementType::I1, 1},
 };
@@ -95,8 +97,9 @@ llvm::Expected<Tensor> sits::reference::parseNpy(llvm::StringRef bytes) {
         (candidate.bytes == 1 && descrName == candidate.descr + 1))
       info = &candidate;
   if (!info)
-    return npyError("unsupported dtype '" + descrName +
-                    "' (f4, f2, i8, i4, i1, u1, b1, little-endian)");
+    return npyError(
+        "unsupported dtype '" + descrName +
+        "' (f4, f2, f8, i8, i4, u4, i2, u2, i1, u1, b1, little-endian)");
 
   Shape shape;
   llvm::StringRef dims = shapeText->trim("() ");
@@ -118,44 +121,8 @@ llvm::Expected<Tensor> sits::reference::parseNpy(llvm::StringRef bytes) {
     return npyError("holds " + llvm::Twine(data.size()) + " data bytes, its " +
                     formatShape(shape) + " " + descrName + " header needs " +
                     llvm::Twine(count * info->bytes));
-  Tensor tensor(info->type, shape);
-  for (int64_t i = 0; i < count; ++i) {
-    const char *p = data.data() + i * info->bytes;
-    switch (info->type) {
-    case ElementType::F32:
-      std::memcpy(&tensor.floats()[i], p, 4);
-      break;
-    case ElementType::F16: {
-      uint16_t half;
-      std::memcpy(&half, p, 2);
-      tensor.floats()[i] =
-          llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, half))
-              .convertToFloat();
-      break;
-    }
-    case ElementType::I64:
-      std::memcpy(&tensor.ints()[i], p, 8);
-      break;
-    case ElementType::I32: {
-      int32_t value;
-      std::memcpy(&value, p, 4);
-      tensor.ints()[i] = value;
-      break;
-    }
-    case ElementType::I8:
-      tensor.ints()[i] = static_cast<int8_t>(*p);
-      break;
-    case ElementType::U8:
-    case ElementType::I1:
-      tensor.ints()[i] = static_cast<uint8_t>(*p);
-      break;
-    default:
-      break;
-    }
-  }
-  if (info->type == ElementType::I1)
-    tensor.setElementTypeAndRound(ElementType::I1);
-  return tensor;
+  return Tensor::fromLittleEndian(info->type, shape,
+                                  llvm::ArrayRef(data.data(), data.size()));
 }
 
 llvm::Expected<Tensor> sits::reference::readNpyFile(llvm::StringRef path) {
@@ -206,6 +173,11 @@ std::string sits::reference::serializeNpy(const Tensor &tensor) {
     case ElementType::F32:
       std::memcpy(bytes, &tensor.floats()[i], 4);
       break;
+    case ElementType::F64: {
+      double wide = tensor.floats()[i];
+      std::memcpy(bytes, &wide, 8);
+      break;
+    }
     case ElementType::F16: {
       llvm::APFloat value(tensor.floats()[i]);
       bool lost;
@@ -215,17 +187,12 @@ std::string sits::reference::serializeNpy(const Tensor &tensor) {
       std::memcpy(bytes, &half, 2);
       break;
     }
-    case ElementType::I64:
-      std::memcpy(bytes, &tensor.ints()[i], 8);
-      break;
-    case ElementType::I32: {
-      int32_t value = static_cast<int32_t>(tensor.ints()[i]);
-      std::memcpy(bytes, &value, 4);
+    default: {
+      // The low bytes of the i64 (a little-endian host, as everywhere here).
+      int64_t value = tensor.ints()[i];
+      std::memcpy(bytes, &value, info->bytes);
       break;
     }
-    default:
-      bytes[0] = static_cast<char>(tensor.ints()[i]);
-      break;
     }
     out.append(bytes, info->bytes);
   }

@@ -129,6 +129,11 @@ static llvm::Error runCast(KernelContext &context) {
 }
 
 static llvm::Error runDropout(KernelContext &context) {
+  // Training mode draws a random mask: sits compiles for inference.
+  if (const Tensor *training = inputTensor(context, 2))
+    if (training->getNumElements() == 1 && training->getAsInt(0) != 0)
+      return context.error("training_mode is true: Dropout would draw a "
+                           "random mask, and sits runs inference only");
   context.setResult(0, context.value(context.getOp()->getOperand(0)));
   if (context.getOp()->getNumResults() > 1) {
     Tensor mask = context.makeResult(1, context.operand(0).getShape());
@@ -227,7 +232,10 @@ enum class Binary {
   And,
   Or,
   Max,
-  Min
+  Min,
+  /// Mod with the divisor's sign (`fmod = 0`), with the dividend's (1).
+  Mod,
+  FMod
 };
 } // namespace
 
@@ -254,6 +262,8 @@ static float floatBinary(Binary kind, float a, float b) {
     return std::isnan(a) || std::isnan(b) ? std::nanf("") : std::max(a, b);
   case Binary::Min:
     return std::isnan(a) || std::isnan(b) ? std::nanf("") : std::min(a, b);
+  case Binary::FMod:
+    return std::fmod(a, b);
   default:
     return 0.0f;
   }
@@ -321,6 +331,21 @@ static llvm::Error binaryInto(KernelContext &context, Binary kind,
     });
     return llvm::Error::success();
   }
+  if (kind == Binary::Pow && !a.isFloat() && b.isFloat()) {
+    // An integer base to a float power: the power in double, truncated to
+    // the base's type as Cast truncates (NaN 0, saturating past i64).
+    forEachBroadcast<2>(shape, strides, [&](int64_t out, auto offsets) {
+      double power = std::pow(static_cast<double>(a.ints()[offsets[0]]),
+                              static_cast<double>(b.floats()[offsets[1]]));
+      constexpr double kLimit = 9.2233720368547758e18;
+      result.ints()[out] =
+          std::isnan(power)  ? 0
+          : power >= kLimit  ? std::numeric_limits<int64_t>::max()
+          : power <= -kLimit ? std::numeric_limits<int64_t>::min()
+                             : static_cast<int64_t>(power);
+    });
+    return llvm::Error::success();
+  }
   if (a.isFloat() || b.isFloat())
     return context.error("a float operand with an integer result");
   bool divisionByZero = false;
@@ -350,6 +375,14 @@ static llvm::Error binaryInto(KernelContext &context, Binary kind,
     case Binary::Min:
       value = std::min(x, y);
       break;
+    case Binary::Mod:
+    case Binary::FMod:
+      divisionByZero |= y == 0;
+      // INT64_MIN % -1 overflows in C++; the remainder is 0.
+      value = y == 0 || y == -1 ? 0 : x % y;
+      if (kind == Binary::Mod && value != 0 && (value < 0) != (y < 0))
+        value += y;
+      break;
     default:
       break;
     }
@@ -377,7 +410,14 @@ template <Binary kind> static llvm::Error runBinaryOp(KernelContext &context) {
   return runBinary(context, kind);
 }
 
-/// Max and Min of one or more inputs, folded left to right.
+static llvm::Error runMod(KernelContext &context) {
+  bool fmod = intAttr(context.getOp(), "fmod", 0) != 0;
+  if (!fmod && context.operand(0).isFloat())
+    return context.error("float operands need fmod = 1");
+  return runBinary(context, fmod ? Binary::FMod : Binary::Mod);
+}
+
+/// Max, Min and Sum of one or more inputs, folded left to right.
 template <Binary kind>
 static llvm::Error runVariadicOp(KernelContext &context) {
   llvm::SmallVector<const Tensor *> tensors;
@@ -532,6 +572,9 @@ static llvm::Error runSoftmax(KernelContext &context) {
   int64_t inner = numElementsOf(x.getShape().drop_front(*axis + 1));
   int64_t outer = numElementsOf(x.getShape().take_front(*axis));
   Tensor result = context.makeResult(0, x.getShape());
+  // As the function body (ReduceMax, Sub, Exp, ReduceSum, Div): each step's
+  // result in the input's type, so f16 and bf16 round at every step.
+  ElementType type = result.getElementType();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
       auto at = [&](int64_t k) { return (o * length + k) * inner + in; };
@@ -542,10 +585,12 @@ static llvm::Error runSoftmax(KernelContext &context) {
       // An all -inf row gives exp(-inf - -inf) = NaN, as ONNX does.
       float sum = 0.0f;
       for (int64_t k = 0; k < length; ++k) {
-        float e = std::exp(x.floats()[at(k)] - top);
+        float e = roundToFloatType(
+            std::exp(roundToFloatType(x.floats()[at(k)] - top, type)), type);
         result.floats()[at(k)] = e;
         sum += e;
       }
+      sum = roundToFloatType(sum, type);
       for (int64_t k = 0; k < length; ++k)
         result.floats()[at(k)] /= sum;
     }
@@ -589,8 +634,10 @@ void onnx::attachOnnxElementwiseKernels(MLIRContext *context) {
                sits::onnx::GreaterOrEqualOp>(context);
   attachKernel<runBinaryOp<Binary::And>, sits::onnx::AndOp>(context);
   attachKernel<runBinaryOp<Binary::Or>, sits::onnx::OrOp>(context);
+  attachKernel<runMod, sits::onnx::ModOp>(context);
   attachKernel<runVariadicOp<Binary::Max>, sits::onnx::MaxOp>(context);
   attachKernel<runVariadicOp<Binary::Min>, sits::onnx::MinOp>(context);
+  attachKernel<runVariadicOp<Binary::Add>, sits::onnx::SumOp>(context);
   attachKernel<runWhere, sits::onnx::WhereOp>(context);
   attachKernel<runReduceOp<Reduce::Mean>, sits::onnx::ReduceMeanOp>(context);
   attachKernel<runReduceOp<Reduce::Sum>, sits::onnx::ReduceSumOp>(context);

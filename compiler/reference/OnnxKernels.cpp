@@ -145,5 +145,6 @@ void sits::reference::attachOnnxKernels(MLIRContext *context) {
   attachOnnxElementwiseKernels(context);
   attachOnnxTensorKernels(context);
   attachOnnxNNKernels(context);
+  attachOnnxAttentionKernel(context);
   attachOnnxContribKernels(context);
 }

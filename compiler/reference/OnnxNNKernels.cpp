@@ -1,4 +1,4 @@
-//===- OnnxNNKernels.cpp - MatMul, norms, RoPE and attention onnx ops -----===//
+//===- OnnxNNKernels.cpp - MatMul, norms and RoPE onnx ops ----------------===//
 
 #include "compiler/reference/Math.h"
 #include "compiler/reference/OnnxSupport.h"
@@ -6,7 +6,6 @@
 #include "dialects/onnx/OnnxOps.h"
 
 #include <cmath>
-#include <limits>
 
 using namespace mlir;
 using namespace sits::reference;
@@ -210,16 +209,22 @@ static llvm::Error runRMSNormalization(KernelContext &context) {
   if (llvm::Error error = normalizationLayout(context, x, &scale, axis, rows,
                                               width, &scaleIndex))
     return error;
+  int64_t stashType = intAttr(context.getOp(), "stash_type", 1);
+  if (stashType != 1)
+    return context.error("stash_type " + std::to_string(stashType) +
+                         " is not supported (1: float, as onnx.reference)");
   float epsilon = floatAttr(context.getOp(), "epsilon", 1e-5f);
+  ElementType type = context.resultType(0);
   Tensor result = context.makeResult(0, x.getShape());
   for (int64_t r = 0; r < rows; ++r) {
     const float *row = x.floats().data() + r * width;
     float meanSquare = dotF32(row, row, width) / static_cast<float>(width);
-    // As the ONNX function body: X * Reciprocal(Sqrt(mean + epsilon)) * scale.
-    float inverse = 1.0f / std::sqrt(meanSquare + epsilon);
+    // As the ONNX function body: X / Sqrt(mean + epsilon) in float, cast to
+    // the input type, times scale.
+    float rms = std::sqrt(meanSquare + epsilon);
     for (int64_t i = 0; i < width; ++i)
       result.floats()[r * width + i] =
-          row[i] * inverse * scale.floats()[scaleIndex[i]];
+          roundToFloatType(row[i] / rms, type) * scale.floats()[scaleIndex[i]];
   }
   context.setResult(0, std::move(result));
   return llvm::Error::success();
@@ -267,9 +272,11 @@ static llvm::Error runRotaryEmbedding(KernelContext &context) {
   if (cosCache.getShape() != sinCache.getShape())
     return context.error("cos_cache and sin_cache differ in shape");
   int64_t cacheWidth = cosCache.getDim(-1);
-  if (cacheWidth < half)
+  if (cacheWidth != half)
     return context.error("the caches hold " + std::to_string(cacheWidth) +
-                         " values per position, fewer than rotary_dim / 2");
+                         " values per position, not rotary_embedding_dim / "
+                         "2 = " +
+                         std::to_string(half));
   // The cache row (offset) for batch b, position s.
   auto cacheRow = [&](int64_t b, int64_t s) -> llvm::Expected<int64_t> {
     if (positions) {
@@ -325,201 +332,6 @@ static llvm::Error runRotaryEmbedding(KernelContext &context) {
   return llvm::Error::success();
 }
 
-//===----------------------------------------------------------------------===//
-// Attention (opset 23)
-//===----------------------------------------------------------------------===//
-
-/// [batch, seq, heads * dim] -> [batch, heads, seq, dim].
-static Tensor toHeadMajor(const Tensor &x, int64_t heads) {
-  int64_t batch = x.getDim(0), seq = x.getDim(1), dim = x.getDim(2) / heads;
-  Tensor result(ElementType::F32, {batch, heads, seq, dim});
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t s = 0; s < seq; ++s)
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t d = 0; d < dim; ++d)
-          result.floats()[((b * heads + h) * seq + s) * dim + d] =
-              x.floats()[(b * seq + s) * heads * dim + h * dim + d];
-  return result;
-}
-
-/// `past` and `current` joined along the sequence (dim 2) of [b, h, s, d].
-static Tensor concatSequence(const Tensor *past, const Tensor &current) {
-  if (!past)
-    return current;
-  int64_t batch = current.getDim(0), heads = current.getDim(1),
-          pastLen = past->getDim(2), seq = current.getDim(2),
-          dim = current.getDim(3);
-  Tensor result(ElementType::F32, {batch, heads, pastLen + seq, dim});
-  for (int64_t bh = 0; bh < batch * heads; ++bh) {
-    float *out = result.floats().data() + bh * (pastLen + seq) * dim;
-    std::copy_n(past->floats().data() + bh * pastLen * dim, pastLen * dim, out);
-    std::copy_n(current.floats().data() + bh * seq * dim, seq * dim,
-                out + pastLen * dim);
-  }
-  return result;
-}
-
-static llvm::Error runAttention(KernelContext &context) {
-  Operation *op = context.getOp();
-  const Tensor &q3 = context.operand(0), &k3 = context.operand(1),
-               &v3 = context.operand(2);
-  const Tensor *mask = inputTensor(context, 3);
-  const Tensor *pastKey = inputTensor(context, 4);
-  const Tensor *pastValue = inputTensor(context, 5);
-  if (llvm::Error error =
-          requireFloats(context, {&q3, &k3, &v3, pastKey, pastValue}))
-    return error;
-  if ((pastKey == nullptr) != (pastValue == nullptr))
-    return context.error("past_key and past_value come together");
-  int64_t mode = intAttr(op, "qk_matmul_output_mode", 0);
-  if (op->getNumResults() > 3 && mode != 0 && mode != 3)
-    return context.error("qk_matmul_output_mode " + std::to_string(mode) +
-                         " is not supported (0 and 3 are)");
-  bool packed = q3.getRank() == 3;
-  if (q3.getRank() != k3.getRank() || q3.getRank() != v3.getRank() ||
-      (q3.getRank() != 3 && q3.getRank() != 4))
-    return context.error("Q, K and V must all be 3-D or all 4-D");
-  Tensor q, k, v;
-  if (packed) {
-    std::optional<int64_t> qHeads = optionalIntAttr(op, "q_num_heads");
-    std::optional<int64_t> kvHeads = optionalIntAttr(op, "kv_num_heads");
-    if (!qHeads || !kvHeads || *qHeads <= 0 || *kvHeads <= 0 ||
-        q3.getDim(2) % *qHeads || k3.getDim(2) % *kvHeads ||
-        v3.getDim(2) % *kvHeads)
-      return context.error("3-D inputs need q_num_heads and kv_num_heads "
-                           "dividing their widths");
-    q = toHeadMajor(q3, *qHeads);
-    k = toHeadMajor(k3, *kvHeads);
-    v = toHeadMajor(v3, *kvHeads);
-  } else {
-    q = q3;
-    k = k3;
-    v = v3;
-  }
-  int64_t batch = q.getDim(0), heads = q.getDim(1), seqQ = q.getDim(2),
-          headDim = q.getDim(3), kvHeads = k.getDim(1);
-  if (k.getDim(0) != batch || v.getDim(0) != batch || v.getDim(1) != kvHeads ||
-      k.getDim(3) != headDim || v.getDim(2) != k.getDim(2) ||
-      heads % kvHeads != 0)
-    return context.error("Q, K and V shapes do not fit together");
-  for (const Tensor *past : {pastKey, pastValue})
-    if (past && (past->getRank() != 4 || past->getDim(0) != batch ||
-                 past->getDim(1) != kvHeads))
-      return context.error("past_key/past_value must be [batch, kv_heads, "
-                           "past, head_size]");
-  Tensor presentKey = concatSequence(pastKey, k);
-  Tensor presentValue = concatSequence(pastValue, v);
-  int64_t seqK = presentKey.getDim(2), valueDim = presentValue.getDim(3);
-  int64_t pastLen = pastKey ? pastKey->getDim(2) : 0;
-  float scale = optionalFloatAttr(op, "scale")
-                    .value_or(1.0f / std::sqrt(static_cast<float>(headDim)));
-  float softcap = floatAttr(op, "softcap", 0.0f);
-  bool causal = intAttr(op, "is_causal", 0) != 0;
-
-  // A mask shorter than the keys leaves the missing keys masked.
-  llvm::SmallVector<int64_t, 6> maskStrides;
-  int64_t maskKeys = seqK;
-  if (mask) {
-    if (mask->getRank() > 4 || mask->getRank() < 1)
-      return context.error("attn_mask must have rank 1 to 4");
-    maskKeys = mask->getDim(-1);
-    Shape target = {batch, heads, seqQ, maskKeys};
-    std::optional<llvm::SmallVector<int64_t, 6>> strides =
-        broadcastStrides(mask->getShape(), target);
-    if (!strides || maskKeys > seqK)
-      return context.error("attn_mask of shape " +
-                           formatShape(mask->getShape()) +
-                           " does not broadcast to " + formatShape(target));
-    maskStrides = *strides;
-  }
-
-  int64_t group = heads / kvHeads;
-  Tensor y(ElementType::F32, {batch, heads, seqQ, valueDim});
-  bool wantScores = op->getNumResults() > 3;
-  Tensor qk = wantScores ? Tensor(ElementType::F32, {batch, heads, seqQ, seqK})
-                         : Tensor();
-  std::vector<float> scores(seqK);
-  std::vector<char> visible(seqK);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      const float *keys = presentKey.floats().data() +
-                          (b * kvHeads + h / group) * seqK * headDim;
-      const float *values = presentValue.floats().data() +
-                            (b * kvHeads + h / group) * seqK * valueDim;
-      for (int64_t i = 0; i < seqQ; ++i) {
-        const float *query =
-            q.floats().data() + ((b * heads + h) * seqQ + i) * headDim;
-        float *out =
-            y.floats().data() + ((b * heads + h) * seqQ + i) * valueDim;
-        float *qkRow = wantScores ? qk.floats().data() +
-                                        ((b * heads + h) * seqQ + i) * seqK
-                                  : nullptr;
-        float top = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < seqK; ++j) {
-          float score = scale * dotF32(query, keys + j * headDim, headDim);
-          if (qkRow && mode == 0)
-            qkRow[j] = score;
-          if (softcap > 0.0f)
-            score = softcap * std::tanh(score / softcap);
-          bool seen = !causal || j <= i + pastLen;
-          if (mask) {
-            if (j >= maskKeys) {
-              seen = false;
-            } else {
-              int64_t at = b * maskStrides[0] + h * maskStrides[1] +
-                           i * maskStrides[2] + j * maskStrides[3];
-              if (!mask->isFloat())
-                seen &= mask->ints()[at] != 0;
-              else
-                score += mask->floats()[at];
-            }
-          }
-          // -inf from a float mask masks the key as false would.
-          seen &= score != -std::numeric_limits<float>::infinity();
-          visible[j] = seen;
-          scores[j] = score;
-          if (seen)
-            top = std::max(top, score);
-        }
-        bool any = std::any_of(visible.begin(), visible.end(),
-                               [](char c) { return c; });
-        float sum = 0.0f;
-        for (int64_t j = 0; j < seqK; ++j) {
-          scores[j] = visible[j] ? std::exp(scores[j] - top) : 0.0f;
-          sum += scores[j];
-        }
-        std::fill(out, out + valueDim, 0.0f);
-        for (int64_t j = 0; j < seqK; ++j) {
-          float weight = any ? scores[j] / sum : 0.0f;
-          if (qkRow && mode == 3)
-            qkRow[j] = weight;
-          if (weight == 0.0f)
-            continue;
-          for (int64_t d = 0; d < valueDim; ++d)
-            out[d] += weight * values[j * valueDim + d];
-        }
-      }
-    }
-
-  if (packed) {
-    Tensor merged(ElementType::F32, {batch, seqQ, heads * valueDim});
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t s = 0; s < seqQ; ++s)
-          for (int64_t d = 0; d < valueDim; ++d)
-            merged.floats()[(b * seqQ + s) * heads * valueDim + h * valueDim +
-                            d] =
-                y.floats()[((b * heads + h) * seqQ + s) * valueDim + d];
-    y = std::move(merged);
-  }
-  Tensor *outputs[] = {&y, &presentKey, &presentValue, &qk};
-  for (unsigned i = 0; i < op->getNumResults() && i < 4; ++i) {
-    outputs[i]->setElementTypeAndRound(context.resultType(i));
-    context.setResult(i, std::move(*outputs[i]));
-  }
-  return llvm::Error::success();
-}
-
 void onnx::attachOnnxNNKernels(MLIRContext *context) {
   attachKernel<runMatMul, sits::onnx::MatMulOp>(context);
   attachKernel<runGemm, sits::onnx::GemmOp>(context);
@@ -527,5 +339,4 @@ void onnx::attachOnnxNNKernels(MLIRContext *context) {
       context);
   attachKernel<runRMSNormalization, sits::onnx::RMSNormalizationOp>(context);
   attachKernel<runRotaryEmbedding, sits::onnx::RotaryEmbeddingOp>(context);
-  attachKernel<runAttention, sits::onnx::AttentionOp>(context);
 }

@@ -100,6 +100,7 @@ void forEachBroadcast(
 void attachOnnxElementwiseKernels(mlir::MLIRContext *context);
 void attachOnnxTensorKernels(mlir::MLIRContext *context);
 void attachOnnxNNKernels(mlir::MLIRContext *context);
+void attachOnnxAttentionKernel(mlir::MLIRContext *context);
 void attachOnnxContribKernels(mlir::MLIRContext *context);
 
 } // namespace sits::reference::onnx

@@ -170,6 +170,12 @@ static llvm::Error runShape(KernelContext &context) {
   return llvm::Error::success();
 }
 
+static llvm::Error runSize(KernelContext &context) {
+  context.setResult(0, Tensor::fromInts(context.resultType(0), {},
+                                        {context.operand(0).getNumElements()}));
+  return llvm::Error::success();
+}
+
 static llvm::Error runReshape(KernelContext &context) {
   const Tensor &data = context.operand(0);
   std::vector<int64_t> requested = intValues(context.operand(1));
@@ -602,6 +608,89 @@ static llvm::Error runGatherND(KernelContext &context) {
   return llvm::Error::success();
 }
 
+/// Where coordinate `c` (which may lie outside [0, dim)) of a padded axis
+/// reads the input, or -1 for the constant; numpy's modes.
+static int64_t padSource(int64_t c, int64_t dim, llvm::StringRef mode) {
+  if (c >= 0 && c < dim)
+    return c;
+  if (mode == "edge")
+    return std::clamp<int64_t>(c, 0, dim - 1);
+  if (mode == "wrap")
+    return ((c % dim) + dim) % dim;
+  if (mode == "reflect") {
+    if (dim == 1)
+      return 0;
+    int64_t period = 2 * (dim - 1);
+    c = ((c % period) + period) % period;
+    return c < dim ? c : period - c;
+  }
+  return -1;
+}
+
+static llvm::Error runPad(KernelContext &context) {
+  const Tensor &data = context.operand(0);
+  int64_t rank = data.getRank();
+  std::string mode = stringAttr(context.getOp(), "mode", "constant");
+  std::vector<int64_t> pads = intValues(context.operand(1));
+  const Tensor *value = inputTensor(context, 2);
+  const Tensor *axesTensor = inputTensor(context, 3);
+  std::vector<int64_t> axes;
+  if (axesTensor) {
+    for (int64_t axis : intValues(*axesTensor)) {
+      llvm::Expected<int64_t> normalized = normalizeAxis(context, axis, rank);
+      if (!normalized)
+        return normalized.takeError();
+      axes.push_back(*normalized);
+    }
+  } else {
+    for (int64_t axis = 0; axis < rank; ++axis)
+      axes.push_back(axis);
+  }
+  if (pads.size() != 2 * axes.size())
+    return context.error("pads has " + std::to_string(pads.size()) +
+                         " entries for " + std::to_string(axes.size()) +
+                         " axes (it needs two per axis)");
+  if (value && value->getNumElements() != 1)
+    return context.error("constant_value must hold one element");
+  std::vector<int64_t> before(rank, 0);
+  Shape shape(data.getShape());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    before[axes[i]] += pads[i];
+    shape[axes[i]] += pads[i] + pads[i + axes.size()];
+    if (shape[axes[i]] < 0)
+      return context.error("pads crop axis " + std::to_string(axes[i]) +
+                           " below size 0");
+    if (mode != "constant" && data.getDim(axes[i]) == 0 && shape[axes[i]] > 0)
+      return context.error("mode '" + mode + "' cannot pad an empty axis");
+  }
+  if (llvm::Error error = checkResultSize(context, shape))
+    return error;
+  if (llvm::Error error = checkSameStorage(context, data))
+    return error;
+  Tensor result = context.makeResult(0, shape);
+  llvm::SmallVector<int64_t, 6> outStrides = stridesOf(shape);
+  llvm::SmallVector<int64_t, 6> inStrides = stridesOf(data.getShape());
+  for (int64_t n = 0; n < result.getNumElements(); ++n) {
+    int64_t rest = n, source = 0;
+    for (int64_t d = 0; d < rank && source >= 0; ++d) {
+      int64_t c =
+          padSource(rest / outStrides[d] - before[d], data.getDim(d), mode);
+      rest %= outStrides[d];
+      source = c < 0 ? -1 : source + c * inStrides[d];
+    }
+    if (result.isFloat())
+      result.floats()[n] = source >= 0 ? data.floats()[source]
+                           : value     ? value->getAsDouble(0)
+                                       : 0.0f;
+    else
+      result.ints()[n] = source >= 0 ? data.ints()[source]
+                         : value     ? value->getAsInt(0)
+                                     : 0;
+  }
+  context.setResult(0, std::move(result));
+  return llvm::Error::success();
+}
+
 static llvm::Error runTrilu(KernelContext &context) {
   const Tensor &data = context.operand(0);
   if (data.getRank() < 2)
@@ -630,6 +719,8 @@ void onnx::attachOnnxTensorKernels(MLIRContext *context) {
   attachKernel<runConstantOfShape, sits::onnx::ConstantOfShapeOp>(context);
   attachKernel<runRange, sits::onnx::RangeOp>(context);
   attachKernel<runShape, sits::onnx::ShapeOp>(context);
+  attachKernel<runSize, sits::onnx::SizeOp>(context);
+  attachKernel<runPad, sits::onnx::PadOp>(context);
   attachKernel<runReshape, sits::onnx::ReshapeOp>(context);
   attachKernel<runFlatten, sits::onnx::FlattenOp>(context);
   attachKernel<runSqueeze, sits::onnx::SqueezeOp>(context);

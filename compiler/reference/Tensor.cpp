@@ -23,7 +23,12 @@ using namespace sits::reference;
 
 bool sits::reference::isFloat(ElementType type) {
   return type == ElementType::F32 || type == ElementType::F16 ||
-         type == ElementType::BF16;
+         type == ElementType::BF16 || type == ElementType::F64;
+}
+
+bool sits::reference::isUnsigned(ElementType type) {
+  return type == ElementType::U32 || type == ElementType::U16 ||
+         type == ElementType::U8 || type == ElementType::I1;
 }
 
 llvm::StringRef sits::reference::toString(ElementType type) {
@@ -34,10 +39,18 @@ llvm::StringRef sits::reference::toString(ElementType type) {
     return "f16";
   case ElementType::BF16:
     return "bf16";
+  case ElementType::F64:
+    return "f64";
   case ElementType::I64:
     return "i64";
   case ElementType::I32:
     return "i32";
+  case ElementType::U32:
+    return "ui32";
+  case ElementType::I16:
+    return "i16";
+  case ElementType::U16:
+    return "ui16";
   case ElementType::I8:
     return "i8";
   case ElementType::U8:
@@ -55,6 +68,8 @@ llvm::Expected<ElementType> sits::reference::elementTypeOf(Type type) {
     return ElementType::F16;
   if (type.isBF16())
     return ElementType::BF16;
+  if (type.isF64())
+    return ElementType::F64;
   if (type.isIndex())
     return ElementType::I64;
   if (auto integer = dyn_cast<IntegerType>(type)) {
@@ -64,7 +79,9 @@ llvm::Expected<ElementType> sits::reference::elementTypeOf(Type type) {
     if (width == 64)
       return ElementType::I64;
     if (width == 32)
-      return ElementType::I32;
+      return integer.isUnsigned() ? ElementType::U32 : ElementType::I32;
+    if (width == 16)
+      return integer.isUnsigned() ? ElementType::U16 : ElementType::I16;
     if (width == 8)
       return integer.isUnsigned() ? ElementType::U8 : ElementType::I8;
   }
@@ -116,6 +133,12 @@ int64_t sits::reference::wrapToIntegerType(int64_t value, ElementType type) {
   switch (type) {
   case ElementType::I32:
     return static_cast<int32_t>(static_cast<uint32_t>(value));
+  case ElementType::U32:
+    return static_cast<uint32_t>(value);
+  case ElementType::I16:
+    return static_cast<int16_t>(static_cast<uint16_t>(value));
+  case ElementType::U16:
+    return static_cast<uint16_t>(value);
   case ElementType::I8:
     return static_cast<int8_t>(static_cast<uint8_t>(value));
   case ElementType::U8:
@@ -242,64 +265,100 @@ Tensor Tensor::castTo(ElementType type) const {
 // Constants
 //===----------------------------------------------------------------------===//
 
-/// Decodes `count` little-endian elements of an MLIR element type from raw
-/// bytes (`splat`: one element repeated).
-static llvm::Expected<Tensor> decodeRaw(Type mlirType, ElementType type,
-                                        llvm::ArrayRef<int64_t> shape,
-                                        llvm::ArrayRef<char> bytes,
-                                        bool splat) {
+size_t sits::reference::getElementBytes(ElementType type) {
+  switch (type) {
+  case ElementType::F64:
+  case ElementType::I64:
+    return 8;
+  case ElementType::F32:
+  case ElementType::I32:
+  case ElementType::U32:
+    return 4;
+  case ElementType::F16:
+  case ElementType::BF16:
+  case ElementType::I16:
+  case ElementType::U16:
+    return 2;
+  case ElementType::I8:
+  case ElementType::U8:
+  case ElementType::I1:
+    return 1;
+  }
+  return 1;
+}
+
+/// Element `p` (little-endian, of `type`) as the executor stores it.
+static float decodeFloat(const char *p, ElementType type) {
+  switch (type) {
+  case ElementType::F32: {
+    float value;
+    std::memcpy(&value, p, 4);
+    return value;
+  }
+  case ElementType::F64: {
+    double value;
+    std::memcpy(&value, p, 8);
+    return static_cast<float>(value);
+  }
+  case ElementType::BF16: {
+    uint16_t half;
+    std::memcpy(&half, p, 2);
+    uint32_t wide = static_cast<uint32_t>(half) << 16;
+    float value;
+    std::memcpy(&value, &wide, 4);
+    return value;
+  }
+  default: {
+    uint16_t half;
+    std::memcpy(&half, p, 2);
+    return llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, half))
+        .convertToFloat();
+  }
+  }
+}
+
+static int64_t decodeInt(const char *p, ElementType type) {
+  switch (getElementBytes(type)) {
+  case 8: {
+    int64_t value;
+    std::memcpy(&value, p, 8);
+    return value;
+  }
+  case 4: {
+    int32_t value;
+    std::memcpy(&value, p, 4);
+    return isUnsigned(type) ? static_cast<uint32_t>(value) : value;
+  }
+  case 2: {
+    int16_t value;
+    std::memcpy(&value, p, 2);
+    return isUnsigned(type) ? static_cast<uint16_t>(value) : value;
+  }
+  default:
+    return isUnsigned(type) ? static_cast<uint8_t>(*p)
+                            : static_cast<int8_t>(*p);
+  }
+}
+
+llvm::Expected<Tensor> Tensor::fromLittleEndian(ElementType type,
+                                                llvm::ArrayRef<int64_t> shape,
+                                                llvm::ArrayRef<char> bytes,
+                                                bool splat) {
   int64_t count = numElementsOf(shape);
-  unsigned bitWidth = mlirType.getIntOrFloatBitWidth();
-  size_t elementBytes = bitWidth == 1 ? 1 : bitWidth / 8;
+  size_t elementBytes = getElementBytes(type);
   size_t stored = splat ? 1 : static_cast<size_t>(count);
   if (bytes.size() < stored * elementBytes)
-    return llvm::createStringError("constant holds " +
-                                   std::to_string(bytes.size()) +
-                                   " bytes, fewer than its type needs");
-  auto elementAt = [&](int64_t i) -> const char * {
-    return bytes.data() + (splat ? 0 : i) * elementBytes;
-  };
+    return llvm::createStringError(
+        "data holds " + std::to_string(bytes.size()) + " bytes, fewer than " +
+        std::to_string(stored) + " " + toString(type).str() +
+        " elements need (" + std::to_string(stored * elementBytes) + ")");
   Tensor tensor(type, shape);
-  if (isFloat(type)) {
-    llvm::MutableArrayRef<float> out = tensor.floats();
-    for (int64_t i = 0; i < count; ++i) {
-      const char *p = elementAt(i);
-      if (type == ElementType::F32) {
-        std::memcpy(&out[i], p, 4);
-        continue;
-      }
-      uint16_t half;
-      std::memcpy(&half, p, 2);
-      if (type == ElementType::BF16) {
-        uint32_t wide = static_cast<uint32_t>(half) << 16;
-        std::memcpy(&out[i], &wide, 4);
-      } else {
-        llvm::APFloat value(llvm::APFloat::IEEEhalf(), llvm::APInt(16, half));
-        out[i] = value.convertToFloat();
-      }
-    }
-    return tensor;
-  }
-  llvm::MutableArrayRef<int64_t> out = tensor.ints();
   for (int64_t i = 0; i < count; ++i) {
-    const char *p = elementAt(i);
-    switch (elementBytes) {
-    case 8:
-      std::memcpy(&out[i], p, 8);
-      break;
-    case 4: {
-      int32_t value;
-      std::memcpy(&value, p, 4);
-      out[i] = value;
-      break;
-    }
-    case 1:
-      out[i] = type == ElementType::U8 ? static_cast<uint8_t>(*p)
-                                       : static_cast<int8_t>(*p);
-      break;
-    default:
-      return llvm::createStringError("unsupported constant element width");
-    }
+    const char *p = bytes.data() + (splat ? 0 : i) * elementBytes;
+    if (tensor.isFloat())
+      tensor.floatData[i] = decodeFloat(p, type);
+    else
+      tensor.intData[i] = decodeInt(p, type);
   }
   tensor.setElementTypeAndRound(type);
   return tensor;
@@ -330,7 +389,7 @@ llvm::Expected<Tensor> Tensor::fromAttribute(ElementsAttr attr) {
     FailureOr<std::vector<char>> values = readWeightValues(attr);
     if (failed(values))
       return llvm::createStringError("cannot read the weight view's values");
-    return decodeRaw(mlirType, *type, shape, *values, false);
+    return fromLittleEndian(*type, shape, *values, false);
   }
   if (auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr)) {
     // i1 storage in DenseElementsAttr is an implementation detail: read it
@@ -342,15 +401,14 @@ llvm::Expected<Tensor> Tensor::fromAttribute(ElementsAttr attr) {
         values.push_back(value);
       return fromInts(*type, shape, std::move(values));
     }
-    return decodeRaw(mlirType, *type, shape, dense.getRawData(),
-                     dense.isSplat());
+    return fromLittleEndian(*type, shape, dense.getRawData(), dense.isSplat());
   }
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob)
       return llvm::createStringError(
           "constant refers to a resource blob that holds no data");
-    return decodeRaw(mlirType, *type, shape, blob->getData(), false);
+    return fromLittleEndian(*type, shape, blob->getData(), false);
   }
   // Any other ElementsAttr: go through its element values.
   if (reference::isFloat(*type)) {
@@ -372,7 +430,7 @@ llvm::Expected<Tensor> Tensor::fromAttribute(ElementsAttr attr) {
     return llvm::createStringError("cannot read the constant's values");
   std::vector<int64_t> data;
   for (const llvm::APInt &value : *values)
-    data.push_back(*type == ElementType::U8 || *type == ElementType::I1
+    data.push_back(isUnsigned(*type)
                        ? static_cast<int64_t>(value.getZExtValue())
                        : value.getSExtValue());
   return fromInts(*type, shape, std::move(data));

@@ -5,7 +5,9 @@
 // and boolean elements as i64, whatever the element type. An f16 or bf16
 // element holds the exact f32 value of the f16/bf16 number (rounded to
 // nearest, ties to even), so that "fp16-emulating" execution means: compute
-// in f32, then round each op's result to its element type.
+// in f32, then round each op's result to its element type. An f64 element
+// is held as f32 too (the nearest f32): the executor computes f64 graphs
+// (ONNX's softmax_precision = DOUBLE) in f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,12 +28,30 @@
 namespace sits::reference {
 
 /// Element types the executor computes with.
-enum class ElementType { F32, F16, BF16, I64, I32, I8, U8, I1 };
+enum class ElementType {
+  F32,
+  F16,
+  BF16,
+  F64,
+  I64,
+  I32,
+  U32,
+  I16,
+  U16,
+  I8,
+  U8,
+  I1
+};
 
-/// True for F32, F16 and BF16 (stored as f32).
+/// True for F32, F16, BF16 and F64 (stored as f32).
 bool isFloat(ElementType type);
 /// `f32`, `f16`, ..., as MLIR spells them.
 llvm::StringRef toString(ElementType type);
+/// Bytes of one element of `type` in ONNX, numpy and MLIR raw data (bool:
+/// one byte).
+size_t getElementBytes(ElementType type);
+/// True for the unsigned integer types (U32, U16, U8) and I1.
+bool isUnsigned(ElementType type);
 /// The executor's element type of an MLIR type (`index` maps to i64).
 llvm::Expected<ElementType> elementTypeOf(mlir::Type type);
 
@@ -65,6 +85,14 @@ public:
                            std::vector<float> values);
   static Tensor fromInts(ElementType type, llvm::ArrayRef<int64_t> shape,
                          std::vector<int64_t> values);
+
+  /// Elements of `type` stored little-endian in `bytes` (`splat`: one
+  /// element repeated), rounded to the type; an error when there are too
+  /// few bytes.
+  static llvm::Expected<Tensor> fromLittleEndian(ElementType type,
+                                                 llvm::ArrayRef<int64_t> shape,
+                                                 llvm::ArrayRef<char> bytes,
+                                                 bool splat = false);
 
   /// The value of a constant attribute (DenseElementsAttr, splat or not, or
   /// DenseResourceElementsAttr), rounded to its element type.

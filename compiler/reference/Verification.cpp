@@ -23,80 +23,25 @@ sits::reference::tensorFromOnnxData(int64_t onnxElementType,
                                     llvm::ArrayRef<int64_t> dims,
                                     llvm::ArrayRef<char> bytes) {
   // TensorProto.DataType numbers.
-  enum : int64_t {
-    kFloat = 1,
-    kUint8 = 2,
-    kInt8 = 3,
-    kInt32 = 6,
-    kInt64 = 7,
-    kBool = 9,
-    kFloat16 = 10,
-    kBFloat16 = 16
-  };
-  struct Info {
-    int64_t onnx;
-    ElementType type;
-    size_t size;
-  };
-  static const Info kInfos[] = {
-      {kFloat, ElementType::F32, 4},     {kFloat16, ElementType::F16, 2},
-      {kBFloat16, ElementType::BF16, 2}, {kInt64, ElementType::I64, 8},
-      {kInt32, ElementType::I32, 4},     {kInt8, ElementType::I8, 1},
-      {kUint8, ElementType::U8, 1},      {kBool, ElementType::I1, 1}};
-  const Info *info = nullptr;
-  for (const Info &candidate : kInfos)
-    if (candidate.onnx == onnxElementType)
-      info = &candidate;
-  if (!info)
+  static const std::pair<int64_t, ElementType> kTypes[] = {
+      {1, ElementType::F32},  {2, ElementType::U8},   {3, ElementType::I8},
+      {4, ElementType::U16},  {5, ElementType::I16},  {6, ElementType::I32},
+      {7, ElementType::I64},  {9, ElementType::I1},   {10, ElementType::F16},
+      {11, ElementType::F64}, {12, ElementType::U32}, {16, ElementType::BF16}};
+  const auto *found = llvm::find_if(
+      kTypes, [&](auto entry) { return entry.first == onnxElementType; });
+  if (found == std::end(kTypes))
     return llvm::createStringError("ONNX element type " +
                                    std::to_string(onnxElementType) +
                                    " is not supported by the reference "
                                    "executor");
   int64_t count = numElementsOf(dims);
-  if (bytes.size() != static_cast<size_t>(count) * info->size)
+  size_t size = getElementBytes(found->second);
+  if (bytes.size() != static_cast<size_t>(count) * size)
     return llvm::createStringError(
         "tensor data holds " + std::to_string(bytes.size()) + " bytes, " +
-        formatShape(dims) + " needs " + std::to_string(count * info->size));
-  Tensor tensor(info->type, dims);
-  for (int64_t i = 0; i < count; ++i) {
-    const char *p = bytes.data() + i * info->size;
-    switch (info->type) {
-    case ElementType::F32:
-      std::memcpy(&tensor.floats()[i], p, 4);
-      break;
-    case ElementType::F16:
-    case ElementType::BF16: {
-      uint16_t half;
-      std::memcpy(&half, p, 2);
-      if (info->type == ElementType::BF16) {
-        uint32_t wide = static_cast<uint32_t>(half) << 16;
-        std::memcpy(&tensor.floats()[i], &wide, 4);
-      } else {
-        tensor.floats()[i] =
-            llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, half))
-                .convertToFloat();
-      }
-      break;
-    }
-    case ElementType::I64:
-      std::memcpy(&tensor.ints()[i], p, 8);
-      break;
-    case ElementType::I32: {
-      int32_t value;
-      std::memcpy(&value, p, 4);
-      tensor.ints()[i] = value;
-      break;
-    }
-    case ElementType::I8:
-      tensor.ints()[i] = static_cast<int8_t>(*p);
-      break;
-    default:
-      tensor.ints()[i] = static_cast<uint8_t>(*p);
-      break;
-    }
-  }
-  tensor.setElementTypeAndRound(info->type);
-  return tensor;
+        formatShape(dims) + " needs " + std::to_string(count * size));
+  return Tensor::fromLittleEndian(found->second, dims, bytes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -189,6 +134,61 @@ sits::reference::compareTensors(const Tensor &actual, const Tensor &expected) {
   for (int64_t p = 0; p < positions; ++p) {
     result.actualArgmax.push_back(argmaxOf(a.data() + p * width, width));
     result.expectedArgmax.push_back(argmaxOf(e.data() + p * width, width));
+  }
+  return result;
+}
+
+void AllCloseComparison::print(llvm::raw_ostream &os) const {
+  os << "max abs error " << llvm::format("%.3e", maxAbsError)
+     << ", max rel error " << llvm::format("%.3e", maxRelError);
+  if (passed())
+    return;
+  os << "; " << mismatches << " of " << numElementsOf(shape)
+     << " elements differ, the first at [";
+  llvm::SmallVector<int64_t, 6> index(shape.size());
+  int64_t rest = firstMismatch;
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = rest % shape[d];
+    rest /= shape[d];
+  }
+  llvm::interleaveComma(index, os);
+  os << "]: " << llvm::format("%.8g", firstActual) << " against "
+     << llvm::format("%.8g", firstExpected);
+}
+
+llvm::Expected<AllCloseComparison>
+sits::reference::compareAllClose(const Tensor &actual, const Tensor &expected,
+                                 double rtol, double atol) {
+  if (actual.getShape() != expected.getShape())
+    return llvm::createStringError("shape " + formatShape(actual.getShape()) +
+                                   " differs from the reference's " +
+                                   formatShape(expected.getShape()));
+  if (actual.getElementType() != expected.getElementType())
+    return llvm::createStringError("element type " +
+                                   toString(actual.getElementType()).str() +
+                                   " differs from the reference's " +
+                                   toString(expected.getElementType()).str());
+  AllCloseComparison result;
+  result.shape.assign(actual.getShape().begin(), actual.getShape().end());
+  for (int64_t i = 0; i < actual.getNumElements(); ++i) {
+    double a = actual.getAsDouble(i), e = expected.getAsDouble(i);
+    bool agree;
+    if (std::isfinite(a) && std::isfinite(e)) {
+      double error = std::fabs(a - e);
+      result.maxAbsError = std::max(result.maxAbsError, error);
+      if (e != 0)
+        result.maxRelError = std::max(result.maxRelError, error / std::fabs(e));
+      agree = error <= atol + rtol * std::fabs(e);
+    } else {
+      agree = (std::isnan(a) && std::isnan(e)) || a == e;
+    }
+    if (agree)
+      continue;
+    if (result.mismatches++ == 0) {
+      result.firstMismatch = i;
+      result.firstActual = a;
+      result.firstExpected = e;
+    }
   }
   return result;
 }

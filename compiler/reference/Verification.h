@@ -61,6 +61,31 @@ struct Comparison {
 llvm::Expected<Comparison> compareTensors(const Tensor &actual,
                                           const Tensor &expected);
 
+/// How a tensor compares with a reference one under numpy's
+/// `assert_allclose` rule, which ONNX's backend tests use: element i agrees
+/// when `|a - e| <= atol + rtol * |e|`, or both are NaN, or both are the
+/// same infinity.
+struct AllCloseComparison {
+  Shape shape;
+  /// Over the elements where both are finite; rel is `|a - e| / |e|` (for
+  /// e != 0).
+  double maxAbsError = 0, maxRelError = 0;
+  /// Elements that do not agree, and the first of them (flat index).
+  int64_t mismatches = 0;
+  int64_t firstMismatch = -1;
+  double firstActual = 0, firstExpected = 0;
+  bool passed() const { return mismatches == 0; }
+  /// "max abs error 1.2e-07, max rel error 3.0e-06", then on a mismatch
+  /// "; 3 of 64 elements differ, the first at [0, 1, 2]: 0.5 against 0.25".
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Compares two tensors of one shape and element type (an error naming the
+/// difference otherwise), elementwise as above.
+llvm::Expected<AllCloseComparison> compareAllClose(const Tensor &actual,
+                                                   const Tensor &expected,
+                                                   double rtol, double atol);
+
 //===----------------------------------------------------------------------===//
 // Running language-model programs
 //===----------------------------------------------------------------------===//

@@ -65,11 +65,16 @@ mlir::LogicalResult checkGpuKernelsExist(mlir::ModuleOp module);
 
 /// Whether --verify, --verify-greedy or --reference-perplexity was given.
 bool isVerifyRequested();
-/// Checks the verify options and sets `stage` to the one they run on.
+/// Checks the verify options and sets `stage` to the last one they run on.
 std::optional<std::string> validateVerifyOptions(Stage &stage);
-/// Runs the requested checks on `module` (the program of that stage);
+/// Runs the requested checks on the stages before the last that
+/// --verify-stage lists, each on a copy of `imported` compiled to it;
+/// returns non-zero when a check fails.
+int verifyEarlierStages(mlir::ModuleOp imported,
+                        const PipelineOptions &options);
+/// Runs the requested checks on `module` (the program of `stage`);
 /// returns the exit code (non-zero when a check fails).
-int runVerifyModes(mlir::ModuleOp module);
+int runVerifyModes(mlir::ModuleOp module, Stage stage);
 
 } // namespace sits::sitsc
 

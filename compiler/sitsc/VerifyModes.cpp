@@ -3,19 +3,26 @@
 // `--verify=DIR`, `--verify-greedy=FILE.json` and `--reference-perplexity`
 // run a stage of the compiled program on the CPU reference executor, so that
 // every pass can be shown to keep the model's numbers without a GPU.
+// `--verify` checks any graph the importer reads: a language model's token
+// ids against its logits, any other graph output by output, as ONNX's
+// backend tests do.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/reference/Verification.h"
 #include "compiler/sitsc/Modes.h"
+#include "dialects/onnx/OnnxOps.h"
 #include "dialects/sits/SitsOps.h"
+#include "frontends/onnx/OnnxImporter.h"
 #include "frontends/onnx/OnnxLoader.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -50,14 +57,31 @@ cl::opt<std::string> tvcFallbackRate(
              "(as --reference-perplexity reads it) and report how often the "
              "proof held and how often it fell back to the full LM head"),
     cl::value_desc("file"), cl::cat(sitsc::getCategory()));
-cl::opt<std::string> verifyStage(
+cl::list<std::string> verifyStageNames(
     "verify-stage",
-    cl::desc("Program the checks run: sits or optimized (default)"),
-    cl::init("optimized"), cl::cat(sitsc::getCategory()));
+    cl::desc("Stages the checks run on: imported, sits, optimized (default); "
+             "a comma-separated list checks each"),
+    cl::CommaSeparated, cl::value_desc("stages"),
+    cl::cat(sitsc::getCategory()));
 cl::opt<double> verifyTolerance(
     "verify-tolerance",
-    cl::desc("Largest absolute logit error --verify accepts (default 1e-3)"),
+    cl::desc("Largest absolute logit error --verify accepts for a language "
+             "model (default 1e-3)"),
     cl::init(1e-3), cl::cat(sitsc::getCategory()));
+cl::opt<double> verifyRtol(
+    "verify-rtol",
+    cl::desc("--verify of other graphs: relative tolerance of each element "
+             "(default 1e-3, as ONNX's backend tests)"),
+    cl::init(1e-3), cl::cat(sitsc::getCategory()));
+cl::opt<double> verifyAtol(
+    "verify-atol",
+    cl::desc("--verify of other graphs: absolute tolerance of each element "
+             "(default 1e-7, as ONNX's backend tests)"),
+    cl::init(1e-7), cl::cat(sitsc::getCategory()));
+
+/// The stages --verify-stage lists, in pipeline order (set by
+/// validateVerifyOptions).
+llvm::SmallVector<Stage> verifyStages;
 cl::opt<int64_t> maxTokens(
     "max-tokens",
     cl::desc("--reference-perplexity: score at most N tokens (0: all)"),
@@ -90,57 +114,83 @@ void printTvcStatistics(const ref::ExecutorStatistics &statistics,
       statistics.tvcRows ? 100.0 * fallbacks / statistics.tvcRows : 0.0);
 }
 
-/// The files `DIR/<prefix>_<n>.pb`, in order of n; an error when there are
-/// none or the numbering has a gap.
-llvm::Expected<std::vector<std::string>>
-listNumberedTensors(llvm::StringRef dir, llvm::StringRef prefix) {
+/// The files `DIR/<prefix>_<n>.pb`, in order of n (up to the first gap).
+std::vector<std::string> listNumberedTensors(llvm::StringRef dir,
+                                             llvm::StringRef prefix) {
   std::vector<std::string> files;
   for (int index = 0;; ++index) {
     llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, (prefix + "_" + llvm::Twine(index) + ".pb")
-                                      .str());
+    llvm::sys::path::append(path,
+                            (prefix + "_" + llvm::Twine(index) + ".pb").str());
     if (!llvm::sys::fs::exists(path))
       break;
     files.push_back(path.str().str());
   }
-  if (files.empty())
-    return llvm::createStringError("--verify: no " + prefix + "_0.pb in '" +
-                                   dir + "'");
   return files;
 }
 
-llvm::Expected<ref::Tensor> readTensor(llvm::StringRef path) {
-  llvm::Expected<LoadedTensor> loaded = readTensorProtoFile(path);
-  if (!loaded)
-    return loaded.takeError();
-  llvm::Expected<ref::Tensor> tensor = ref::tensorFromOnnxData(
-      loaded->elementType, loaded->dims, loaded->data);
-  if (!tensor)
-    return llvm::createStringError("'" + path + "': " +
-                                   llvm::toString(tensor.takeError()));
-  return tensor;
+/// One tensor of the data set: its file, its name (may be empty) and value.
+struct DataTensor {
+  std::string path;
+  std::string name;
+  ref::Tensor tensor;
+};
+
+/// Every `DIR/<prefix>_<n>.pb`, read (a graph may take no input, but
+/// returns at least one output).
+llvm::Expected<std::vector<DataTensor>>
+readDataTensors(llvm::StringRef dir, llvm::StringRef prefix) {
+  if (!llvm::sys::fs::is_directory(dir))
+    return llvm::createStringError("'" + dir + "' is not a folder");
+  std::vector<std::string> files = listNumberedTensors(dir, prefix);
+  if (files.empty() && prefix == "output")
+    return llvm::createStringError("no output_0.pb in '" + dir + "'");
+  std::vector<DataTensor> tensors;
+  for (const std::string &path : files) {
+    llvm::Expected<LoadedTensor> loaded = readTensorProtoFile(path);
+    if (!loaded)
+      return loaded.takeError();
+    llvm::Expected<ref::Tensor> tensor = ref::tensorFromOnnxData(
+        loaded->elementType, loaded->dims, loaded->data);
+    if (!tensor) {
+      llvm::consumeError(tensor.takeError());
+      return llvm::createStringError(
+          "'" + path + "' holds " +
+          sits::onnx::getOnnxElementTypeName(loaded->elementType) +
+          " elements, which the reference executor does not run");
+    }
+    tensors.push_back({path, loaded->name, std::move(*tensor)});
+  }
+  return tensors;
 }
 
-int runVerify(ModuleOp module, const ref::Program &program) {
-  auto inputs = listNumberedTensors(verifyDir, "input");
-  if (!inputs)
-    return sitsc::fail(llvm::toString(inputs.takeError()));
-  auto outputs = listNumberedTensors(verifyDir, "output");
-  if (!outputs)
-    return sitsc::fail(llvm::toString(outputs.takeError()));
-  if (inputs->size() != 1 || outputs->size() != 1)
-    return sitsc::fail("--verify: the model takes token ids and returns "
-                       "logits, but '" +
-                       verifyDir + "' holds " + llvm::Twine(inputs->size()) +
-                       " inputs and " + llvm::Twine(outputs->size()) +
-                       " outputs");
-  llvm::Expected<ref::Tensor> ids = readTensor(inputs->front());
-  if (!ids)
-    return sitsc::fail(llvm::toString(ids.takeError()));
-  llvm::Expected<ref::Tensor> expected = readTensor(outputs->front());
-  if (!expected)
-    return sitsc::fail(llvm::toString(expected.takeError()));
+/// A language model's data set: token ids [batch, seq] in, float logits
+/// [batch, seq, vocab] out.
+bool isLanguageModelData(llvm::ArrayRef<DataTensor> inputs,
+                         llvm::ArrayRef<DataTensor> outputs) {
+  return inputs.size() == 1 && outputs.size() == 1 &&
+         !inputs[0].tensor.isFloat() && inputs[0].tensor.getRank() == 2 &&
+         inputs[0].tensor.getElementType() != ref::ElementType::I1 &&
+         outputs[0].tensor.isFloat() && outputs[0].tensor.getRank() == 3;
+}
 
+/// `type` as MLIR prints it.
+std::string printed(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+/// "f32[2, 3, 8]".
+std::string describe(const ref::Tensor &tensor) {
+  return ref::toString(tensor.getElementType()).str() +
+         ref::formatShape(tensor.getShape());
+}
+
+int runVerifyLogits(ModuleOp module, const ref::Program &program,
+                    llvm::StringRef stage, const DataTensor &ids,
+                    const DataTensor &expected) {
   if (findTvcHead(module))
     return sitsc::fail("--verify compares every logit, but the TVC head "
                        "(--tvc=exact) computes only its candidates' logits "
@@ -150,22 +200,173 @@ int runVerify(ModuleOp module, const ref::Program &program) {
   llvm::StringRef function =
       program.hasCache() ? program.prefill : program.forward;
   llvm::Expected<ref::Tensor> logits =
-      ref::runLogits(executor, module, function, *ids);
+      ref::runLogits(executor, module, function, ids.tensor);
   if (!logits)
     return sitsc::fail("--verify: " + llvm::toString(logits.takeError()));
   llvm::Expected<ref::Comparison> comparison =
-      ref::compareTensors(*logits, *expected);
+      ref::compareTensors(*logits, expected.tensor);
   if (!comparison)
     return sitsc::fail("--verify: " + llvm::toString(comparison.takeError()));
 
-  llvm::outs() << "verify: stage " << verifyStage << ", function @" << function
-               << ", " << inputs->front() << "\n";
+  llvm::outs() << "verify: stage " << stage << ", function @" << function
+               << ", " << ids.path << " (token ids -> logits)\n";
   comparison->print(llvm::outs());
   bool passed = comparison->withinTolerance(verifyTolerance);
   llvm::outs() << "verify: " << (passed ? "PASSED" : "FAILED")
                << " (max abs error " << comparison->maxAbsError
                << ", tolerance " << verifyTolerance.getValue() << ")\n";
   return passed ? 0 : 1;
+}
+
+/// The data tensor bound to position `index` named `name` of a signature:
+/// by name when the data set names its tensors, else by position.
+const DataTensor *findData(llvm::ArrayRef<DataTensor> data, unsigned index,
+                           StringAttr name) {
+  bool named = llvm::all_of(
+      data, [](const DataTensor &tensor) { return !tensor.name.empty(); });
+  if (!named)
+    return index < data.size() ? &data[index] : nullptr;
+  for (const DataTensor &tensor : data)
+    if (name && tensor.name == name.getValue())
+      return &tensor;
+  return nullptr;
+}
+
+/// The function's arguments from the data set's inputs, checked against
+/// the argument types.
+llvm::Expected<std::vector<ref::RuntimeValue>>
+bindInputs(func::FuncOp function, llvm::ArrayRef<DataTensor> inputs) {
+  std::vector<ref::RuntimeValue> args;
+  std::string prefix = "@" + function.getSymName().str() + " ";
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    auto name = function.getArgAttrOfType<StringAttr>(i, kInputNameAttr);
+    std::string label =
+        "input " + (name ? "'" + name.str() + "'" : std::to_string(i));
+    auto type = dyn_cast<RankedTensorType>(function.getArgumentTypes()[i]);
+    if (!type)
+      return llvm::createStringError(prefix + "takes " + label + " of type " +
+                                     printed(function.getArgumentTypes()[i]) +
+                                     ", which a data set cannot give");
+    const DataTensor *data = findData(inputs, i, name);
+    if (!data)
+      return llvm::createStringError(prefix + "takes " + label +
+                                     ", which no input_N.pb holds");
+    llvm::Expected<ref::ElementType> element =
+        ref::elementTypeOf(type.getElementType());
+    if (!element)
+      return element.takeError();
+    bool shapeFits = type.getRank() == data->tensor.getRank();
+    for (int64_t d = 0; shapeFits && d < type.getRank(); ++d)
+      shapeFits =
+          type.isDynamicDim(d) || type.getDimSize(d) == data->tensor.getDim(d);
+    if (*element != data->tensor.getElementType() || !shapeFits)
+      return llvm::createStringError(
+          "'" + data->path + "' holds " + describe(data->tensor) + ", but " +
+          prefix + "takes " + label + " as " + printed(type));
+    args.push_back(data->tensor);
+  }
+  for (const DataTensor &data : inputs)
+    if (!data.name.empty() &&
+        llvm::none_of(llvm::seq(function.getNumArguments()), [&](unsigned i) {
+          auto name = function.getArgAttrOfType<StringAttr>(i, kInputNameAttr);
+          return name && name.getValue() == data.name;
+        }))
+      return llvm::createStringError("'" + data.path + "' holds input '" +
+                                     data.name + "', which " + prefix +
+                                     "does not take");
+  return args;
+}
+
+/// Runs the program on the data set's inputs and compares every output it
+/// names, as ONNX's backend tests do (bf16 outputs at a relative tolerance
+/// of at least 2^-6, two bf16 units in the last place, as they do).
+int runVerifyOutputs(ModuleOp module, const ref::Program &program,
+                     llvm::StringRef stage, llvm::ArrayRef<DataTensor> inputs,
+                     llvm::ArrayRef<DataTensor> outputs) {
+  auto function = module.lookupSymbol<func::FuncOp>(program.forward);
+  if (!function)
+    return sitsc::fail("--verify: the module has no function '" +
+                       program.forward + "'");
+  llvm::Expected<std::vector<ref::RuntimeValue>> args =
+      bindInputs(function, inputs);
+  if (!args)
+    return sitsc::fail("--verify: " + llvm::toString(args.takeError()));
+  llvm::outs() << "verify: stage " << stage << ", function @" << program.forward
+               << ", " << inputs.size() << " inputs from " << verifyDir
+               << ", each output within rtol "
+               << llvm::format("%g", verifyRtol.getValue()) << ", atol "
+               << llvm::format("%g", verifyAtol.getValue()) << "\n";
+  ref::Executor executor(module);
+  llvm::Expected<std::vector<ref::RuntimeValue>> results =
+      executor.run(program.forward, std::move(*args));
+  if (!results)
+    return sitsc::fail("--verify: " + llvm::toString(results.takeError()));
+  int differing = 0;
+  for (auto [index, expected] : llvm::enumerate(outputs)) {
+    unsigned position = index;
+    if (!expected.name.empty()) {
+      position = function.getNumResults();
+      for (unsigned i = 0; i < function.getNumResults(); ++i)
+        if (auto name =
+                function.getResultAttrOfType<StringAttr>(i, kOutputNameAttr))
+          if (name.getValue() == expected.name)
+            position = i;
+    }
+    std::string label =
+        expected.name.empty() ? std::to_string(index) : expected.name;
+    if (position >= results->size() || !(*results)[position].isTensor())
+      return sitsc::fail("--verify: '" + expected.path + "' holds output '" +
+                         label + "', which @" + program.forward +
+                         " does not return");
+    const ref::Tensor &actual = (*results)[position].getTensor();
+    double rtol = verifyRtol;
+    if (expected.tensor.getElementType() == ref::ElementType::BF16)
+      rtol = std::max(rtol, 1.0 / 64);
+    llvm::Expected<ref::AllCloseComparison> comparison =
+        ref::compareAllClose(actual, expected.tensor, rtol, verifyAtol);
+    llvm::outs() << "  output '" << label << "' " << describe(expected.tensor)
+                 << ": ";
+    if (!comparison) {
+      llvm::outs() << llvm::toString(comparison.takeError()) << ": MISMATCH\n";
+      ++differing;
+      continue;
+    }
+    comparison->print(llvm::outs());
+    if (rtol != verifyRtol)
+      llvm::outs() << " (bf16: rtol " << llvm::format("%g", rtol) << ")";
+    llvm::outs() << (comparison->passed() ? ": ok\n" : ": MISMATCH\n");
+    differing += !comparison->passed();
+  }
+  llvm::outs() << "verify: " << (differing ? "FAILED" : "PASSED") << " (stage "
+               << stage << ": " << outputs.size() - differing << " of "
+               << outputs.size() << " outputs agree)\n";
+  return differing ? 1 : 0;
+}
+
+int runVerify(ModuleOp module, const ref::Program &program,
+              llvm::StringRef stage) {
+  llvm::Expected<std::vector<DataTensor>> inputs =
+      readDataTensors(verifyDir, "input");
+  if (!inputs)
+    return sitsc::fail("--verify: " + llvm::toString(inputs.takeError()));
+  llvm::Expected<std::vector<DataTensor>> outputs =
+      readDataTensors(verifyDir, "output");
+  if (!outputs)
+    return sitsc::fail("--verify: " + llvm::toString(outputs.takeError()));
+  // A decoder with a KV cache runs its prefill on token ids: only the
+  // logits check fits it.
+  if (program.hasCache() || isLanguageModelData(*inputs, *outputs)) {
+    if (!isLanguageModelData(*inputs, *outputs))
+      return sitsc::fail("--verify: stage " + stage +
+                         " is a prefill/decode program, which takes token "
+                         "ids and returns logits, but '" +
+                         verifyDir + "' holds " + llvm::Twine(inputs->size()) +
+                         " inputs and " + llvm::Twine(outputs->size()) +
+                         " outputs");
+    return runVerifyLogits(module, program, stage, inputs->front(),
+                           outputs->front());
+  }
+  return runVerifyOutputs(module, program, stage, *inputs, *outputs);
 }
 
 /// `prompt` and `greedy` of a greedy.json file.
@@ -178,9 +379,9 @@ llvm::Error readGreedyFile(llvm::StringRef path, std::vector<int64_t> &prompt,
   llvm::Expected<llvm::json::Value> json =
       llvm::json::parse((*buffer)->getBuffer());
   if (!json)
-    return llvm::createStringError("--verify-greedy: '" + path +
-                                   "' is not JSON: " +
-                                   llvm::toString(json.takeError()));
+    return llvm::createStringError(
+        "--verify-greedy: '" + path +
+        "' is not JSON: " + llvm::toString(json.takeError()));
   const llvm::json::Object *object = json->getAsObject();
   auto readIds = [&](llvm::StringRef key,
                      std::vector<int64_t> &ids) -> llvm::Error {
@@ -192,8 +393,8 @@ llvm::Error readGreedyFile(llvm::StringRef path, std::vector<int64_t> &prompt,
     for (const llvm::json::Value &value : *array) {
       std::optional<int64_t> id = value.getAsInteger();
       if (!id)
-        return llvm::createStringError("--verify-greedy: \"" + key +
-                                       "\" in '" + path +
+        return llvm::createStringError("--verify-greedy: \"" + key + "\" in '" +
+                                       path +
                                        "' holds a value that is not an "
                                        "integer token id");
       ids.push_back(*id);
@@ -205,7 +406,8 @@ llvm::Error readGreedyFile(llvm::StringRef path, std::vector<int64_t> &prompt,
   return readIds("greedy", greedy);
 }
 
-int runVerifyGreedy(ModuleOp module, const ref::Program &program) {
+int runVerifyGreedy(ModuleOp module, const ref::Program &program,
+                    llvm::StringRef stage) {
   std::vector<int64_t> prompt, expected;
   if (llvm::Error error = readGreedyFile(verifyGreedy, prompt, expected))
     return sitsc::fail(llvm::toString(std::move(error)));
@@ -213,9 +415,8 @@ int runVerifyGreedy(ModuleOp module, const ref::Program &program) {
   llvm::Expected<std::vector<ref::GreedyStep>> steps = ref::greedyDecode(
       executor, module, program, prompt, static_cast<int64_t>(expected.size()));
   if (!steps)
-    return sitsc::fail("--verify-greedy: " +
-                       llvm::toString(steps.takeError()));
-  llvm::outs() << "verify-greedy: stage " << verifyStage << ", "
+    return sitsc::fail("--verify-greedy: " + llvm::toString(steps.takeError()));
+  llvm::outs() << "verify-greedy: stage " << stage << ", "
                << (program.hasCache() ? "prefill + decode with the KV cache"
                                       : "full-sequence recomputation")
                << ", prompt of " << prompt.size() << " tokens, "
@@ -250,8 +451,7 @@ int runVerifyGreedy(ModuleOp module, const ref::Program &program) {
 /// Vocabulary size: the last dim of the program's logits.
 std::optional<int64_t> getVocabSize(ModuleOp module,
                                     const ref::Program &program) {
-  llvm::StringRef name =
-      program.hasCache() ? program.prefill : program.forward;
+  llvm::StringRef name = program.hasCache() ? program.prefill : program.forward;
   auto function = module.lookupSymbol<func::FuncOp>(name);
   if (!function || function.getNumResults() == 0)
     return std::nullopt;
@@ -292,9 +492,10 @@ llvm::Expected<std::vector<int64_t>> readPerplexityTokens(llvm::StringRef path,
 }
 
 /// The tokens of `path` for a perplexity-style run, checked.
-llvm::Expected<std::vector<int64_t>>
-readTextTokens(ModuleOp module, const ref::Program &program,
-               llvm::StringRef option, llvm::StringRef path) {
+llvm::Expected<std::vector<int64_t>> readTextTokens(ModuleOp module,
+                                                    const ref::Program &program,
+                                                    llvm::StringRef option,
+                                                    llvm::StringRef path) {
   if (perplexityWindow < 2)
     return llvm::createStringError(
         "--perplexity-window must be at least 2, got " +
@@ -320,8 +521,8 @@ int runTvcFallbackRate(ModuleOp module, const ref::Program &program) {
   if (!findTvcHead(module))
     return sitsc::fail("--tvc-fallback-rate needs the TVC head: compile "
                        "with --tvc=exact");
-  llvm::Expected<std::vector<int64_t>> ids = readTextTokens(
-      module, program, "--tvc-fallback-rate", tvcFallbackRate);
+  llvm::Expected<std::vector<int64_t>> ids =
+      readTextTokens(module, program, "--tvc-fallback-rate", tvcFallbackRate);
   if (!ids)
     return sitsc::fail(llvm::toString(ids.takeError()));
   std::vector<int64_t> tokens = *ids;
@@ -331,8 +532,7 @@ int runTvcFallbackRate(ModuleOp module, const ref::Program &program) {
   llvm::StringRef function =
       program.hasCache() ? program.prefill : program.forward;
   for (size_t start = 0; start < tokens.size(); start += perplexityWindow) {
-    size_t length =
-        std::min<size_t>(perplexityWindow, tokens.size() - start);
+    size_t length = std::min<size_t>(perplexityWindow, tokens.size() - start);
     ref::Tensor window = ref::Tensor::fromInts(
         ref::ElementType::I64, {1, static_cast<int64_t>(length)},
         {tokens.begin() + start, tokens.begin() + start + length});
@@ -349,7 +549,8 @@ int runTvcFallbackRate(ModuleOp module, const ref::Program &program) {
   return 0;
 }
 
-int runPerplexity(ModuleOp module, const ref::Program &program) {
+int runPerplexity(ModuleOp module, const ref::Program &program,
+                  llvm::StringRef stage) {
   if (findTvcHead(module))
     return sitsc::fail("--reference-perplexity needs every logit, but the "
                        "TVC head (--tvc=exact) computes only its candidates' "
@@ -369,7 +570,7 @@ int runPerplexity(ModuleOp module, const ref::Program &program) {
       "perplexity: {0} tokens predicted in windows of {1}, mean NLL {2:f6} "
       "nats/token, perplexity {3:f4} (stage {4})\n",
       result->predictedTokens, perplexityWindow.getValue(), result->meanNll,
-      result->perplexity(), verifyStage.getValue());
+      result->perplexity(), stage);
   return 0;
 }
 
@@ -381,30 +582,55 @@ bool sits::sitsc::isVerifyRequested() {
 }
 
 std::optional<std::string> sits::sitsc::validateVerifyOptions(Stage &stage) {
-  if (verifyStage == "sits")
-    stage = Stage::Sits;
-  else if (verifyStage == "optimized")
-    stage = Stage::Optimized;
-  else
-    return "--verify-stage must be sits or optimized, got '" +
-           verifyStage.getValue() + "'";
+  verifyStages.clear();
+  if (verifyStageNames.empty())
+    verifyStages.push_back(Stage::Optimized);
+  for (const std::string &name : verifyStageNames) {
+    std::optional<Stage> parsed = parseStage(name);
+    if (!parsed || *parsed > Stage::Optimized)
+      return "--verify-stage takes imported, sits and optimized, got '" + name +
+             "'";
+    verifyStages.push_back(*parsed);
+  }
+  llvm::sort(verifyStages);
+  verifyStages.erase(llvm::unique(verifyStages), verifyStages.end());
+  stage = verifyStages.back();
   if (!(verifyTolerance >= 0.0))
     return "--verify-tolerance must be >= 0";
+  if (!(verifyRtol >= 0.0) || !(verifyAtol >= 0.0))
+    return "--verify-rtol and --verify-atol must be >= 0";
   return std::nullopt;
 }
 
-int sits::sitsc::runVerifyModes(ModuleOp module) {
+int sits::sitsc::runVerifyModes(ModuleOp module, Stage stage) {
   llvm::Expected<ref::Program> program = ref::findProgram(module);
   if (!program)
     return fail(llvm::toString(program.takeError()));
+  llvm::StringRef name = getStageName(stage);
   int status = 0;
   if (!verifyDir.empty())
-    status |= runVerify(module, *program);
+    status |= runVerify(module, *program, name);
   if (!verifyGreedy.empty())
-    status |= runVerifyGreedy(module, *program);
+    status |= runVerifyGreedy(module, *program, name);
   if (!referencePerplexity.empty())
-    status |= runPerplexity(module, *program);
+    status |= runPerplexity(module, *program, name);
   if (!tvcFallbackRate.empty())
     status |= runTvcFallbackRate(module, *program);
+  return status;
+}
+
+int sits::sitsc::verifyEarlierStages(ModuleOp imported,
+                                     const PipelineOptions &options) {
+  int status = 0;
+  for (Stage stage : llvm::ArrayRef(verifyStages).drop_back()) {
+    // Each on its own copy of the imported program: the main pipeline
+    // carries on from the original to the last stage.
+    OwningOpRef<ModuleOp> copy = imported.clone();
+    PassManager pm(imported.getContext(), ModuleOp::getOperationName());
+    buildPipeline(pm, stage, options);
+    if (failed(pm.run(*copy)))
+      return 1;
+    status |= runVerifyModes(*copy, stage);
+  }
   return status;
 }

@@ -271,10 +271,12 @@ int main(int argc, char **argv) {
       "  sitsc MODEL.onnx --emit=sits          print the raised IR\n"
       "  sitsc MODEL.onnx --inspect=E.sits     summarize an engine\n\n"
       "Checks on the CPU reference executor (no GPU needed):\n"
-      "  sitsc MODEL.onnx --verify=DIR [--verify-stage=sits|optimized]\n"
-      "      run DIR/input_*.pb, compare with DIR/output_*.pb (max abs and\n"
-      "      relative error, argmax agreement per position); fails past\n"
-      "      --verify-tolerance\n"
+      "  sitsc MODEL.onnx --verify=DIR "
+      "[--verify-stage=imported,sits,optimized]\n"
+      "      run DIR/input_*.pb, compare with DIR/output_*.pb: token ids ->\n"
+      "      logits (max abs and relative error, argmax agreement per\n"
+      "      position; fails past --verify-tolerance), any other graph\n"
+      "      output by output (--verify-rtol, --verify-atol)\n"
       "  sitsc MODEL.onnx --verify-greedy=greedy.json\n"
       "      prefill the prompt, decode token by token through the KV cache,\n"
       "      compare the greedy stream (step, tokens and margin on a "
@@ -393,6 +395,8 @@ int main(int argc, char **argv) {
   importTimer.stop();
   if (!module)
     return 1;
+  int verifyStatus =
+      verifying ? sitsc::verifyEarlierStages(*module, options) : 0;
 
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
@@ -434,7 +438,7 @@ int main(int argc, char **argv) {
     sitsc::printKVCacheSummary(*module, llvm::outs());
   }
   if (verifying)
-    return sitsc::runVerifyModes(*module);
+    return verifyStatus | sitsc::runVerifyModes(*module, last);
   if (last == Stage::Engine) {
     if (failed(sitsc::checkGpuKernelsExist(*module)))
       return 1;

@@ -19,7 +19,7 @@ def Onnx_Dialect : Dialect {
   let cppNamespace = "::sits::onnx";
   let summary = "ONNX operators as imported from a model";
   let description = [{
-    One op per ONNX operator of the default domain (opset 17 to 23), named
+    One op per ONNX operator of the default domain (opset 17 to 25), named
     exactly like its `op_type`: `onnx.MatMul`, `onnx.Softmax`. The importer
     (`frontends/onnx/`) creates one op per graph node, with the node name as
     its location, and infers every result type with the symbolic shape
@@ -34,9 +34,10 @@ def Onnx_Dialect : Dialect {
       defaults, so an absent attribute means the ONNX default.
     * Optional inputs are optional operands; an optional input left empty in
       the middle of the list (`Slice(x, s, e, "", steps)`) is simply absent.
-    * Ops whose ONNX form changed between opset 17 and 23 use the newest
+    * Ops whose ONNX form changed between opset 17 and 25 use the newest
       form: the importer turns the `axes` attribute of `ReduceMean-13` and
-      `ReduceMax-13` into a constant `axes` operand.
+      `ReduceMax-13` into a constant `axes` operand, and `CastLike` into the
+      `Cast` to its second input's element type.
     * Initializers are not ops of this dialect: they become `sits.weight`.
   }];
   let dependentDialects = ["::sits::SitsDialect"];

@@ -106,6 +106,19 @@ def Onnx_GreaterOrEqualOp
 def Onnx_AndOp : Onnx_BroadcastBinaryOp<"And", "logical and">;
 def Onnx_OrOp : Onnx_BroadcastBinaryOp<"Or", "logical or">;
 
+def Onnx_ModOp : Onnx_Op<"Mod"> {
+  let summary = "remainder of A / B (broadcasting)";
+  let description = [{
+    ONNX `Mod`: with `fmod = 0` (integers only) the remainder has the sign
+    of the divisor, as Python's `%`; with `fmod = 1` that of the dividend,
+    as C's `fmod` (required for floats).
+  }];
+  let arguments = (ins AnyTensor:$A, AnyTensor:$B,
+                       DefaultValuedAttr<I64Attr, "0">:$fmod);
+  let results = (outs AnyTensor:$C);
+  let hasVerifier = 1;
+}
+
 def Onnx_MaxOp : Onnx_Op<"Max"> {
   let summary = "elementwise maximum of one or more inputs (broadcasting)";
   let arguments = (ins Variadic<AnyTensor>:$data);
@@ -117,6 +130,13 @@ def Onnx_MinOp : Onnx_Op<"Min"> {
   let summary = "elementwise minimum of one or more inputs (broadcasting)";
   let arguments = (ins Variadic<AnyTensor>:$data);
   let results = (outs AnyTensor:$min);
+  let hasVerifier = 1;
+}
+
+def Onnx_SumOp : Onnx_Op<"Sum"> {
+  let summary = "elementwise sum of one or more inputs (broadcasting)";
+  let arguments = (ins Variadic<AnyTensor>:$data_0);
+  let results = (outs AnyTensor:$sum);
   let hasVerifier = 1;
 }
 

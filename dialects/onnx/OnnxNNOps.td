@@ -63,29 +63,36 @@ def Onnx_RotaryEmbeddingOp : Onnx_Op<"RotaryEmbedding"> {
 def Onnx_AttentionOp : Onnx_Op<"Attention", [AttrSizedOperandSegments]> {
   let summary = "scaled dot-product attention";
   let description = [{
-    ONNX `Attention` (opset 23) on 4-D `[batch, heads, seq, head]` or 3-D
-    `[batch, seq, heads * head]` inputs (then `q_num_heads` and
+    ONNX `Attention` (opsets 23 to 25) on 4-D `[batch, heads, seq, head]` or
+    3-D `[batch, seq, heads * head]` inputs (then `q_num_heads` and
     `kv_num_heads` are required). `is_causal` follows the ONNX 1.23 errata:
-    query `i` sees key `j` iff `j <= i + past length` (bottom right).
-    `extra_outputs` holds the optional `present_key`, `present_value` and
-    `qk_matmul_output`, in that order, when the node names them.
+    query `i` sees key `j` iff `j <= i + offset` (bottom right), the offset
+    being the past length, or `nonpad_kv_seqlen[b] - seq_q` with that input.
+    Opset 24 adds `nonpad_kv_seqlen` (keys from it on are padding), opset 25
+    the sliding window (`left_window_size`, `right_window_size`; -1 is
+    unbounded). `extra_outputs` holds the optional `present_key`,
+    `present_value` and `qk_matmul_output`, in that order, when the node
+    names them.
   }];
   let arguments = (ins AnyTensor:$Q, AnyTensor:$K, AnyTensor:$V,
                        Optional<AnyTensor>:$attn_mask,
                        Optional<AnyTensor>:$past_key,
                        Optional<AnyTensor>:$past_value,
+                       Optional<AnyTensor>:$nonpad_kv_seqlen,
                        DefaultValuedAttr<I64Attr, "0">:$is_causal,
                        OptionalAttr<I64Attr>:$kv_num_heads,
                        OptionalAttr<I64Attr>:$q_num_heads,
                        DefaultValuedAttr<I64Attr, "0">:$qk_matmul_output_mode,
                        OptionalAttr<F32Attr>:$scale,
                        DefaultValuedAttr<F32Attr, "0.0">:$softcap,
-                       OptionalAttr<I64Attr>:$softmax_precision);
+                       OptionalAttr<I64Attr>:$softmax_precision,
+                       DefaultValuedAttr<I64Attr, "-1">:$left_window_size,
+                       DefaultValuedAttr<I64Attr, "-1">:$right_window_size);
   let results = (outs AnyTensor:$Y, Variadic<AnyTensor>:$extra_outputs);
   let assemblyFormat = [{
     $Q `,` $K `,` $V (`mask` $attn_mask^)? (`past_key` $past_key^)?
-    (`past_value` $past_value^)? attr-dict `:`
-    functional-type(operands, results)
+    (`past_value` $past_value^)? (`nonpad_kv_seqlen` $nonpad_kv_seqlen^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

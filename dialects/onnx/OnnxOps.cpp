@@ -59,6 +59,13 @@ Type sits::onnx::getElementTypeForOnnx(MLIRContext *context, int64_t onnxType) {
   }
 }
 
+std::optional<int64_t> sits::onnx::getOnnxElementTypeNumber(Type type) {
+  for (int64_t number = 1; number <= 16; ++number)
+    if (getElementTypeForOnnx(type.getContext(), number) == type)
+      return number;
+  return std::nullopt;
+}
+
 std::string sits::onnx::getOnnxElementTypeName(int64_t onnxType) {
   static const char *const names[] = {
       "UNDEFINED",      "FLOAT",      "UINT8",
@@ -156,6 +163,15 @@ LogicalResult CumSumOp::verify() {
   return verifyFlag(*this, "reverse", static_cast<int64_t>(getReverse()));
 }
 
+LogicalResult ModOp::verify() {
+  if (failed(verifyFlag(*this, "fmod", static_cast<int64_t>(getFmod()))))
+    return failure();
+  Type element = cast<TensorType>(getA().getType()).getElementType();
+  if (isa<FloatType>(element) && getFmod() == 0)
+    return emitOpError() << "needs fmod = 1 for float operands";
+  return success();
+}
+
 LogicalResult MaxOp::verify() {
   if (getData().empty())
     return emitOpError() << "needs at least one input";
@@ -164,6 +180,12 @@ LogicalResult MaxOp::verify() {
 
 LogicalResult MinOp::verify() {
   if (getData().empty())
+    return emitOpError() << "needs at least one input";
+  return success();
+}
+
+LogicalResult SumOp::verify() {
+  if (getData_0().empty())
     return emitOpError() << "needs at least one input";
   return success();
 }
@@ -422,6 +444,25 @@ LogicalResult GatherNDOp::verify() {
   return success();
 }
 
+LogicalResult PadOp::verify() {
+  StringRef mode = getMode();
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
+    return emitOpError() << "mode must be constant, reflect, edge or wrap, "
+                            "got \""
+                         << mode << "\"";
+  if (failed(verifyIndexVector(*this, "pads", getPads())))
+    return failure();
+  if (Value axes = getAxes())
+    if (failed(verifyIndexVector(*this, "axes", axes)))
+      return failure();
+  if (Value value = getConstantValue())
+    if (std::optional<int64_t> rank = rankOf(value); rank && *rank > 1)
+      return emitOpError() << "constant_value must be a scalar, got "
+                           << value.getType();
+  return success();
+}
+
 LogicalResult TriluOp::verify() {
   if (std::optional<int64_t> rank = rankOf(getInput()); rank && *rank < 2)
     return emitOpError() << "input must have rank >= 2, got " << *rank;
@@ -487,5 +528,19 @@ LogicalResult AttentionOp::verify() {
   if (std::optional<APFloat> scale = getScale())
     if (!(scale->convertToFloat() > 0.0f))
       return emitOpError() << "scale must be > 0";
+  int64_t mode = static_cast<int64_t>(getQkMatmulOutputMode());
+  if (mode < 0 || mode > 3)
+    return emitOpError() << "qk_matmul_output_mode must be 0 to 3, got "
+                         << mode;
+  for (auto [name, size] :
+       {std::pair{"left_window_size", getLeftWindowSize()},
+        std::pair{"right_window_size", getRightWindowSize()}})
+    if (static_cast<int64_t>(size) < -1)
+      return emitOpError() << name << " must be -1 (unbounded) or >= 0, got "
+                           << static_cast<int64_t>(size);
+  // The spec: an external cache's lengths do not combine with a past.
+  if (getNonpadKvSeqlen() && getPastKey())
+    return emitOpError() << "takes nonpad_kv_seqlen or past_key/past_value, "
+                            "not both";
   return verifyFlag(*this, "is_causal", static_cast<int64_t>(getIsCausal()));
 }

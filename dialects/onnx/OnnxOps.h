@@ -40,6 +40,10 @@ enum class OnnxElementType : int64_t {
 /// does not support it (strings, complex, 8-bit and 4-bit floats).
 mlir::Type getElementTypeForOnnx(mlir::MLIRContext *context, int64_t onnxType);
 
+/// The ONNX element type number of an MLIR element type (the inverse of
+/// getElementTypeForOnnx); nullopt for types ONNX has no number for here.
+std::optional<int64_t> getOnnxElementTypeNumber(mlir::Type type);
+
 /// The ONNX name of an element type number ("FLOAT", "INT64", ...), for
 /// messages; "type N" for numbers ONNX does not define.
 std::string getOnnxElementTypeName(int64_t onnxType);

@@ -64,6 +64,12 @@ def Onnx_ShapeOp : Onnx_Op<"Shape"> {
   let hasVerifier = 1;
 }
 
+def Onnx_SizeOp : Onnx_Op<"Size"> {
+  let summary = "the input's number of elements, as an int64 scalar";
+  let arguments = (ins AnyTensor:$data);
+  let results = (outs AnyTensor:$size);
+}
+
 def Onnx_ReshapeOp : Onnx_Op<"Reshape"> {
   let summary = "the input with another shape";
   let description = [{
@@ -173,6 +179,25 @@ def Onnx_GatherNDOp : Onnx_Op<"GatherND"> {
   let arguments = (ins AnyTensor:$data, AnyTensor:$indices,
                        DefaultValuedAttr<I64Attr, "0">:$batch_dims);
   let results = (outs AnyTensor:$output);
+  let hasVerifier = 1;
+}
+
+def Onnx_PadOp : Onnx_Op<"Pad", [AttrSizedOperandSegments]> {
+  let summary = "pad (or crop, with negative pads) the input along axes";
+  let description = [{
+    ONNX `Pad`: `pads` holds the amounts before each axis, then after each
+    (axes are `axes`, or all of them); `mode` is `constant` (with
+    `constant_value`, 0 when absent), `reflect`, `edge` or `wrap`.
+  }];
+  let arguments = (ins AnyTensor:$data, AnyTensor:$pads,
+                       Optional<AnyTensor>:$constant_value,
+                       Optional<AnyTensor>:$axes,
+                       DefaultValuedStrAttr<StrAttr, "constant">:$mode);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $data `,` $pads (`value` $constant_value^)? (`axes` $axes^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -56,6 +56,19 @@ AffineExpr combineDiv(ArrayRef<AffineExpr> v, MLIRContext *context) {
   std::optional<AffineExpr> exact = divideExactly(v[0], v[1]);
   return exact ? *exact : nullptr;
 }
+/// Integer Mod of constants: the sign of the divisor (`fmod = 0`, Python's
+/// `%`) or of the dividend (`fmod = 1`, C's `%`).
+template <bool fmod>
+AffineExpr combineMod(ArrayRef<AffineExpr> v, MLIRContext *context) {
+  std::optional<int64_t> a = getConstantValue(v[0]);
+  std::optional<int64_t> b = getConstantValue(v[1]);
+  if (!a || !b || *b == 0 || (*a == INT64_MIN && *b == -1))
+    return nullptr;
+  int64_t remainder = *a % *b;
+  if (!fmod && remainder != 0 && ((remainder < 0) != (*b < 0)))
+    remainder += *b;
+  return constantExpr(remainder, context);
+}
 AffineExpr combineNeg(ArrayRef<AffineExpr> v, MLIRContext *context) {
   return mulExprs(v[0], constantExpr(-1, context));
 }
@@ -82,6 +95,13 @@ AffineExpr combinePow(ArrayRef<AffineExpr> v, MLIRContext *context) {
     if (__builtin_mul_overflow(result, *a, &result))
       return nullptr;
   return constantExpr(result, context);
+}
+
+AffineExpr combineSum(ArrayRef<AffineExpr> v, MLIRContext *) {
+  AffineExpr sum = v[0];
+  for (AffineExpr next : v.drop_front())
+    sum = addExprs(sum, next);
+  return sum;
 }
 
 template <bool isMax>
@@ -288,11 +308,18 @@ LogicalResult unaryRule(ShapeRuleContext &ctx) {
   return inferElementwise(ctx, {0}, combine, type);
 }
 
-template <bool isMax> LogicalResult minMaxRule(ShapeRuleContext &ctx) {
+/// Max, Min and Sum of one or more inputs.
+template <Combine combine> LogicalResult variadicRule(ShapeRuleContext &ctx) {
   SmallVector<unsigned> operands;
   for (unsigned i = 0; i < ctx.getOp()->getNumOperands(); ++i)
     operands.push_back(i);
-  return inferElementwise(ctx, operands, combineMinMax<isMax>,
+  return inferElementwise(ctx, operands, combine, ResultType::SameAsFirst);
+}
+
+LogicalResult modRule(ShapeRuleContext &ctx) {
+  bool fmod = cast<ModOp>(ctx.getOp()).getFmod() != 0;
+  return inferElementwise(ctx, {0, 1},
+                          fmod ? combineMod<true> : combineMod<false>,
                           ResultType::SameAsFirst);
 }
 
@@ -500,9 +527,11 @@ void sits::onnx::attachElementwiseShapeRules(MLIRContext *context) {
   attachShapeRule<binaryRule<combineOr, ResultType::Bool>, OrOp>(context);
   attachShapeRule<unaryRule<combineNot, ResultType::Bool>, NotOp>(context);
   attachShapeRule<unaryRule<nullptr, ResultType::Bool>, IsNaNOp>(context);
-  attachShapeRule<minMaxRule<true>, MaxOp>(context);
-  attachShapeRule<minMaxRule<false>, MinOp>(context);
+  attachShapeRule<variadicRule<combineMinMax<true>>, MaxOp>(context);
+  attachShapeRule<variadicRule<combineMinMax<false>>, MinOp>(context);
+  attachShapeRule<variadicRule<combineSum>, SumOp>(context);
   attachShapeRule<whereRule, WhereOp>(context);
+  attachShapeRule<modRule, ModOp>(context);
   attachShapeRule<castRule, CastOp>(context);
   attachShapeRule<unaryRule<combineNeg>, NegOp>(context);
   attachShapeRule<unaryRule<combineAbs>, AbsOp>(context);

@@ -144,6 +144,16 @@ LogicalResult shapeRule(ShapeRuleContext &ctx) {
   return success();
 }
 
+LogicalResult sizeRule(ShapeRuleContext &ctx) {
+  if (failed(requireRanked(ctx, 0, "data")))
+    return failure();
+  TensorFacts &result = ctx.result();
+  result.ranked = true;
+  result.elementType = IntegerType::get(ctx.getContext(), 64);
+  setTrackedValues(result, {productOf(ctx.operand(0).dims, ctx.getContext())});
+  return success();
+}
+
 /// Maps element expressions through a reshape that only inserts or removes
 /// dims of size 1; null for any other reshape.
 AffineExpr reshapeElementExpr(const TensorFacts &input,
@@ -396,6 +406,48 @@ LogicalResult expandRule(ShapeRuleContext &ctx) {
   return success();
 }
 
+LogicalResult padRule(ShapeRuleContext &ctx) {
+  auto op = cast<PadOp>(ctx.getOp());
+  if (failed(requireRanked(ctx, 0, "data")))
+    return failure();
+  const TensorFacts &data = ctx.operand(0);
+  int64_t rank = data.getRank();
+  SmallVector<int64_t, 4> axes;
+  if (op.getAxes()) {
+    unsigned index = op.getConstantValue() ? 3 : 2;
+    FailureOr<SmallVector<int64_t, 4>> given =
+        requireConstantInts(ctx, index, "axes");
+    if (failed(given))
+      return failure();
+    for (int64_t axis : *given) {
+      FailureOr<int64_t> normalized = normalizeAxis(ctx, "axes", axis, rank);
+      if (failed(normalized))
+        return failure();
+      axes.push_back(*normalized);
+    }
+  } else {
+    for (int64_t axis = 0; axis < rank; ++axis)
+      axes.push_back(axis);
+  }
+  FailureOr<SmallVector<AffineExpr, 4>> pads = getShapeOperand(ctx, 1, "pads");
+  if (failed(pads))
+    return failure();
+  if (pads->size() != 2 * axes.size())
+    return ctx.fail() << "pads has " << pads->size() << " entries for "
+                      << axes.size() << " axes (it needs two per axis)";
+  TensorFacts &result = ctx.result();
+  result.ranked = true;
+  result.elementType = data.elementType;
+  result.dims = data.dims;
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    AffineExpr before = (*pads)[i], after = (*pads)[i + axes.size()];
+    result.dims[axis] = before && after
+                            ? addExprs(addExprs(data.dims[axis], before), after)
+                            : ctx.unknown();
+  }
+  return success();
+}
+
 LogicalResult tileRule(ShapeRuleContext &ctx) {
   if (failed(requireRanked(ctx, 0, "input")))
     return failure();
@@ -465,6 +517,8 @@ void sits::onnx::attachTensorShapeRules(MLIRContext *context) {
   attachShapeRule<constantOfShapeRule, ConstantOfShapeOp>(context);
   attachShapeRule<rangeRule, RangeOp>(context);
   attachShapeRule<shapeRule, ShapeOp>(context);
+  attachShapeRule<sizeRule, SizeOp>(context);
+  attachShapeRule<padRule, PadOp>(context);
   attachShapeRule<reshapeRule, ReshapeOp>(context);
   attachShapeRule<flattenRule, FlattenOp>(context);
   attachShapeRule<unsqueezeRule, UnsqueezeOp>(context);

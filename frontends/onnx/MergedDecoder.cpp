@@ -19,9 +19,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontends/onnx/OnnxImporter.h"
 #include "frontends/onnx/OnnxLoader.h"
 
 #include "sits_onnx/onnx.pb.h"
+
+#include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
@@ -308,4 +311,17 @@ llvm::Error sits::unmergeDecoder(::onnx::ModelProto &model, StringRef path,
     }
   result = std::move(info);
   return llvm::Error::success();
+}
+
+mlir::DictionaryAttr
+sits::getMergedDecoderRecord(const UnmergedDecoder &unmerged,
+                             mlir::Builder &b) {
+  return b.getDictionaryAttr({
+      b.getNamedAttr("node", b.getStringAttr(unmerged.node)),
+      b.getNamedAttr("condition", b.getStringAttr(unmerged.condition)),
+      b.getNamedAttr("kept", b.getStringAttr("then_branch")),
+      b.getNamedAttr("kept_nodes", b.getI64IntegerAttr(unmerged.keptNodes)),
+      b.getNamedAttr("dropped_nodes",
+                     b.getI64IntegerAttr(unmerged.droppedNodes)),
+  });
 }

@@ -530,6 +530,14 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     poison(n);
     return;
   }
+  if (!microsoft && schema->lastInputSinceOpset > opset &&
+      inputCount == schema->maxInputs) {
+    nodeError(n, loc) << n.op_type() << "'s input " << inputCount - 1
+                      << " needs opset " << schema->lastInputSinceOpset
+                      << " or newer, but the model imports opset " << opset;
+    poison(n);
+    return;
+  }
   int outputCount = n.output_size();
   if (outputCount < schema->minOutputs ||
       (schema->maxOutputs >= 0 && outputCount > schema->maxOutputs)) {
@@ -595,6 +603,13 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
       poison(n);
       return;
     }
+    if (!microsoft && spec->sinceOpset > opset) {
+      nodeError(n, loc) << "attribute '" << attr.name() << "' needs opset "
+                        << spec->sinceOpset
+                        << " or newer, but the model imports opset " << opset;
+      poison(n);
+      return;
+    }
     std::string typeName;
     std::optional<AttrKind> kind = getAttrKind(attr, typeName);
     if (!kind || *kind != spec->kind) {
@@ -646,7 +661,23 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     attributes.append("operandSegmentSizes",
                       builder.getDenseI32ArrayAttr(segments));
 
-  OperationState state(loc, (microsoft ? "onnx.ms." : "onnx.") + n.op_type());
+  std::string opName = (microsoft ? "onnx.ms." : "onnx.") + n.op_type();
+  // CastLike is the Cast to its second input's element type, which import
+  // knows: one op less to run and raise.
+  if (defaultDomain && n.op_type() == "CastLike") {
+    Type target = cast<TensorType>(operands[1].getType()).getElementType();
+    std::optional<int64_t> to = getOnnxElementTypeNumber(target);
+    if (!to) {
+      nodeError(n, loc) << "target_type has element type " << target
+                        << ", which sits does not cast to";
+      poison(n);
+      return;
+    }
+    operands.pop_back();
+    attributes.append("to", builder.getI64IntegerAttr(*to));
+    opName = "onnx.Cast";
+  }
+  OperationState state(loc, opName);
   state.addOperands(operands);
   state.addAttributes(attributes);
   Type placeholder = UnrankedTensorType::get(builder.getF32Type());
@@ -733,21 +764,11 @@ OwningOpRef<ModuleOp> Importer::run(StringRef modelPath) {
       graph.name().empty() ? std::string("main_graph") : graph.name();
   auto function = func::FuncOp::create(builder, moduleLoc, functionName,
                                        builder.getFunctionType({}, {}));
+  // The program is a merged decoder's then_branch: the rest stays on record.
   if (const std::optional<UnmergedDecoder> &unmerged =
           model->getUnmergedDecoder())
-    // The program is the then_branch: what was dropped stays on record.
-    function->setAttr(
-        kMergedDecoderAttr,
-        builder.getDictionaryAttr({
-            builder.getNamedAttr("node", builder.getStringAttr(unmerged->node)),
-            builder.getNamedAttr("condition",
-                                 builder.getStringAttr(unmerged->condition)),
-            builder.getNamedAttr("kept", builder.getStringAttr("then_branch")),
-            builder.getNamedAttr(
-                "kept_nodes", builder.getI64IntegerAttr(unmerged->keptNodes)),
-            builder.getNamedAttr("dropped_nodes", builder.getI64IntegerAttr(
-                                                      unmerged->droppedNodes)),
-        }));
+    function->setAttr(kMergedDecoderAttr,
+                      getMergedDecoderRecord(*unmerged, builder));
   llvm::StringSet<> initializerNames;
   for (const ::onnx::TensorProto &tensor : graph.initializer())
     initializerNames.insert(tensor.name());

@@ -38,6 +38,9 @@ constexpr AttrKind Int = AttrKind::Int, Ints = AttrKind::Ints,
 
 const AttrSchema kGelu[] = {{"approximate", String}};
 const AttrSchema kCast[] = {{"to", Int, true}, {"saturate", Int}};
+const AttrSchema kCastLike[] = {{"saturate", Int}};
+const AttrSchema kMod[] = {{"fmod", Int}};
+const AttrSchema kPad[] = {{"mode", String}};
 const AttrSchema kDropout[] = {{"seed", Int}};
 const AttrSchema kCumSum[] = {{"exclusive", Int}, {"reverse", Int}};
 // `axes` as an attribute is the opset-13 form of ReduceMean/ReduceMax; the
@@ -64,11 +67,15 @@ const AttrSchema kNorm[] = {
     {"axis", Int}, {"epsilon", Float}, {"stash_type", Int}};
 const AttrSchema kRotary[] = {
     {"interleaved", Int}, {"num_heads", Int}, {"rotary_embedding_dim", Int}};
-const AttrSchema kAttention[] = {
-    {"is_causal", Int},        {"kv_num_heads", Int},
-    {"q_num_heads", Int},      {"qk_matmul_output_mode", Int},
-    {"scale", Float},          {"softcap", Float},
-    {"softmax_precision", Int}};
+const AttrSchema kAttention[] = {{"is_causal", Int},
+                                 {"kv_num_heads", Int},
+                                 {"q_num_heads", Int},
+                                 {"qk_matmul_output_mode", Int},
+                                 {"scale", Float},
+                                 {"softcap", Float},
+                                 {"softmax_precision", Int},
+                                 {"left_window_size", Int, false, 25},
+                                 {"right_window_size", Int, false, 25}};
 
 /// An empty attribute list.
 const llvm::ArrayRef<AttrSchema> none = {};
@@ -92,6 +99,8 @@ const OpSchema kSchemas[] = {
     {"Tanh", 13, 1, 1, 1, 1, false, none},
     {"Gelu", 20, 1, 1, 1, 1, false, kGelu},
     {"Cast", 13, 1, 1, 1, 1, false, kCast},
+    // Imported as the Cast to the second input's element type.
+    {"CastLike", 15, 2, 2, 1, 1, false, kCastLike},
     {"Clip", 13, 1, 3, 1, 1, true, none},
     {"Dropout", 13, 1, 3, 1, 2, true, kDropout},
     {"CumSum", 14, 2, 2, 1, 1, false, kCumSum},
@@ -108,8 +117,10 @@ const OpSchema kSchemas[] = {
     {"GreaterOrEqual", 16, 2, 2, 1, 1, false, none},
     {"And", 7, 2, 2, 1, 1, false, none},
     {"Or", 7, 2, 2, 1, 1, false, none},
+    {"Mod", 13, 2, 2, 1, 1, false, kMod},
     {"Max", 13, 1, -1, 1, 1, false, none},
     {"Min", 13, 1, -1, 1, 1, false, none},
+    {"Sum", 13, 1, -1, 1, 1, false, none},
     {"Where", 16, 3, 3, 1, 1, false, none},
     // Reductions and matrix products.
     {"ReduceMean", 13, 1, 2, 1, 1, false, kReduce},
@@ -122,6 +133,7 @@ const OpSchema kSchemas[] = {
     {"ConstantOfShape", 9, 1, 1, 1, 1, false, kConstantOfShape},
     {"Range", 11, 3, 3, 1, 1, false, none},
     {"Shape", 15, 1, 1, 1, 1, false, kShape},
+    {"Size", 13, 1, 1, 1, 1, false, none},
     {"Reshape", 14, 2, 2, 1, 1, false, kReshape},
     {"Flatten", 13, 1, 1, 1, 1, false, kAxis},
     {"Squeeze", 13, 1, 2, 1, 1, false, none},
@@ -136,12 +148,14 @@ const OpSchema kSchemas[] = {
     {"Gather", 13, 2, 2, 1, 1, false, kAxis},
     {"GatherND", 13, 2, 2, 1, 1, false, kGatherND},
     {"Trilu", 14, 1, 2, 1, 1, false, kTrilu},
+    // Pad-13's inputs; axes since Pad-18.
+    {"Pad", 13, 2, 4, 1, 1, true, kPad, 0, 18},
     // Softmax, norms, rotary embedding, attention.
     {"Softmax", 13, 1, 1, 1, 1, false, kAxis},
     {"LayerNormalization", 17, 2, 3, 1, 3, false, kNorm},
     {"RMSNormalization", 23, 2, 2, 1, 1, false, kNorm},
     {"RotaryEmbedding", 23, 3, 4, 1, 1, false, kRotary},
-    {"Attention", 23, 3, 6, 1, 4, true, kAttention},
+    {"Attention", 23, 3, 7, 1, 4, true, kAttention, 0, 24},
     // ONNX Runtime registers this one in the default domain.
     {"SimplifiedLayerNormalization", 1, 2, 2, 1, 2, false, kNorm},
 };

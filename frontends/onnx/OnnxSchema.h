@@ -25,6 +25,9 @@ struct AttrSchema {
   const char *name;
   AttrKind kind;
   bool required = false;
+  /// First opset that has the attribute, when it came after the op
+  /// (Attention's window sizes: 25); 0 otherwise.
+  int sinceOpset = 0;
 };
 
 struct OpSchema {
@@ -44,6 +47,9 @@ struct OpSchema {
   /// Inputs before `minInputs` that may still be empty (bit i: input i),
   /// as GroupQueryAttention's key and value before its required lengths.
   unsigned optionalInputs = 0;
+  /// First opset that has the last input, when it came after the op
+  /// (Attention's nonpad_kv_seqlen: 24); 0 otherwise.
+  int lastInputSinceOpset = 0;
 
   const AttrSchema *findAttribute(llvm::StringRef name) const;
 };

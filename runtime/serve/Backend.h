@@ -58,6 +58,9 @@ public:
   virtual uint32_t slots() const = 0;
   /// Tokens a slot's cache holds, prompt and generated together.
   virtual uint32_t maxSequenceLength() const = 0;
+  /// Tokens one slot may be fed in a step (an engine's prefill chunk); 0:
+  /// no limit.
+  virtual uint32_t maxStepTokens() const { return 0; }
   /// Runs one step; returns one entry per entry of `steps`: the sampled
   /// token, or -1 where `sample` is false. Throws sits::Error on failure
   /// (the slots fed in a failed step must be restarted at position 0).

@@ -96,9 +96,20 @@ Scheduler::Scheduler(Backend &backend,
   if (slotCount == 0 || maxLength < 2)
     throw Error(ErrorCode::InvalidArgument,
                 "the backend holds no sequence of two tokens");
-  if (options.maxPrefillChunk == 0)
+  // A chunk larger than the backend takes in a step would fail every
+  // longer prompt's step.
+  const uint32_t stepLimit = backend.maxStepTokens();
+  if (stepLimit && options.maxPrefillChunk > stepLimit)
     throw Error(ErrorCode::InvalidArgument,
-                "the prefill chunk must hold at least one token");
+                "a prefill chunk of " +
+                    std::to_string(options.maxPrefillChunk) +
+                    " tokens is more than the backend takes in a step (" +
+                    std::to_string(stepLimit) +
+                    "; an engine's sitsc --max-prefill-tokens)");
+  if (options.maxPrefillChunk == 0)
+    this->options.maxPrefillChunk =
+        stepLimit ? std::min(stepLimit, kDefaultPrefillChunk)
+                  : kDefaultPrefillChunk;
   if (options.minRetryAfter == 0)
     throw Error(ErrorCode::InvalidArgument,
                 "Retry-After must be at least one second");

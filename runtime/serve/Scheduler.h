@@ -113,11 +113,16 @@ struct RequestEvent {
 /// Called on the scheduler thread; return false to cancel the request.
 using EventCallback = std::function<bool(const RequestEvent &)>;
 
+/// The prefill chunk when none is given.
+constexpr uint32_t kDefaultPrefillChunk = 256;
+
 struct SchedulerOptions {
   /// Requests waiting for a slot at most; more are refused (QueueFull).
   uint32_t maxQueue = 64;
-  /// Prompt tokens fed per request per step at most (>= 1).
-  uint32_t maxPrefillChunk = 256;
+  /// Prompt tokens fed per request per step at most, no more than the
+  /// backend's maxStepTokens(); 0: kDefaultPrefillChunk, or the backend's
+  /// limit if that is fewer.
+  uint32_t maxPrefillChunk = 0;
   /// Prompt tokens fed per step at most, over all requests, oldest first
   /// (a step prefilling many prompts at once stalls every decoding stream);
   /// 0: no limit.

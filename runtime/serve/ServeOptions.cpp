@@ -110,11 +110,13 @@ static const std::vector<OptionSpec> &specs() {
       numberOption("max-queue",
                    "Requests waiting for a slot at most; more get HTTP 429",
                    &ServeOptions::maxQueue, 0, 1u << 20),
-      numberOption("max-prefill-chunk",
-                   "Prompt tokens fed per request per step at most (longer "
-                   "prompts are prefilled over several steps, between the "
-                   "decode steps of running requests)",
-                   &ServeOptions::maxPrefillChunk, 1, 1u << 20),
+      numberOption(
+          "max-prefill-chunk",
+          "Prompt tokens fed per request per step at most (longer "
+          "prompts are prefilled over several steps, between the "
+          "decode steps of running requests), at most the engine's "
+          "prefill chunk; 0: 256, or the engine's chunk if that is smaller",
+          &ServeOptions::maxPrefillChunk, 0, 1u << 20),
       numberOption("max-step-prefill-tokens",
                    "Prompt tokens fed per step at most, over all requests, "
                    "oldest first (bounds how long a step of new prompts "

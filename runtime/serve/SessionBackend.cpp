@@ -13,6 +13,10 @@ uint32_t SessionBackend::maxSequenceLength() const {
   return session.engine()->config().maxSeqLen;
 }
 
+uint32_t SessionBackend::maxStepTokens() const {
+  return session.engine()->config().maxPrefillTokens;
+}
+
 std::vector<int32_t> SessionBackend::step(const std::vector<SlotStep> &steps) {
   std::vector<StepInput> inputs;
   inputs.reserve(steps.size());

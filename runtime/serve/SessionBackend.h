@@ -24,6 +24,7 @@ public:
 
   uint32_t slots() const override;
   uint32_t maxSequenceLength() const override;
+  uint32_t maxStepTokens() const override;
   std::vector<int32_t> step(const std::vector<SlotStep> &steps) override;
   void release(uint32_t slot) override { session.releaseSlot(slot); }
   uint32_t kvPoolBlocks() const override { return session.kvBlocks().blocks; }

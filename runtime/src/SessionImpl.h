@@ -73,6 +73,8 @@ struct Session::Impl {
   std::vector<uint32_t> slotLengths;
   /// Whether a slot holds a sequence Session::step may extend.
   std::vector<bool> slotLive;
+  /// Each slot's sampling parameters as last uploaded by startSequence.
+  std::vector<runtime::DeviceSamplingParams> slotSampling;
   /// The prefix-caching block pool (SessionBlocks.cpp): K blocks then V
   /// blocks, each [layers, kv_heads, blockTokens, head_dim].
   void *blockPool = nullptr;
@@ -101,6 +103,12 @@ struct Session::Impl {
   void checkSlot(uint32_t slot) const;
   /// Empties `slot` with `sampling` as its parameters (a reset).
   void startSequence(uint32_t slot, const SamplingParams &sampling);
+  /// A step of prefill chunks and decode tokens over a paged fp16 cache:
+  /// the decoding slots replay the bucket's graph, the chunks run as one
+  /// prefill of as many rows as chunks (each slot's length, sampling and
+  /// block table row moved to its row, put back after). Returns the
+  /// sampled tokens in `inputs`' order; slotLengths is the caller's.
+  std::vector<int32_t> stepChunksApart(const std::vector<StepInput> &inputs);
 
   // A paged KV cache (SessionPages.cpp; no-ops for a contiguous one).
   bool paged() const { return config.kvCache.paged(); }

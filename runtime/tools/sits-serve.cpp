@@ -81,15 +81,6 @@ int main(int argc, char **argv) {
       throw sits::Error(sits::ErrorCode::NoTokenizer,
                         "the engine holds no tokenizer (compile it with "
                         "sitsc --tokenizer=DIR)");
-    // A step feeds at most the engine's prefill chunk per sequence.
-    uint32_t chunkLimit = engine->config().maxPrefillTokens;
-    if (serveOptions.maxPrefillChunk > chunkLimit) {
-      std::fprintf(stderr,
-                   "sits-serve: --max-prefill-chunk lowered to the engine's "
-                   "max_prefill_tokens, %u\n",
-                   chunkLimit);
-      serveOptions.maxPrefillChunk = chunkLimit;
-    }
     sits::Session session(engine, sessionOptions);
     sits::serve::SessionBackend backend(session);
     sits::serve::serveUntilStopped(backend, tokenizer, serveOptions,

@@ -184,3 +184,23 @@ def test_gpu_paged_pool_admits_requests_by_free_blocks(tmp_path_factory,
         assert values["sits_kv_blocks_free"] == 20
     finally:
         server.stop()
+
+
+def test_gpu_prefill_chunk_beyond_the_engines_is_refused(tmp_path_factory,
+                                                          tokenizer_folder):
+    # An engine that takes 8 prompt tokens a sequence in a step: a larger
+    # --max-prefill-chunk is refused at startup naming both; without one
+    # the chunk is the engine's, and long prompts are served.
+    small = compile_engine(tmp_path_factory, tokenizer_folder,
+                           "--max-prefill-tokens=8")
+    with pytest.raises(ServerDidNotStart) as refused:
+        start_gpu_server(tmp_path_factory, small, "--max-prefill-chunk=16")
+    assert refused.value.exit_code not in (0, EXIT_NO_GPU), str(refused.value)
+    assert "chunk of 16 tokens" in str(refused.value)
+    assert "(8;" in str(refused.value)
+    server = start_gpu_server(tmp_path_factory, small)
+    try:
+        choice = complete(server.client(), PROMPTS[1], 4).choices[0]
+        assert choice.finish_reason == "length"
+    finally:
+        server.stop()

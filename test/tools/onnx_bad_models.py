@@ -231,8 +231,8 @@ def case_not_decoder(d):
 # --- opsets and operators -------------------------------------------------
 
 
-def case_opset_24(d):
-    save(d, graph_with_weight(raw_weight([4], FOUR_FLOATS)), opset=24)
+def case_opset_26(d):
+    save(d, graph_with_weight(raw_weight([4], FOUR_FLOATS)), opset=26)
 
 
 def case_opset_16(d):
@@ -264,7 +264,7 @@ def case_unsupported_ops(d):
         helper.make_node("Relu", ["a"], ["b"], name="node_relu_after"),
         helper.make_node("HardSwish", ["x"], ["c"], name="node_hardswish"),
         helper.make_node("Sqrt", ["x"], ["s"], name="node_sqrt"),
-        helper.make_node("Mod", ["s", "s"], ["y"], name="node_mod"),
+        helper.make_node("Round", ["s"], ["y"], name="node_round"),
     ]
     save(d, helper.make_graph(nodes, "g", [x], [y]))
 
@@ -275,6 +275,32 @@ def case_attention_opset20(d):
     node = helper.make_node("Attention", ["q", "q", "q"], ["y"],
                             name="node_attention")
     save(d, helper.make_graph([node], "g", [q], [y]))
+
+
+def case_attention_window_opset24(d):
+    # The window sizes came with Attention-25, nonpad_kv_seqlen with -24.
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Attention", ["q", "q", "q"], ["y"],
+                            name="node_window", left_window_size=2)
+    save(d, helper.make_graph([node], "g", [q], [y]), opset=24)
+
+
+def case_attention_nonpad_opset23(d):
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 2, 3, 4])
+    n = helper.make_tensor_value_info("n", TensorProto.INT64, [1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Attention", ["q", "q", "q", "", "", "", "n"],
+                            ["y"], name="node_nonpad")
+    save(d, helper.make_graph([node], "g", [q, n], [y]), opset=23)
+
+
+def case_float_mod(d):
+    # Float Mod needs fmod = 1 (Python's % is for integers, before Mod-28).
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Mod", ["x", "x"], ["y"], name="node_mod")
+    save(d, helper.make_graph([node], "g", [x], [y]))
 
 
 def case_missing_attribute(d):

@@ -394,27 +394,29 @@ def case_attention_bad_mask(path):
     attention(path, mask_shape=["batch", 1, "seq", 7])
 
 
-def attention23(path, is_causal=0, softcap=0.0, layout="4d", past=False):
+def attention23(path, is_causal=0, softcap=0.0, layout="4d", past=False,
+                kv_seq="seq"):
     g = Graph()
     heads, kv = 4, 2
     if layout == "4d":
         k = repeat_kv(g, "k", kv, heads // kv, "k_rep")
         v = repeat_kv(g, "v", kv, heads // kv, "v_rep")
         inputs = [tensor("q", ["batch", heads, "seq", 8]),
-                  tensor("k", ["batch", kv, "seq", 8]),
-                  tensor("v", ["batch", kv, "seq", 8])]
+                  tensor("k", ["batch", kv, kv_seq, 8]),
+                  tensor("v", ["batch", kv, kv_seq, 8])]
     else:
         k, v = "k", "v"
         inputs = [tensor("q", ["batch", "seq", heads * 8]),
-                  tensor("k", ["batch", "seq", kv * 8]),
-                  tensor("v", ["batch", "seq", kv * 8])]
+                  tensor("k", ["batch", kv_seq, kv * 8]),
+                  tensor("v", ["batch", kv_seq, kv * 8])]
     attrs = {"is_causal": is_causal}
     if softcap:
         attrs["softcap"] = softcap
     if layout == "3d":
         attrs.update(q_num_heads=heads, kv_num_heads=kv)
     ins = ["q", k, v, "mask"]
-    inputs.append(tensor("mask", ["batch", 1, "seq", "seq"], TensorProto.BOOL))
+    inputs.append(tensor("mask", ["batch", 1, "seq", kv_seq],
+                         TensorProto.BOOL))
     outputs = 1
     if past:
         ins += ["past_k", "past_v"]
@@ -426,6 +428,11 @@ def attention23(path, is_causal=0, softcap=0.0, layout="4d", past=False):
 
 def case_attention23_causal(path):
     attention23(path, is_causal=1, softcap=30.0)
+
+
+def case_attention23_causal_cross(path):
+    # Fewer queries than keys: without a past, query i sees keys j <= i.
+    attention23(path, is_causal=1, kv_seq="kv_seq")
 
 
 def case_attention23_3d(path):

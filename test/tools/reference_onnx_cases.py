@@ -16,7 +16,7 @@ from reference_common import Case, Expected, dense_literal, f32_literal, tensor_
 
 OPSET = 23
 # Ops with several optional inputs: their ONNX input count.
-SEGMENTED = {"Slice": 5, "Clip": 3, "Dropout": 3, "Attention": 6}
+SEGMENTED = {"Slice": 5, "Clip": 3, "Dropout": 3, "Attention": 7, "Pad": 4}
 
 MLIR_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
               np.dtype(np.int64): "i64", np.dtype(np.int32): "i32",

@@ -79,9 +79,13 @@ int64_t checkHeadLayout(const TracedLayout &traced, ArrayRef<int64_t> order,
 
 /// Reads q `[b, H, s, d]`, k and v (through transposes and GQA repetition)
 /// back to their head-major bases. `keyTransposed`: the key operand is K^T.
+/// `groupsHeads`: the consumer itself lets query head h read kv head
+/// h / (heads / kv_heads), as the Attention op does, so the kv heads (times
+/// any repetition) need only divide the query heads.
 std::optional<HeadOperands> matchHeads(RaiseContext &rc, Value query, Value key,
                                        Value value, bool keyTransposed,
-                                       std::string &reason) {
+                                       std::string &reason,
+                                       bool groupsHeads = false) {
   SymbolicShapes &shapes = rc.getShapes();
   HeadOperands heads;
   FailureOr<TracedLayout> q = traceLayout(shapes, query, reason);
@@ -124,9 +128,13 @@ std::optional<HeadOperands> matchHeads(RaiseContext &rc, Value query, Value key,
     return std::nullopt;
   std::optional<int64_t> numHeads = getConstantValue((*qDims)[1]);
   std::optional<int64_t> numKvHeads = getConstantValue((*kDims)[1]);
-  if (!numHeads || !numKvHeads || (*vDims)[1] != (*kDims)[1] ||
-      keyRepetition != valueRepetition ||
-      *numKvHeads * keyRepetition != *numHeads) {
+  bool headsFit =
+      numHeads && numKvHeads &&
+      (groupsHeads
+           ? *numKvHeads > 0 && *numHeads % (*numKvHeads * keyRepetition) == 0
+           : *numKvHeads * keyRepetition == *numHeads);
+  if (!headsFit || (*vDims)[1] != (*kDims)[1] ||
+      keyRepetition != valueRepetition) {
     reason = "the query heads are not the kv heads times one repetition";
     return std::nullopt;
   }
@@ -182,28 +190,56 @@ Value matchBooleanMask(Value additive, SmallVectorImpl<Operation *> &ops) {
   return where.getCondition();
 }
 
+/// The visibility rule of a sits.attention beside its mask.
+struct Visibility {
+  CausalMode causal = CausalMode::none;
+  std::optional<int64_t> window;
+};
+
+/// sits.attention in place of `result`; `mergeHeads`: `result` is
+/// `[b, s, H * d]` and the attention's `[b, H, s, d]` is merged into it.
 void createAttention(RaiseContext &rc, const HeadOperands &heads, Value mask,
-                     Value result, CausalMode causal,
+                     Value result, Visibility visibility,
                      std::optional<float> softcap, ArrayRef<Operation *> ops,
-                     StringRef rule) {
+                     StringRef rule, bool mergeHeads = false) {
   OpBuilder &b = rc.getBuilder();
   b.setInsertionPointAfterValue(result);
+  Location loc = rc.getFusedLoc(ops);
+  Type type = result.getType();
+  if (mergeHeads) {
+    auto merged = cast<RankedTensorType>(type);
+    int64_t width = merged.getDimSize(2);
+    type = RankedTensorType::get(
+        {merged.getDimSize(0), heads.numHeads, merged.getDimSize(1),
+         ShapedType::isDynamic(width) ? width : width / heads.numHeads},
+        merged.getElementType());
+  }
   auto attention = sits::AttentionOp::create(
-      b, rc.getFusedLoc(ops), result.getType(), heads.query, heads.key,
-      heads.value, mask, /*past_len=*/Value(),
-      b.getI64IntegerAttr(heads.numHeads),
+      b, loc, type, heads.query, heads.key, heads.value, mask,
+      /*past_len=*/Value(), b.getI64IntegerAttr(heads.numHeads),
       b.getI64IntegerAttr(heads.numKvHeads),
       b.getF32FloatAttr(static_cast<float>(heads.scale)),
-      CausalModeAttr::get(b.getContext(), causal), IntegerAttr(),
+      CausalModeAttr::get(b.getContext(), visibility.causal),
+      visibility.window ? b.getI64IntegerAttr(*visibility.window)
+                        : IntegerAttr(),
       softcap ? b.getF32FloatAttr(*softcap) : FloatAttr());
-  result.replaceAllUsesWith(attention.getResult());
+  Value replacement = attention.getResult();
+  if (mergeHeads)
+    replacement = MergeHeadsOp::create(b, loc, result.getType(), replacement);
+  result.replaceAllUsesWith(replacement);
   rc.recordRaise(
       "attentions_raised", ops,
       llvm::formatv(
-          "sits.attention num_heads = {0} num_kv_heads = {1} scale = {2}{3}{4}",
+          "sits.attention num_heads = {0} num_kv_heads = {1} scale = "
+          "{2}{3}{4}{5}{6}",
           heads.numHeads, heads.numKvHeads, formatFloat(heads.scale),
           mask ? " with mask" : "",
-          causal == CausalMode::bottom_right ? " causal = bottom_right" : "")
+          visibility.causal == CausalMode::none
+              ? ""
+              : " causal = " + stringifyCausalMode(visibility.causal).str(),
+          visibility.window ? " window = " + std::to_string(*visibility.window)
+                            : "",
+          mergeHeads ? ", heads split and merged" : "")
           .str(),
       rule);
 }
@@ -345,14 +381,78 @@ void raiseDecomposed(RaiseContext &rc, MatMulOp output) {
   std::optional<float> softcap;
   if (matched->softcap)
     softcap = static_cast<float>(*matched->softcap);
-  createAttention(rc, *heads, mask, output.getY(), CausalMode::none, softcap,
-                  ops, rule);
+  createAttention(rc, *heads, mask, output.getY(), Visibility(), softcap, ops,
+                  rule);
+}
+
+/// The sits visibility of an Attention op without a past: its causal rule
+/// (offset 0: query i sees keys j <= i) and its window (keys
+/// `i - left <= j <= i + right`); none when sits has no form of it.
+std::optional<Visibility> attentionVisibility(sits::onnx::AttentionOp op,
+                                              bool square, std::string &rule,
+                                              std::string &reason) {
+  Visibility visibility;
+  bool causal = op.getIsCausal() != 0;
+  int64_t left = static_cast<int64_t>(op.getLeftWindowSize());
+  int64_t right = static_cast<int64_t>(op.getRightWindowSize());
+  // right_window_size 0 bounds the keys as is_causal does.
+  if (right == 0)
+    causal = true;
+  else if (right > 0 && !causal) {
+    reason = "a window reaching past the query (right_window_size " +
+             std::to_string(right) + ") has no sits form";
+    return std::nullopt;
+  }
+  if (left >= 0) {
+    // sits' window holds the W keys ending at position i + seq_k - seq_q.
+    if (!square) {
+      reason = "a sliding window over queries and keys of lengths that may "
+               "differ (sits counts it from the last key)";
+      return std::nullopt;
+    }
+    visibility.window = left + 1;
+    rule += "; left_window_size " + std::to_string(left) + " is window " +
+            std::to_string(left + 1) + " (keys i - " + std::to_string(left) +
+            " to i)";
+  }
+  if (!causal)
+    return visibility;
+  // With as many queries as keys, j <= i is also bottom_right, the rule the
+  // KV cache takes.
+  visibility.causal = square ? CausalMode::bottom_right : CausalMode::top_left;
+  rule += square ? "; is_causal without a past is j <= i (offset 0), which "
+                   "for seq_q = seq_k is bottom_right"
+                 : "; is_causal without a past is j <= i (offset 0): "
+                   "top_left, since seq_q and seq_k may differ";
+  return visibility;
+}
+
+/// `[b, s, heads * d]` as sits.split_heads `[b, heads, s, d]`; null when the
+/// width is not a known multiple of `heads`.
+Value splitHeads(RaiseContext &rc, Value value, int64_t heads, Location loc) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || type.getRank() != 3 || type.isDynamicDim(2) ||
+      type.getDimSize(2) % heads != 0)
+    return nullptr;
+  OpBuilder &b = rc.getBuilder();
+  b.setInsertionPointAfterValue(value);
+  auto split =
+      RankedTensorType::get({type.getDimSize(0), heads, type.getDimSize(1),
+                             type.getDimSize(2) / heads},
+                            type.getElementType());
+  return SplitHeadsOp::create(b, loc, split, value, b.getI64IntegerAttr(heads));
 }
 
 void raiseAttentionOp(RaiseContext &rc, sits::onnx::AttentionOp op) {
   if (op.getPastKey()) {
     rc.noteNotRaised(op, "Attention with past_key/past_value (the KV cache "
                          "is the compiler's job: export without it)");
+    return;
+  }
+  if (op.getNonpadKvSeqlen()) {
+    rc.noteNotRaised(op, "Attention with nonpad_kv_seqlen (an external "
+                         "cache's lengths: the KV cache is the compiler's "
+                         "job)");
     return;
   }
   for (Value extra : op.getExtraOutputs())
@@ -362,13 +462,27 @@ void raiseAttentionOp(RaiseContext &rc, sits::onnx::AttentionOp op) {
       return;
     }
   std::optional<ArrayRef<AffineExpr>> dims = rc.getShapes().getDims(op.getQ());
-  if (!dims || dims->size() != 4) {
-    rc.noteNotRaised(op, "3-D Attention is not raised yet");
+  if (!dims || (dims->size() != 3 && dims->size() != 4))
     return;
+  Value query = op.getQ(), key = op.getK(), value = op.getV();
+  bool packed = dims->size() == 3;
+  if (packed) {
+    // [b, s, heads * d]: the op's own head split, done by sits.split_heads.
+    int64_t heads = static_cast<int64_t>(op.getQNumHeads().value_or(0));
+    int64_t kvHeads = static_cast<int64_t>(op.getKvNumHeads().value_or(0));
+    query = splitHeads(rc, query, heads, op.getLoc());
+    key = splitHeads(rc, key, kvHeads, op.getLoc());
+    value = splitHeads(rc, value, kvHeads, op.getLoc());
+    if (!query || !key || !value) {
+      rc.noteNotRaised(op, "3-D Attention whose hidden sizes are not "
+                           "constant multiples of q_num_heads and "
+                           "kv_num_heads");
+      return;
+    }
   }
   std::string reason;
   std::optional<HeadOperands> heads =
-      matchHeads(rc, op.getQ(), op.getK(), op.getV(), false, reason);
+      matchHeads(rc, query, key, value, false, reason, /*groupsHeads=*/true);
   if (!heads) {
     rc.noteNotRaised(op, "Attention: " + reason);
     return;
@@ -389,19 +503,27 @@ void raiseAttentionOp(RaiseContext &rc, sits::onnx::AttentionOp op) {
                          "heads, seq_q, seq_k]");
     return;
   }
+  SymbolicShapes &shapes = rc.getShapes();
+  bool square = shapes.getDim(heads->query, 2) == shapes.getDim(heads->key, 2);
+  std::string rule = packed ? "3-D Attention is its heads split, "
+                              "sits.attention, the heads merged"
+                            : "Attention on head-major inputs is "
+                              "sits.attention";
+  std::optional<Visibility> visibility =
+      attentionVisibility(op, square, rule, reason);
+  if (!visibility) {
+    rc.noteNotRaised(op, "Attention: " + reason);
+    return;
+  }
   float softcap = op.getSoftcap().convertToFloat();
   SmallVector<Operation *> ops{op};
   ops.append(heads->ops.begin(), heads->ops.end());
-  bool causal = op.getIsCausal() != 0;
   createAttention(
-      rc, *heads, mask, op.getY(),
-      causal ? CausalMode::bottom_right : CausalMode::none,
+      rc, *heads, mask, op.getY(), *visibility,
       softcap > 0.0f ? std::optional<float>(softcap) : std::nullopt, ops,
-      std::string("Attention-23 on head-major inputs is sits.attention") +
-          (causal ? "; is_causal is bottom-right since the ONNX 1.23 errata "
-                    "(query i sees key j iff j <= i + past length)"
-                  : "") +
-          "; the GQA repetition of K and V is absorbed into num_kv_heads");
+      rule + "; query head h reads kv head h / (heads / kv_heads), any GQA "
+             "repetition of K and V absorbed into num_kv_heads",
+      packed);
 }
 
 } // namespace

@@ -1,7 +1,8 @@
 //===- RaiseNorms.cpp - RMS and layer norms into sits ---------------------===//
 //
-// `RMSNormalization` (opset 23) and `LayerNormalization` over the last dim,
-// and the RMSNorm exporters decompose:
+// `RMSNormalization` (opset 23; over several trailing dims, flattened into
+// one), `LayerNormalization` over the last dim, and the RMSNorm exporters
+// decompose:
 //
 //   y = x * Reciprocal(Sqrt(ReduceMean(Pow(x, 2), [-1]) + eps)) * w
 //
@@ -261,34 +262,111 @@ void raiseDecomposedRMSNorm(RaiseContext &rc, ReduceMeanOp mean) {
       "did");
 }
 
+/// `value` reshaped by onnx.Reshape to `shape` (0 copies the input's dim),
+/// of type `type`.
+Value reshapeTo(OpBuilder &b, Location loc, Value value,
+                ArrayRef<int64_t> shape, Type type) {
+  auto shapeType = RankedTensorType::get({static_cast<int64_t>(shape.size())},
+                                         b.getI64Type());
+  auto constant = ConstantOp::create(b, loc, shapeType,
+                                     DenseElementsAttr::get(shapeType, shape),
+                                     nullptr, nullptr, nullptr, nullptr);
+  return ReshapeOp::create(b, loc, type, value, constant.getResult(),
+                           b.getI64IntegerAttr(0));
+}
+
+constexpr llvm::StringLiteral kRmsRounding =
+    " (sits.rms_norm computes in f32 and rounds once; the op's function "
+    "body rounds x / rms to the input type before the scale, which for f32 "
+    "is the same)";
+
 void raiseRMSNormalization(RaiseContext &rc, RMSNormalizationOp op) {
   SymbolicShapes &shapes = rc.getShapes();
   const TensorFacts &facts = shapes.getFacts(op.getX());
+  if (!facts.ranked)
+    return;
+  if (op.getStashType() != 1) {
+    rc.noteNotRaised(op, "RMSNormalization with stash_type " +
+                             std::to_string(op.getStashType()) +
+                             " (sits.rms_norm computes in f32)");
+    return;
+  }
+  int64_t rank = facts.getRank();
   int64_t axis = static_cast<int64_t>(op.getAxis());
-  if (!facts.ranked || (axis != -1 && axis != facts.getRank() - 1)) {
-    rc.noteNotRaised(op, "RMSNormalization over more than the last dim");
-    return;
-  }
-  Value weight = rc.getChannelVector(op.getScale(), facts.dims.back());
-  if (!weight ||
-      getFloatElementType(weight) != getFloatElementType(op.getX()) ||
-      getFloatElementType(op.getY()) != getFloatElementType(op.getX())) {
-    rc.noteNotRaised(op, "the scale is not one value per channel of the "
-                         "input's element type");
-    return;
-  }
+  if (axis < 0)
+    axis += rank;
+  Type elementType = getFloatElementType(op.getX());
   OpBuilder &b = rc.getBuilder();
+  float epsilon = op.getEpsilon().convertToFloat();
+  if (axis == rank - 1) {
+    Value weight = rc.getChannelVector(op.getScale(), facts.dims.back());
+    if (!weight || getFloatElementType(weight) != elementType ||
+        getFloatElementType(op.getY()) != elementType) {
+      rc.noteNotRaised(op, "the scale is not one value per channel of the "
+                           "input's element type");
+      return;
+    }
+    b.setInsertionPoint(op);
+    auto norm = RMSNormOp::create(b, op.getLoc(), op.getY().getType(),
+                                  op.getX(), weight, b.getF32FloatAttr(epsilon),
+                                  b.getF32FloatAttr(0.0f));
+    op.getY().replaceAllUsesWith(norm.getResult());
+    rc.recordRaise("rms_norms_raised", {op},
+                   "sits.rms_norm epsilon = " + formatFloat(epsilon),
+                   ("RMSNormalization over the last dim with a per-channel "
+                    "scale is sits.rms_norm" +
+                    kRmsRounding)
+                       .str());
+    return;
+  }
+  // Over the dims from `axis` on: sits.rms_norm over them flattened into
+  // one, with the scale broadcast over them and flattened the same way.
+  SmallVector<int64_t> normalized;
+  int64_t width = 1;
+  for (int64_t d = axis; d < rank; ++d) {
+    std::optional<int64_t> size = getConstantValue(facts.dims[d]);
+    if (!size) {
+      rc.noteNotRaised(op, "RMSNormalization over dims whose sizes are not "
+                           "constants");
+      return;
+    }
+    normalized.push_back(*size);
+    width *= *size;
+  }
+  Value weight = rc.getFlattenedWeight(op.getScale(), normalized);
+  if (!weight || getFloatElementType(weight) != elementType ||
+      getFloatElementType(op.getY()) != elementType) {
+    rc.noteNotRaised(op, "RMSNormalization over several dims with a scale "
+                         "that is not a constant of the input's element "
+                         "type");
+    return;
+  }
+  auto type = cast<RankedTensorType>(op.getX().getType());
+  SmallVector<int64_t> flatDims(type.getShape().take_front(axis));
+  flatDims.push_back(width);
+  auto flatType = RankedTensorType::get(flatDims, type.getElementType());
+  SmallVector<int64_t> flatShape(axis, 0), backShape(axis, 0);
+  flatShape.push_back(width);
+  backShape.append(normalized.begin(), normalized.end());
   b.setInsertionPoint(op);
+  Value flat = reshapeTo(b, op.getLoc(), op.getX(), flatShape, flatType);
   auto norm =
-      RMSNormOp::create(b, op.getLoc(), op.getY().getType(), op.getX(), weight,
-                        b.getF32FloatAttr(op.getEpsilon().convertToFloat()),
-                        b.getF32FloatAttr(0.0f));
-  op.getY().replaceAllUsesWith(norm.getResult());
-  rc.recordRaise("rms_norms_raised", {op},
-                 "sits.rms_norm epsilon = " +
-                     formatFloat(op.getEpsilon().convertToFloat()),
-                 "RMSNormalization over the last dim with a per-channel "
-                 "scale is sits.rms_norm (both compute in f32)");
+      RMSNormOp::create(b, op.getLoc(), flatType, flat, weight,
+                        b.getF32FloatAttr(epsilon), b.getF32FloatAttr(0.0f));
+  Value back = reshapeTo(b, op.getLoc(), norm.getResult(), backShape,
+                         op.getY().getType());
+  op.getY().replaceAllUsesWith(back);
+  rc.recordRaise(
+      "rms_norms_raised", {op},
+      llvm::formatv("sits.rms_norm epsilon = {0} over {1} values, reshaped "
+                    "around it",
+                    formatFloat(epsilon), width)
+          .str(),
+      ("RMSNormalization over the dims from axis " + std::to_string(axis) +
+       " on is sits.rms_norm over them flattened into one (onnx.Reshape "
+       "before and after), the scale broadcast over them and flattened" +
+       kRmsRounding)
+          .str());
 }
 
 void raiseLayerNormalization(RaiseContext &rc, LayerNormalizationOp op) {

@@ -173,11 +173,43 @@ Value RaiseContext::getChannelVector(Value value, AffineExpr size) {
       return nullptr;
   if (facts.dims.back() != size)
     return nullptr;
-  DenseElementsAttr dense = getDenseConstant(value);
   std::optional<int64_t> length = getConstantValue(size);
-  if (!dense || !length)
+  return length ? getFlattenedWeight(value, {*length}) : nullptr;
+}
+
+Value RaiseContext::getFlattenedWeight(Value value, ArrayRef<int64_t> shape) {
+  DenseElementsAttr dense = getDenseConstant(value);
+  if (!dense || !isa<FloatType>(dense.getElementType()))
     return nullptr;
-  auto vectorType = RankedTensorType::get({*length}, dense.getElementType());
+  // Leading 1s beyond `shape`'s rank broadcast away.
+  ArrayRef<int64_t> from = dense.getType().getShape();
+  while (from.size() > shape.size() && from.front() == 1)
+    from = from.drop_front();
+  if (from.size() > shape.size())
+    return nullptr;
+  size_t lead = shape.size() - from.size();
+  for (size_t d = 0; d < from.size(); ++d)
+    if (from[d] != 1 && from[d] != shape[lead + d])
+      return nullptr;
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  SmallVector<APFloat> values(dense.getValues<APFloat>());
+  SmallVector<APFloat> flat;
+  flat.reserve(count);
+  for (int64_t i = 0; i < count; ++i) {
+    // The element of `value` that index i of `shape` reads.
+    int64_t rest = i, source = 0, stride = 1;
+    for (size_t d = shape.size(); d-- > lead;) {
+      int64_t coordinate = rest % shape[d];
+      rest /= shape[d];
+      int64_t size = from[d - lead];
+      source += (size == 1 ? 0 : coordinate) * stride;
+      stride *= size;
+    }
+    flat.push_back(values[dense.isSplat() ? 0 : source]);
+  }
+  auto vectorType = RankedTensorType::get({count}, dense.getElementType());
   Operation *producer = value.getDefiningOp();
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointAfter(producer);
@@ -185,7 +217,7 @@ Value RaiseContext::getChannelVector(Value value, AffineExpr size) {
   auto created = WeightOp::create(
       builder, producer->getLoc(), vectorType,
       builder.getStringAttr((name.empty() ? "vector" : name.str()) + ".flat"),
-      dense.reshape(vectorType));
+      DenseElementsAttr::get(vectorType, flat));
   derivedWeights.push_back({created, value, name.str()});
   return created.getResult();
 }

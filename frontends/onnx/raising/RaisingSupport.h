@@ -74,6 +74,12 @@ public:
   /// A 1-D `[size]` version of a per-channel operand (`[hidden]`, or a
   /// constant `[1, ..., 1, hidden]`); null when it is neither.
   mlir::Value getChannelVector(mlir::Value value, mlir::AffineExpr size);
+  /// A constant broadcast (numpy rules; leading 1s beyond `shape`'s rank
+  /// dropped) to `shape` and flattened: one 1-D weight of the product of
+  /// `shape`, named after `value`; null when `value` is not a float
+  /// constant that broadcasts to it.
+  mlir::Value getFlattenedWeight(mlir::Value value,
+                                 llvm::ArrayRef<int64_t> shape);
 
   /// A graph input the engine's runtime supplies (positions, padding
   /// mask), now `replacement`; checkPositionInputs checks what reads it.

@@ -289,7 +289,7 @@ TEST(OnnxModel, ErrorsNameTheFile) {
   model.set_ir_version(8);
   model.mutable_graph()->set_name("g");
   auto *opset = model.add_opset_import();
-  opset->set_version(24);
+  opset->set_version(26);
   std::string bytes;
   ASSERT_TRUE(model.SerializeToString(&bytes));
   writeFile(dir.file("m.onnx"), bytes);
@@ -302,9 +302,9 @@ TEST(OnnxModel, ErrorsNameTheFile) {
     message = error.getMessage().str();
   });
   EXPECT_EQ(file, dir.file("m.onnx"));
-  EXPECT_EQ(message, "opset_import: domain '' (ai.onnx) version 24 is not "
+  EXPECT_EQ(message, "opset_import: domain '' (ai.onnx) version 26 is not "
                      "supported; sits supports the default ONNX domain from "
-                     "opset 17 to 23");
+                     "opset 17 to 25");
 }
 
 TEST(CheckedArithmetic, DetectsOverflow) {

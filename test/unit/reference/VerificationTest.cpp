@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -202,10 +203,63 @@ TEST(OnnxData, DecodesTensorProtoBytes) {
   ASSERT_FALSE(bool(wrongSize));
   EXPECT_NE(llvm::toString(wrongSize.takeError()).find("needs 12"),
             std::string::npos);
+  // Doubles are held as the nearest f32; unsigned 16-bit integers as i64.
+  double wide[2] = {0.1, -2.5};
+  std::memcpy(bytes.data(), wide, 16);
   llvm::Expected<Tensor> doubles = tensorFromOnnxData(11, {2}, bytes);
-  ASSERT_FALSE(bool(doubles));
-  EXPECT_NE(llvm::toString(doubles.takeError()).find("ONNX element type 11"),
+  ASSERT_TRUE(bool(doubles)) << llvm::toString(doubles.takeError());
+  EXPECT_EQ(doubles->getElementType(), ElementType::F64);
+  EXPECT_EQ(doubles->floats()[0], 0.1f);
+  EXPECT_EQ(doubles->floats()[1], -2.5f);
+  uint16_t shorts[2] = {65535, 7};
+  llvm::Expected<Tensor> unsignedShorts = tensorFromOnnxData(
+      4, {2}, llvm::ArrayRef(reinterpret_cast<char *>(shorts), 4));
+  ASSERT_TRUE(bool(unsignedShorts));
+  EXPECT_EQ(unsignedShorts->ints()[0], 65535);
+  llvm::Expected<Tensor> complex = tensorFromOnnxData(14, {2}, bytes);
+  ASSERT_FALSE(bool(complex));
+  EXPECT_NE(llvm::toString(complex.takeError()).find("ONNX element type 14"),
             std::string::npos);
+}
+
+TEST(AllClose, ComparesAsNumpyAssertAllclose) {
+  float nan = std::nanf(""), inf = INFINITY;
+  Tensor expected = Tensor::fromFloats(ElementType::F32, {2, 3},
+                                       {1.0f, -2.0f, 0.0f, nan, inf, 100.0f});
+  // Within atol + rtol |e| everywhere: 1e-3 of 100 is 0.1.
+  Tensor close = Tensor::fromFloats(
+      ElementType::F32, {2, 3}, {1.0005f, -2.001f, 5e-8f, nan, inf, 100.09f});
+  llvm::Expected<AllCloseComparison> agree =
+      compareAllClose(close, expected, 1e-3, 1e-7);
+  ASSERT_TRUE(bool(agree)) << llvm::toString(agree.takeError());
+  EXPECT_TRUE(agree->passed());
+  EXPECT_NEAR(agree->maxAbsError, 0.09, 1e-4);
+  // Just past the bound at [0, 1], a NaN against a number, -inf for inf.
+  Tensor far = Tensor::fromFloats(ElementType::F32, {2, 3},
+                                  {1.0f, -2.0031f, 0.0f, 0.0f, -inf, 100.0f});
+  llvm::Expected<AllCloseComparison> differ =
+      compareAllClose(far, expected, 1e-3, 1e-7);
+  ASSERT_TRUE(bool(differ));
+  EXPECT_FALSE(differ->passed());
+  EXPECT_EQ(differ->mismatches, 3);
+  EXPECT_EQ(differ->firstMismatch, 1);
+  std::string report;
+  llvm::raw_string_ostream os(report);
+  differ->print(os);
+  EXPECT_NE(report.find("3 of 6 elements differ, the first at [0, 1]: "
+                        "-2.0030999 against -2"),
+            std::string::npos)
+      << report;
+  // Element types and shapes must match.
+  llvm::Expected<AllCloseComparison> halves =
+      compareAllClose(expected.castTo(ElementType::F16), expected, 1e-3, 1e-7);
+  ASSERT_FALSE(bool(halves));
+  EXPECT_NE(llvm::toString(halves.takeError())
+                .find("element type f16 differs from the reference's f32"),
+            std::string::npos);
+  llvm::Expected<AllCloseComparison> reshaped =
+      compareAllClose(expected.reshaped({3, 2}), expected, 1e-3, 1e-7);
+  ASSERT_FALSE(bool(reshaped));
 }
 
 } // namespace

@@ -3,7 +3,8 @@
 // Session::step: sequences that start, continue and end at different steps,
 // prompts prefilled in chunks beside sequences that decode, give each
 // sequence the tokens a request of its own gives; and every bad step is
-// refused with its code. Skips without a GPU (label `gpu`).
+// refused with its code; over a paged cache, with the chunks run in rows of
+// their own. Skips without a GPU (label `gpu`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,6 +146,44 @@ TEST_F(SessionStepTest, ASeededRequestDrawsItsOwnTokensInAnySlotBesideAny) {
                         {{0, {bytes("another prompt"), 0, params.sampling}}},
                         want)
                 .tokens[0]);
+}
+
+TEST_F(SessionStepTest, PagedChunksRunInRowsOfTheirOwn) {
+  // Over a paged cache a step's chunks run as a prefill of their slots
+  // only (slot 6's chunk in row 0, slot 3's in row 1) while slots 0, 2 and
+  // 5 decode in the graph: each still gets its lone run's tokens, greedy
+  // or seeded (its own length, sampling and blocks moved to its row).
+  test::ToyConfig config = toyConfig();
+  config.blockTokens = 16;
+  config.poolBlocks = config.maxBatch * 4;
+  auto engine = Engine::load(writeToy(config));
+  ASSERT_TRUE(engine->config().kvCache.paged());
+  const uint32_t want = 16;
+  const GenerateParams seeded = test::sampled(want, 91);
+  std::map<uint32_t, Job> jobs = {
+      {0, {bytes("first in"), 0, {}}},
+      {2, {bytes("a seeded one"), 0, seeded.sampling}},
+      {5, {bytes("third"), 1, {}}},
+      {6,
+       {bytes("a prompt longer than one prefill chunk of 16!"), 3,
+        seeded.sampling}},
+      {3, {bytes("another prompt of more than sixteen"), 4, {}}}};
+  Session session(engine);
+  Schedule schedule = runSchedule(session, jobs, want);
+  EXPECT_GT(schedule.decodeOnlySteps, 0u);
+  Session alone(engine);
+  for (auto &[slot, job] : jobs) {
+    const std::vector<int32_t> &tokens = schedule.tokens[slot];
+    ASSERT_EQ(tokens.size(), want) << "slot " << slot;
+    EXPECT_EQ(session.slotLength(slot), job.prompt.size() + want - 1);
+    GenerateParams params = greedy(want);
+    params.sampling = job.sampling;
+    EXPECT_EQ(tokens, alone.generate(job.prompt, params).tokens[0])
+        << "slot " << slot;
+  }
+  // The same schedule again in the same session: every slot restarts.
+  Schedule again = runSchedule(session, jobs, want);
+  EXPECT_EQ(again.tokens, schedule.tokens);
 }
 
 TEST_F(SessionStepTest, ASlotResetStartsOver) {

@@ -30,6 +30,7 @@ public:
       : slotCount(slots), maxLength(maxLength), sequences(slots) {}
   uint32_t slots() const override { return slotCount; }
   uint32_t maxSequenceLength() const override { return maxLength; }
+  uint32_t maxStepTokens() const override { return stepTokenLimit; }
 
   static int32_t next(const std::vector<int32_t> &sequence) {
     uint64_t h = 1469598103934665603ull;
@@ -59,6 +60,8 @@ public:
       if (step.position == 0)
         sequence.clear();
       EXPECT_EQ(step.position, sequence.size()) << "slot " << step.slot;
+      if (stepTokenLimit)
+        EXPECT_LE(step.tokens.size(), stepTokenLimit) << "slot " << step.slot;
       EXPECT_LE(step.position + step.tokens.size(), maxLength);
       sequence.insert(sequence.end(), step.tokens.begin(), step.tokens.end());
       out.push_back(step.sample ? next(sequence) : -1);
@@ -127,6 +130,8 @@ public:
   int saves = 0, loads = 0, releases = 0;
   std::vector<std::vector<SlotStep>> log;
   int failAtStep = 0, stepCount = 0;
+  /// maxStepTokens(): tokens a slot may be fed in a step (0: any).
+  uint32_t stepTokenLimit = 0;
 };
 
 /// What a request received, gathered from its events.

@@ -69,6 +69,43 @@ TEST(Scheduler, ContinuousBatchingKeepsSequencesApart) {
   EXPECT_TRUE(chunked);
 }
 
+TEST(Scheduler, PrefillChunksFitTheBackendsStep) {
+  // A backend that takes 4 tokens a slot in a step (an engine compiled
+  // with --max-prefill-tokens=4): the default chunk becomes 4, and a chunk
+  // asked larger is refused up front, naming both.
+  HashBackend backend(2, 64);
+  backend.stepTokenLimit = 4;
+  {
+    Scheduler scheduler(backend, bytes(), SchedulerOptions());
+    std::vector<int32_t> prompt(11, 'p');
+    Outcome outcome;
+    ASSERT_TRUE(
+        scheduler.submit(request(prompt, 3), collect(outcome)).accepted());
+    drain(scheduler);
+    EXPECT_TRUE(outcome.finished);
+    EXPECT_EQ(outcome.tokens, alone(prompt, 3));
+    // 4 + 4 + 3 prompt tokens, then two decode steps.
+    ASSERT_EQ(backend.log.size(), 5u);
+    EXPECT_EQ(backend.log[0][0].tokens.size(), 4u);
+    EXPECT_EQ(backend.log[2][0].tokens.size(), 3u);
+  }
+  SchedulerOptions options;
+  options.maxPrefillChunk = 5;
+  try {
+    Scheduler scheduler(backend, bytes(), options);
+    ADD_FAILURE() << "a chunk of 5 over a backend that takes 4";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(error.what()).find("chunk of 5 tokens"),
+              std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("(4;"), std::string::npos)
+        << error.what();
+  }
+  options.maxPrefillChunk = 4;
+  EXPECT_NO_THROW(Scheduler(backend, bytes(), options));
+}
+
 TEST(Scheduler, QueueFullIsRefusedAtOnce) {
   HashBackend backend(1, 64);
   SchedulerOptions options;
