@@ -122,6 +122,38 @@ def contrib_seeds(out):
         shutil.rmtree(work)
 
 
+def merged_seeds(out):
+    """Merged decoders (an If whose then_branch the loader takes apart):
+    the hand-written graphs of test/frontends/onnx/merged-decoder.test, and
+    its valid one with the then_branch's initializer in external data."""
+    from onnx import ModelProto, TensorProto, parser
+    text = open(os.path.join(ROOT, "test", "frontends", "onnx",
+                             "merged-decoder.test")).read()
+    models = {}
+    for part in text.split("\n#--- ")[1:]:
+        name, body = part.split("\n", 1)
+        models[name[:-len(".onnxtxt")]] = parser.parse_model(body)
+    external = ModelProto()
+    external.CopyFrom(models["ok"])
+    branch = next(a.g for a in external.graph.node[0].attribute
+                  if a.name == "then_branch")
+    tensor = branch.initializer[0]
+    data = struct.pack("<%df" % len(tensor.float_data), *tensor.float_data)
+    tensor.ClearField("float_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "model.onnx.data"), ("offset", "0"),
+                       ("length", str(len(data)))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    for name, model in list(models.items()) + [("external", external)]:
+        model_bytes = model.SerializeToString()
+        framed = struct.pack("<I", len(model_bytes)) + model_bytes
+        if name == "external":
+            framed += data
+        for target in ("onnx-loader", "onnx-import"):
+            write(os.path.join(out, target, "merged-" + name), framed)
+
+
 def trim_tokenizer(config, keep=320):
     """The same tokenizer with ids below `keep` (and the added tokens) and
     the merges among them."""
@@ -212,6 +244,7 @@ def main():
     out = sys.argv[1]
     onnx_seeds(out)
     contrib_seeds(out)
+    merged_seeds(out)
     tokenizer_seeds(out)
     chat_seeds(out)
 

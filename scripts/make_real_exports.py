@@ -14,6 +14,10 @@ seeded random weights (ARCHS below). Then the real producers run on it:
   genai_fp32/  python -m onnxruntime_genai.models.builder -p fp32 -e cpu
   genai_int4/  python -m onnxruntime_genai.models.builder -p int4 -e cpu
   genai_dml_fp16/  ... -p fp16 -e dml (rotary outside attention)
+  optimum_merged/  optimum.onnx.merge_decoders of a first-step decoder
+                   and optimum/ (not a default step: too large to commit;
+                   the tests make the same form with
+                   test/tools/merge_decoder.py)
 
 and, for the made-up architectures, the reference step writes into each
 producer's folder what onnxruntime computes on that file:
@@ -150,6 +154,32 @@ def save_with_tokenizer(model, hf_dir):
         json.dump({"tokenizer_class": "PreTrainedTokenizerFast"}, f)
 
 
+def export_merged(hf_dir, out):
+    """optimum_merged/: Optimum's merged decoder, made as Optimum made it
+    before optimum-onnx 0.1.0 stopped merging: the first-step decoder (no
+    past inputs, present outputs) exported through the Python API and
+    merged with optimum/'s decoder by optimum.onnx.merge_decoders."""
+    from pathlib import Path
+
+    import transformers
+    from optimum.exporters.onnx import export
+    from optimum.exporters.tasks import TasksManager
+    from optimum.onnx import merge_decoders
+    first = os.path.join(out, "optimum_first_step")
+    os.makedirs(first, exist_ok=True)
+    model = transformers.AutoModelForCausalLM.from_pretrained(hf_dir).eval()
+    constructor = TasksManager.get_exporter_config_constructor(
+        "onnx", model=model, task="text-generation-with-past")
+    config = constructor(model.config, task="text-generation", use_past=True,
+                         use_past_in_inputs=False)
+    export(model, config, Path(first) / "model.onnx", opset=18)
+    merged = os.path.join(out, "optimum_merged")
+    os.makedirs(merged, exist_ok=True)
+    merge_decoders(os.path.join(first, "model.onnx"),
+                   os.path.join(out, "optimum", "model.onnx"),
+                   save_path=os.path.join(merged, "model.onnx"))
+
+
 def write_references(folder, prompt):
     """onnxruntime on the export itself: its greedy stream, and the logits
     of two prompts at an empty past as test_data_set_0."""
@@ -240,6 +270,13 @@ def main():
             with open(os.path.join(out, name, "VERSIONS.txt"), "w") as f:
                 for k, v in versions.items():
                     f.write(f"{k} {v}\n")
+    # After optimum/, which it merges.
+    if "optimum_merged" in only:
+        export_merged(hf_dir, out)
+        with open(os.path.join(out, "optimum_merged", "VERSIONS.txt"),
+                  "w") as f:
+            for k, v in versions.items():
+                f.write(f"{k} {v}\n")
     if "reference" in only and arch != "llama":
         for name, _ in steps:
             if os.path.isdir(os.path.join(out, name)):

@@ -499,10 +499,6 @@ void Importer::importNode(const ::onnx::NodeProto &node, int index) {
     else if (!defaultDomain)
       diag << "domain '" << n.domain() << "' is not supported (sits imports "
            << "the default ONNX domain and ONNX Runtime's com.microsoft ops)";
-    else if (n.op_type() == "If")
-      diag << "operator If is not supported (a merged decoder's If on "
-           << "use_cache_branch? export without merging, as optimum-onnx "
-           << "does, or import decoder_with_past_model.onnx)";
     else
       diag << "operator " << n.op_type() << " is not supported";
     poison(n);
@@ -768,6 +764,11 @@ OwningOpRef<ModuleOp> Importer::run(StringRef modelPath) {
       graph.name().empty() ? std::string("main_graph") : graph.name();
   auto function = func::FuncOp::create(builder, moduleLoc, functionName,
                                        builder.getFunctionType({}, {}));
+  // The program is a merged decoder's then_branch: the rest stays on record.
+  if (const std::optional<UnmergedDecoder> &unmerged =
+          model->getUnmergedDecoder())
+    function->setAttr(kMergedDecoderAttr,
+                      getMergedDecoderRecord(*unmerged, builder));
   llvm::StringSet<> initializerNames;
   for (const ::onnx::TensorProto &tensor : graph.initializer())
     initializerNames.insert(tensor.name());

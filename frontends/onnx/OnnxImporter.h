@@ -12,6 +12,7 @@
 #ifndef SITS_FRONTENDS_ONNX_ONNXIMPORTER_H
 #define SITS_FRONTENDS_ONNX_ONNXIMPORTER_H
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -29,6 +30,16 @@ struct OnnxImportOptions {
 /// Function argument / result attributes the importer sets.
 constexpr llvm::StringLiteral kInputNameAttr = "sits.input_name";
 constexpr llvm::StringLiteral kOutputNameAttr = "sits.output_name";
+/// Function attribute of a merged decoder taken apart by the loader: the
+/// If node, its condition input (dropped), the branch kept and the node
+/// counts of both branches.
+constexpr llvm::StringLiteral kMergedDecoderAttr = "sits.merged_decoder";
+
+struct UnmergedDecoder;
+/// The kMergedDecoderAttr record of a merged decoder the loader took apart:
+/// {node, condition, kept = "then_branch", kept_nodes, dropped_nodes}.
+mlir::DictionaryAttr getMergedDecoderRecord(const UnmergedDecoder &unmerged,
+                                            mlir::Builder &builder);
 
 /// Imports the ONNX model at `path`. Returns null after emitting
 /// diagnostics (on `context`) when the file cannot be read or imported.

@@ -392,6 +392,11 @@ Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(StringRef path) {
                 llvm::Twine(kMinOnnxOpset) + " to " +
                 llvm::Twine(kMaxOnnxOpset));
 
+  // A merged decoder's branch joins the graph first, so that its
+  // initializers get every check below.
+  if (llvm::Error error =
+          unmergeDecoder(*model->proto, model->path, model->unmerged))
+    return std::move(error);
   const ::onnx::GraphProto &graph = proto.graph();
   if (graph.sparse_initializer_size() > 0)
     return fail("sparse initializer '" +

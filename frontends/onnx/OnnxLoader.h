@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,27 @@ private:
   int64_t mapMinBytes = 0;
 };
 
+/// What the loader did with a merged decoder (Optimum's
+/// decoder_model_merged.onnx): its If became its then_branch, the decoder
+/// with past key/values, and the boolean condition input went.
+struct UnmergedDecoder {
+  /// The If node and its condition (the graph input dropped).
+  std::string node;
+  std::string condition;
+  /// Nodes of the then_branch (kept) and the else_branch (dropped).
+  int64_t keptNodes = 0;
+  int64_t droppedNodes = 0;
+};
+
+/// Replaces a merged decoder's If by its then_branch in `model`'s graph and
+/// sets `result`; leaves a graph without If alone. Any other If (a condition
+/// that is not a boolean graph input, branches returning other values or
+/// not the graph's outputs, a then_branch that does not read every input,
+/// more than one If, nested subgraphs, names the branch shares with the
+/// outer graph) is an error naming the node. `path` names the file.
+llvm::Error unmergeDecoder(::onnx::ModelProto &model, llvm::StringRef path,
+                           std::optional<UnmergedDecoder> &result);
+
 /// A parsed ONNX model, checked at the model level (opsets, IR version,
 /// initializer names).
 class OnnxModel {
@@ -160,6 +182,10 @@ public:
   /// Version of the default ONNX domain.
   int64_t getOpsetVersion() const { return opsetVersion; }
   TensorReader &getTensorReader() { return *reader; }
+  /// Set when the file was a merged decoder, now its then_branch.
+  const std::optional<UnmergedDecoder> &getUnmergedDecoder() const {
+    return unmerged;
+  }
 
 private:
   OnnxModel() = default;
@@ -167,6 +193,7 @@ private:
   std::string path;
   int64_t opsetVersion = 0;
   std::unique_ptr<TensorReader> reader;
+  std::optional<UnmergedDecoder> unmerged;
 };
 
 /// Checked `a * b` and `a + b` on non-negative int64 values.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Greedy decoding of a decoder with past key/values (GenAI builder or
-Optimum form) with onnxruntime and its own KV cache, written as a
+Optimum form, merged or not) with onnxruntime and its own KV cache, written as a
 greedy.json (`prompt`, `greedy`) that `sitsc --verify-greedy` reads: the
 reference stream of a quantized graph, whose tokens the dequantized float
 weights of another model would not give.
@@ -72,6 +72,9 @@ def step(session, ids, past, total):
     feeds = {"input_ids": ids}
     if "attention_mask" in inputs:
         feeds["attention_mask"] = np.ones((batch, total), np.int64)
+    if "use_cache_branch" in inputs:
+        # A merged decoder: the first-step branch at an empty past.
+        feeds["use_cache_branch"] = np.array([total > seq])
     if "position_ids" in inputs:
         feeds["position_ids"] = np.tile(
             np.arange(total - seq, total, dtype=np.int64), (batch, 1))

@@ -12,13 +12,17 @@
 //
 // Which input is which is first read from its dims: an integer
 // `[batch, seq]` input (the step's length) for the positions, one
-// `[batch, other]` for the mask; anything else is an error. Once every
+// `[batch, other]` for the mask; anything else is an error. (A merged
+// decoder declares its mask `[batch, seq]` too: of several such inputs the
+// one computing RoPE angles is the positions.) Positions the graph computes
+// from the mask by Hugging Face's rule are the runtime's positions too
+// (MaskPositions.cpp). Once every
 // pattern has run, checkPositionInputs checks that reading by what reads
 // them: the positions only as RoPE positions (sits.rope_cos_sin,
 // sits.rope_gather), the mask only through the attention mask's subgraph
 // (onnx ops ending in a sits.attention mask, which --sits-fold-causal-mask
-// must then prove causal) or its shape. Any other reader (a mask turned
-// into positions, a custom attention mask, a learned position table) is an
+// must then prove causal) or its shape. Any other reader (a custom
+// attention mask, a learned position table) is an
 // error naming the input and the op: the runtime's values stand for a
 // padding mask and RoPE positions only.
 //
@@ -79,6 +83,72 @@ Operation *findNonMaskReader(Operation *replacement) {
   return nullptr;
 }
 
+/// Whether what is computed from the values of `input` reaches a RoPE
+/// angle (a Cos or Sin) or indexes a table (a Gather's indices: cos/sin
+/// caches): what positions do and a padding mask does not.
+bool reachesRotary(Value input) {
+  SmallVector<Value> work{input};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      auto gather = dyn_cast<GatherOp>(user);
+      if (isa<CosOp, SinOp>(user) || (gather && gather.getIndices() == value))
+        return true;
+      // Sizes are not the input's values (a mask's length builds ranges).
+      if (!isa<ShapeOp>(user) && seen.insert(user).second)
+        llvm::append_range(work, user->getResults());
+    }
+  }
+  return false;
+}
+
+/// The inputs with the positions' dims ([batch, seq] integers of the ids'
+/// type) that are the padding mask all the same: a merged decoder declares
+/// the inputs both of its decoders read as its first-step decoder does
+/// (optimum-onnx 0.1.0's merge_decoders), where the mask is as long as the
+/// step. When several inputs look like positions, the one computing RoPE
+/// angles is; the others must not (else the inputs are ambiguous: error).
+FailureOr<llvm::SmallPtrSet<Value, 2>>
+findMasksWithStepDims(RaiseContext &rc, BlockArgument ids,
+                      const llvm::BitVector &erased, StringRef graphKind) {
+  func::FuncOp function = rc.getFunction();
+  SymbolicShapes &shapes = rc.getShapes();
+  std::optional<ArrayRef<AffineExpr>> idsDims = shapes.getDims(ids);
+  SmallVector<BlockArgument> candidates;
+  for (BlockArgument arg : function.getArguments()) {
+    std::optional<ArrayRef<AffineExpr>> dims = shapes.getDims(arg);
+    if (arg != ids && !erased.test(arg.getArgNumber()) && dims && idsDims &&
+        *dims == *idsDims &&
+        getElementTypeOrSelf(arg.getType()) ==
+            getElementTypeOrSelf(ids.getType()))
+      candidates.push_back(arg);
+  }
+  llvm::SmallPtrSet<Value, 2> masks;
+  if (candidates.size() < 2)
+    return masks;
+  int rotary = 0;
+  for (BlockArgument arg : candidates) {
+    if (reachesRotary(arg))
+      ++rotary;
+    else
+      masks.insert(arg);
+  }
+  if (rotary != 1) {
+    InFlightDiagnostic diag = function.emitError();
+    diag << graphKind << ": inputs";
+    for (BlockArgument arg : candidates)
+      diag << " '" << inputName(function, arg.getArgNumber()) << "'";
+    diag << " all have the positions' dims [batch, seq], and " << rotary
+         << " of them compute RoPE angles: which is the padding mask "
+            "cannot be told";
+    rc.markFailed();
+    return failure();
+  }
+  return masks;
+}
+
 } // namespace
 
 LogicalResult
@@ -88,6 +158,10 @@ sits::onnx::raising::replacePositionInputs(RaiseContext &rc, BlockArgument ids,
   func::FuncOp function = rc.getFunction();
   SymbolicShapes &shapes = rc.getShapes();
   std::optional<ArrayRef<AffineExpr>> idsDims = shapes.getDims(ids);
+  FailureOr<llvm::SmallPtrSet<Value, 2>> stepMasks =
+      findMasksWithStepDims(rc, ids, erased, graphKind);
+  if (failed(stepMasks))
+    return failure();
   OpBuilder &b = rc.getBuilder();
   b.setInsertionPointToStart(&function.getBody().front());
   for (BlockArgument arg : function.getArguments()) {
@@ -108,12 +182,15 @@ sits::onnx::raising::replacePositionInputs(RaiseContext &rc, BlockArgument ids,
       return failure();
     }
     Operation *replacement;
-    if ((*dims)[1] == (*idsDims)[1] &&
+    if ((*dims)[1] == (*idsDims)[1] && !stepMasks->contains(arg) &&
         type.getElementType() ==
             cast<ShapedType>(ids.getType()).getElementType()) {
       // Positions: after an empty past, token i is at position i.
       replacement = PositionIdsOp::create(b, arg.getLoc(), type, ids, Value());
     } else {
+      // Positions the graph computes from the mask are the runtime's too.
+      if (failed(raiseMaskPositions(rc, arg, ids, name)))
+        return failure();
       // The padding mask: every token of the step and of the cache is a
       // real token of its sequence.
       auto shape = ShapeOp::create(b, arg.getLoc(),

@@ -112,6 +112,39 @@ std::string dimsText(SymbolicShapes &shapes, Value value) {
   return dims ? shapes.print(*dims) : "?";
 }
 
+/// The loader took a merged decoder's If apart (MergedDecoder.cpp); the
+/// audit says so, with the rule, at the If node.
+void recordUnmergedDecoder(RaiseContext &rc) {
+  auto merged =
+      rc.getFunction()->getAttrOfType<DictionaryAttr>("sits.merged_decoder");
+  if (!merged)
+    return;
+  auto text = [&](StringRef key) {
+    auto value = merged.getAs<StringAttr>(key);
+    return value ? value.getValue() : StringRef("?");
+  };
+  auto count = [&](StringRef key) {
+    auto value = merged.getAs<IntegerAttr>(key);
+    return value ? value.getInt() : -1;
+  };
+  rc.recordChange(
+      "merged_decoders_unmerged",
+      NameLoc::get(StringAttr::get(rc.getContext(), text("node"))),
+      llvm::formatv("If on input '{0}' (then_branch {1} nodes, else_branch "
+                    "{2} nodes)",
+                    text("condition"), count("kept_nodes"),
+                    count("dropped_nodes"))
+          .str(),
+      llvm::formatv("its then_branch, the decoder with past key/values; "
+                    "input '{0}' removed",
+                    text("condition"))
+          .str(),
+      "the engine keeps the cache and runs every step, the first one too, "
+      "as the decoder with past at its (possibly empty) past; the "
+      "else_branch, the first-step decoder, computes that graph's value at "
+      "an empty past");
+}
+
 } // namespace
 
 void sits::onnx::raising::raisePastKeyValues(RaiseContext &rc) {
@@ -120,6 +153,7 @@ void sits::onnx::raising::raisePastKeyValues(RaiseContext &rc) {
     return;
   auto ret = cast<func::ReturnOp>(function.getBody().front().getTerminator());
   SymbolicShapes &shapes = rc.getShapes();
+  recordUnmergedDecoder(rc);
 
   SmallVector<PastPair> pairs;
   for (BlockArgument arg : function.getArguments()) {

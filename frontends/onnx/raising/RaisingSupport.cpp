@@ -36,6 +36,7 @@ const StringRef sits::onnx::raising::kRaiseCounters[] = {
     "residual_adds_raised",
     "identities_removed",
     "weight_casts_folded",
+    "merged_decoders_unmerged",
     "kv_cache_io_raised",
     "position_inputs_replaced",
     "onnx_ops_left"};

@@ -238,6 +238,14 @@ mlir::LogicalResult replacePositionInputs(RaiseContext &context,
                                           mlir::BlockArgument ids,
                                           llvm::BitVector &erased,
                                           llvm::StringRef graphKind);
+/// Positions the graph computes from the padding mask `mask` with Hugging
+/// Face's left-padding rule (cumsum(mask, -1) - 1, padding positions set,
+/// the last seq columns) become sits.position_ids of `ids`
+/// (MaskPositions.cpp); any other CumSum of the mask is an error (failure).
+mlir::LogicalResult raiseMaskPositions(RaiseContext &context,
+                                       mlir::BlockArgument mask,
+                                       mlir::BlockArgument ids,
+                                       llvm::StringRef maskName);
 /// Leaves the graph's cache to the engine: records `records` as the
 /// function's `sits.kv_cache_io`, replaces the position inputs
 /// (replacePositionInputs) and erases the arguments and results set in
