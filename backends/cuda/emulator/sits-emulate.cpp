@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "backends/cuda/KernelLibrary.h"
+#include "backends/cuda/emulator/QuantPrefix.h"
 #include "sits/AtomicFile.h"
 #include "sits/EngineFormat.h"
 #include "sits/KVCalibration.h"
@@ -643,14 +644,6 @@ std::vector<int32_t> Emulator::resumeFromPrefix(const std::vector<int32_t> &a,
         contents.buffers[i].role == format::BufferRole::ValueCache)
       caches[contents.buffers[i].role == format::BufferRole::ValueCache] =
           addresses[i];
-  const format::KVCacheConfig::QuantLayout q = kv.quantLayout(true);
-  const uint64_t heads = kv.kvHeads, rows = kv.blockTokens;
-  const uint64_t cold = heads * rows * kv.headDim * kv.coldBits / 8;
-  const uint64_t groups = (kv.headDim + kv.groupSize - 1) / kv.groupSize;
-  const uint64_t scaleBytes[2] = {
-      kv.perChannelKeys ? heads * (rows / kv.channelBlock) * kv.headDim * 2
-                        : heads * rows * groups * 2,
-      heads * rows * groups * 2};
   const uint32_t maxBlocks = kv.maxBlocksPerSeq();
   for (uint32_t i = 0; i < hit; ++i) {
     int32_t block = blockTable[i];
@@ -659,30 +652,13 @@ std::vector<int32_t> Emulator::resumeFromPrefix(const std::vector<int32_t> &a,
         die("the paged KV cache's pool is full");
       const int32_t copy = freeBlocks.back();
       freeBlocks.pop_back();
-      for (int side = 0; side < 2; ++side)
-        for (uint32_t layer = 0; layer < kv.layers; ++layer) {
-          char *base = caches[side] + layer * q.layerBytes;
-          std::memcpy(base + q.coldOffset + copy * cold,
-                      base + q.coldOffset + block * cold, cold);
-          std::memcpy(base + q.scaleOffset + copy * scaleBytes[side],
-                      base + q.scaleOffset + block * scaleBytes[side],
-                      scaleBytes[side]);
-        }
+      emulator::copyColdBlock(caches, kv, block, copy);
       block = copy;
     }
     blockTable[maxBlocks + i] = block;
   }
   blocksHeld[1] = hit;
-  const uint64_t hotRow = uint64_t(kv.headDim) * format::dtypeBytes(kv.dtype);
-  for (int side = 0; side < 2; ++side)
-    for (uint32_t layer = 0; layer < kv.layers; ++layer)
-      for (uint64_t head = 0; head < heads; ++head)
-        for (uint64_t t = first; t < position; ++t) {
-          char *ring =
-              caches[side] + layer * q.layerBytes + (t % kv.hotRows) * hotRow;
-          std::memcpy(ring + (heads + head) * kv.hotRows * hotRow,
-                      ring + head * kv.hotRows * hotRow, hotRow);
-        }
+  emulator::copyRingRows(caches, kv, 0, 1, first, position);
   pastLengths[1] = static_cast<int32_t>(position);
   for (uint64_t at = position; at < b.size();) {
     const uint32_t n =
