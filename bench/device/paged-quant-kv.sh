@@ -8,6 +8,9 @@
 #      restored FP16 rows) gives a full prefill's tokens; the scheduler with
 #      the prefix cache on gives the tokens of it off), with the toy
 #      PagedSessionTest, SessionBlocksTest and ServeSessionTest beside them;
+#      and sits-serve over a paged int8 engine with the prefix cache giving
+#      the contiguous engine's tokens (test/serve/test_serve_gpu.py -k paged)
+#      when .device-serve/wheels has the openai wheels;
 #   2. the generated kernels on the GPU against the CPU reference of the
 #      quantized program (test/gpu/check_kv_quant.py through sits-score:
 #      greedy tokens, a batch, logits through decode and chunked prefill,
@@ -32,7 +35,7 @@ if ! cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
      -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" \
      >"$FINAL/build.log" 2>&1 ||
    ! cmake --build "$W/build" -j "$(nproc)" --target SitsRuntimeGpuTest \
-     sits-bench sits-score >>"$FINAL/build.log" 2>&1; then
+     sits-serve sits-bench sits-score >>"$FINAL/build.log" 2>&1; then
   grep -iE "error" "$FINAL/build.log" | head -20
   say "build FAILED"
   exit 1
@@ -51,6 +54,20 @@ SITS_TEST_QUANT_ENGINES=$W/engines "$bin/SitsRuntimeGpuTest" \
   >"$FINAL/gtest.log" 2>&1 || status=1
 say "gtests: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$FINAL/gtest.log" | tr '\n' ' ')"
 grep -E '^\[  FAILED  \]' "$FINAL/gtest.log" | head -10 | tee -a "$FINAL/$NAME.log"
+
+# sits-serve over the paged int8 engine with the prefix cache, through the
+# openai client (test/serve/test_serve_gpu.py, the paged tests beside it),
+# when .device-serve/wheels has the openai wheels (see serve-gpu-tests.sh).
+if ls "$data"/wheels/*.whl >/dev/null 2>&1 &&
+   python3 -m pip install -q --no-index --no-deps --target "$W/py" \
+     "$data"/wheels/*.whl >"$FINAL/pip.log" 2>&1; then
+  PYTHONPATH=$W/py SITS_REQUIRE_GPU=1 SITS_BIN_DIR=$bin python3 -m pytest -q \
+    -rs -p no:cacheprovider test/serve/test_serve_gpu.py -k "paged" \
+    >"$FINAL/pytest.log" 2>&1 || status=1
+  say "test_serve_gpu.py -k paged: $(tail -1 "$FINAL/pytest.log")"
+else
+  say "no openai wheels in .device-serve/wheels: test_serve_gpu.py not run"
+fi
 
 # 2. The generated paged quantized kernels against the CPU reference.
 python3 test/gpu/check_kv_quant.py --sitsc sitsc --exec sits-exec \
