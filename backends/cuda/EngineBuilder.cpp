@@ -396,8 +396,16 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
   std::vector<uint64_t> cacheShape = {
       static_cast<uint64_t>(m.layers), batch, static_cast<uint64_t>(m.kvHeads),
       static_cast<uint64_t>(m.maxSeqLen), static_cast<uint64_t>(m.headDim)};
+  if (plan.kvCache.paged()) {
+    // The table the runtime writes: [max_batch, blocks a full sequence].
+    const format::KVCacheConfig &kv = plan.kvCache;
+    buffers.blockTable = addBuffer(kv.blockTable, BufferRole::Activation,
+                                   DType::I32, batch * kv.maxBlocksPerSeq() * 4,
+                                   {batch, kv.maxBlocksPerSeq()});
+  }
   if (plan.kvCache.coldBits) {
-    // Per layer: the hot ring, the cold rows, the scales (bytes).
+    // Per layer: the hot ring, the cold rows, the scales (bytes; the cold
+    // parts in the pool's blocks when paged).
     uint64_t layer = plan.kvCache.quantLayout(true).layerBytes;
     buffers.keyCache =
         addBuffer("key_cache", BufferRole::KeyCache, plan.kvCache.dtype,
@@ -415,15 +423,11 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
                                  static_cast<uint64_t>(m.kvHeads), 2, 8});
   } else {
     if (plan.kvCache.paged()) {
-      // [layers, blocks, kv_heads, block_tokens, head_dim], and the table
-      // the runtime writes: [max_batch, blocks a full sequence].
+      // [layers, blocks, kv_heads, block_tokens, head_dim].
       const format::KVCacheConfig &kv = plan.kvCache;
       cacheShape = {static_cast<uint64_t>(m.layers), kv.blocks,
                     static_cast<uint64_t>(m.kvHeads), kv.blockTokens,
                     static_cast<uint64_t>(m.headDim)};
-      buffers.blockTable = addBuffer(
-          kv.blockTable, BufferRole::Activation, DType::I32,
-          batch * kv.maxBlocksPerSeq() * 4, {batch, kv.maxBlocksPerSeq()});
     }
     buffers.keyCache = addBuffer("key_cache", BufferRole::KeyCache, m.cacheType,
                                  plan.cacheBufferBytes, cacheShape);

@@ -2,6 +2,7 @@
 
 #include "backends/cuda/KVQuantLaunches.h"
 #include "backends/cuda/LaunchBuilder.h"
+#include "backends/cuda/Plan.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -17,7 +18,9 @@ const char *hotStruct(DType type) {
   return type == DType::BF16 ? "sits::BF16" : "sits::F16";
 }
 
-/// The quantization constants kv_quant.cuh's kernels share.
+/// The quantization constants kv_quant.cuh's kernels share; kScaleBlocks
+/// counts a sequence's per-channel key blocks (a paged block holds
+/// kBlockTokens / kChannelBlock of them, ColdRows).
 void addQuantConstants(LaunchBuilder &b, const format::KVCacheConfig &kv) {
   b.intConstant("kBits", kv.coldBits);
   b.intConstant("kGroup", kv.groupSize);
@@ -81,6 +84,20 @@ format::KVCacheConfig kvCacheConfigOf(KVCacheType type, DType weightType,
   return kv;
 }
 
+format::KVCacheConfig kvCacheConfigOf(KVCacheType type, DType weightType,
+                                      int64_t maxPrefillTokens,
+                                      const KVPaging &paging) {
+  format::KVCacheConfig kv =
+      kvCacheConfigOf(type, weightType, maxPrefillTokens);
+  if (paging.blockTokens) {
+    kv.layout = "paged";
+    kv.blockTokens = static_cast<uint32_t>(paging.blockTokens);
+    kv.blocks = static_cast<uint32_t>(paging.blocks);
+    kv.blockTable = kBlockTableBuffer;
+  }
+  return kv;
+}
+
 std::optional<std::string> checkKVQuant(const format::KVCacheConfig &kv) {
   if (kv.headDim % 8 != 0)
     return "a quantized KV cache needs head_dim a multiple of 8, got " +
@@ -99,7 +116,8 @@ uint64_t kvStatsWords(const format::KVCacheConfig &kv) {
   return static_cast<uint64_t>(kv.layers) * kv.kvHeads * 2 * 8;
 }
 
-PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer) {
+PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer,
+                             const KVPaging &paging) {
   constexpr int kThreads = 128;
   LaunchBuilder b("quantize_kv", "sits/kv_quant.cuh", kThreads);
   b.typeConstant("Hot", hotStruct(kv.dtype));
@@ -116,9 +134,10 @@ PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer) {
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());
   b.param("int", "seq_len", ArgBinding::int32(Expr::seq()));
-  b.call("sits::quantizeKV<Cfg>(key_hot, value_hot, key_cold, key_scales, "
-         "value_cold, value_scales, stats, past_lengths, step_lengths, "
-         "seq_len)");
+  b.call(withPaging("sits::quantizeKV<Cfg>(key_hot, value_hot, key_cold, "
+                    "key_scales, value_cold, value_scales, stats, "
+                    "past_lengths, step_lengths, seq_len)",
+                    addPaging(b, paging)));
   b.setGrid(Expr::seq(), Expr::constant(kv.kvHeads), Expr::batch());
   return b.take();
 }
@@ -175,10 +194,11 @@ static LaunchBuilder splitDecodeKVQ(const AttentionLaunch &desc,
   b.param("int *", "counters", desc.counters);
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());
-  b.call("sits::" + function +
-         "<Cfg>(query, key_hot, value_hot, key_cold, key_scales, "
-         "value_cold, value_scales, out, partial, counters, past_lengths, "
-         "step_lengths)");
+  b.call(withPaging("sits::" + function +
+                        "<Cfg>(query, key_hot, value_hot, key_cold, "
+                        "key_scales, value_cold, value_scales, out, partial, "
+                        "counters, past_lengths, step_lengths)",
+                    addPaging(b, desc.paging)));
   b.setGrid(Expr::constant(split.splits), Expr::constant(desc.kvHeads),
             Expr::batch());
   return b;
@@ -267,9 +287,10 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
   b.param("const int *", "past_lengths", pastArg());
   b.param("const int *", "step_lengths", stepArg());
   b.param("int", "seq_len", ArgBinding::int32(Expr::seq()));
-  b.call("sits::attentionKVQ<Cfg>(query, key_hot, value_hot, key_cold, "
-         "key_scales, value_cold, value_scales, out, past_lengths, "
-         "step_lengths, seq_len)");
+  b.call(withPaging("sits::attentionKVQ<Cfg>(query, key_hot, value_hot, "
+                    "key_cold, key_scales, value_cold, value_scales, out, "
+                    "past_lengths, step_lengths, seq_len)",
+                    addPaging(b, desc.paging)));
   b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(queryTokens)),
             Expr::constant(desc.kvHeads), Expr::batch());
   b.setShared(bytes());

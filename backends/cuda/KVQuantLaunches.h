@@ -24,6 +24,12 @@ namespace sits::codegen {
 format::KVCacheConfig kvCacheConfigOf(KVCacheType type,
                                       format::DType weightType,
                                       int64_t maxPrefillTokens);
+/// The same, stored in the pool's blocks when `paging` says (layout
+/// "paged": the quantized parts' offsets are then the paged layout's).
+format::KVCacheConfig kvCacheConfigOf(KVCacheType type,
+                                      format::DType weightType,
+                                      int64_t maxPrefillTokens,
+                                      const KVPaging &paging);
 
 /// Checks what the kernels need (head_dim a multiple of 8, groups even and
 /// at most 64); the reason otherwise.
@@ -31,11 +37,14 @@ std::optional<std::string> checkKVQuant(const format::KVCacheConfig &kv);
 
 /// The quantization of tokens leaving the hot window in layer `layer`
 /// (after the layer's append in the same step). `stats` is the calibration
-/// buffer.
-PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer);
+/// buffer. With `paging`, the cold rows and scales are in the pool's blocks
+/// (the hot ring stays per sequence).
+PlannedLaunch planQuantizeKV(const format::KVCacheConfig &kv, int64_t layer,
+                             const KVPaging &paging);
 
 /// Attention over the quantized cache, by the kernel `desc.kernel` names
-/// (attention_kvq, attention_kvq_split or attention_kvq_mma).
+/// (attention_kvq, attention_kvq_split or attention_kvq_mma), reading the
+/// cold rows through the block table when `desc.paging` says.
 std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
                                               const format::KVCacheConfig &kv,
                                               std::string *error);

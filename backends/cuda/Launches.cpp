@@ -73,9 +73,8 @@ void addRopeConstants(LaunchBuilder &b, const std::string &structName,
     b.constant("};");
 }
 
-/// A paged cache's constants and block table parameter (nothing for a
-/// contiguous one, whose kernels stay as they were); returns the argument
-/// the kernel's call appends.
+} // namespace
+
 std::string addPaging(LaunchBuilder &b, const KVPaging &paging) {
   if (!paging.blockTokens)
     return "";
@@ -86,17 +85,9 @@ std::string addPaging(LaunchBuilder &b, const KVPaging &paging) {
   return ", block_table";
 }
 
-/// `call` with the block table argument before its closing parenthesis.
 std::string withPaging(std::string call, const std::string &paged) {
   return call.substr(0, call.size() - 1) + paged + ")";
 }
-
-} // namespace
-
-const char *const kPagedQuantError =
-    "a paged KV cache cannot be quantized (--kv-cache=int8|int4): its hot "
-    "ring, cold rows and scales are laid out per sequence, not in blocks; "
-    "use --kv-layout=contiguous";
 
 //===----------------------------------------------------------------------===//
 // Families

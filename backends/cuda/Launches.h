@@ -271,9 +271,14 @@ struct KVPaging {
   }
 };
 
-/// Why a paged cache cannot be quantized (the layout pass and the planner
-/// refuse it in these words).
-extern const char *const kPagedQuantError;
+class LaunchBuilder;
+/// A paged cache's constants (kBlockTokens, kMaxBlocks) and block table
+/// parameter (nothing for a contiguous one, whose kernels stay as they
+/// were); returns the argument the kernel's call appends.
+std::string addPaging(LaunchBuilder &b, const KVPaging &paging);
+/// `call` with the block table argument `paged` before its closing
+/// parenthesis.
+std::string withPaging(std::string call, const std::string &paged);
 
 struct AppendLaunch {
   int64_t layer = 0, kvHeads = 0, headDim = 0, capacity = 0;

@@ -526,13 +526,14 @@ LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
   desc.paging = paging;
   desc.cacheType = options.weightType;
   desc.layerByteOffset = cacheLayerByteOffset(layer);
-  format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
-                                             observed.config.maxPrefillTokens);
-  if (kv.coldBits && paging.blockTokens)
-    return append.emitError() << "codegen: " << kPagedQuantError;
+  format::KVCacheConfig kv = kvCacheConfigOf(
+      cacheType, options.weightType, observed.config.maxPrefillTokens, paging);
   if (kv.coldBits) {
     if (std::optional<std::string> error = checkKVQuant(kv))
       return append.emitError() << "codegen: " << *error;
+    // The append writes the hot ring, which is per sequence in either
+    // layout; quantize_kv writes the (paged) cold rows.
+    desc.paging = KVPaging();
     desc.hotRows = kv.hotRows;
     desc.cacheType = kv.dtype;
     desc.layerByteOffset = layer * kv.quantLayout(true).layerBytes;
@@ -583,7 +584,7 @@ LogicalResult ProgramPlanner::planAppend(KVAppendOp append, RopeOp keyRope,
   // Tokens leaving the hot window are quantized once this step's rows are
   // in the ring.
   if (kv.coldBits)
-    addLaunch(planQuantizeKV(kv, layer), {append});
+    addLaunch(planQuantizeKV(kv, layer, paging), {append});
   return success();
 }
 
@@ -635,10 +636,8 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
   desc.paging = paging;
   desc.cacheType = options.weightType;
   desc.layerByteOffset = cacheLayerByteOffset(layer);
-  format::KVCacheConfig kv = kvCacheConfigOf(cacheType, options.weightType,
-                                             observed.config.maxPrefillTokens);
-  if (kv.coldBits && paging.blockTokens)
-    return attention.emitError() << "codegen: " << kPagedQuantError;
+  format::KVCacheConfig kv = kvCacheConfigOf(
+      cacheType, options.weightType, observed.config.maxPrefillTokens, paging);
   if (kv.coldBits) {
     // The cold operands must be the cache's own quantization of this read.
     std::optional<uint64_t> hot = attention.getHotWindow();

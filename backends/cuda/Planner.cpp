@@ -514,8 +514,14 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
            << "codegen: a paged KV cache of " << paging.blocks
            << " blocks cannot hold one sequence of the capacity ("
            << paging.maxBlocks << " blocks)";
-  if (paging.blockTokens && cacheType.getQuant())
-    return prefill.emitError() << "codegen: " << kPagedQuantError;
+  if (paging.blockTokens && cacheType.getQuant() &&
+      cacheType.getQuant().hasPerChannelKeys() &&
+      paging.blockTokens % cacheType.getQuant().getChannelBlock() != 0)
+    return prefill.emitError()
+           << "codegen: a paged quantized KV cache needs blocks of whole "
+              "per-channel key blocks ("
+           << paging.blockTokens << " tokens, key blocks of "
+           << cacheType.getQuant().getChannelBlock() << ")";
 
   WeightTable weights(plan.weights);
   KernelTable kernels(plan.kernels);
@@ -565,14 +571,8 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
       unshared += value.bytes;
     plan.unsharedBytes = std::max(plan.unsharedBytes, unshared);
   }
-  plan.kvCache =
-      kvCacheConfigOf(cacheType, options.weightType, config.maxPrefillTokens);
-  if (paging.blockTokens) {
-    plan.kvCache.layout = "paged";
-    plan.kvCache.blockTokens = static_cast<uint32_t>(paging.blockTokens);
-    plan.kvCache.blocks = static_cast<uint32_t>(paging.blocks);
-    plan.kvCache.blockTable = kBlockTableBuffer;
-  }
+  plan.kvCache = kvCacheConfigOf(cacheType, options.weightType,
+                                 config.maxPrefillTokens, paging);
   // Rows of the pool's blocks, or each sequence's capacity.
   plan.cacheBufferBytes =
       static_cast<uint64_t>(config.layers) *

@@ -53,6 +53,14 @@ void ReferenceBackend::usePagedCache(uint32_t tokens, uint32_t blocks) {
                 "--kv-block-tokens must be a power of two from 16 to 1024, "
                 "got " +
                     std::to_string(tokens));
+  // As sitsc: a block of per-channel quantized keys in one pool block.
+  if (config.channelBlock > 1 && tokens % config.channelBlock != 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "a paged quantized KV cache needs --kv-block-tokens (" +
+                    std::to_string(tokens) +
+                    ") a multiple of the per-channel key block (" +
+                    std::to_string(config.channelBlock) +
+                    ", --kv-channel-block)");
   const uint32_t perSequence = (capacity + tokens - 1) / tokens;
   pages = std::make_unique<runtime::BlockAllocator>(
       slotCount, perSequence, blocks ? blocks : slotCount * perSequence,

@@ -454,12 +454,17 @@ KVCacheConfig::QuantLayout KVCacheConfig::quantLayout(bool keys) const {
   // per-channel keys, per-channel scales), so one offset addresses a layer.
   (void)keys;
   uint64_t groups = (headDim + groupSize - 1) / (groupSize ? groupSize : 1);
-  uint64_t blocks = (capacity + channelBlock - 1) / channelBlock;
+  uint64_t block = channelBlock ? channelBlock : 1;
+  // The cold parts per sequence of the capacity, or (paged) per pool block
+  // of blockTokens rows; the hot ring is per sequence either way.
+  uint64_t units = paged() ? uint64_t(blocks) * kvHeads : seqHeads;
+  uint64_t rows = paged() ? blockTokens : capacity;
+  uint64_t scaleBlocks = (rows + block - 1) / block;
   uint64_t tokenScales = 0, channelScales = 0;
   if (!product({seqHeads, hotRows, headDim, dtypeBytes(dtype)}, &q.hotBytes) ||
-      !product({seqHeads, capacity, rowBytes}, &q.coldBytes) ||
-      !product({seqHeads, capacity, groups, 2}, &tokenScales) ||
-      !product({seqHeads, blocks, headDim, 2}, &channelScales) ||
+      !product({units, rows, rowBytes}, &q.coldBytes) ||
+      !product({units, rows, groups, 2}, &tokenScales) ||
+      !product({units, scaleBlocks, headDim, 2}, &channelScales) ||
       (q.hotBytes | q.coldBytes | tokenScales | channelScales) >> 60)
     return QuantLayout();
   q.scaleBytes =

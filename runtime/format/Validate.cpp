@@ -214,10 +214,16 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
       return false;
     }
   }
-  if (c.kvCache.paged() && c.kvCache.coldBits) {
-    *error = "metadata \"kv_cache\" is paged and quantized: a quantized "
-             "cache's hot ring and cold rows are laid out per sequence, not "
-             "in blocks";
+  // A paged quantized cache keeps its cold rows and scales in the pool's
+  // blocks: a block of per-channel keys (one scale per channel) must lie in
+  // one pool block.
+  if (c.kvCache.paged() && c.kvCache.coldBits &&
+      c.kvCache.blockTokens % c.kvCache.channelBlock != 0) {
+    *error = "metadata \"kv_cache\" is paged with blocks of " +
+             std::to_string(c.kvCache.blockTokens) +
+             " tokens, not a multiple of \"quant.channel_block\" (" +
+             std::to_string(c.kvCache.channelBlock) +
+             "): a block of per-channel keys must lie in one pool block";
     return false;
   }
   if (c.kvCache.bufferBytes(true) == 0 || c.kvCache.bufferBytes(false) == 0) {

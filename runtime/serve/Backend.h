@@ -119,6 +119,22 @@ public:
     (void)slot, (void)poolIds, (void)sampling;
     throw Error(ErrorCode::InvalidArgument, "this backend has no block pool");
   }
+  /// How far the cached prefix `poolIds` (blocks 0, 1, ... of a prompt)
+  /// loads: its leading `blocks`, of which the first `shared` are shared
+  /// with the pool (a cache stored in blocks) and the rest copied into new
+  /// blocks of the slot's. The default: all of them, all shared. A paged
+  /// quantized cache loads only as far as it kept the FP16 rows the
+  /// sequence needs again, and copies the blocks it writes again.
+  struct PrefixLoad {
+    uint32_t blocks = 0, shared = 0;
+  };
+  virtual PrefixLoad planPrefixLoad(const std::vector<uint32_t> &poolIds) {
+    return {uint32_t(poolIds.size()), uint32_t(poolIds.size())};
+  }
+  /// Whether saveBlocks should also get the prompt blocks already cached
+  /// (from block 0): a paged quantized cache keeps their newest FP16 rows
+  /// again, so that the prefix loads as far as this prompt's did.
+  virtual bool resavesCachedBlocks() const { return false; }
 };
 
 /// The token chosen from `logits` (`vocab` of them) with `params`: the first

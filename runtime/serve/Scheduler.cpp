@@ -393,9 +393,20 @@ bool Scheduler::place(Running &request, uint32_t slot) {
   // The last token to prefill is always prefilled: its logits give the
   // next token.
   PrefixCache::Path cached;
-  if (prefixes)
+  Backend::PrefixLoad load;
+  if (prefixes) {
     cached = prefixes->match(request.sequence,
                              (request.toPrefill - 1) / prefixes->blockTokens());
+    // As far as the backend can load it (the rest is prefilled).
+    if (!cached.empty()) {
+      load = backend.planPrefixLoad(prefixes->poolIds(cached));
+      if (load.blocks < cached.size()) {
+        PrefixCache::Path tail(cached.begin() + load.blocks, cached.end());
+        prefixes->release(tail);
+        cached.resize(load.blocks);
+      }
+    }
+  }
   if (kvPoolBlocks) {
     // Its blocks and one to grow into, no more than it can ever hold (the
     // last token generated is never fed).
@@ -407,7 +418,8 @@ bool Scheduler::place(Running &request, uint32_t slot) {
     // not count, nor, being about to be held, as blocks to take back.
     const bool shared = prefixes && prefixes->blockTokens() == kvBlockTokens;
     const uint32_t needed =
-        request.reserve - (shared ? uint32_t(cached.size()) : 0);
+        request.reserve -
+        (shared ? std::min(load.shared, uint32_t(cached.size())) : 0);
     uint64_t promised = 0;
     bool anyRunning = false;
     for (const std::unique_ptr<Running> &other : slotsInUse)
@@ -466,12 +478,18 @@ void Scheduler::savePrefix(Running &request) {
   std::vector<PrefixCache::NewBlock> added =
       prefixes->extend(request.cached, request.sequence,
                        request.toPrefill / prefixes->blockTokens());
-  if (!added.empty()) {
-    std::vector<uint32_t> pool;
-    for (const PrefixCache::NewBlock &block : added)
-      pool.push_back(block.pool);
+  std::vector<uint32_t> pool;
+  uint32_t first = added.empty() ? 0 : added.front().index;
+  for (const PrefixCache::NewBlock &block : added)
+    pool.push_back(block.pool);
+  // A backend that keeps recent rows of blocks gets the cached ones too.
+  if (backend.resavesCachedBlocks()) {
+    pool = prefixes->poolIds(request.cached);
+    first = 0;
+  }
+  if (!pool.empty()) {
     try {
-      backend.saveBlocks(request.slot, added.front().index, pool);
+      backend.saveBlocks(request.slot, first, pool);
     } catch (const std::exception &) {
       // The pool blocks hold nothing usable: forget them. The request
       // itself is unharmed (its slot is unchanged).

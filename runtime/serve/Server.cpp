@@ -432,9 +432,14 @@ void sits::serve::serveUntilStopped(
     const uint32_t shared = backend.sharedBlockTokens();
     const uint32_t blockTokens = shared ? shared : options.prefixBlockTokens;
     backend.allocateBlockPool(blockTokens, options.prefixCacheBlocks);
+    // A paged quantized cache copies the blocks a hit writes again.
+    const char *how = !shared ? ""
+                      : backend.resavesCachedBlocks()
+                          ? " (the paged quantized KV cache's: shared, but "
+                            "for the last ones a hit writes again)"
+                          : " (the paged KV cache's, shared, not copied)";
     std::fprintf(stderr, "%s: prefix cache of %u blocks of %u tokens%s\n",
-                 tool.c_str(), options.prefixCacheBlocks, blockTokens,
-                 shared ? " (the paged KV cache's, shared, not copied)" : "");
+                 tool.c_str(), options.prefixCacheBlocks, blockTokens, how);
   }
   Metrics metrics;
   SchedulerOptions schedulerOptions;

@@ -32,8 +32,8 @@ public:
     return session.kvBlocks(keep).available;
   }
 
-  // Prefix caching: the session's block pool (refused for quantized KV
-  // caches, with the reason).
+  // Prefix caching: the session's block pool (refused for contiguous
+  // quantized KV caches, with the reason).
   void allocateBlockPool(uint32_t blockTokens, uint32_t blocks) override {
     session.allocateBlockPool(blockTokens, blocks);
   }
@@ -47,6 +47,14 @@ public:
   void saveBlocks(uint32_t slot, uint32_t firstBlock,
                   const std::vector<uint32_t> &poolIds) override {
     session.saveBlocks(slot, firstBlock, poolIds);
+  }
+  PrefixLoad planPrefixLoad(const std::vector<uint32_t> &poolIds) override {
+    const Session::PrefixLoad load = session.planPrefixLoad(poolIds);
+    return {load.blocks, load.shared};
+  }
+  bool resavesCachedBlocks() const override {
+    const format::KVCacheConfig &kv = session.engine()->config().kvCache;
+    return kv.paged() && kv.coldBits;
   }
   void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
                   const SamplingParams &sampling) override {

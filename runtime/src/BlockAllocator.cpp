@@ -113,6 +113,42 @@ bool BlockAllocator::load(uint32_t seq, const std::vector<uint32_t> &ids) {
   return true;
 }
 
+bool BlockAllocator::load(uint32_t seq, const std::vector<uint32_t> &ids,
+                          uint32_t copyFrom,
+                          std::vector<std::pair<int32_t, int32_t>> *copies) {
+  copies->clear();
+  if (!load(seq, ids))
+    return false;
+  // The named blocks are held by `seq` and their ids now, so taking new
+  // blocks never takes one of them back.
+  std::vector<int32_t> fresh;
+  for (size_t i = copyFrom; i < ids.size(); ++i) {
+    int32_t block = -1;
+    if (!freeList.empty()) {
+      block = freeList.back();
+      freeList.pop_back();
+    } else {
+      block = reclaim();
+    }
+    if (block < 0) {
+      for (int32_t taken : fresh)
+        freeList.push_back(taken);
+      release(seq);
+      return false;
+    }
+    refs[block] = 1;
+    fresh.push_back(block);
+  }
+  int32_t *row = blockTable.data() + uint64_t(seq) * maxBlocks;
+  for (size_t i = copyFrom; i < ids.size(); ++i) {
+    const int32_t block = fresh[i - copyFrom];
+    copies->push_back({row[i], block});
+    unref(row[i]); // still named by its id
+    row[i] = block;
+  }
+  return true;
+}
+
 uint32_t
 BlockAllocator::availableBlocks(const std::vector<uint32_t> &keep) const {
   uint32_t available = freeBlocks();

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sits {
@@ -45,6 +46,13 @@ public:
   /// `seq` starts over holding the blocks the ids name, in order. False,
   /// and `seq` empty, when an id names none.
   bool load(uint32_t seq, const std::vector<uint32_t> &ids);
+  /// The same, but blocks copyFrom, copyFrom + 1, ... are new blocks of
+  /// `seq`'s own (a quantized cache writes rows of them again), and
+  /// `copies` gets a (named block, new block) pair for each, whose contents
+  /// the caller copies before the next step. False, and `seq` empty, when
+  /// an id names none or the pool has too few blocks.
+  bool load(uint32_t seq, const std::vector<uint32_t> &ids, uint32_t copyFrom,
+            std::vector<std::pair<int32_t, int32_t>> *copies);
 
   const std::vector<int32_t> &table() const { return blockTable; }
   /// Whether the table changed since the last call.
@@ -76,6 +84,33 @@ private:
   std::vector<int32_t> prefix;   ///< prefix id -> block, -1: none
   uint32_t reclaimCursor = 0;
   bool changed = true;
+};
+
+/// Prefix caching over a quantized paged cache: which rows of a loaded
+/// prefix the sequence that loads it writes or reads as FP16 again. A
+/// sequence resuming at `position` P quantizes token t (values, per-token
+/// keys) at query position t + hotWindow, and a block of per-channel keys
+/// at its last token's + hotWindow; a query p reads value t hot while
+/// p - t < hotWindow, key t while p - last(t) < hotWindow. So every token
+/// from firstRewritten(P) = floor((P - hotWindow) / channelBlock) *
+/// channelBlock on (0 when P <= hotWindow) is one it quantizes or reads in
+/// FP16 itself: those need their FP16 rows in its hot ring, and the blocks
+/// holding them must be its own (it writes their cold rows). Every token
+/// below is already cold, final, in the sequence that saved the prefix
+/// (whose length was at least P), so those blocks are shared as they are.
+struct QuantPrefixRule {
+  uint32_t blockTokens = 0, hotWindow = 0, channelBlock = 1;
+  uint64_t firstRewritten(uint64_t position) const {
+    if (position <= hotWindow)
+      return 0;
+    return (position - hotWindow) / channelBlock * channelBlock;
+  }
+  /// Blocks of a `blocks`-block prefix that stay shared; the rest are
+  /// copied into the loading sequence's own blocks.
+  uint32_t sharedBlocks(uint32_t blocks) const {
+    return uint32_t(firstRewritten(uint64_t(blocks) * blockTokens) /
+                    blockTokens);
+  }
 };
 
 } // namespace runtime

@@ -10,11 +10,12 @@
 // the same of V in the pool's second half. The bytes are copied as they
 // are, so a loaded block is the very KV a prefill wrote.
 //
-// Quantized caches are refused: their rows live in a hot ring and in
-// int8/int4 rows with scales written as tokens age out of the ring, so a
-// block is not a fixed byte range of one buffer. A paged cache copies
+// Contiguous quantized caches are refused: their rows live in a hot ring
+// and in int8/int4 rows with scales written as tokens age out of the ring,
+// so a block is not a fixed byte range of one buffer. A paged cache copies
 // nothing: its blocks are shared (SessionPages.cpp), and the pool here is
-// only prefix ids naming them.
+// only prefix ids naming them; a paged quantized one keeps FP16 copies of
+// the rows a loading sequence needs again (SessionQuantPages.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,13 +99,14 @@ void copyBlock(Session::Impl &s, uint32_t slot, uint32_t block, uint32_t pool,
 void Session::allocateBlockPool(uint32_t blockTokens, uint32_t blocks) {
   Impl &s = *state;
   const format::KVCacheConfig &kv = s.config.kvCache;
-  if (kv.coldBits != 0)
+  if (kv.coldBits != 0 && !s.paged())
     throw Error(ErrorCode::InvalidArgument,
-                "prefix caching needs an unquantized KV cache; this engine's "
-                "is int" +
+                "prefix caching needs an unquantized or paged KV cache; this "
+                "engine's is int" +
                     std::to_string(kv.coldBits) +
-                    " (its blocks are not copied exactly): serve it without "
-                    "prefix caching or compile it without KV quantization");
+                    " and contiguous (its blocks are not copied exactly): "
+                    "serve it without prefix caching, or compile it with "
+                    "--kv-layout=paged");
   if (blockTokens == 0 || blocks == 0 || blockTokens >= kv.capacity)
     throw Error(
         ErrorCode::InvalidArgument,
@@ -113,6 +115,8 @@ void Session::allocateBlockPool(uint32_t blockTokens, uint32_t blocks) {
             std::to_string(kv.capacity) + " tokens with a token to spare");
   if (s.paged()) {
     s.allocatePrefixIds(blockTokens, blocks);
+    if (kv.coldBits)
+      s.allocateHotCopies(blocks);
     s.poolBlockTokens = blockTokens;
     s.poolBlockCount = blocks;
     return;
@@ -158,6 +162,11 @@ void Session::saveBlocks(uint32_t slot, uint32_t firstBlock,
                     std::to_string(end) + " of the blocks to save");
   if (s.paged()) {
     s.sharePrefix(slot, firstBlock, poolIds);
+    if (s.config.kvCache.coldBits) {
+      checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
+      s.saveHotRows(slot, firstBlock, poolIds);
+      checkCuda(cudaStreamSynchronize(s.stream), "saving KV blocks");
+    }
     return;
   }
   checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
@@ -184,7 +193,9 @@ void Session::loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
   checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
   s.startSequence(slot, sampling);
   s.slotLive[slot] = false; // until the copies are done
-  if (s.paged())
+  if (s.paged() && s.config.kvCache.coldBits)
+    s.loadQuantPrefix(slot, poolIds);
+  else if (s.paged())
     s.loadPrefix(slot, poolIds); // the table is uploaded before the next step
   for (size_t i = 0; i < poolIds.size() && !s.paged(); ++i)
     copyBlock(s, slot, uint32_t(i), poolIds[i], /*toPool=*/false);

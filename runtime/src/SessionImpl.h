@@ -132,6 +132,22 @@ struct Session::Impl {
                    const std::vector<uint32_t> &ids);
   /// `slot`'s first blocks are those the prefix ids name, in order.
   void loadPrefix(uint32_t slot, const std::vector<uint32_t> &ids);
+
+  // Prefix caching over a paged quantized cache (SessionQuantPages.cpp):
+  // FP16 copies of saved blocks' rows in `blockPool`, entry e owned by
+  // prefix id hotOwner[e] (-1: none), hotEntryOf[id] its entry.
+  std::vector<int32_t> hotEntryOf, hotOwner;
+  uint32_t hotCursor = 0;
+  /// The store of FP16 copies for `ids` prefix ids.
+  void allocateHotCopies(uint32_t ids);
+  /// Keeps the FP16 rows of `slot`'s blocks firstBlock, ... (saved as
+  /// prefix ids `ids`) that its ring still holds.
+  void saveHotRows(uint32_t slot, uint32_t firstBlock,
+                   const std::vector<uint32_t> &ids);
+  Session::PrefixLoad planQuantPrefix(const std::vector<uint32_t> &ids) const;
+  /// Points `slot` at the prefix (shared and copied blocks) and restores
+  /// the FP16 rows it quantizes or reads again into its ring.
+  void loadQuantPrefix(uint32_t slot, const std::vector<uint32_t> &ids);
 };
 
 /// A sequence's sampling parameters as the kernel reads them; `stream`

@@ -3,8 +3,9 @@ a bounded pool of blocks, as a paged engine's) through the real `openai`
 client: more requests at once than the pool holds all complete with the
 tokens they get alone, greedy and seeded, while requests wait for blocks
 and running ones step aside and recompute; a prompt longer than the pool is
-refused at once; and a seeded request gives the same tokens whatever runs
-beside it."""
+refused at once; a seeded request gives the same tokens whatever runs
+beside it; and an int8 KV cache kept in the pool, with prefix caching,
+gives the tokens of the same cache served contiguous."""
 
 import concurrent.futures
 import subprocess
@@ -110,6 +111,45 @@ def test_paged_prefix_cache_shares_blocks(server, tmp_path_factory,
         cached.stop()
 
 
+QUANT = ["--kv-cache=int8", "--kv-hot-window=8", "--kv-channel-block=8"]
+
+
+def test_paged_quantized_cache_and_its_prefix_cache(tmp_path_factory,
+                                                    tokenizer_folder):
+    # An int8 KV cache (hot window 8, per-channel key blocks of 8) kept in a
+    # pool of 12 blocks of 16 with prefix caching: the tokens of the same
+    # quantized cache served contiguous without a prefix cache, one request
+    # at a time and four at once (some stepping aside for blocks).
+    shared = ("You are a helpful assistant. Answer briefly and exactly, "
+              "with no more words than needed. ")
+    prompts = [shared + q for q in ("What is two plus two?", "Name a colour.",
+                                    "Say hello.", "Count to three.")]
+    plain = start_server(tmp_path_factory, tokenizer_folder, "--max-batch=2",
+                         *QUANT)
+    paged = start_server(tmp_path_factory, tokenizer_folder, "--max-batch=4",
+                         *QUANT, "--kv-layout=paged", "--kv-block-tokens=16",
+                         "--kv-pool-blocks=12", "--prefix-cache-blocks=8")
+    try:
+        options = {"extra_body": {"ignore_eos": True}}
+        want = [token_ids(complete(plain.client(), p, 24, **options)
+                          .choices[0]) for p in prompts]
+        client = paged.client()
+        got = [token_ids(complete(client, p, 24, **options).choices[0])
+               for p in prompts]
+        assert got == want
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            again = list(pool.map(
+                lambda p: token_ids(complete(client, p, 24, **options)
+                                    .choices[0]), prompts))
+        assert again == want
+        values = metric_values(paged)
+        assert values["sits_prefix_cache_hit_tokens_total"] > 0
+        assert values["sits_kv_blocks_used"] == 0
+    finally:
+        plain.stop()
+        paged.stop()
+
+
 def test_a_prompt_longer_than_the_pool_is_refused(tmp_path_factory,
                                                   tokenizer_folder):
     # 4 blocks of 16: 64 tokens, less than the 128 a slot holds. The context
@@ -167,6 +207,10 @@ def test_seed_is_honoured_whatever_runs_beside(server):
     (["--kv-pool-blocks=4"], "--kv-pool-blocks needs --kv-layout=paged"),
     (["--kv-layout=paged", "--kv-block-tokens=10"],
      "--kv-block-tokens must be a power of two from 16 to 1024, got 10"),
+    (["--kv-cache=int4", "--kv-hot-window=4", "--kv-channel-block=32",
+      "--kv-layout=paged", "--kv-block-tokens=16"],
+     "a paged quantized KV cache needs --kv-block-tokens (16) a multiple of "
+     "the per-channel key block (32"),
 ])
 def test_paged_option_errors(tokenizer_folder, options, message):
     result = subprocess.run(

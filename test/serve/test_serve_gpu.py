@@ -2,8 +2,10 @@
 greedy results of an fp32 engine equal sits-exec's on the CPU reference,
 also with requests batched together and prompts in chunks. Skips without a
 GPU (unless SITS_REQUIRE_GPU=1) or without sitsc and sits-serve. With
-prefix caching too: the same tokens, and the hits expected; and over an
-engine with a paged KV cache, whose prefix blocks are shared, not copied."""
+prefix caching too: the same tokens, and the hits expected; over an
+engine with a paged KV cache, whose prefix blocks are shared, not copied;
+and over a paged int8 KV cache, whose prefix hits give the tokens of the
+contiguous one without them."""
 
 import concurrent.futures
 import os
@@ -204,3 +206,40 @@ def test_gpu_prefill_chunk_beyond_the_engines_is_refused(tmp_path_factory,
         assert choice.finish_reason == "length"
     finally:
         server.stop()
+
+
+QUANT_KV = ["--kv-cache=int8", "--kv-hot-window=8", "--kv-channel-block=8"]
+
+
+def test_gpu_paged_quantized_prefix_cache_keeps_the_tokens(tmp_path_factory,
+                                                           tokenizer_folder):
+    # An int8 KV cache (hot window 8, key blocks of 8) paged in blocks of 16
+    # with the prefix cache (the final blocks shared, the last ones a hit
+    # writes again copied, their FP16 rows restored): the tokens of the
+    # same cache contiguous without a prefix cache, one request at a time
+    # and all at once, with hits.
+    contiguous = compile_engine(tmp_path_factory, tokenizer_folder, *QUANT_KV)
+    paged = compile_engine(tmp_path_factory, tokenizer_folder, *QUANT_KV,
+                           "--kv-layout=paged", "--kv-block-tokens=16")
+    plain = start_gpu_server(tmp_path_factory, contiguous)
+    cached = start_gpu_server(tmp_path_factory, paged,
+                              "--prefix-cache-blocks=16",
+                              "--max-prefill-chunk=5")
+    try:
+        prompts = [SHARED_PREFIX + q for q in QUESTIONS] + PROMPTS
+        options = {"extra_body": {"ignore_eos": True}}
+        want = [token_ids(complete(plain.client(), p, 16, **options)
+                          .choices[0]) for p in prompts]
+        client = cached.client()
+        got = [token_ids(complete(client, p, 16, **options).choices[0])
+               for p in prompts]
+        assert got == want
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            again = list(pool.map(
+                lambda p: token_ids(complete(client, p, 16, **options)
+                                    .choices[0]), prompts))
+        assert again == want
+        assert metric_values(cached)["sits_prefix_cache_hit_tokens_total"] > 0
+    finally:
+        plain.stop()
+        cached.stop()

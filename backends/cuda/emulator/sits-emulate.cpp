@@ -29,9 +29,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "backends/cuda/KernelLibrary.h"
+#include "backends/cuda/emulator/QuantPrefix.h"
 #include "sits/AtomicFile.h"
 #include "sits/EngineFormat.h"
 #include "sits/KVCalibration.h"
+#include "src/BlockAllocator.h"
 #include "src/PrefillPlan.h"
 
 #include <algorithm>
@@ -77,12 +79,16 @@ const char *kUsage =
     "default 2, so that kernels with a grid of a few blocks per SM loop "
     "over their work)\n"
     "  --block-order shuffled|sequential  (paged KV cache) the order in "
-    "which blocks are handed out (default shuffled)\n";
+    "which blocks are handed out (default shuffled)\n"
+    "       sits-emulate ENGINE --cuda KERNELS.cu prefix --tokens A;B --hit "
+    "N --max-new-tokens N  (paged quantized KV cache) B's greedy tokens "
+    "after loading the first N blocks A saved, as the runtime's prefix "
+    "cache does\n";
 
 struct Options {
   std::string engine, cuda, mode, out, calibrationLog;
   std::vector<std::vector<int32_t>> tokens;
-  int64_t prefill = 1, maxNewTokens = 16;
+  int64_t prefill = 1, maxNewTokens = 16, hit = 0;
   bool poison = false;
   bool reverse = false;
   int64_t multiprocessors = 2;
@@ -138,6 +144,8 @@ Options parseArgs(int argc, char **argv) {
       o.prefill = std::stol(value(i));
     else if (a == "--max-new-tokens")
       o.maxNewTokens = std::stol(value(i));
+    else if (a == "--hit")
+      o.hit = std::stol(value(i));
     else if (a == "--out")
       o.out = value(i);
     else if (a == "--multiprocessors") {
@@ -158,7 +166,7 @@ Options parseArgs(int argc, char **argv) {
         die("--block-order must be shuffled or sequential, got '" + order +
             "'");
       o.shuffleBlocks = order == "shuffled";
-    } else if (a == "score" || a == "generate")
+    } else if (a == "score" || a == "generate" || a == "prefix")
       o.mode = a;
     else if (!a.empty() && a[0] != '-' && o.engine.empty())
       o.engine = a;
@@ -295,6 +303,14 @@ public:
   /// One decode step: `tokens[b]` for active sequences (`active[b]`).
   std::vector<std::vector<float>> decode(const std::vector<int32_t> &tokens,
                                          const std::vector<bool> &active);
+  /// A paged quantized cache's prefix caching as the runtime does it
+  /// (SessionQuantPages.cpp): `a` prefilled in sequence 0, its first `hit`
+  /// blocks loaded into sequence 1 (shared below QuantPrefixRule's first
+  /// rewritten token, copied above, the FP16 rows from it restored), the
+  /// rest of `b` prefilled there; `count` greedy tokens of `b`.
+  std::vector<int32_t> resumeFromPrefix(const std::vector<int32_t> &a,
+                                        const std::vector<int32_t> &b,
+                                        uint32_t hit, int64_t count);
   /// Prints the TVC head's counters (engines with one), as sits-score does.
   void printTvcCounters() const;
 
@@ -601,6 +617,67 @@ Emulator::decode(const std::vector<int32_t> &tokens,
   return readLogits(batch);
 }
 
+int32_t argmax(const std::vector<float> &row);
+
+std::vector<int32_t> Emulator::resumeFromPrefix(const std::vector<int32_t> &a,
+                                                const std::vector<int32_t> &b,
+                                                uint32_t hit, int64_t count) {
+  const format::KVCacheConfig &kv = cfg.kvCache;
+  if (!kv.paged() || !kv.coldBits || cfg.maxBatch < 2)
+    die("prefix needs a paged quantized KV cache of 2 sequences or more");
+  const uint64_t position = uint64_t(hit) * kv.blockTokens;
+  if (hit == 0 || position >= b.size() || position > a.size() ||
+      !std::equal(b.begin(), b.begin() + position, a.begin()))
+    die("--hit blocks must be a prefix of both prompts, shorter than the "
+        "second");
+  prefill({a});
+  const runtime::QuantPrefixRule rule{kv.blockTokens, kv.hotWindow,
+                                      kv.channelBlock};
+  const uint64_t first = rule.firstRewritten(position);
+  const uint32_t shared = rule.sharedBlocks(hit);
+  if (first + kv.hotRows < a.size())
+    die("the first prompt's ring no longer holds token " +
+        std::to_string(first) + ": this prefix would not load");
+  char *caches[2] = {nullptr, nullptr};
+  for (size_t i = 0; i < contents.buffers.size(); ++i)
+    if (contents.buffers[i].role == format::BufferRole::KeyCache ||
+        contents.buffers[i].role == format::BufferRole::ValueCache)
+      caches[contents.buffers[i].role == format::BufferRole::ValueCache] =
+          addresses[i];
+  const uint32_t maxBlocks = kv.maxBlocksPerSeq();
+  for (uint32_t i = 0; i < hit; ++i) {
+    int32_t block = blockTable[i];
+    if (i >= shared) { // a block sequence 1 writes again: its own copy
+      if (freeBlocks.empty())
+        die("the paged KV cache's pool is full");
+      const int32_t copy = freeBlocks.back();
+      freeBlocks.pop_back();
+      emulator::copyColdBlock(caches, kv, block, copy);
+      block = copy;
+    }
+    blockTable[maxBlocks + i] = block;
+  }
+  blocksHeld[1] = hit;
+  emulator::copyRingRows(caches, kv, 0, 1, first, position);
+  pastLengths[1] = static_cast<int32_t>(position);
+  for (uint64_t at = position; at < b.size();) {
+    const uint32_t n =
+        uint32_t(std::min<uint64_t>(cfg.maxPrefillTokens, b.size() - at));
+    std::memset(tokenIds, 0, 2 * n * 4);
+    std::copy_n(b.begin() + at, n, tokenIds + n);
+    stepLengths[0] = 0;
+    stepLengths[1] = static_cast<int32_t>(n);
+    allocateBlocks(2);
+    run(format::kPrefillProgram, 2, n);
+    advance(2);
+    at += n;
+  }
+  std::vector<int32_t> out = {argmax(readLogits(2)[1])};
+  while (int64_t(out.size()) < count)
+    out.push_back(argmax(decode({0, out.back()}, {false, true})[1]));
+  return out;
+}
+
 int32_t argmax(const std::vector<float> &row) {
   int32_t best = 0;
   for (size_t v = 1; v < row.size(); ++v)
@@ -688,6 +765,18 @@ int main(int argc, char **argv) {
     writeNpy(options.out, out, {batch, positions, vocab});
     writeCalibrationLog(options, emulator);
     emulator.printTvcCounters();
+    return 0;
+  }
+
+  if (options.mode == "prefix") {
+    if (batch != 2)
+      die("prefix needs two prompts (--tokens A;B)");
+    std::printf("tokens[0]:");
+    for (int32_t t :
+         emulator.resumeFromPrefix(prompts[0], prompts[1],
+                                   uint32_t(options.hit), options.maxNewTokens))
+      std::printf(" %d", t);
+    std::printf("\n");
     return 0;
   }
 

@@ -27,7 +27,9 @@ namespace sits {
 
 /// Config: attention_decode.cuh's (Cache is the hot part's type) and
 /// kBits, kGroup, kGroups, kRowBytes, kHotWindow, kHotRows, kPerChannelKeys,
-/// kChannelBlock, kScaleBlocks (kv_quant.cuh).
+/// kChannelBlock, kScaleBlocks (kv_quant.cuh); a paged cache adds
+/// kBlockTokens and kMaxBlocks, and `blockTable` (its cold rows and scales
+/// are in the pool's blocks, ColdRows).
 template <class Cfg>
 __device__ void attentionDecodeKVQ(
     const float *__restrict__ query,
@@ -37,7 +39,8 @@ __device__ void attentionDecodeKVQ(
     const signed char *__restrict__ valueCold,
     const u16 *__restrict__ valueScales, float *__restrict__ out,
     float *__restrict__ partial, int *__restrict__ counters,
-    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths) {
+    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths,
+    const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   typedef typename C::Storage Storage;
   constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
@@ -67,6 +70,7 @@ __device__ void attentionDecodeKVQ(
   constexpr int kColdBytes = 8 * Cfg::kBits / 8; // this lane's 8 channels
   const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + kvHead;
   const long hotBase = seqHead * Cfg::kHotRows * D;
+  const ColdRows<Cfg> coldRows(blockTable, b, kvHead);
   // Key j is read cold when past - last(j) >= N, value j when past - j >= N.
   auto keyIsCold = [&](int key) {
     return past - ((key / CB) * CB + CB - 1) >= N;
@@ -75,7 +79,7 @@ __device__ void attentionDecodeKVQ(
   // This lane's per-token scale of cold row `row`, and its value from the
   // 4 bytes copied into bytes 8-11 of the row's ring slot.
   auto tokenScaleIndex = [&](int row) {
-    return (seqHead * Cfg::kCapacity + row) * Cfg::kGroups + d0 / Cfg::kGroup;
+    return coldRows.tokenScale(row) + d0 / Cfg::kGroup;
   };
   auto slotScale = [&](const uint4 &raw, int row) {
     const u32 word = raw.z;
@@ -112,8 +116,7 @@ __device__ void attentionDecodeKVQ(
           const int row = valid ? key : 0;
           const long hot =
               hotBase + static_cast<long>(row % Cfg::kHotRows) * D + d0;
-          const long cold = (seqHead * Cfg::kCapacity + row) * Cfg::kRowBytes +
-                            d0 * Cfg::kBits / 8;
+          const long cold = coldRows.row(row) + d0 * Cfg::kBits / 8;
           // A cold row's per-token scale rides in bytes 8-11 of its slot:
           // the aligned 4 bytes that hold it (the scale region's padding
           // covers the word of its last scale).
@@ -165,8 +168,7 @@ __device__ void attentionDecodeKVQ(
             if (key / CB != scaleBlock) {
               scaleBlock = key / CB;
               unpack16<F16>(__ldg(reinterpret_cast<const uint4 *>(
-                                keyScales +
-                                (seqHead * Cfg::kScaleBlocks + scaleBlock) * D +
+                                keyScales + coldRows.channelScale(scaleBlock) +
                                 d0)),
                             blockScales);
             }

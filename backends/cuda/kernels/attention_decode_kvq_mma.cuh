@@ -76,7 +76,9 @@
 namespace sits {
 
 /// Config: attention_decode_kvq.cuh's (Cache must be F16; kHeads / kKvHeads
-/// at most 8; head_dim a multiple of kGroup, kGroup a multiple of 32).
+/// at most 8; head_dim a multiple of kGroup, kGroup a multiple of 32); a
+/// paged cache adds kBlockTokens and kMaxBlocks, and `blockTable`
+/// (ColdRows: a tile of 16 keys lies in one block).
 template <class Cfg>
 __device__ void attentionDecodeKVQMma(
     const float *__restrict__ query, const u16 *__restrict__ keyHot,
@@ -85,7 +87,8 @@ __device__ void attentionDecodeKVQMma(
     const signed char *__restrict__ valueCold,
     const u16 *__restrict__ valueScales, float *__restrict__ out,
     float *__restrict__ partial, int *__restrict__ counters,
-    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths) {
+    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths,
+    const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int D = Cfg::kHeadDim;
@@ -176,15 +179,9 @@ __device__ void attentionDecodeKVQMma(
     };
     // Key slots g and g + 8 of a tile; this lane's value keys are 4t + e.
     const int keySlot = 4 * (g / 2) + g % 2;
-    const signed char *keyRows = keyCold + seqHead * Cfg::kCapacity * kRowBytes;
-    const signed char *valueRows =
-        valueCold + seqHead * Cfg::kCapacity * kRowBytes;
+    const ColdRows<Cfg> coldRows(blockTable, b, kvHead);
     const u16 *keyHotRows = keyHot + seqHead * Cfg::kHotRows * D;
     const u16 *valueHotRows = valueHot + seqHead * Cfg::kHotRows * D;
-    const u16 *keyTokenScales = keyScales + seqHead * Cfg::kCapacity * kGroups;
-    const u16 *valueTokenScales =
-        valueScales + seqHead * Cfg::kCapacity * kGroups;
-    const u16 *keyBlockScales = keyScales + seqHead * Cfg::kScaleBlocks * D;
     const float *queries =
         query + static_cast<long>(b) * kWidth + (kvHead * G + g) * D;
 
@@ -237,31 +234,35 @@ __device__ void attentionDecodeKVQMma(
     // A tile's cold words (rows past the capacity read the last one): keys
     // into w, values and their scales into ring stage `stage` when
     // kAsyncValues (one commit group), else into w.
+    // Keys past the sequence's end (a chunk's last tiles) load some row and
+    // are never used: a paged cache has no block there, so its last row.
+    const int lastRow =
+        kvBlockTokensOf<Cfg>(0) > 0 ? k1 - 1 : Cfg::kCapacity - 1;
     auto loadWordsOf = [&](int r0, Words &w, int stage) {
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
-        const int key = min(r0 + keySlot + 2 * s, Cfg::kCapacity - 1);
+        const int key = min(r0 + keySlot + 2 * s, lastRow);
 #pragma unroll
         for (int h = 0; h < kGroups; ++h)
-          loadWords<kKeyBytes>(keyRows + static_cast<long>(key) * kRowBytes +
-                                   h * kGroupBytes + t * kKeyBytes,
+          loadWords<kKeyBytes>(keyCold + coldRows.row(key) + h * kGroupBytes +
+                                   t * kKeyBytes,
                                w.keys[s][h]);
         if constexpr (kAsyncValues)
           copyAsyncBytes<kScaleBytes>(scaleSlot(stage, s),
-                                      valueTokenScales + key * kGroups);
+                                      valueScales + coldRows.tokenScale(key));
         else
-          loadScales<kGroups>(valueTokenScales + key * kGroups,
+          loadScales<kGroups>(valueScales + coldRows.tokenScale(key),
                               w.valueScales[s]);
         if constexpr (kPerToken)
-          loadScales<kGroups>(keyTokenScales + key * kGroups, w.keyScales[s]);
+          loadScales<kGroups>(keyScales + coldRows.tokenScale(key),
+                              w.keyScales[s]);
       }
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int key = min(r0 + 4 * t + e, Cfg::kCapacity - 1);
+        const int key = min(r0 + 4 * t + e, lastRow);
 #pragma unroll
         for (int h = 0; h < kGroups; ++h) {
-          const signed char *src = valueRows +
-                                   static_cast<long>(key) * kRowBytes +
+          const signed char *src = valueCold + coldRows.row(key) +
                                    h * kGroupBytes + g * kValueBytes;
           if constexpr (kAsyncValues)
             copyAsyncBytes<kValueBytes>(valueSlot(stage, e, h), src);
@@ -333,7 +334,7 @@ __device__ void attentionDecodeKVQMma(
         if (Cfg::kPerChannelKeys && !(mode == kColdTile && kScaledQueries)) {
           u32 scales[kPairs];
           halvesInPairOrder<kBits, kKeyChannels>(
-              keyBlockScales + static_cast<long>(key / CB) * D + c0, scales);
+              keyScales + coldRows.channelScale(key / CB) + c0, scales);
 #pragma unroll
           for (int p = 0; p < kPairs; ++p)
             pairs[p] = mulHalf2(pairs[p], scales[p]);
@@ -550,7 +551,7 @@ __device__ void attentionDecodeKVQMma(
       if (cold) {
         if (kScaledQueries && r0 / CB != scaledBlock) {
           scaledBlock = r0 / CB;
-          loadQueries(keyBlockScales + static_cast<long>(scaledBlock) * D,
+          loadQueries(keyScales + coldRows.channelScale(scaledBlock),
                       queryPairs);
         }
         processTile(current, r0, kColdTile, queryPairs);

@@ -34,7 +34,8 @@ __host__ __device__ constexpr int attentionKVQSharedFloats() {
 
 /// Config: attention.cuh's (Cache is the hot part's type) and kBits,
 /// kGroup, kGroups, kRowBytes, kHotWindow, kHotRows, kPerChannelKeys,
-/// kChannelBlock, kScaleBlocks (kv_quant.cuh).
+/// kChannelBlock, kScaleBlocks (kv_quant.cuh); a paged cache adds
+/// kBlockTokens and kMaxBlocks, and `blockTable` (ColdRows).
 template <class Cfg>
 __device__ void
 attentionKVQ(const float *__restrict__ query,
@@ -45,7 +46,8 @@ attentionKVQ(const float *__restrict__ query,
              const signed char *__restrict__ valueCold,
              const u16 *__restrict__ valueScales, float *__restrict__ out,
              const int *__restrict__ pastLengths,
-             const int *__restrict__ stepLengths, int seqLen) {
+             const int *__restrict__ stepLengths, int seqLen,
+             const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int kRows = Cfg::kQueryTokens * kGroup;
@@ -80,6 +82,7 @@ attentionKVQ(const float *__restrict__ query,
   const int iEnd = min(i0 + Cfg::kQueryTokens, min(stepLengths[b], seqLen));
   const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + kvHead;
   const long hotBase = seqHead * Cfg::kHotRows * D;
+  const ColdRows<Cfg> coldRows(blockTable, b, kvHead);
   // Positions of the block's first and last real rows: key j is read hot by
   // some row when pLo - j < N (per-channel keys: j's block's last token),
   // and cold by some row when pHi - j >= N.
@@ -104,15 +107,14 @@ attentionKVQ(const float *__restrict__ query,
         const int last = (key / CB) * CB + CB - 1;
         const long hot =
             hotBase + static_cast<long>(key % Cfg::kHotRows) * D + d;
-        const long coldRow = (seqHead * Cfg::kCapacity + key) * Cfg::kRowBytes;
-        const long tokenScale =
-            (seqHead * Cfg::kCapacity + key) * Cfg::kGroups + d / Cfg::kGroup;
+        const long coldRow = coldRows.row(key);
+        const long tokenScale = coldRows.tokenScale(key) + d / Cfg::kGroup;
         if (pLo - last < N)
           kh = C::load(keyHot[hot]);
         if (pHi - last >= N) {
           const float s = halfToFloat(
               Cfg::kPerChannelKeys
-                  ? keyScales[(seqHead * Cfg::kScaleBlocks + key / CB) * D + d]
+                  ? keyScales[coldRows.channelScale(key / CB) + d]
                   : keyScales[tokenScale]);
           kq = s *
                static_cast<float>(coldLevel<Cfg::kBits>(keyCold + coldRow, d));

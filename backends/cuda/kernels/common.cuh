@@ -737,41 +737,62 @@ template <class Cfg> __host__ __device__ constexpr int kvBlockTokensOf(long) {
   return 0;
 }
 
-/// The rows of one (sequence b, KV head) in one layer's slice of the cache:
-/// the one place both layouts are addressed (the append writes and every
-/// attention kernel reads through it). Contiguous: `[max_batch, kv_heads,
-/// kRows, head_dim]` (kRows: the capacity, or a quantized cache's hot
-/// ring). Paged (Cfg::kBlockTokens = B > 0): a pool `[blocks, kv_heads, B,
-/// head_dim]`, row r in block `blockTable[b * Cfg::kMaxBlocks + r / B]` at
-/// row r % B. Rows are looked up one at a time, so a tile of rows may span
-/// blocks.
-template <class Cfg, int kRows = Cfg::kCapacity> struct KVRows {
+/// Cfg::kMaxBlocks of a paged cache (blocks a sequence spans); 0 otherwise.
+template <class Cfg>
+__host__ __device__ constexpr auto kvMaxBlocksOf(int)
+    -> decltype(int(Cfg::kMaxBlocks)) {
+  return Cfg::kMaxBlocks;
+}
+template <class Cfg> __host__ __device__ constexpr int kvMaxBlocksOf(long) {
+  return 0;
+}
+
+/// Rows of kStride elements of one (sequence b, KV head) in one layer's
+/// slice of a cache part: the one place both layouts are addressed.
+/// Contiguous (kBlockRows 0): `[max_batch, kv_heads, kSeqRows, kStride]`.
+/// Paged: a pool `[blocks, kv_heads, kBlockRows, kStride]`, row r in block
+/// `blockTable[b * kMaxBlocks + r / kBlockRows]` at row r % kBlockRows.
+/// Rows are looked up one at a time, so a tile of rows may span blocks.
+template <int kKvHeads, int kStride, int kSeqRows, int kBlockRows,
+          int kMaxBlocks>
+struct PagedRows {
   const int *table;
   long base;
   int b;
-  __device__ __forceinline__ KVRows(const int *blockTable, int b, int kvHead)
+  __device__ __forceinline__ PagedRows(const int *blockTable, int b,
+                                       int kvHead)
       : table(blockTable), b(b) {
-    constexpr int kBlock = kvBlockTokensOf<Cfg>(0);
-    if constexpr (kBlock > 0)
-      base = static_cast<long>(kvHead) * kBlock * Cfg::kHeadDim;
+    if constexpr (kBlockRows > 0)
+      base = static_cast<long>(kvHead) * kBlockRows * kStride;
     else
-      base = (static_cast<long>(b) * Cfg::kKvHeads + kvHead) * kRows *
-             Cfg::kHeadDim;
+      base = (static_cast<long>(b) * kKvHeads + kvHead) * kSeqRows * kStride;
   }
-  /// The element offset of row `row`'s first channel.
+  /// The element offset of row `row`'s first element.
   __device__ __forceinline__ long at(int row) const {
-    constexpr int kBlock = kvBlockTokensOf<Cfg>(0);
-    if constexpr (kBlock > 0) {
-      static_assert((kBlock & (kBlock - 1)) == 0, "B is a power of two");
-      const long block = table[b * Cfg::kMaxBlocks + row / kBlock];
-      return block *
-                 (static_cast<long>(Cfg::kKvHeads) * kBlock * Cfg::kHeadDim) +
-             base + static_cast<long>(row % kBlock) * Cfg::kHeadDim;
+    if constexpr (kBlockRows > 0) {
+      static_assert((kBlockRows & (kBlockRows - 1)) == 0,
+                    "a block's rows are a power of two");
+      const long block = table[b * kMaxBlocks + row / kBlockRows];
+      return block * (static_cast<long>(kKvHeads) * kBlockRows * kStride) +
+             base + static_cast<long>(row % kBlockRows) * kStride;
     } else {
-      return base + static_cast<long>(row) * Cfg::kHeadDim;
+      return base + static_cast<long>(row) * kStride;
     }
   }
 };
+
+/// The head_dim-wide rows of a plain cache (kRows: the capacity), paged
+/// when the config has kBlockTokens and kMaxBlocks (and a `block_table`).
+/// The append and every attention kernel over a plain cache read and write
+/// through it.
+template <class Cfg, int kRows = Cfg::kCapacity>
+using KVRows = PagedRows<Cfg::kKvHeads, Cfg::kHeadDim, kRows,
+                         kvBlockTokensOf<Cfg>(0), kvMaxBlocksOf<Cfg>(0)>;
+
+/// A quantized cache's FP16 hot ring of kHotRows rows: per sequence in
+/// every layout (its rows are reused as tokens go cold, so it is not paged).
+template <class Cfg>
+using HotRing = PagedRows<Cfg::kKvHeads, Cfg::kHeadDim, Cfg::kHotRows, 0, 0>;
 
 } // namespace sits
 

@@ -65,10 +65,13 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
     if constexpr (Cfg::kKeyRope)
       k = ropeElement<typename Cfg::KeyRope>(keyRow + head * Cfg::kHeadDim, d,
                                              tableRow);
-    // A quantized cache (kHotRows > 0) keeps the newest rows in a ring.
-    constexpr int kRows = Cfg::kHotRows > 0 ? Cfg::kHotRows : Cfg::kCapacity;
-    const int row = Cfg::kHotRows > 0 ? position % Cfg::kHotRows : position;
-    const long slot = KVRows<Cfg, kRows>(blockTable, b, head).at(row) + d;
+    // A quantized cache (kHotRows > 0) keeps the newest rows in a ring of
+    // its own per sequence, paged cache or not.
+    long slot;
+    if constexpr (Cfg::kHotRows > 0)
+      slot = HotRing<Cfg>(nullptr, b, head).at(position % Cfg::kHotRows) + d;
+    else
+      slot = KVRows<Cfg>(blockTable, b, head).at(position) + d;
     keyCache[slot] = C::store(k);
     valueCache[slot] = C::store(valueRow[e]);
   }

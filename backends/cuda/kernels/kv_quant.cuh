@@ -8,6 +8,10 @@
 //   scales f16: per token [.., capacity, kGroups] (groups of kGroup
 //          channels), or for per-channel keys [.., kScaleBlocks, head_dim]
 //          (one scale per channel and block of kChannelBlock tokens).
+// A paged cache (kBlockTokens = B, kMaxBlocks) keeps the cold rows and
+// scales in the pool's blocks instead, `[blocks, kv_heads, B, ..]` and
+// per-channel key scales `[blocks, kv_heads, B / kChannelBlock, head_dim]`,
+// through the block table (ColdRows); the hot ring stays per sequence.
 //
 // quantizeKV runs after the step's append: the token that leaves the hot
 // window at each of the step's query positions p (token p - kHotWindow) is
@@ -103,6 +107,38 @@ __device__ __forceinline__ void unpackCold(const uint4 &raw,
   }
 }
 
+/// The cold parts of one (sequence b, kv head): row bytes, per-token scales
+/// and per-channel key scales, per sequence or in the pool's blocks (B a
+/// multiple of kChannelBlock, so that a block of keys lies in one block).
+template <class Cfg> struct ColdRows {
+  static_assert(kvBlockTokensOf<Cfg>(0) % Cfg::kChannelBlock == 0,
+                "a paged block holds whole blocks of per-channel keys");
+  PagedRows<Cfg::kKvHeads, Cfg::kRowBytes, Cfg::kCapacity,
+            kvBlockTokensOf<Cfg>(0), kvMaxBlocksOf<Cfg>(0)>
+      rows;
+  PagedRows<Cfg::kKvHeads, Cfg::kGroups, Cfg::kCapacity,
+            kvBlockTokensOf<Cfg>(0), kvMaxBlocksOf<Cfg>(0)>
+      tokenScales;
+  PagedRows<Cfg::kKvHeads, Cfg::kHeadDim, Cfg::kScaleBlocks,
+            kvBlockTokensOf<Cfg>(0) / Cfg::kChannelBlock,
+            kvMaxBlocksOf<Cfg>(0)>
+      channelScales;
+  __device__ __forceinline__ ColdRows(const int *blockTable, int b,
+                                      int kvHead)
+      : rows(blockTable, b, kvHead), tokenScales(blockTable, b, kvHead),
+        channelScales(blockTable, b, kvHead) {}
+  /// Byte offset of token t's cold row.
+  __device__ __forceinline__ long row(int t) const { return rows.at(t); }
+  /// Index of token t's first per-token scale.
+  __device__ __forceinline__ long tokenScale(int t) const {
+    return tokenScales.at(t);
+  }
+  /// Index of the first channel's scale of per-channel key block c.
+  __device__ __forceinline__ long channelScale(int c) const {
+    return channelScales.at(c);
+  }
+};
+
 /// Adds one group's statistics (reduced over a warp by the caller) to a
 /// (layer, head, K/V) slot.
 __device__ __forceinline__ void addStats(u64 *slot, u64 tokens, u64 groups,
@@ -129,7 +165,8 @@ __device__ __forceinline__ void addStats(u64 *slot, u64 tokens, u64 groups,
 
 /// Config: Hot (F16/BF16), kKvHeads, kHeadDim, kCapacity, kBits, kGroup,
 /// kGroups, kRowBytes, kHotWindow, kHotRows, kPerChannelKeys, kChannelBlock,
-/// kScaleBlocks, kThreads. grid (S, kv_heads, B).
+/// kScaleBlocks, kThreads; a paged cache adds kBlockTokens and kMaxBlocks,
+/// and `blockTable`. grid (S, kv_heads, B).
 template <class Cfg>
 __device__ void
 quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
@@ -137,7 +174,8 @@ quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
            signed char *__restrict__ keyCold, u16 *__restrict__ keyScales,
            signed char *__restrict__ valueCold, u16 *__restrict__ valueScales,
            u64 *__restrict__ stats, const int *__restrict__ pastLengths,
-           const int *__restrict__ stepLengths, int seqLen) {
+           const int *__restrict__ stepLengths, int seqLen,
+           const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Hot H;
   constexpr int D = Cfg::kHeadDim, G = Cfg::kGroup, kBits = Cfg::kBits;
   constexpr int kWarps = Cfg::kThreads / kWarpSize;
@@ -153,6 +191,7 @@ quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
     return;
   const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + head;
   const long hotSeq = seqHead * Cfg::kHotRows;
+  const ColdRows<Cfg> coldRows(blockTable, b, head);
   u64 *keyStats = stats + (head * 2) * kKVStatSlots;
   u64 *valueStats = keyStats + kKVStatSlots;
 
@@ -176,8 +215,7 @@ quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
     bool c0, c1;
     const int q0 = quantLevel<kBits>(x0, s, &c0);
     const int q1 = quantLevel<kBits>(x1, s, &c1);
-    signed char *cold = (isValue ? valueCold : keyCold) +
-                        (seqHead * Cfg::kCapacity + t) * Cfg::kRowBytes;
+    signed char *cold = (isValue ? valueCold : keyCold) + coldRows.row(t);
     if (has0) {
       if constexpr (kBits == 8) {
         cold[e0] = static_cast<signed char>(q0);
@@ -194,8 +232,7 @@ quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
     const float clipped =
         warpSum(static_cast<float>((has0 && c0) + (has1 && c1)));
     if (lane == 0) {
-      (isValue ? valueScales
-               : keyScales)[(seqHead * Cfg::kCapacity + t) * Cfg::kGroups + g] =
+      (isValue ? valueScales : keyScales)[coldRows.tokenScale(t) + g] =
           scaleBits;
       const bool finite = s == s;
       addStats(isValue ? valueStats : keyStats, g == 0 ? 1 : 0, finite ? 1 : 0,
@@ -231,15 +268,14 @@ quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
     float errors = 0.0f, clipped = 0.0f;
     if (active) {
       for (int r = 0; r < B; ++r) {
-        const long row = c * B + r;
+        const int row = c * B + r;
         const typename H::Storage *hot =
             keyHot + (hotSeq + row % Cfg::kHotRows) * D + d;
         const float x0 = H::load(hot[0]), x1 = H::load(hot[1]);
         bool c0, c1;
         const int q0 = quantLevel<kBits>(x0, s0, &c0);
         const int q1 = quantLevel<kBits>(x1, s1, &c1);
-        signed char *cold =
-            keyCold + (seqHead * Cfg::kCapacity + row) * Cfg::kRowBytes;
+        signed char *cold = keyCold + coldRows.row(row);
         if constexpr (kBits == 8) {
           cold[d] = static_cast<signed char>(q0);
           cold[d + 1] = static_cast<signed char>(q1);
@@ -255,7 +291,7 @@ quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
           errors += e1 * e1;
         clipped += static_cast<float>(c0 + c1);
       }
-      u16 *scales = keyScales + (seqHead * Cfg::kScaleBlocks + c) * D + d;
+      u16 *scales = keyScales + coldRows.channelScale(c) + d;
       scales[0] = s0Bits;
       scales[1] = s1Bits;
     }

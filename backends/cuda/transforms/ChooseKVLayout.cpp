@@ -6,7 +6,10 @@
 // runtime hands to sequences as they grow, through a block table, so that
 // memory follows the tokens in use and blocks of a shared prompt prefix can
 // be shared. Each step function that takes the cache records the choice;
-// the append and attention launches address the cache as it says.
+// the append and attention launches address the cache as it says. A
+// quantized cache pages its int8/int4 cold rows and their scales (the part
+// that grows with the tokens); its FP16 hot ring, a fixed number of rows
+// reused as tokens go cold, stays per sequence.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +34,8 @@ struct ChooseKVLayoutPass
   using ChooseKVLayoutBase::ChooseKVLayoutBase;
 
   void runOnOperation() override {
-    PassAudit audit(&getContext(), getArgument(), {"contiguous", "paged"});
+    PassAudit audit(&getContext(), getArgument(),
+                    {"contiguous", "paged", "paged_quantized"});
     getOperation().walk([&](func::FuncOp func) {
       KVCacheType cache = getKVCacheArgType(func);
       if (cache && failed(choose(func, cache, audit)))
@@ -54,10 +58,6 @@ struct ChooseKVLayoutPass
       return func.emitError() << "--kv-layout must be contiguous or paged, "
                                  "got '"
                               << kvLayout << "'";
-    // A quantized cache keeps a hot ring and cold rows per sequence: not
-    // blocks a table could point at.
-    if (cache.getQuant())
-      return func.emitError() << codegen::kPagedQuantError;
     const int64_t perSequence =
         (cache.getCapacity() + kvBlockTokens - 1) / kvBlockTokens;
     std::string reason = "given in the input";
@@ -86,8 +86,25 @@ struct ChooseKVLayoutPass
              << " blocks cannot hold one sequence of --max-seq-len "
              << cache.getCapacity() << " (" << needed << " blocks of "
              << given.getBlockTokens() << " tokens)";
+    // Quantized: a block of per-channel keys shares its scales, so it must
+    // lie in one block of the pool.
+    KVQuantAttr quant = cache.getQuant();
+    if (quant && quant.hasPerChannelKeys() &&
+        given.getBlockTokens() % quant.getChannelBlock() != 0)
+      return func.emitError()
+             << "a paged quantized KV cache needs --kv-block-tokens ("
+             << given.getBlockTokens()
+             << ") a multiple of the per-channel key block ("
+             << quant.getChannelBlock()
+             << ", --kv-channel-block): a key block's scales lie in one block";
+    if (quant)
+      reason += "; quantized: the int" + std::to_string(quant.getBits()) +
+                " cold rows and scales in the pool's blocks, the hot ring "
+                "of each sequence (hot window " +
+                std::to_string(quant.getHotWindow()) + ") its own";
     func->setAttr(KernelDialect::kKVPagesAttrName, given);
-    auditChoice(audit, func.getLoc(), what, given, "paged", reason);
+    auditChoice(audit, func.getLoc(), what, given,
+                quant ? "paged_quantized" : "paged", reason);
     return success();
   }
 };

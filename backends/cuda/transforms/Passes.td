@@ -166,13 +166,15 @@ def ChooseKVLayout : Pass<"kernel-choose-kv-layout", "mlir::ModuleOp"> {
     a `kernel.kv_pages`: blocks of `kv-block-tokens` rows, `kv-pool-blocks`
     of them (0: `max_batch` full sequences), which the append and every
     attention kernel address through the engine's block table. Without it
-    the cache stays contiguous (no attribute). Refused: a quantized cache
-    (its hot ring and cold rows are per sequence), a pool that cannot hold
-    one sequence of the capacity, a block size that is not a power of two
-    from 16 to 1024. A `kernel.kv_pages` given in the input is kept (and
-    checked).
+    the cache stays contiguous (no attribute). A quantized cache pages its
+    int8/int4 cold rows and scales; its FP16 hot ring stays per sequence.
+    Refused: a pool that cannot hold one sequence of the capacity, a block
+    size that is not a power of two from 16 to 1024, and for per-channel
+    quantized keys one that is not a multiple of the key block. A
+    `kernel.kv_pages` given in the input is kept (and checked).
 
-    Audit: `contiguous` and `paged` step functions, each with its reason.
+    Audit: `contiguous`, `paged` and `paged_quantized` step functions, each
+    with its reason.
   }];
   let options = [KVLayoutOption, KVBlockTokensOption, KVPoolBlocksOption];
   let dependentDialects = ["sits::kernel::KernelDialect"];

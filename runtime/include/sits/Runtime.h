@@ -251,12 +251,14 @@ public:
   /// blocks of `blockTokens` tokens' KV (every layer, K and V) on the GPU,
   /// beside the session's cache. Block i of a slot is its tokens
   /// [i * blockTokens, (i + 1) * blockTokens). Throws InvalidArgument for a
-  /// quantized KV cache (its int8/int4 rows, scales and hot ring are not
-  /// copied per block) or blocks larger than the context, and Cuda when the
-  /// GPU lacks the memory. A second call replaces the pool. With a paged KV
-  /// cache nothing is allocated or copied: the pool is `blocks` ids that
-  /// name the cache's own blocks (blockTokens must be the engine's), which
-  /// saveBlocks shares and loadBlocks points a slot at.
+  /// contiguous quantized KV cache (its int8/int4 rows, scales and hot ring
+  /// are not copied per block) or blocks larger than the context, and Cuda
+  /// when the GPU lacks the memory. A second call replaces the pool. With a
+  /// paged KV cache nothing is copied: the pool is `blocks` ids that name
+  /// the cache's own blocks (blockTokens must be the engine's), which
+  /// saveBlocks shares and loadBlocks points a slot at; a paged quantized
+  /// cache also keeps FP16 copies of the newest saved blocks' rows
+  /// (planPrefixLoad).
   void allocateBlockPool(uint32_t blockTokens, uint32_t blocks);
   /// Tokens per pool block and blocks in the pool (0 without a pool).
   uint32_t blockPoolTokens() const;
@@ -269,8 +271,20 @@ public:
   /// Starts a new sequence in `slot` (as a step with `reset` would, with
   /// `sampling` its parameters) holding pool blocks poolIds in order: the
   /// next step extends it from poolIds.size() * blockPoolTokens() tokens.
+  /// `poolIds` must load in full (planPrefixLoad).
   void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
                   const SamplingParams &sampling);
+  /// How loadBlocks would take the saved prefix `poolIds`: the leading
+  /// blocks it loads, and how many of those the slot shares (a paged
+  /// cache; the others take new blocks of the pool). All of them, shared,
+  /// for a plain paged cache (none shared for a contiguous one: copies). A
+  /// paged quantized cache copies the blocks whose rows the sequence writes
+  /// again, and loads only as far as the FP16 rows it must restore were
+  /// kept (docs/serving.md, "Prefix caching").
+  struct PrefixLoad {
+    uint32_t blocks = 0, shared = 0;
+  };
+  PrefixLoad planPrefixLoad(const std::vector<uint32_t> &poolIds) const;
 
   /// A paged KV cache's pool (all 0 for a contiguous cache): tokens per
   /// block, blocks in the pool, and blocks a sequence can take now, which

@@ -155,6 +155,71 @@ TEST(BlockAllocator, AvailableBlocksCountThoseAPrefixAloneHolds) {
       << a.fullMessage(2, 17);
 }
 
+/// A quantized cache's load: the named blocks below copyFrom shared, those
+/// from it on new blocks of the sequence's own, paired with their sources.
+TEST(BlockAllocator, LoadCopiesTheBlocksASequenceWritesAgain) {
+  BlockAllocator a(kSeqs, kMaxBlocks, 6, kB);
+  a.setPrefixIds(4);
+  ASSERT_TRUE(a.reserve(0, 48)); // blocks 0, 1, 2
+  a.share(0, 0, {0, 1, 2});
+  std::vector<std::pair<int32_t, int32_t>> copies;
+  ASSERT_TRUE(a.load(1, {0, 1, 2}, 1, &copies));
+  EXPECT_EQ(rowOf(a, 1), (std::vector<int32_t>{0, 3, 4, -1}));
+  EXPECT_EQ(copies, (std::vector<std::pair<int32_t, int32_t>>{{1, 3}, {2, 4}}));
+  EXPECT_EQ(a.references(0), 3u); // seq 0, its id, seq 1
+  EXPECT_EQ(a.references(1), 2u); // seq 0 and its id: seq 1 has a copy
+  EXPECT_EQ(a.references(3), 1u);
+  EXPECT_EQ(a.freeBlocks(), 1u);
+
+  // Too few blocks for the copies: nothing taken, the sequence empty.
+  ASSERT_TRUE(a.load(2, {0, 1, 2}, 2, &copies));
+  EXPECT_EQ(a.freeBlocks(), 0u);
+  EXPECT_FALSE(a.load(3, {0, 1, 2}, 1, &copies));
+  EXPECT_EQ(rowOf(a, 3), (std::vector<int32_t>{-1, -1, -1, -1}));
+  EXPECT_EQ(a.blocksOf(3), 0u);
+  EXPECT_EQ(a.freeBlocks(), 0u);
+  EXPECT_EQ(a.references(1), 3u); // seq 0, its id and seq 2, not seq 3
+  // An id naming nothing fails before taking anything.
+  EXPECT_FALSE(a.load(3, {3}, 0, &copies));
+  EXPECT_TRUE(copies.empty());
+  // Giving the sequences back frees their copies, not the shared blocks.
+  a.release(1);
+  a.release(2);
+  EXPECT_EQ(a.freeBlocks(), 3u);
+  EXPECT_EQ(a.references(0), 2u);
+}
+
+/// The rule of which loaded tokens a quantized cache's sequence writes or
+/// reads as FP16 again, against a brute force over the kernels' rules:
+/// firstRewritten(P) is the least token that a sequence resuming at P
+/// quantizes (values at t + N, keys at last(t) + N, from position P on) or
+/// reads hot (value t while p - t < N, key t while p - last(t) < N).
+TEST(QuantPrefixRule, FirstRewrittenIsTheLeastTokenTouchedAgain) {
+  for (uint32_t n : {1u, 3u, 4u, 16u, 64u})
+    for (uint32_t cb : {1u, 4u, 8u, 16u})
+      for (uint64_t p = 1; p < 160; ++p) {
+        sits::runtime::QuantPrefixRule rule{16, n, cb};
+        uint64_t least = p;
+        for (uint64_t t = 0; t < p; ++t) {
+          const uint64_t last = t / cb * cb + cb - 1;
+          // Positions q >= p: quantized there, or read hot there.
+          const bool values = t + n >= p;
+          const bool keys = last + n >= p;
+          if (values || keys) {
+            least = t;
+            break;
+          }
+        }
+        ASSERT_EQ(rule.firstRewritten(p), least)
+            << "P " << p << " N " << n << " CB " << cb;
+      }
+  sits::runtime::QuantPrefixRule rule{16, 4, 8};
+  // 64 tokens: token 56 on is touched again, so blocks 0-2 stay shared.
+  EXPECT_EQ(rule.firstRewritten(64), 56u);
+  EXPECT_EQ(rule.sharedBlocks(4), 3u);
+  EXPECT_EQ(rule.sharedBlocks(1), 0u);
+}
+
 TEST(BlockAllocator, RandomWorkKeepsTheCounts) {
   const uint32_t blocks = 12;
   BlockAllocator a(kSeqs, kMaxBlocks, blocks, kB);

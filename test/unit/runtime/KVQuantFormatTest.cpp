@@ -24,7 +24,9 @@ namespace {
 
 /// Metadata of a 2-layer cache (2 kv heads of 64, 100 tokens, batch 3,
 /// chunks of 16) with `quant` as kv_cache.quant (none when null).
-std::string metadata(const json::Value *quant, const char *dtype = "f16") {
+/// `paged`: a pool of `paged` blocks of 32 tokens (4 a sequence).
+std::string metadata(const json::Value *quant, const char *dtype = "f16",
+                     uint64_t paged = 0, uint64_t blockTokens = 32) {
   json::Value meta = json::Value::object();
   json::Value &model = meta.set("model", json::Value::object());
   model.set("vocab_size", 256);
@@ -41,6 +43,12 @@ std::string metadata(const json::Value *quant, const char *dtype = "f16") {
   kv.set("dtype", dtype);
   if (quant)
     kv.set("quant", *quant);
+  if (paged) {
+    kv.set("layout", "paged");
+    kv.set("block_tokens", blockTokens);
+    kv.set("blocks", paged);
+    kv.set("block_table", "kv_block_table");
+  }
   return meta.write();
 }
 
@@ -82,6 +90,48 @@ TEST(KVQuantFormat, ParsesAndLaysOutTheBuffers) {
   ASSERT_TRUE(parseRuntimeConfig(metadata(nullptr), &config, &error));
   EXPECT_EQ(config.kvCache.coldBits, 0u);
   EXPECT_EQ(config.kvCache.bufferBytes(), 2u * 3 * 2 * 100 * 64 * 2);
+}
+
+/// A paged quantized cache: the hot ring per sequence, the cold rows and
+/// scales in the pool's blocks, per-channel key scales per block of keys.
+TEST(KVQuantFormat, PagedLayoutKeepsTheRingPerSequence) {
+  json::Value q = quant(8, "per_channel", 16, 8 + 15 + 16);
+  RuntimeConfig config;
+  std::string error;
+  ASSERT_TRUE(
+      parseRuntimeConfig(metadata(&q, "f16", /*paged=*/7), &config, &error))
+      << error;
+  const KVCacheConfig &kv = config.kvCache;
+  ASSERT_TRUE(kv.paged());
+  EXPECT_EQ(kv.maxBlocksPerSeq(), 4u);
+  KVCacheConfig::QuantLayout l = kv.quantLayout(true);
+  // Hot: 3 sequences x 2 heads x 39 rows x 64 halves; cold: 7 blocks x 2
+  // heads x 32 rows x 64 bytes; scales: per token 7*2*32*1*2, per channel
+  // 7*2*(32/16)*64*2 (the larger).
+  EXPECT_EQ(l.hotBytes, 3u * 2 * 39 * 64 * 2);
+  EXPECT_EQ(l.coldBytes, 7u * 2 * 32 * 64);
+  EXPECT_EQ(l.scaleBytes, 7u * 2 * 2 * 64 * 2);
+  EXPECT_EQ(l.scaleOffset, l.coldOffset + (l.coldBytes + 255) / 256 * 256);
+  EXPECT_EQ(kv.bufferBytes(true), 2 * l.layerBytes);
+
+  // The same cache with more blocks grows by the cold parts only.
+  ASSERT_TRUE(parseRuntimeConfig(metadata(&q, "f16", 14), &config, &error));
+  EXPECT_EQ(config.kvCache.quantLayout(true).hotBytes, l.hotBytes);
+  EXPECT_EQ(config.kvCache.quantLayout(true).coldBytes, 2 * l.coldBytes);
+
+  // A block of per-channel keys must lie in one pool block: blocks of 32
+  // tokens cannot hold key blocks of 64.
+  json::Value wide = quant(8, "per_channel", 64, 8 + 63 + 16);
+  EXPECT_FALSE(parseRuntimeConfig(metadata(&wide, "f16", 7), &config, &error));
+  EXPECT_NE(error.find("not a multiple of \"quant.channel_block\" (64)"),
+            std::string::npos)
+      << error;
+  // Per-token keys (key blocks of one) fit any block.
+  json::Value tokens = quant(4, "per_token", 1, 24);
+  EXPECT_TRUE(
+      parseRuntimeConfig(metadata(&tokens, "f16", 7, 16), &config, &error))
+      << error;
+  EXPECT_EQ(config.kvCache.quantLayout(false).coldBytes, 7u * 2 * 16 * 32);
 }
 
 TEST(KVQuantFormat, RejectsInconsistentConfigs) {

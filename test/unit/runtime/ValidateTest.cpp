@@ -393,7 +393,16 @@ TEST_F(ValidateTest, PagedKVCache) {
   quant.set("group_size", 32);
   quant.set("keys", "per_token");
   quant.set("channel_block", 1);
-  EXPECT_ERROR(edit("quant", quant), "is paged and quantized");
+  // Quantized with per-token keys: valid metadata, but the toy's cache
+  // buffers are the fp16 pool's, not the quantized layout's.
+  EXPECT_ERROR(edit("quant", quant), "the metadata needs exactly");
+  // Per-channel key blocks of 32 do not fit blocks of 16.
+  quant.set("keys", "per_channel");
+  quant.set("channel_block", 32);
+  quant.set("hot_rows", 64);
+  EXPECT_ERROR(edit("quant", quant),
+               "is paged with blocks of 16 tokens, not a multiple of "
+               "\"quant.channel_block\" (32)");
   // Cache buffers of the contiguous size: the pool's is the one wanted.
   EXPECT_ERROR(edit("blocks", 32), "the metadata needs exactly");
 

@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,7 +107,15 @@ public:
     if (pages)
       pages->share(slot, firstBlock, poolIds);
     ++saves;
+    lastSave = {firstBlock, uint32_t(poolIds.size())};
   }
+  // A backend that loads a prefix only so far (as a paged quantized cache
+  // whose FP16 rows were not kept) and resaves cached blocks.
+  PrefixLoad planPrefixLoad(const std::vector<uint32_t> &poolIds) override {
+    const uint32_t n = std::min(uint32_t(poolIds.size()), loadLimit);
+    return {n, n};
+  }
+  bool resavesCachedBlocks() const override { return resaves; }
   void loadBlocks(uint32_t slot, const std::vector<uint32_t> &poolIds,
                   const SamplingParams &) override {
     if (failLoads)
@@ -126,7 +135,10 @@ public:
   std::vector<std::vector<int32_t>> sequences;
   uint32_t blockTokens = 0;
   std::vector<std::vector<int32_t>> pool;
-  bool failSaves = false, failLoads = false;
+  bool failSaves = false, failLoads = false, resaves = false;
+  uint32_t loadLimit = ~0u;
+  std::pair<uint32_t, uint32_t> lastSave; ///< first block, blocks
+
   int saves = 0, loads = 0, releases = 0;
   std::vector<std::vector<SlotStep>> log;
   int failAtStep = 0, stepCount = 0;

@@ -425,6 +425,38 @@ TEST(Scheduler, PrefixCacheSkipsCachedBlocksAndKeepsTheTokens) {
   EXPECT_NE(text.find("sits_prefix_cache_blocks_free 12\n"), std::string::npos);
 }
 
+/// A backend that loads a cached prefix only so far (a paged quantized
+/// cache without the FP16 rows of its last blocks): the rest is prefilled,
+/// the tokens are the same, and the blocks not loaded are not held.
+TEST(Scheduler, PrefixLoadsAsFarAsTheBackendCan) {
+  HashBackend backend(2, 64);
+  backend.allocateBlockPool(4, 16);
+  backend.loadLimit = 2;
+  backend.resaves = true;
+  Scheduler scheduler(backend, bytes(), {});
+  std::string shared = "abcdefghijklmnop"; // four blocks
+  std::vector<int32_t> first = letters(shared + "qrs");
+  std::vector<int32_t> second = letters(shared + "xyz");
+  Outcome a, b;
+  ASSERT_TRUE(scheduler.submit(request(first, 5), collect(a)).accepted());
+  drain(scheduler);
+  EXPECT_EQ(backend.lastSave, (std::pair<uint32_t, uint32_t>{0, 4}));
+  size_t logged = backend.log.size();
+  ASSERT_TRUE(scheduler.submit(request(second, 5), collect(b)).accepted());
+  drain(scheduler);
+  EXPECT_EQ(backend.loads, 1);
+  // Two of the four matched blocks load; prefill starts at token 8.
+  EXPECT_EQ(backend.log[logged][0].position, 8u);
+  EXPECT_EQ(backend.log[logged][0].tokens, letters("ijklmnopxyz"));
+  EXPECT_EQ(a.tokens, alone(first, 5));
+  EXPECT_EQ(b.tokens, alone(second, 5));
+  // Its prompt's blocks are saved again from block 0 (the cached ones too).
+  EXPECT_EQ(backend.lastSave, (std::pair<uint32_t, uint32_t>{0, 4}));
+  EXPECT_EQ(backend.saves, 2);
+  for (uint32_t pool = 0; pool < 16; ++pool)
+    EXPECT_EQ(scheduler.prefixCache()->references(pool), 0u) << pool;
+}
+
 TEST(Scheduler, PrefixCacheFailuresFallBackToAFullPrefill) {
   HashBackend backend(1, 64);
   backend.allocateBlockPool(4, 8);

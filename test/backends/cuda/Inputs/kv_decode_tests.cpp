@@ -87,7 +87,7 @@ template <class Cfg, bool kMma> void entry(void **args) {
       arg<const unsigned short *>(args[4]), arg<const signed char *>(args[5]),
       arg<const unsigned short *>(args[6]), arg<float *>(args[7]),
       arg<float *>(args[8]), arg<int *>(args[9]), arg<const int *>(args[10]),
-      arg<const int *>(args[11]));
+      arg<const int *>(args[11]), /*blockTable=*/nullptr);
 }
 
 float uniform(float lo, float hi) {
