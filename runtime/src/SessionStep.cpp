@@ -6,10 +6,10 @@
 // can prefill a new request in one slot while the others decode: all-single
 // token steps replay the bucket's decode graph, anything else runs as one
 // prefill chunk. A prefill pads every row to the longest chunk, and over a
-// contiguous cache row r is slot r; over a paged one the block table says
-// where a row's cache lives, so there the decoding slots replay the graph
-// and the chunks run as a prefill of their own rows only
-// (stepChunksApart). The step's tokens are uploaded every time, so a
+// contiguous cache row r is slot r; over a paged fp16 one the block table
+// says where a row's cache lives, so there the decoding slots replay the
+// graph and the chunks run as a prefill of their own rows only
+// (stepChunksApart). A paged quantized cache's hot ring is a row's own. The step's tokens are uploaded every time, so a
 // slot's input never depends on what an earlier step left in the device
 // buffers.
 //
