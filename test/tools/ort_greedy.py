@@ -13,6 +13,10 @@ PROMPT_JSON is a greedy.json whose `prompt` is used. With
 --test-data also writes DIR/input_0.pb (input_ids: the prompt and its
 reverse) and DIR/output_0.pb (their logits at an empty past), the
 test_data_set form `sitsc --verify` reads.
+
+The json also records the smallest greedy margin (the top logit minus the
+second, over the steps) and the step it is at: a stream whose margin is
+within an engine's rounding of zero is no reference for that engine.
 """
 
 import argparse
@@ -115,16 +119,22 @@ def main():
     past = empty_past(session, 1, args.model)
     ids = list(prompt)
     step_ids = np.array([prompt], np.int64)
-    greedy = []
+    greedy, margins = [], []
     for _ in range(args.steps):
         result = step(session, step_ids, past, len(ids))
-        token = int(np.argmax(result["logits"][0, -1]))
+        logits = result["logits"][0, -1].astype(np.float64)
+        token = int(np.argmax(logits))
+        top_two = np.sort(logits)[-2:]
+        margins.append(float(top_two[1] - top_two[0]))
         greedy.append(token)
         ids.append(token)
         step_ids = np.array([[token]], np.int64)
         for name in past:
             past[name] = result[name.replace("past_key_values", "present")]
+    smallest = int(np.argmin(margins))
     json.dump({"prompt": prompt, "greedy": greedy,
+               "smallest_margin": round(margins[smallest], 4),
+               "smallest_margin_step": smallest,
                "made_by": "test/tools/ort_greedy.py (onnxruntime %s%s)" % (
                    onnxruntime.__version__,
                    "" if args.accuracy_level is None else
