@@ -31,17 +31,7 @@ NAME=paged-kv
 . bench/device/serve-env.sh
 status=0
 say "$(nvidia-smi -L | head -1)"
-if ! cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
-     -DSITS_BUILD_COMPILER=OFF -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
-     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" \
-     >"$FINAL/build.log" 2>&1 ||
-   ! cmake --build "$W/build" -j "$(nproc)" --target SitsRuntimeGpuTest \
-     sits-serve sits-bench sits-score >>"$FINAL/build.log" 2>&1; then
-  grep -iE "error" "$FINAL/build.log" | head -20
-  say "build FAILED"
-  exit 1
-fi
-bin=$W/build/bin
+build_tools SitsRuntimeGpuTest sits-serve sits-bench sits-score || exit 1
 say "built"
 
 # 1. The Session on a GPU.

@@ -14,13 +14,7 @@ set -uo pipefail
 NAME=serve-bench
 . bench/device/serve-env.sh
 say "$(nvidia-smi -L | head -1)"
-cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
-  -DSITS_BUILD_COMPILER=OFF -DSITS_BUILD_TESTS=OFF \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" >"$FINAL/build.log" 2>&1 &&
-  cmake --build "$W/build" -j "$(nproc)" --target sits-serve sits-bench \
-    >>"$FINAL/build.log" 2>&1 || { say "build FAILED"; tail -20 "$FINAL/build.log"; exit 1; }
-bin=$W/build/bin
+build_tools sits-serve sits-bench || exit 1
 engine=$W/gqa.sits
 sitsc test/models/llama_gqa/model.onnx --tokenizer="$data/tok" \
   --max-seq-len=2048 --max-batch=32 -o "$engine" >/dev/null 2>>"$FINAL/serve-bench.log" ||

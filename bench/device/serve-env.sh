@@ -11,3 +11,25 @@ tar -xJf .device-pack/device.tar.xz
 export PATH="$(pwd)/.device:$PATH"
 export PKG_CONFIG_PATH=$data/httplib/lib/pkgconfig
 export LD_LIBRARY_PATH=$data/httplib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# build_tools TARGET...: the runtime (no compiler) for sm_90 into $W/build,
+# with the tests configured when a target is a test program (Sits*Test);
+# sets $bin. On failure it logs the errors and returns 1.
+build_tools() {
+  local tests=OFF target
+  for target in "$@"; do
+    [[ $target == Sits*Test* ]] && tests=ON
+  done
+  if cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
+       -DSITS_BUILD_COMPILER=OFF -DSITS_BUILD_TESTS=$tests \
+       -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
+       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" \
+       >"$FINAL/build.log" 2>&1 &&
+     cmake --build "$W/build" -j "$(nproc)" --target "$@" \
+       >>"$FINAL/build.log" 2>&1; then
+    bin=$W/build/bin
+    return 0
+  fi
+  grep -iE "error|httplib" "$FINAL/build.log" | head -20 | tee -a "$FINAL/$NAME.log"
+  say "build FAILED"
+  return 1
+}

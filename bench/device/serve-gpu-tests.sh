@@ -22,16 +22,7 @@ python3 -m pip install -q --no-index --no-deps --target "$W/py" "$data"/wheels/*
   >"$FINAL/pip.log" 2>&1 || { say "openai wheels did not install"; status=1; }
 export PYTHONPATH=$W/py
 say "$(nvidia-smi -L | head -1); $(python3 -c 'import openai; print("openai", openai.__version__)' 2>&1)"
-if ! cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
-     -DSITS_BUILD_COMPILER=OFF -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
-     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" \
-     >"$FINAL/build.log" 2>&1 ||
-   ! cmake --build "$W/build" -j "$(nproc)" \
-     --target SitsRuntimeGpuTest sits-serve >>"$FINAL/build.log" 2>&1; then
-  grep -iE "error|httplib" "$FINAL/build.log" | head -20
-  say "build FAILED"
-  exit 1
-fi
+build_tools SitsRuntimeGpuTest sits-serve || exit 1
 say "built"
 "$W/build/bin/SitsRuntimeGpuTest" \
   --gtest_filter='SessionBlocksTest.*:SessionStepTest.*:PagedSessionTest.*' \

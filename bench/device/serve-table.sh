@@ -27,15 +27,12 @@ NAME=serve-table
 say "$(nvidia-smi -L | head -1)"
 parts=" ${PARTS:-table prefix} "
 seconds=${SECONDS_PER_LEVEL:-60}
-tests=OFF targets="sits-serve sits-bench"
+targets="sits-serve sits-bench"
 if [[ $parts == *" gtests "* ]]; then
-  tests=ON targets="$targets SitsRuntimeGpuTest"
+  targets="$targets SitsRuntimeGpuTest"
 fi
-cmake -G Ninja -S . -B "$W/build" -DCMAKE_BUILD_TYPE=Release \
-  -DSITS_BUILD_COMPILER=OFF -DSITS_BUILD_TESTS=$tests \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_PREFIX_PATH="$(pwd)/.device/deps" >"$FINAL/build.log" 2>&1 &&
-  cmake --build "$W/build" -j 12 --target $targets >>"$FINAL/build.log" 2>&1 &
+# $targets unquoted: one word per target.
+build_tools $targets &
 build_pid=$!
 
 work8b=$(pwd)/.device-work/8b
@@ -52,7 +49,7 @@ engine=$W/8b-paged.sits
 sitsc "$work8b/onnx/model.onnx" -o "$engine" --force --tokenizer="$data/tok" \
   --max-batch=64 --max-seq-len=2560 --kv-layout=paged \
   >"$FINAL/sitsc.log" 2>&1 || { say "sitsc FAILED"; tail -5 "$FINAL/sitsc.log"; exit 1; }
-wait "$build_pid" || { say "build FAILED"; tail -20 "$FINAL/build.log"; exit 1; }
+wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin
 if [[ $parts == *" gtests "* ]]; then
   "$bin/SitsRuntimeGpuTest" \
