@@ -43,6 +43,14 @@ void BlockAllocator::release(uint32_t seq) {
   held[seq] = 0;
 }
 
+int32_t BlockAllocator::takeBlock() {
+  if (freeList.empty())
+    return reclaim();
+  const int32_t block = freeList.back();
+  freeList.pop_back();
+  return block;
+}
+
 int32_t BlockAllocator::reclaim() {
   // From where the last search stopped, so that no id is always the one.
   for (size_t n = 0; n < prefix.size(); ++n) {
@@ -64,13 +72,7 @@ bool BlockAllocator::reserve(uint32_t seq, uint64_t rows) {
   for (; held[seq] < needed; ++held[seq]) {
     if (held[seq] >= maxBlocks)
       return false; // past the capacity: the callers check it first
-    int32_t block = -1;
-    if (!freeList.empty()) {
-      block = freeList.back();
-      freeList.pop_back();
-    } else {
-      block = reclaim();
-    }
+    const int32_t block = takeBlock();
     if (block < 0)
       return false;
     row[held[seq]] = block;
@@ -123,13 +125,7 @@ bool BlockAllocator::load(uint32_t seq, const std::vector<uint32_t> &ids,
   // blocks never takes one of them back.
   std::vector<int32_t> fresh;
   for (size_t i = copyFrom; i < ids.size(); ++i) {
-    int32_t block = -1;
-    if (!freeList.empty()) {
-      block = freeList.back();
-      freeList.pop_back();
-    } else {
-      block = reclaim();
-    }
+    const int32_t block = takeBlock();
     if (block < 0) {
       for (int32_t taken : fresh)
         freeList.push_back(taken);

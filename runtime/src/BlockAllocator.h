@@ -75,6 +75,8 @@ private:
   void unref(int32_t block);
   /// A block only a prefix id holds, taken from it; -1 when none.
   int32_t reclaim();
+  /// A free block, else a reclaimed one; -1 when there is neither.
+  int32_t takeBlock();
 
   uint32_t maxBlocks, blockTokens;
   std::vector<int32_t> blockTable;

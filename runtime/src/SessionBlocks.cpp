@@ -27,16 +27,15 @@ namespace sits {
 using format::BufferRole;
 using runtime::checkCuda;
 
-namespace {
-
-/// The key or value cache buffer of the session.
-char *cacheBuffer(const Session::Impl &s, BufferRole role) {
-  const auto &buffers = s.e.contents.buffers;
+char *Session::Impl::cacheBuffer(BufferRole role) const {
+  const auto &buffers = e.contents.buffers;
   for (size_t i = 0; i < buffers.size(); ++i)
     if (buffers[i].role == role)
-      return reinterpret_cast<char *>(s.addresses[i]);
+      return reinterpret_cast<char *>(addresses[i]);
   throw Error(ErrorCode::InvalidEngine, "the engine has no KV cache buffer");
 }
+
+namespace {
 
 uint64_t rowBytes(const Session::Impl &s) {
   return uint64_t(s.config.kvCache.headDim) *
@@ -72,7 +71,7 @@ void copyBlock(Session::Impl &s, uint32_t slot, uint32_t block, uint32_t pool,
   char *poolBase = static_cast<char *>(s.blockPool);
   const BufferRole roles[2] = {BufferRole::KeyCache, BufferRole::ValueCache};
   for (int side = 0; side < 2; ++side) {
-    char *cache = cacheBuffer(s, roles[side]);
+    char *cache = s.cacheBuffer(roles[side]);
     char *poolBlock =
         poolBase + (uint64_t(side) * s.poolBlockCount + pool) * sideBytes(s);
     for (uint32_t layer = 0; layer < kv.layers; ++layer) {

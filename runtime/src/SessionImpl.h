@@ -99,6 +99,9 @@ struct Session::Impl {
   void resetSequences(uint32_t batch, const SamplingParams &sampling);
   /// Step's slot bookkeeping, sized on first use.
   void ensureSlots();
+  /// The engine's buffer of `role` (a key or value cache) in this session;
+  /// throws InvalidEngine when it has none.
+  char *cacheBuffer(format::BufferRole role) const;
   /// Throws InvalidArgument for a slot outside 0..max_batch-1.
   void checkSlot(uint32_t slot) const;
   /// Empties `slot` with `sampling` as its parameters (a reset).

@@ -37,14 +37,6 @@ using runtime::checkCuda;
 
 namespace {
 
-char *cacheOf(const Session::Impl &s, BufferRole role) {
-  const auto &buffers = s.e.contents.buffers;
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].role == role)
-      return reinterpret_cast<char *>(s.addresses[i]);
-  throw Error(ErrorCode::InvalidEngine, "the engine has no KV cache buffer");
-}
-
 runtime::QuantPrefixRule ruleOf(const format::KVCacheConfig &kv) {
   return {kv.blockTokens, kv.hotWindow, kv.channelBlock};
 }
@@ -74,7 +66,7 @@ void copyHotRows(Session::Impl &s, uint32_t slot, uint32_t entry,
     const uint64_t ringRow = t % rows;
     const uint64_t run = std::min(end - t, rows - ringRow);
     for (int side = 0; side < 2; ++side) {
-      char *cache = cacheOf(s, roles[side]);
+      char *cache = s.cacheBuffer(roles[side]);
       for (uint32_t layer = 0; layer < kv.layers; ++layer) {
         char *ring = cache + layer * layerBytes +
                      (uint64_t(slot) * kv.kvHeads * rows + ringRow) * row;
@@ -108,7 +100,7 @@ void copyColdBlock(Session::Impl &s, int32_t from, int32_t to) {
   const uint64_t channelScales = heads * (b / kv.channelBlock) * kv.headDim * 2;
   const BufferRole roles[2] = {BufferRole::KeyCache, BufferRole::ValueCache};
   for (int side = 0; side < 2; ++side) {
-    char *cache = cacheOf(s, roles[side]);
+    char *cache = s.cacheBuffer(roles[side]);
     const uint64_t scales =
         side == 0 && kv.perChannelKeys ? channelScales : tokenScales;
     for (uint32_t layer = 0; layer < kv.layers; ++layer) {
