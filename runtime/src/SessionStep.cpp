@@ -9,9 +9,9 @@
 // contiguous cache row r is slot r; over a paged fp16 one the block table
 // says where a row's cache lives, so there the decoding slots replay the
 // graph and the chunks run as a prefill of their own rows only
-// (stepChunksApart). A paged quantized cache's hot ring is a row's own. The step's tokens are uploaded every time, so a
-// slot's input never depends on what an earlier step left in the device
-// buffers.
+// (stepChunksApart). A paged quantized cache's hot ring is a row's own. The
+// step's tokens are uploaded every time, so a slot's input never depends on
+// what an earlier step left in the device buffers.
 //
 //===----------------------------------------------------------------------===//
 

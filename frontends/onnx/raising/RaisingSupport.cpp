@@ -21,24 +21,15 @@ using namespace sits::onnx;
 using namespace sits::onnx::raising;
 
 const StringRef sits::onnx::raising::kRaiseCounters[] = {
-    "embeddings_raised",
-    "rms_norms_raised",
-    "layer_norms_raised",
-    "linears_raised",
-    "lm_heads_raised",
-    "activations_raised",
-    "glus_raised",
-    "split_heads_raised",
-    "merge_heads_raised",
-    "rope_tables_raised",
-    "ropes_raised",
-    "attentions_raised",
-    "residual_adds_raised",
-    "identities_removed",
-    "weight_casts_folded",
-    "merged_decoders_unmerged",
-    "kv_cache_io_raised",
-    "position_inputs_replaced",
+    "embeddings_raised",    "rms_norms_raised",
+    "layer_norms_raised",   "linears_raised",
+    "lm_heads_raised",      "activations_raised",
+    "glus_raised",          "split_heads_raised",
+    "merge_heads_raised",   "rope_tables_raised",
+    "ropes_raised",         "attentions_raised",
+    "residual_adds_raised", "identities_removed",
+    "weight_casts_folded",  "merged_decoders_unmerged",
+    "kv_cache_io_raised",   "position_inputs_replaced",
     "onnx_ops_left"};
 const size_t sits::onnx::raising::kNumRaiseCounters =
     std::size(sits::onnx::raising::kRaiseCounters);
