@@ -87,6 +87,27 @@ def step(session, ids, past, total):
     return dict(zip(outputs, session.run(None, feeds)))
 
 
+def greedy_margins(session, model, prompt, steps):
+    """`steps` greedy tokens after `prompt` through the graph's cache, and
+    each step's margin (top logit minus the second)."""
+    past = empty_past(session, 1, model)
+    ids = list(prompt)
+    step_ids = np.array([prompt], np.int64)
+    tokens, margins = [], []
+    for _ in range(steps):
+        result = step(session, step_ids, past, len(ids))
+        logits = result["logits"][0, -1].astype(np.float64)
+        token = int(np.argmax(logits))
+        top_two = np.sort(logits)[-2:]
+        margins.append(float(top_two[1] - top_two[0]))
+        tokens.append(token)
+        ids.append(token)
+        step_ids = np.array([[token]], np.int64)
+        for name in past:
+            past[name] = result[name.replace("past_key_values", "present")]
+    return tokens, margins
+
+
 def run_prompt(path, ids, accuracy_level=None):
     """The logits of the prompts `ids` [batch, seq] at an empty past."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,21 +137,7 @@ def main():
     tmp = tempfile.TemporaryDirectory()
     session = open_session(args.model, args.accuracy_level, tmp.name)
     prompt = json.load(open(args.prompt_json))["prompt"]
-    past = empty_past(session, 1, args.model)
-    ids = list(prompt)
-    step_ids = np.array([prompt], np.int64)
-    greedy, margins = [], []
-    for _ in range(args.steps):
-        result = step(session, step_ids, past, len(ids))
-        logits = result["logits"][0, -1].astype(np.float64)
-        token = int(np.argmax(logits))
-        top_two = np.sort(logits)[-2:]
-        margins.append(float(top_two[1] - top_two[0]))
-        greedy.append(token)
-        ids.append(token)
-        step_ids = np.array([[token]], np.int64)
-        for name in past:
-            past[name] = result[name.replace("past_key_values", "present")]
+    greedy, margins = greedy_margins(session, args.model, prompt, args.steps)
     smallest = int(np.argmin(margins))
     json.dump({"prompt": prompt, "greedy": greedy,
                "smallest_margin": round(margins[smallest], 4),

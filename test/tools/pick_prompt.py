@@ -22,26 +22,7 @@ import tempfile
 
 import numpy as np
 
-from ort_greedy import empty_past, open_session, step
-
-
-def greedy_margins(session, model, prompt, steps):
-    past = empty_past(session, 1, model)
-    ids = list(prompt)
-    step_ids = np.array([prompt], np.int64)
-    tokens, margins = [], []
-    for _ in range(steps):
-        result = step(session, step_ids, past, len(ids))
-        logits = result["logits"][0, -1].astype(np.float64)
-        token = int(np.argmax(logits))
-        top_two = np.sort(logits)[-2:]
-        margins.append(float(top_two[1] - top_two[0]))
-        tokens.append(token)
-        ids.append(token)
-        step_ids = np.array([[token]], np.int64)
-        for name in past:
-            past[name] = result[name.replace("past_key_values", "present")]
-    return tokens, margins
+from ort_greedy import greedy_margins, open_session
 
 
 def main():
