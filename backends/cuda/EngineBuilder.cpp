@@ -234,9 +234,11 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
     root.set("decode", std::move(decode));
   }
   // Every generated entry point waits for the kernel before it
-  // (CudaEmitter.cpp), so the runtime may overlap their launches.
+  // (CudaEmitter.cpp), so the runtime may overlap their launches; the
+  // kernels that address a step's tokens by sequence take its StepRows.
   json::Value launch = json::Value::object();
   launch.set("programmatic_dependent", true);
+  launch.set("packed_steps", true);
   root.set("launch", std::move(launch));
 
   json::Value inputs = json::Value::array();

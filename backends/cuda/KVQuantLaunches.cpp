@@ -285,11 +285,11 @@ std::optional<PlannedLaunch> planAttentionKVQ(const AttentionLaunch &desc,
   addCacheParams(b, kv, desc.layer, /*isConst=*/true);
   b.param("float *", "out", desc.out);
   b.param("const int *", "past_lengths", pastArg());
-  b.param("const int *", "step_lengths", stepArg());
-  b.param("int", "seq_len", ArgBinding::int32(Expr::seq()));
+  const std::string steps = addStepRows(b);
   b.call(withPaging("sits::attentionKVQ<Cfg>(query, key_hot, value_hot, "
                     "key_cold, key_scales, value_cold, value_scales, out, "
-                    "past_lengths, step_lengths, seq_len)",
+                    "past_lengths, " +
+                        steps + ")",
                     addPaging(b, desc.paging)));
   b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(queryTokens)),
             Expr::constant(desc.kvHeads), Expr::batch());

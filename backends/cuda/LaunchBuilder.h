@@ -90,6 +90,26 @@ inline ArgBinding stepArg() {
   return ArgBinding::bufferArg(BufferKind::StepLengths);
 }
 
+/// The StepRows a kernel with addStepRows's parameters passes on.
+inline std::string stepRowsCall() {
+  return "sits::StepRows{step_lengths, seq_len, packed_rows}";
+}
+
+/// Adds the parameters of where a step's token rows lie (common.cuh's
+/// StepRows): step_lengths, seq_len, and packed_rows, 1 when the step's T
+/// is less than B x S (a packed step: no padding rows); returns the
+/// expression that builds the StepRows in the kernel's call.
+inline std::string addStepRows(LaunchBuilder &b) {
+  b.param("const int *", "step_lengths", stepArg());
+  b.param("int", "seq_len", ArgBinding::int32(format::Expr::seq()));
+  b.param("int", "packed_rows",
+          ArgBinding::int32(
+              format::min(format::Expr::constant(1),
+                          format::Expr::batch() * format::Expr::seq() -
+                              format::Expr::tokens())));
+  return stepRowsCall();
+}
+
 /// The config every split-K decode attention kernel takes: the cache's
 /// element struct `cacheStruct`, the heads, head_dim, capacity and window,
 /// the split, the scale and softcap (attention_decode.cuh's Cfg).

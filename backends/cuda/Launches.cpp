@@ -36,7 +36,6 @@ int64_t roundUp(int64_t value, int64_t multiple) {
 }
 
 ArgBinding tokensArg() { return ArgBinding::int32(Expr::tokens()); }
-ArgBinding seqArg() { return ArgBinding::int32(Expr::seq()); }
 ArgBinding weightArg(unsigned index) {
   return ArgBinding::bufferArg(BufferKind::Weight, index);
 }
@@ -304,10 +303,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.param("const float *", "residual", *desc.residual);
   b.param("int", "tokens",
           ArgBinding::int32(desc.gatherLast ? Expr::batch() : Expr::tokens()));
-  if (desc.gatherLast) {
-    b.param("int", "seq_len", seqArg());
-    b.param("const int *", "step_lengths", stepArg());
-  }
+  const std::string gatherArgs =
+      desc.gatherLast ? addStepRows(b) : "sits::StepRows{nullptr, 1, 0}";
   if (desc.norm)
     b.param("const float *", "norm_weight", weightArg(desc.norm->weight));
   if (quantized) {
@@ -319,8 +316,6 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   b.body("const float *biases[] = {" + biasList + "};");
   b.body("float *outs[] = {" + outList + "};");
   std::string residualName = residual ? "residual" : "nullptr";
-  std::string gatherArgs =
-      desc.gatherLast ? "seq_len, step_lengths" : "1, nullptr";
   if (quantized) {
     b.call(std::string("sits::") +
            (tensorGemv ? "gemvQuantTensorCore" : "gemvQuant") +
@@ -390,8 +385,8 @@ PlannedLaunch planRope(const RopeLaunch &desc) {
   b.param("const float *", "table", weightArg(desc.rope.table));
   b.param("float *", "out", desc.out);
   b.param("const int *", "past_lengths", pastArg());
-  b.param("int", "seq_len", seqArg());
-  b.call("sits::rope<Cfg>(input, table, out, past_lengths, seq_len)");
+  const std::string steps = addStepRows(b);
+  b.call("sits::rope<Cfg>(input, table, out, past_lengths, " + steps + ")");
   b.setGrid(Expr::tokens());
   return b.take();
 }
@@ -436,15 +431,14 @@ PlannedLaunch planAppend(const AppendLaunch &desc) {
     b.param("float *", "query_out", desc.queryOut);
   }
   b.param("const int *", "past_lengths", pastArg());
-  b.param("const int *", "step_lengths", stepArg());
-  b.param("int", "seq_len", seqArg());
+  const std::string steps = addStepRows(b);
   const std::string paged = addPaging(b, desc.paging);
   b.call(std::string("sits::appendKV<Cfg>(key, value, ") +
          (desc.keyRope ? "key_table" : "nullptr") +
          ", key_cache, value_cache, " +
          (desc.queryRope ? "query, query_table, query_out"
                          : "nullptr, nullptr, nullptr") +
-         ", past_lengths, step_lengths, seq_len" + paged + ")");
+         ", past_lengths, " + steps + paged + ")");
   // Blocks of a token share its row (kv_cache.cuh): about one element per
   // thread.
   b.setGrid(Expr::tokens(), Expr::constant((width + threads - 1) / threads));
@@ -568,10 +562,10 @@ static PlannedLaunch planFlashPrefill(const AttentionLaunch &desc) {
       ArgBinding::bufferArg(BufferKind::ValueCache, 0, desc.layerByteOffset));
   b.param("float *", "out", desc.out);
   b.param("const int *", "past_lengths", pastArg());
-  b.param("const int *", "step_lengths", stepArg());
-  b.param("int", "seq_len", seqArg());
+  const std::string steps = addStepRows(b);
   b.call(withPaging("sits::attentionPrefill<Cfg>(query, key_cache, "
-                    "value_cache, out, past_lengths, step_lengths, seq_len)",
+                    "value_cache, out, past_lengths, " +
+                        steps + ")",
                     addPaging(b, desc.paging)));
   b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(kRows)),
             Expr::constant(desc.heads), Expr::batch());
@@ -642,10 +636,10 @@ std::optional<PlannedLaunch> planAttention(const AttentionLaunch &desc,
       ArgBinding::bufferArg(BufferKind::ValueCache, 0, desc.layerByteOffset));
   b.param("float *", "out", desc.out);
   b.param("const int *", "past_lengths", pastArg());
-  b.param("const int *", "step_lengths", stepArg());
-  b.param("int", "seq_len", seqArg());
+  const std::string steps = addStepRows(b);
   b.call(withPaging("sits::attention<Cfg>(query, key_cache, value_cache, out, "
-                    "past_lengths, step_lengths, seq_len)",
+                    "past_lengths, " +
+                        steps + ")",
                     addPaging(b, desc.paging)));
   b.setGrid(format::ceilDiv(Expr::seq(), Expr::constant(queryTokens)),
             Expr::constant(desc.kvHeads), Expr::batch());

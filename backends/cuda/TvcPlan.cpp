@@ -390,7 +390,6 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
   ArgBinding scratchArg = ArgBinding::bufferArg(BufferKind::TvcScratch);
   ArgBinding countersArg = ArgBinding::bufferArg(BufferKind::TvcCounters);
   ArgBinding stepArg = ArgBinding::bufferArg(BufferKind::StepLengths);
-  ArgBinding seqArg = ArgBinding::int32(Expr::seq());
   std::string weightPtr = options.weightType == DType::F32
                               ? "const float *"
                               : "const unsigned short *";
@@ -406,21 +405,19 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     b.param("const float *", "x", *input);
     b.param("const float *", "right", weightArg(*right));
     b.param("void *", "scratch", scratchArg);
-    b.param("int", "seq_len", seqArg);
-    b.param("const int *", "step_lengths", stepArg);
+    const std::string steps = addStepRows(b);
     // Two rank rows a block (tvc.cuh: kTvcProjectSplit warps each).
     b.setGrid(Expr::constant((rank + 1) / 2), Expr::batch());
-    add(b, "sits::tvcProject<Cfg>(x, right, scratch, seq_len, step_lengths)");
+    add(b, "sits::tvcProject<Cfg>(x, right, scratch, " + steps + ")");
   }
   {
     LaunchBuilder b("tvc_residual", "sits/tvc.cuh", kThreads);
     b.param("const float *", "x", *input);
     b.param("const float *", "right", weightArg(*right));
     b.param("void *", "scratch", scratchArg);
-    b.param("int", "seq_len", seqArg);
-    b.param("const int *", "step_lengths", stepArg);
+    const std::string steps = addStepRows(b);
     b.setGrid(Expr::constant(residualBlocks), Expr::batch());
-    add(b, "sits::tvcResidual<Cfg>(x, right, scratch, seq_len, step_lengths)");
+    add(b, "sits::tvcResidual<Cfg>(x, right, scratch, " + steps + ")");
   }
   {
     LaunchBuilder b("tvc_preview", "sits/tvc.cuh", kThreads);
@@ -448,8 +445,7 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     b.param("const float *", "x", *input);
     b.param(weightPtr, "weight", weightArg(segment->weight));
     b.param("void *", "scratch", scratchArg);
-    b.param("int", "seq_len", seqArg);
-    b.param("const int *", "step_lengths", stepArg);
+    const std::string steps = addStepRows(b);
     const int64_t perBlock = tensorCore ? 16 : 4;
     b.setGrid(Expr::constant((candidates + perBlock - 1) / perBlock),
               Expr::batch());
@@ -457,7 +453,7 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
       b.setShared(8 * 32 * 16);
     add(b, std::string("sits::") +
                (tensorCore ? "tvcExactTensorCore" : "tvcExactSimple") +
-               "<Cfg>(x, weight, scratch, seq_len, step_lengths)");
+               "<Cfg>(x, weight, scratch, " + steps + ")");
   }
   {
     LaunchBuilder b("tvc_decide", "sits/tvc.cuh", kThreads);
@@ -477,8 +473,9 @@ LogicalResult ProgramPlanner::planTVCHead(TVCLMHeadOp head) {
     full.launch.args.push_back(scratchArg);
     full.spec.body.clear();
     full.spec.body.push_back(weightPtr + "weights[] = {w0};");
-    full.spec.call = "sits::tvcHead<Cfg>(x, weights, out0, tokens, seq_len, "
-                     "step_lengths, scratch)";
+    // The plain head gathers: its params are addStepRows's.
+    full.spec.call = "sits::tvcHead<Cfg>(x, weights, out0, tokens, " +
+                     stepRowsCall() + ", scratch)";
     // tvcHead reads the decision before the GEMV: the entry waits first.
     full.spec.callWaitsForPredecessors = false;
     addLaunch(std::move(full), {head});

@@ -49,7 +49,8 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
   line("limits: max batch " + std::to_string(config.maxBatch) +
        ", max sequence " + std::to_string(config.maxSeqLen) +
        ", max prefill chunk " + std::to_string(config.maxPrefillTokens) +
-       ", graph buckets " + buckets);
+       ", graph buckets " + buckets +
+       (config.packedSteps ? ", packed steps" : ""));
   const KVCacheConfig &kv = config.kvCache;
   line("kv cache: " + std::to_string(kv.layers) + " layers x " +
        std::to_string(kv.maxBatch) + " seqs x " + std::to_string(kv.kvHeads) +

@@ -226,6 +226,11 @@ SymbolValues makeSymbols(int64_t batch, int64_t seq, int64_t multiprocessors) {
   return {batch, seq, batch * seq, multiprocessors};
 }
 
+SymbolValues makePackedSymbols(int64_t batch, int64_t seq, int64_t tokens,
+                               int64_t multiprocessors) {
+  return {batch, seq, tokens, multiprocessors};
+}
+
 bool checkExpr(const Expr &expr, std::string *error) {
   if (expr.terms.empty() || expr.terms.size() > kMaxExprOps) {
     *error = "expression has " + std::to_string(expr.terms.size()) +

@@ -299,11 +299,17 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
   if (const json::Value *launch = root.find("launch")) {
     const json::Value *pdl =
         launch->isObject() ? launch->find("programmatic_dependent") : nullptr;
-    if (pdl && !pdl->isBool()) {
-      *error = "metadata \"launch.programmatic_dependent\" must be a boolean";
+    const json::Value *packed =
+        launch->isObject() ? launch->find("packed_steps") : nullptr;
+    if ((pdl && !pdl->isBool()) || (packed && !packed->isBool())) {
+      *error =
+          std::string("metadata \"launch.") +
+          (pdl && !pdl->isBool() ? "programmatic_dependent" : "packed_steps") +
+          "\" must be a boolean";
       return false;
     }
     c.programmaticLaunch = pdl && pdl->getBool();
+    c.packedSteps = packed && packed->getBool();
   }
   *config = std::move(c);
   return true;
@@ -744,12 +750,16 @@ bool validateContents(const EngineContents &contents,
       bool isInit = program.name == kInitProgram;
       int64_t maxSeq = isPrefill ? config.maxPrefillTokens : 1;
       int64_t minBatch = isInit ? config.maxBatch : 1;
-      for (const SymbolValues &symbols :
-           {makeSymbols(minBatch, 1, 1),
-            makeSymbols(config.maxBatch, maxSeq, kMaxMultiprocessors)}) {
+      std::vector<SymbolValues> steps = {
+          makeSymbols(minBatch, 1, 1),
+          makeSymbols(config.maxBatch, maxSeq, kMaxMultiprocessors)};
+      // A packed prefill may hold a single token among all the sequences.
+      if (isPrefill && config.packedSteps)
+        steps.push_back(
+            makePackedSymbols(config.maxBatch, maxSeq, 1, kMaxMultiprocessors));
+      for (const SymbolValues &symbols : steps)
         if (!checkLaunchAt(contents, program, i, symbols, error))
           return false;
-      }
     }
   }
   return true;

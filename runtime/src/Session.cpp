@@ -171,16 +171,22 @@ void Session::Impl::allocate() {
 
 PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
                                        uint32_t seq) {
+  return prepare(programIndex, batch, seq, uint64_t(batch) * seq);
+}
+
+PreparedProgram Session::Impl::prepare(int programIndex, uint32_t batch,
+                                       uint32_t seq, uint64_t tokens) {
   const format::Program &program = e.contents.programs[programIndex];
   format::SymbolValues symbols =
-      format::makeSymbols(batch, seq, e.multiprocessors);
+      format::makePackedSymbols(batch, seq, tokens, e.multiprocessors);
   PreparedProgram prepared;
   prepared.reserve(program.launches.size());
   auto fail = [&](size_t index, const std::string &why) -> Error {
     return Error(ErrorCode::InvalidEngine,
                  "launch " + std::to_string(index) + " of program \"" +
                      program.name + "\" at B=" + std::to_string(batch) +
-                     ", S=" + std::to_string(seq) + ": " + why);
+                     ", S=" + std::to_string(seq) +
+                     ", T=" + std::to_string(tokens) + ": " + why);
   };
   for (size_t i = 0; i < program.launches.size(); ++i) {
     const format::Launch &launch = program.launches[i];
@@ -297,6 +303,12 @@ void Session::Impl::run(const PreparedProgram &program) {
            ", " + std::to_string(l.sharedBytes) + " bytes of shared memory)")
               .c_str());
   }
+}
+
+void Session::Impl::upload(void *to, const void *from, uint64_t bytes,
+                           const char *what) {
+  checkCuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream),
+            what);
 }
 
 void Session::Impl::stepTail(uint32_t batch, bool sample) {

@@ -73,8 +73,6 @@ struct Session::Impl {
   std::vector<uint32_t> slotLengths;
   /// Whether a slot holds a sequence Session::step may extend.
   std::vector<bool> slotLive;
-  /// Each slot's sampling parameters as last uploaded by startSequence.
-  std::vector<runtime::DeviceSamplingParams> slotSampling;
   /// The prefix-caching block pool (SessionBlocks.cpp): K blocks then V
   /// blocks, each [layers, kv_heads, blockTokens, head_dim].
   void *blockPool = nullptr;
@@ -90,8 +88,14 @@ struct Session::Impl {
 
   void allocate();
   PreparedProgram prepare(int program, uint32_t batch, uint32_t seq);
+  /// A packed step's program: T tokens, at most S of each of B sequences.
+  PreparedProgram prepare(int program, uint32_t batch, uint32_t seq,
+                          uint64_t tokens);
   void run(const PreparedProgram &program);
   void stepTail(uint32_t batch, bool sample);
+  /// An asynchronous copy to the device on the session's stream (from
+  /// pageable memory: staged before the call returns).
+  void upload(void *to, const void *from, uint64_t bytes, const char *what);
   void decodeStep(uint32_t bucket);
   uint32_t bucketFor(uint32_t batch) const;
   uint32_t prefill(const std::vector<std::vector<int32_t>> &prompts,
@@ -111,7 +115,10 @@ struct Session::Impl {
   /// prefill of as many rows as chunks (each slot's length, sampling and
   /// block table row moved to its row, put back after). Returns the
   /// sampled tokens in `inputs`' order; slotLengths is the caller's.
-  std::vector<int32_t> stepChunksApart(const std::vector<StepInput> &inputs);
+  /// Session::step's prefill, packed when the engine takes packed steps
+  /// (its rows are slots 0..batch-1); returns each input's next token.
+  std::vector<int32_t> stepPrefill(const std::vector<StepInput> &inputs,
+                                   uint32_t batch);
 
   // A paged KV cache (SessionPages.cpp; no-ops for a contiguous one).
   bool paged() const { return config.kvCache.paged(); }

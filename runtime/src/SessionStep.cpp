@@ -5,13 +5,12 @@
 // step_lengths; a sequence with step length 0 writes nothing), so one step
 // can prefill a new request in one slot while the others decode: all-single
 // token steps replay the bucket's decode graph, anything else runs as one
-// prefill chunk. A prefill pads every row to the longest chunk, and over a
-// contiguous cache row r is slot r; over a paged fp16 one the block table
-// says where a row's cache lives, so there the decoding slots replay the
-// graph and the chunks run as a prefill of their own rows only
-// (stepChunksApart). A paged quantized cache's hot ring is a row's own. The
-// step's tokens are uploaded every time, so a slot's input never depends on
-// what an earlier step left in the device buffers.
+// prefill over slots 0..highest, row b being slot b. An engine that takes
+// packed steps gets each slot's tokens right after the previous slot's, so
+// a step of prompt chunks and decode tokens reads the weights once and
+// computes no padding; an older engine's prefill pads every slot to the
+// longest chunk. The step's tokens are uploaded every time, so a slot's
+// input never depends on what an earlier step left in the device buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,8 +76,6 @@ void Session::Impl::ensureSlots() {
     slotLengths.assign(config.maxBatch, 0);
     slotLive.assign(config.maxBatch, false);
   }
-  if (slotSampling.size() != config.maxBatch)
-    slotSampling.assign(config.maxBatch, deviceSampling(SamplingParams(), 0));
 }
 
 void Session::Impl::startSequence(uint32_t slot,
@@ -92,7 +89,6 @@ void Session::Impl::startSequence(uint32_t slot,
   checkCuda(cudaMemcpyAsync(samplingParams + slot, &params, sizeof(params),
                             cudaMemcpyHostToDevice, stream),
             "uploading a slot's sampling parameters");
-  slotSampling[slot] = params;
   slotLengths[slot] = 0;
   slotLive[slot] = true;
   releaseSlot(slot);
@@ -100,8 +96,6 @@ void Session::Impl::startSequence(uint32_t slot,
 
 std::vector<int32_t> Session::step(const std::vector<StepInput> &inputs) {
   Impl &s = *state;
-  const format::RuntimeConfig &config = s.config;
-  const uint32_t maxBatch = config.maxBatch;
   s.ensureSlots();
   const uint32_t batch = checkStep(s, inputs) + 1;
   checkCuda(cudaSetDevice(s.e.device), "cudaSetDevice");
@@ -119,135 +113,74 @@ std::vector<int32_t> Session::step(const std::vector<StepInput> &inputs) {
   // before any launch; the slots keep what they held).
   for (const StepInput &input : inputs)
     s.reserveRows(input.slot, s.slotLengths[input.slot] + input.tokens.size());
-  if (!decode && s.paged() && !config.kvCache.coldBits) {
-    std::vector<int32_t> next = s.stepChunksApart(inputs);
-    for (const StepInput &input : inputs)
-      s.slotLengths[input.slot] += static_cast<uint32_t>(input.tokens.size());
-    return next;
-  }
-  uint32_t seq = 1;
-  for (const StepInput &input : inputs)
-    seq = std::max<uint32_t>(seq, static_cast<uint32_t>(input.tokens.size()));
-  // The decode graph of a bucket reads the bucket's rows; a prefill chunk
-  // the rows of the highest slot given.
-  const uint32_t rows = decode ? s.bucketFor(batch) : batch;
-  std::vector<int32_t> ids(uint64_t(rows) * seq, 0);
-  std::vector<int32_t> stepLengths(maxBatch, 0);
-  for (const StepInput &input : inputs) {
-    std::copy(input.tokens.begin(), input.tokens.end(),
-              ids.begin() + uint64_t(input.slot) * seq);
-    stepLengths[input.slot] = static_cast<int32_t>(input.tokens.size());
-  }
-  checkCuda(cudaMemcpyAsync(s.tokenIds, ids.data(), ids.size() * 4,
-                            cudaMemcpyHostToDevice, s.stream),
-            "uploading the step's tokens");
-  checkCuda(cudaMemcpyAsync(s.stepLengths, stepLengths.data(), maxBatch * 4,
-                            cudaMemcpyHostToDevice, s.stream),
-            "uploading step lengths");
-  s.uploadTable();
-  if (decode) {
-    s.decodeStep(rows);
-  } else {
-    s.run(s.prepare(s.prefillProgram, rows, seq));
-    s.stepTail(rows, true);
-  }
-  // The uploads above are from pageable memory, and the sampled tokens are
-  // needed now.
-  checkCuda(cudaStreamSynchronize(s.stream), "running a step");
-
   std::vector<int32_t> next;
-  next.reserve(inputs.size());
-  for (const StepInput &input : inputs) {
-    s.slotLengths[input.slot] += static_cast<uint32_t>(input.tokens.size());
-    next.push_back(s.hostTokens[input.slot]);
+  if (decode) {
+    // The decode graph of a bucket reads the bucket's rows.
+    const uint32_t bucket = s.bucketFor(batch);
+    std::vector<int32_t> ids(bucket, 0), stepLengths(s.config.maxBatch, 0);
+    for (const StepInput &input : inputs) {
+      ids[input.slot] = input.tokens[0];
+      stepLengths[input.slot] = 1;
+    }
+    s.upload(s.tokenIds, ids.data(), ids.size() * 4,
+             "uploading the step's tokens");
+    s.upload(s.stepLengths, stepLengths.data(), stepLengths.size() * 4,
+             "uploading step lengths");
+    s.decodeStep(bucket);
+    // The uploads above are from pageable memory, and the sampled tokens
+    // are needed now.
+    checkCuda(cudaStreamSynchronize(s.stream), "running a decode step");
+    for (const StepInput &input : inputs)
+      next.push_back(s.hostTokens[input.slot]);
+  } else {
+    next = s.stepPrefill(inputs, batch);
   }
+  for (const StepInput &input : inputs)
+    s.slotLengths[input.slot] += static_cast<uint32_t>(input.tokens.size());
   return next;
 }
 
 std::vector<int32_t>
-Session::Impl::stepChunksApart(const std::vector<StepInput> &inputs) {
-  const uint32_t maxBatch = config.maxBatch;
-  std::vector<int32_t> next(inputs.size(), 0);
-  std::vector<size_t> decoding, chunks;
-  uint32_t highestDecoding = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].tokens.size() == 1) {
-      decoding.push_back(i);
-      highestDecoding = std::max(highestDecoding, inputs[i].slot);
-    } else {
-      chunks.push_back(i);
-    }
+Session::Impl::stepPrefill(const std::vector<StepInput> &inputs,
+                           uint32_t batch) {
+  // Row b of the prefill is slot b (its length, sampling parameters and
+  // cache); slots without input have no tokens. Packed, each slot's tokens
+  // follow the previous slot's; padded, every slot gets the longest
+  // chunk's rows.
+  uint32_t seq = 1;
+  uint64_t tokens = 0;
+  std::vector<int32_t> lengths(config.maxBatch, 0);
+  for (const StepInput &input : inputs) {
+    lengths[input.slot] = static_cast<int32_t>(input.tokens.size());
+    seq = std::max<uint32_t>(seq, lengths[input.slot]);
+    tokens += input.tokens.size();
   }
-  auto upload = [&](void *to, const void *from, uint64_t bytes,
-                    const char *what) {
-    checkCuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream),
-              what);
-  };
-
-  // The decoding slots: the bucket's graph, the chunks' slots at length 0.
-  if (!decoding.empty()) {
-    const uint32_t bucket = bucketFor(highestDecoding + 1);
-    std::vector<int32_t> ids(bucket, 0), lengths(maxBatch, 0);
-    for (size_t i : decoding) {
-      ids[inputs[i].slot] = inputs[i].tokens[0];
-      lengths[inputs[i].slot] = 1;
-    }
-    upload(tokenIds, ids.data(), ids.size() * 4, "uploading the step's tokens");
-    upload(stepLengths, lengths.data(), maxBatch * 4, "uploading step lengths");
-    decodeStep(bucket);
-    checkCuda(cudaStreamSynchronize(stream), "running a decode step");
-    for (size_t i : decoding)
-      next[i] = hostTokens[inputs[i].slot];
-  }
-
-  // The chunks: row r of one prefill is the slot of chunks[r], with that
-  // slot's length, sampling parameters and block table row; the slots'
-  // own rows are put back after it.
-  const uint32_t rows = static_cast<uint32_t>(chunks.size());
-  uint32_t seq = 0;
-  for (size_t i : chunks)
-    seq = std::max<uint32_t>(seq, uint32_t(inputs[i].tokens.size()));
-  const std::vector<int32_t> &table = pages->table();
-  const uint64_t tableRow = table.size() / maxBatch;
-  std::vector<int32_t> ids(uint64_t(rows) * seq, 0), lengths(maxBatch, 0),
-      past(rows), rowTable(rows * tableRow);
-  std::vector<runtime::DeviceSamplingParams> sampling(rows);
-  for (uint32_t r = 0; r < rows; ++r) {
-    const StepInput &input = inputs[chunks[r]];
-    std::copy(input.tokens.begin(), input.tokens.end(),
-              ids.begin() + uint64_t(r) * seq);
-    lengths[r] = static_cast<int32_t>(input.tokens.size());
-    past[r] = static_cast<int32_t>(slotLengths[input.slot]);
-    sampling[r] = slotSampling[input.slot];
-    std::copy_n(table.begin() + input.slot * tableRow, tableRow,
-                rowTable.begin() + r * tableRow);
+  if (!config.packedSteps)
+    tokens = uint64_t(batch) * seq;
+  std::vector<int32_t> ids(tokens, 0);
+  uint64_t row = 0;
+  for (uint32_t slot = 0; slot < batch; ++slot) {
+    if (!config.packedSteps)
+      row = uint64_t(slot) * seq;
+    for (const StepInput &input : inputs)
+      if (input.slot == slot)
+        std::copy(input.tokens.begin(), input.tokens.end(), ids.begin() + row);
+    if (config.packedSteps)
+      row += lengths[slot];
   }
   upload(tokenIds, ids.data(), ids.size() * 4, "uploading the step's tokens");
-  upload(stepLengths, lengths.data(), maxBatch * 4, "uploading step lengths");
-  upload(pastLengths, past.data(), rows * 4, "uploading chunk lengths");
-  upload(samplingParams, sampling.data(), rows * sizeof(sampling[0]),
-         "uploading chunk sampling parameters");
-  upload(deviceTable, rowTable.data(), rowTable.size() * 4,
-         "uploading chunk block table rows");
-  run(prepare(prefillProgram, rows, seq));
-  stepTail(rows, true);
-  checkCuda(cudaStreamSynchronize(stream), "running a prefill chunk");
-  for (uint32_t r = 0; r < rows; ++r)
-    next[chunks[r]] = hostTokens[r];
-
-  // Every slot's own state again (the lengths as they are after the step).
-  std::vector<int32_t> own(maxBatch);
-  for (uint32_t slot = 0; slot < maxBatch; ++slot)
-    own[slot] = static_cast<int32_t>(slotLengths[slot]);
+  upload(stepLengths, lengths.data(), lengths.size() * 4,
+         "uploading step lengths");
+  uploadTable();
+  run(prepare(prefillProgram, batch, seq, tokens));
+  stepTail(batch, true);
+  // The uploads above are from pageable memory, and the sampled tokens are
+  // needed now.
+  checkCuda(cudaStreamSynchronize(stream), "running a step");
+  std::vector<int32_t> next;
+  next.reserve(inputs.size());
   for (const StepInput &input : inputs)
-    own[input.slot] += static_cast<int32_t>(input.tokens.size());
-  upload(pastLengths, own.data(), maxBatch * 4, "restoring slot lengths");
-  upload(samplingParams, slotSampling.data(),
-         maxBatch * sizeof(slotSampling[0]), "restoring sampling parameters");
-  upload(deviceTable, table.data(), table.size() * 4,
-         "restoring the KV block table");
-  // The uploads above are from pageable memory that ends with this call.
-  checkCuda(cudaStreamSynchronize(stream), "restoring slot state");
+    next.push_back(hostTokens[input.slot]);
   return next;
 }
 

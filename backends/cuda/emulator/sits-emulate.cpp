@@ -20,6 +20,13 @@
 // block last to first between barriers: a missing barrier before a read of
 // shared memory shows in one order or the other.
 //
+// generate --stagger N starts sequence b after b x N steps and feeds each
+// prompt in chunks of --chunk tokens (default the engine's prefill chunk)
+// beside the other sequences' decode tokens, as Session::step does: such a
+// step runs the prefill program over every sequence, packed when the engine
+// takes packed steps (--padded pads it anyway). A sequence's tokens are
+// those it gets alone.
+//
 // An engine with a paged KV cache gets its blocks as the runtime's session
 // hands them out: as each sequence grows, from a free list in shuffled order
 // (--block-order=shuffled, the default: a sequence's blocks are scattered
@@ -29,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "backends/cuda/KernelLibrary.h"
+#include "backends/cuda/emulator/EmulateOptions.h"
 #include "backends/cuda/emulator/QuantPrefix.h"
 #include "sits/AtomicFile.h"
 #include "sits/EngineFormat.h"
@@ -61,128 +69,8 @@ extern const char *const kEmulationHeader;
 namespace {
 
 using namespace sits;
-
-[[noreturn]] void die(const std::string &message) {
-  std::fprintf(stderr, "sits-emulate: error: %s\n", message.c_str());
-  std::exit(1);
-}
-
-const char *kUsage =
-    "usage: sits-emulate ENGINE --cuda KERNELS.cu [--poison] "
-    "[--reverse-schedule] score --tokens "
-    "1,2,3[;4,5,6] [--prefill N] --out LOGITS.npy\n"
-    "       sits-emulate ENGINE --cuda KERNELS.cu [--poison] generate "
-    "--tokens 1,2,3[;...] --max-new-tokens N\n"
-    "  --calibration-log FILE.json  (quantized KV cache) write the "
-    "quantization statistics after the run\n"
-    "  --multiprocessors N  the SMs of the emulated GPU (the plan's M; "
-    "default 2, so that kernels with a grid of a few blocks per SM loop "
-    "over their work)\n"
-    "  --block-order shuffled|sequential  (paged KV cache) the order in "
-    "which blocks are handed out (default shuffled)\n"
-    "       sits-emulate ENGINE --cuda KERNELS.cu prefix --tokens A;B --hit "
-    "N --max-new-tokens N  (paged quantized KV cache) B's greedy tokens "
-    "after loading the first N blocks A saved, as the runtime's prefix "
-    "cache does\n";
-
-struct Options {
-  std::string engine, cuda, mode, out, calibrationLog;
-  std::vector<std::vector<int32_t>> tokens;
-  int64_t prefill = 1, maxNewTokens = 16, hit = 0;
-  bool poison = false;
-  bool reverse = false;
-  int64_t multiprocessors = 2;
-  bool shuffleBlocks = true;
-};
-
-std::vector<std::vector<int32_t>> parseTokens(const std::string &text) {
-  std::vector<std::vector<int32_t>> rows(1);
-  std::string number;
-  auto flush = [&]() {
-    if (number.empty())
-      die("--tokens must be ids separated by ',' (sequences by ';'), got '" +
-          text + "'");
-    rows.back().push_back(static_cast<int32_t>(std::stol(number)));
-    number.clear();
-  };
-  for (char c : text) {
-    if (c >= '0' && c <= '9' && number.size() < 9) {
-      number += c;
-    } else if (c == ',') {
-      flush();
-    } else if (c == ';') {
-      flush();
-      rows.emplace_back();
-    } else {
-      die("--tokens must be ids separated by ',' (sequences by ';'), got '" +
-          text + "'");
-    }
-  }
-  flush();
-  return rows;
-}
-
-Options parseArgs(int argc, char **argv) {
-  Options o;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  auto value = [&](size_t &i) -> std::string {
-    if (i + 1 >= args.size())
-      die(args[i] + " needs a value\n" + kUsage);
-    return args[++i];
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &a = args[i];
-    if (a == "--cuda")
-      o.cuda = value(i);
-    else if (a == "--poison")
-      o.poison = true;
-    else if (a == "--reverse-schedule")
-      o.reverse = true;
-    else if (a == "--tokens")
-      o.tokens = parseTokens(value(i));
-    else if (a == "--prefill")
-      o.prefill = std::stol(value(i));
-    else if (a == "--max-new-tokens")
-      o.maxNewTokens = std::stol(value(i));
-    else if (a == "--hit")
-      o.hit = std::stol(value(i));
-    else if (a == "--out")
-      o.out = value(i);
-    else if (a == "--multiprocessors") {
-      std::string text = value(i);
-      char *end = nullptr;
-      long count = std::strtol(text.c_str(), &end, 10);
-      if (text.empty() || *end || count < 1 ||
-          count > format::kMaxMultiprocessors)
-        die("--multiprocessors must be a number from 1 to " +
-            std::to_string(format::kMaxMultiprocessors) + ", got '" + text +
-            "'");
-      o.multiprocessors = count;
-    } else if (a == "--calibration-log") {
-      o.calibrationLog = value(i);
-    } else if (a == "--block-order") {
-      std::string order = value(i);
-      if (order != "shuffled" && order != "sequential")
-        die("--block-order must be shuffled or sequential, got '" + order +
-            "'");
-      o.shuffleBlocks = order == "shuffled";
-    } else if (a == "score" || a == "generate" || a == "prefix")
-      o.mode = a;
-    else if (!a.empty() && a[0] != '-' && o.engine.empty())
-      o.engine = a;
-    else
-      die("unknown argument '" + a + "'\n" + kUsage);
-  }
-  if (o.engine.empty() || o.cuda.empty() || o.mode.empty() || o.tokens.empty())
-    die(std::string("missing arguments\n") + kUsage);
-  if (o.mode == "score" && o.out.empty())
-    die("score needs --out FILE.npy");
-  std::string pathError;
-  if (!o.calibrationLog.empty() &&
-      !format::checkWritablePath(o.calibrationLog, &pathError))
-    die("--calibration-log: " + pathError);
-  return o;
-}
+using emulate::die;
+using emulate::Options;
 
 //===----------------------------------------------------------------------===//
 // Compiling the kernels for the host
@@ -303,6 +191,11 @@ public:
   /// One decode step: `tokens[b]` for active sequences (`active[b]`).
   std::vector<std::vector<float>> decode(const std::vector<int32_t> &tokens,
                                          const std::vector<bool> &active);
+  /// One step of Session::step: `inputs[b]` new tokens for sequence b (none:
+  /// it waits), as a decode step when each has one, else as a prefill,
+  /// packed unless `padded` or the engine takes no packed steps.
+  std::vector<std::vector<float>>
+  step(const std::vector<std::vector<int32_t>> &inputs, bool padded);
   /// A paged quantized cache's prefix caching as the runtime does it
   /// (SessionQuantPages.cpp): `a` prefilled in sequence 0, its first `hit`
   /// blocks loaded into sequence 1 (shared below QuantPrefixRule's first
@@ -315,7 +208,8 @@ public:
   void printTvcCounters() const;
 
 private:
-  void run(const std::string &program, uint32_t batch, uint32_t seq);
+  void run(const std::string &program, uint32_t batch, uint32_t seq,
+           uint64_t tokens = 0);
   void advance(uint32_t batch);
   std::vector<std::vector<float>> readLogits(uint32_t batch);
   void checkGuards(const std::string &what);
@@ -411,6 +305,7 @@ Emulator::Emulator(const Options &options, const std::string &object) {
       break;
     }
   }
+  releaseBlocks(); // every block free, for step() as for prefill()
 }
 
 void Emulator::printTvcCounters() const {
@@ -447,10 +342,11 @@ void Emulator::checkGuards(const std::string &what) {
   }
 }
 
-void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq) {
+void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq,
+                   uint64_t tokens) {
   int index = contents.findProgram(name);
-  format::SymbolValues symbols =
-      format::makeSymbols(batch, seq, multiprocessors);
+  format::SymbolValues symbols = format::makePackedSymbols(
+      batch, seq, tokens ? tokens : uint64_t(batch) * seq, multiprocessors);
   const format::Program &program = contents.programs[index];
   for (size_t i = 0; i < program.launches.size(); ++i) {
     const format::Launch &launch = program.launches[i];
@@ -617,6 +513,49 @@ Emulator::decode(const std::vector<int32_t> &tokens,
   return readLogits(batch);
 }
 
+std::vector<std::vector<float>>
+Emulator::step(const std::vector<std::vector<int32_t>> &inputs, bool padded) {
+  const uint32_t batch = static_cast<uint32_t>(inputs.size());
+  uint32_t seq = 0;
+  uint64_t tokens = 0;
+  for (const auto &input : inputs) {
+    seq = std::max<uint32_t>(seq, uint32_t(input.size()));
+    tokens += input.size();
+  }
+  if (seq == 1) {
+    std::vector<int32_t> ids;
+    std::vector<bool> active;
+    for (const auto &input : inputs) {
+      ids.push_back(input.empty() ? 0 : input[0]);
+      active.push_back(!input.empty());
+    }
+    return decode(ids, active);
+  }
+  const bool packed = cfg.packedSteps && !padded;
+  if (!packed)
+    tokens = uint64_t(batch) * seq;
+  if (seq > cfg.maxPrefillTokens || tokens == 0)
+    die("a step takes 1 to " + std::to_string(cfg.maxPrefillTokens) +
+        " tokens of a sequence");
+  std::memset(stepLengths, 0, cfg.maxBatch * 4);
+  std::memset(tokenIds, 0, tokens * 4);
+  uint64_t row = 0;
+  for (uint32_t b = 0; b < batch; ++b) {
+    if (pastLengths[b] + inputs[b].size() > cfg.maxSeqLen)
+      die("KV cache full");
+    if (!packed)
+      row = uint64_t(b) * seq;
+    std::copy(inputs[b].begin(), inputs[b].end(), tokenIds + row);
+    stepLengths[b] = static_cast<int32_t>(inputs[b].size());
+    if (packed)
+      row += inputs[b].size();
+  }
+  allocateBlocks(batch);
+  run(format::kPrefillProgram, batch, seq, tokens);
+  advance(batch);
+  return readLogits(batch);
+}
+
 int32_t argmax(const std::vector<float> &row);
 
 std::vector<int32_t> Emulator::resumeFromPrefix(const std::vector<int32_t> &a,
@@ -724,7 +663,7 @@ void writeCalibrationLog(const Options &options, const Emulator &emulator) {
 }
 
 int main(int argc, char **argv) {
-  Options options = parseArgs(argc, argv);
+  Options options = emulate::parseArgs(argc, argv);
   char dirTemplate[] = "/tmp/sits-emulate-XXXXXX";
   if (!mkdtemp(dirTemplate))
     die("cannot create a temporary folder");
@@ -781,9 +720,44 @@ int main(int argc, char **argv) {
   }
 
   std::vector<std::vector<int32_t>> generated(batch);
-  std::vector<std::vector<float>> rows = emulator.prefill(prompts);
+  if (options.stagger >= 0) {
+    // Sequence b joins at step b x stagger; its prompt goes in chunks.
+    const size_t chunk = options.chunk > 0 ? size_t(options.chunk)
+                                           : emulator.config().maxPrefillTokens;
+    std::vector<size_t> fed(batch, 0);
+    for (int64_t stepIndex = 0;; ++stepIndex) {
+      std::vector<std::vector<int32_t>> inputs(batch);
+      bool any = false;
+      for (uint32_t b = 0; b < batch; ++b) {
+        if (stepIndex < int64_t(b) * options.stagger ||
+            generated[b].size() >= size_t(options.maxNewTokens))
+          continue;
+        const size_t rest = prompts[b].size() - fed[b];
+        if (rest > 0) {
+          const size_t take = std::min(chunk, rest);
+          inputs[b].assign(prompts[b].begin() + fed[b],
+                           prompts[b].begin() + fed[b] + take);
+          fed[b] += take;
+        } else {
+          inputs[b] = {generated[b].back()};
+        }
+        any = true;
+      }
+      if (!any)
+        break;
+      std::vector<std::vector<float>> rows =
+          emulator.step(inputs, options.padded);
+      for (uint32_t b = 0; b < batch; ++b)
+        if (!inputs[b].empty() && fed[b] == prompts[b].size())
+          generated[b].push_back(argmax(rows[b]));
+    }
+  }
+  std::vector<std::vector<float>> rows;
+  if (options.stagger < 0)
+    rows = emulator.prefill(prompts);
   std::vector<int32_t> next(batch);
-  for (int64_t step = 0; step < options.maxNewTokens; ++step) {
+  for (int64_t step = 0; options.stagger < 0 && step < options.maxNewTokens;
+       ++step) {
     for (uint32_t b = 0; b < batch; ++b) {
       next[b] = argmax(rows[b]);
       generated[b].push_back(next[b]);

@@ -43,8 +43,8 @@ __host__ __device__ constexpr int attentionSharedFloats() {
 template <class Cfg, int kRows>
 __device__ __forceinline__ void
 loadTileQueries(const float *__restrict__ query, float *qs, float *rowMax,
-                float *rowSum, int b, int kvHead, int i0, int iEnd,
-                int seqLen) {
+                float *rowSum, int kvHead, int i0, int iEnd,
+                long firstRow) {
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int D = Cfg::kHeadDim;
   constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
@@ -54,7 +54,7 @@ loadTileQueries(const float *__restrict__ query, float *qs, float *rowMax,
     const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
     qs[idx] =
         i < iEnd
-            ? query[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d]
+            ? query[(firstRow + i) * kWidth + head * D + d]
             : 0.0f;
   }
   for (int r = tid; r < kRows; r += Cfg::kThreads) {
@@ -106,8 +106,8 @@ __device__ __forceinline__ void tileSoftmax(float *ps, float *rowMax,
 template <class Cfg, int kRows, int kAccPerThread>
 __device__ __forceinline__ void
 storeTileRows(const float (&acc)[kAccPerThread], const float *rowSum,
-              float *__restrict__ out, int b, int kvHead, int i0, int iEnd,
-              int seqLen) {
+              float *__restrict__ out, int kvHead, int i0, int iEnd,
+              long firstRow, int ownedRows) {
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int D = Cfg::kHeadDim;
   constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
@@ -117,10 +117,10 @@ storeTileRows(const float (&acc)[kAccPerThread], const float *rowSum,
       break;
     const int r = idx / D, d = idx % D;
     const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
-    if (i >= seqLen)
-      break; // rows past S do not exist (the last block of a chunk)
+    if (i >= ownedRows)
+      break; // past the chunk's padding, or another sequence's rows
     const float sum = rowSum[r];
-    out[(static_cast<long>(b) * seqLen + i) * kWidth + head * D + d] =
+    out[(firstRow + i) * kWidth + head * D + d] =
         i < iEnd && sum > 0.0f ? acc[u] / sum : 0.0f;
   }
 }
@@ -135,8 +135,7 @@ attention(const float *__restrict__ query,
           const typename Cfg::Cache::Storage *__restrict__ keyCache,
           const typename Cfg::Cache::Storage *__restrict__ valueCache,
           float *__restrict__ out, const int *__restrict__ pastLengths,
-          const int *__restrict__ stepLengths, int seqLen,
-          const int *__restrict__ blockTable = nullptr) {
+          StepRows steps, const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int kRows = Cfg::kQueryTokens * kGroup;
@@ -165,11 +164,12 @@ attention(const float *__restrict__ query,
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int past = pastLengths[b];
   // Tokens [i0, iEnd) of this block are real; the rest are padding.
-  const int iEnd = min(i0 + Cfg::kQueryTokens, min(stepLengths[b], seqLen));
+  const int iEnd = min(i0 + Cfg::kQueryTokens, steps.real(b));
+  const long firstRow = steps.first(b);
   const KVRows<Cfg> rows(blockTable, b, kvHead);
 
-  loadTileQueries<Cfg, kRows>(query, qs, rowMax, rowSum, b, kvHead, i0, iEnd,
-                              seqLen);
+  loadTileQueries<Cfg, kRows>(query, qs, rowMax, rowSum, kvHead, i0, iEnd,
+                              firstRow);
   float acc[kAccPerThread];
   for (int u = 0; u < kAccPerThread; ++u)
     acc[u] = 0.0f;
@@ -224,7 +224,8 @@ attention(const float *__restrict__ query,
     }
   }
   __syncthreads();
-  storeTileRows<Cfg, kRows>(acc, rowSum, out, b, kvHead, i0, iEnd, seqLen);
+  storeTileRows<Cfg, kRows>(acc, rowSum, out, kvHead, i0, iEnd, firstRow,
+                            steps.owned(b));
 }
 
 } // namespace sits

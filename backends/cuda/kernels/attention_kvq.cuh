@@ -46,8 +46,7 @@ attentionKVQ(const float *__restrict__ query,
              const signed char *__restrict__ valueCold,
              const u16 *__restrict__ valueScales, float *__restrict__ out,
              const int *__restrict__ pastLengths,
-             const int *__restrict__ stepLengths, int seqLen,
-             const int *__restrict__ blockTable = nullptr) {
+             StepRows steps, const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int kRows = Cfg::kQueryTokens * kGroup;
@@ -79,7 +78,8 @@ attentionKVQ(const float *__restrict__ query,
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int past = pastLengths[b];
   // Tokens [i0, iEnd) of this block are real; the rest are padding.
-  const int iEnd = min(i0 + Cfg::kQueryTokens, min(stepLengths[b], seqLen));
+  const int iEnd = min(i0 + Cfg::kQueryTokens, steps.real(b));
+  const long firstRow = steps.first(b);
   const long seqHead = static_cast<long>(b) * Cfg::kKvHeads + kvHead;
   const long hotBase = seqHead * Cfg::kHotRows * D;
   const ColdRows<Cfg> coldRows(blockTable, b, kvHead);
@@ -88,8 +88,8 @@ attentionKVQ(const float *__restrict__ query,
   // and cold by some row when pHi - j >= N.
   const int pLo = past + i0, pHi = past + iEnd - 1;
 
-  loadTileQueries<Cfg, kRows>(query, qs, rowMax, rowSum, b, kvHead, i0, iEnd,
-                              seqLen);
+  loadTileQueries<Cfg, kRows>(query, qs, rowMax, rowSum, kvHead, i0, iEnd,
+                              firstRow);
   float acc[kAccPerThread];
   for (int u = 0; u < kAccPerThread; ++u)
     acc[u] = 0.0f;
@@ -168,7 +168,8 @@ attentionKVQ(const float *__restrict__ query,
     }
   }
   __syncthreads();
-  storeTileRows<Cfg, kRows>(acc, rowSum, out, b, kvHead, i0, iEnd, seqLen);
+  storeTileRows<Cfg, kRows>(acc, rowSum, out, kvHead, i0, iEnd, firstRow,
+                            steps.owned(b));
 }
 
 } // namespace sits

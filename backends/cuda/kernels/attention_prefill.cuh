@@ -12,7 +12,8 @@
 //
 // Visibility and padding are those of attention.cuh: token i of sequence b
 // at p = past_lengths[b] + i sees keys j <= p (and j > p - window); rows of
-// padding tokens (i >= step_lengths[b]) are zeros.
+// padding tokens (i >= step_lengths[b]) are zeros. Token i of b is row
+// StepRows::first(b) + i of the query and output.
 //
 // Launch: grid (ceil(S / 64), heads, B), block 128, dynamic shared memory
 // attentionPrefillSharedBytes(head_dim).
@@ -49,8 +50,7 @@ attentionPrefill(const float *__restrict__ query,
                  const typename Cfg::Cache::Storage *__restrict__ keyCache,
                  const typename Cfg::Cache::Storage *__restrict__ valueCache,
                  float *__restrict__ out, const int *__restrict__ pastLengths,
-                 const int *__restrict__ stepLengths, int seqLen,
-                 const int *__restrict__ blockTable = nullptr) {
+                 StepRows steps, const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   typedef typename C::Storage Storage;
   constexpr int D = Cfg::kHeadDim;
@@ -73,7 +73,9 @@ attentionPrefill(const float *__restrict__ query,
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int g = lane / 4, t = lane % 4;
   const int past = pastLengths[b];
-  const int iEnd = min(stepLengths[b], seqLen); // tokens [0, iEnd) are real
+  const int iEnd = steps.real(b); // tokens [0, iEnd) are real
+  const long firstRow = steps.first(b);
+  const int ownedRows = steps.owned(b);
   const KVRows<Cfg> rows(blockTable, b, kvHead);
 
   // Queries, rounded to the cache's type (zeros for padding rows).
@@ -81,9 +83,7 @@ attentionPrefill(const float *__restrict__ query,
     const int r = idx / (D / 4), d = (idx % (D / 4)) * 4, i = i0 + r;
     float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (i < iEnd)
-      loadFloats<4>(query + (static_cast<long>(b) * seqLen + i) * kWidth +
-                        head * D + d,
-                    v);
+      loadFloats<4>(query + (firstRow + i) * kWidth + head * D + d, v);
     u32 *target = reinterpret_cast<u32 *>(qs + r * kStride + d);
     target[0] = packPair<C>(v[0], v[1]);
     target[1] = packPair<C>(v[2], v[3]);
@@ -230,11 +230,10 @@ attentionPrefill(const float *__restrict__ query,
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int r = i / 2, row = rowI[r];
-      if (row >= seqLen)
-        continue; // rows past S do not exist (the last block of a chunk)
+      if (row >= ownedRows)
+        continue; // past the chunk's padding, or another sequence's rows
       const float sum = rowSum[r];
-      out[(static_cast<long>(b) * seqLen + row) * kWidth + head * D + n * 8 +
-          2 * t + (i % 2)] =
+      out[(firstRow + row) * kWidth + head * D + n * 8 + 2 * t + (i % 2)] =
           row < iEnd && sum > 0.0f ? o[n][i] / sum : 0.0f;
     }
 }

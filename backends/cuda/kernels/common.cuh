@@ -721,6 +721,56 @@ __device__ __forceinline__ int positionOf(const int *pastLengths, int b,
   return pastLengths[b] + i;
 }
 
+/// Where the rows of a step's tokens lie in its [tokens, width] matrices.
+/// Padded (packed == 0): sequence b owns rows [b * seqLen, (b + 1) *
+/// seqLen), the first lengths[b] of them real. Packed: b owns exactly
+/// lengths[b] rows, right after those of b - 1, so that a step mixing
+/// prompt chunks with single decode tokens has no padding rows and runs as
+/// one pass over the weights (T = the sum of the lengths). Lookups walk
+/// `lengths`: a step has at most max_batch sequences.
+struct StepRows {
+  const int *lengths; ///< step_lengths (null: one row per sequence)
+  int seqLen;         ///< S: the longest chunk of the step
+  int packed;
+  /// A gather's lengths where they differ from `lengths` (the TVC head
+  /// gives 0 to the sequences it proved): 0 skips a sequence, and only
+  /// rows of real lengths are ever taken.
+  const int *gather = nullptr;
+
+  __device__ __forceinline__ const int *gatherLengths() const {
+    return gather ? gather : lengths;
+  }
+
+  __device__ __forceinline__ long first(int b) const {
+    if (!packed)
+      return static_cast<long>(b) * seqLen;
+    long row = 0;
+    for (int j = 0; j < b; ++j)
+      row += lengths[j];
+    return row;
+  }
+  /// Rows sequence b owns (the real ones and, padded, its padding).
+  __device__ __forceinline__ int owned(int b) const {
+    return packed ? lengths[b] : seqLen;
+  }
+  /// Real tokens of sequence b in this step.
+  __device__ __forceinline__ int real(int b) const {
+    return lengths ? min(lengths[b], seqLen) : seqLen;
+  }
+  /// The sequence that owns row t (< T) and the token's index in it.
+  __device__ __forceinline__ int locate(long t, int *i) const {
+    if (!packed) {
+      *i = static_cast<int>(t % seqLen);
+      return static_cast<int>(t / seqLen);
+    }
+    int b = 0;
+    while (t >= lengths[b])
+      t -= lengths[b++];
+    *i = static_cast<int>(t);
+    return b;
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // KV cache rows
 //===----------------------------------------------------------------------===//

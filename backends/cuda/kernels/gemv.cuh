@@ -66,8 +66,7 @@ template <class Cfg, class Accumulate>
 __device__ __forceinline__ void
 gemvWarpRows(const float *__restrict__ x, const float *const *biases,
              float *const *outs, const float *__restrict__ residual, int tokens,
-             int seqLen, const int *__restrict__ stepLengths,
-             Accumulate accumulate) {
+             StepRows stepRows, Accumulate accumulate) {
   const int lane = threadIdx.x % kWarpSize;
   int row = blockIdx.x * Cfg::kWarps + threadIdx.x / kWarpSize;
   if (row >= Cfg::kTotalRows)
@@ -92,9 +91,9 @@ gemvWarpRows(const float *__restrict__ x, const float *const *biases,
       long source = t;
       live[tt] = tt < count;
       if constexpr (Cfg::kGatherLast) {
-        int length = tt < count ? stepLengths[t] : 0;
+        int length = tt < count ? stepRows.gatherLengths()[t] : 0;
         live[tt] = length > 0;
-        source = static_cast<long>(t) * seqLen + (length > 0 ? length - 1 : 0);
+        source = length > 0 ? stepRows.first(t) + length - 1 : 0;
       }
       xRows[tt] = x + (tt < count ? source : 0) * Cfg::kK;
     }
@@ -143,15 +142,15 @@ gemvWarpRows(const float *__restrict__ x, const float *const *biases,
 /// Config: Weight, kK, kSegments, rows(s), hasBias(s), kTotalRows (rows
 /// the warps cover: the sum of the segments, or one segment's rows with
 /// kGlu), kEpilogue, kActivation, kWarps, kTokenTile, kVec, kGatherLast.
-/// `tokens` is T (or B in gather mode); `seqLen` and `stepLengths` are read
-/// only in gather mode.
+/// `tokens` is T (or B in gather mode); `stepRows` is read only in gather mode
+/// (sequence b's last real token).
 template <class Cfg>
 __device__ void gemv(const float *__restrict__ x,
                      const typename Cfg::Weight::Storage *const *weights,
                      const float *const *biases, float *const *outs,
-                     const float *__restrict__ residual, int tokens, int seqLen,
-                     const int *__restrict__ stepLengths) {
-  gemvWarpRows<Cfg>(x, biases, outs, residual, tokens, seqLen, stepLengths,
+                     const float *__restrict__ residual, int tokens,
+                     StepRows stepRows) {
+  gemvWarpRows<Cfg>(x, biases, outs, residual, tokens, stepRows,
                     [&](int segment, int row, const float *const *xRows,
                         int count, float *acc) {
                       gemvAccumulate<Cfg>(
@@ -417,8 +416,7 @@ gemvTensorCorePasses(const float *__restrict__ x,
                      const typename Cfg::Weight::Storage *const *weights,
                      const float *const *biases, float *const *outs,
                      const float *__restrict__ residual, int tokens,
-                     int seqLen, const int *__restrict__ stepLengths,
-                     const float *__restrict__ normWeight) {
+                     StepRows stepRows, const float *__restrict__ normWeight) {
   typedef typename Cfg::Weight W;
   typedef typename W::Storage Storage;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
@@ -494,10 +492,10 @@ gemvTensorCorePasses(const float *__restrict__ x,
       return nullptr;
     long source = token;
     if constexpr (Cfg::kGatherLast) {
-      const int length = stepLengths[token];
+      const int length = stepRows.gatherLengths()[token];
       if (length <= 0)
         return nullptr;
-      source = source * seqLen + length - 1;
+      source = stepRows.first(token) + length - 1;
     }
     return x + source * Cfg::kK;
   };
@@ -620,8 +618,8 @@ gemvTensorCorePasses(const float *__restrict__ x,
       for (int group = 0; group < G; ++group)
         if (active(group))
           tcFinishItem<Cfg>(acc[group], partial, firstTile(item),
-                            t0 + 8 * group, biases, outs,
-                            residualValues[group], tokens, stepLengths);
+                            t0 + 8 * group, biases, outs, residualValues[group],
+                            tokens, stepRows.gatherLengths());
     }
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens
@@ -643,21 +641,19 @@ __device__ void
 gemvTensorCore(const float *__restrict__ x,
                const typename Cfg::Weight::Storage *const *weights,
                const float *const *biases, float *const *outs,
-               const float *__restrict__ residual, int tokens, int seqLen,
-               const int *__restrict__ stepLengths,
+               const float *__restrict__ residual, int tokens,
+               StepRows stepRows,
                const float *__restrict__ normWeight = nullptr) {
   if constexpr (Cfg::kTokenGroups > 1) {
     if (tokens > 8) {
       gemvTensorCorePasses<Cfg, Cfg::kTokenGroups, Cfg::kGroupsUnroll,
-                           Cfg::kGroupsStages>(x, weights, biases, outs,
-                                               residual, tokens, seqLen,
-                                               stepLengths, normWeight);
+                           Cfg::kGroupsStages>(
+          x, weights, biases, outs, residual, tokens, stepRows, normWeight);
       return;
     }
   }
   gemvTensorCorePasses<Cfg, 1, Cfg::kUnroll, Cfg::kStages>(
-      x, weights, biases, outs, residual, tokens, seqLen, stepLengths,
-      normWeight);
+      x, weights, biases, outs, residual, tokens, stepRows, normWeight);
 }
 
 } // namespace sits

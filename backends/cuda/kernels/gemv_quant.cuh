@@ -204,9 +204,9 @@ __device__ void gemvQuant(const float *__restrict__ x, const u8 *const *data,
                           const u16 *const *scales, const float *const *biases,
                           float *const *outs,
                           const float *__restrict__ residual, int tokens,
-                          int seqLen, const int *__restrict__ stepLengths) {
+                          StepRows stepRows) {
   gemvWarpRows<Cfg>(
-      x, biases, outs, residual, tokens, seqLen, stepLengths,
+      x, biases, outs, residual, tokens, stepRows,
       [&](int segment, int row, const float *const *xRows, int count,
           float *acc) {
         gemvQuantAccumulate<Cfg>(
@@ -266,8 +266,7 @@ __device__ void
 gemvQuantTensorCore(const void *__restrict__ xInput, const u8 *const *data,
                     const u16 *const *scales, const float *const *biases,
                     float *const *outs, const float *__restrict__ residual,
-                    int tokens, int seqLen,
-                    const int *__restrict__ stepLengths) {
+                    int tokens, StepRows stepRows) {
   typedef typename Cfg::Weight W;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
   constexpr int kMats = kGated ? 2 : 1;
@@ -440,8 +439,8 @@ gemvQuantTensorCore(const void *__restrict__ xInput, const u8 *const *data,
     if (live) {
       source = t0 + g;
       if constexpr (Cfg::kGatherLast) {
-        const int length = stepLengths[t0 + g];
-        source = source * seqLen + (length > 0 ? length - 1 : 0);
+        const int length = stepRows.gatherLengths()[t0 + g];
+        source = length > 0 ? stepRows.first(t0 + g) + length - 1 : 0;
       }
     }
     const float *xRow =
@@ -566,7 +565,7 @@ gemvQuantTensorCore(const void *__restrict__ xInput, const u8 *const *data,
       if (item + 1 < items)
         storeScales(item + 1, scalePieces);
       tcFinishItem<Cfg>(acc, partial, firstTile(item), t0, biases, outs,
-                        residualValues, tokens, stepLengths);
+                        residualValues, tokens, stepRows.gatherLengths());
     }
   }
   copyAsyncWait<0>(); // the prologue's copies, when there were no tokens

@@ -1,7 +1,7 @@
 //===- kv_cache.cuh - Writing a step's keys and values into the cache -----===//
 //
-// Blocks (t, y) for token t = b * S + i, at position p = past_lengths[b] +
-// i; the gridDim.y blocks of a token share its elements (a token's row is
+// Blocks (t, y) for the token of row t (token i of sequence b, StepRows),
+// at position p = past_lengths[b] + i; the gridDim.y blocks of a token share its elements (a token's row is
 // short, and one block walking it would wait on one load after another).
 // Keys (rotated here when their RoPE fused into this kernel) and values go
 // to row p of sequence b in this layer's slice of the cache,
@@ -35,11 +35,12 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
          typename Cfg::Cache::Storage *__restrict__ valueCache,
          const float *__restrict__ query, const float *__restrict__ queryTable,
          float *__restrict__ queryOut, const int *__restrict__ pastLengths,
-         const int *__restrict__ stepLengths, int seqLen,
-         const int *__restrict__ blockTable = nullptr) {
+         StepRows rows, const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr long kWidth = Cfg::kKvHeads * Cfg::kHeadDim;
-  const int t = blockIdx.x, b = t / seqLen, i = t % seqLen;
+  const int t = blockIdx.x;
+  int i;
+  const int b = rows.locate(t, &i);
   const int first = blockIdx.y * Cfg::kThreads + threadIdx.x;
   const int stride = gridDim.y * Cfg::kThreads;
 
@@ -52,7 +53,7 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
   }
 
   const int position = positionOf(pastLengths, b, i);
-  if (i >= stepLengths[b] || position < 0 || position >= Cfg::kCapacity)
+  if (i >= rows.real(b) || position < 0 || position >= Cfg::kCapacity)
     return;
   const float *keyRow = key + t * kWidth;
   const float *valueRow = value + t * kWidth;

@@ -68,9 +68,11 @@ ropeRow(const float *__restrict__ in, const float *__restrict__ tableRow,
 template <class Cfg>
 __device__ void rope(const float *__restrict__ input,
                      const float *__restrict__ table, float *__restrict__ out,
-                     const int *__restrict__ pastLengths, int seqLen) {
+                     const int *__restrict__ pastLengths, StepRows rows) {
   constexpr long kWidth = Cfg::kHeads * Cfg::kHeadDim;
-  const int t = blockIdx.x, b = t / seqLen, i = t % seqLen;
+  const int t = blockIdx.x;
+  int i;
+  const int b = rows.locate(t, &i);
   ropeRow<Cfg, Cfg::kThreads>(input + t * kWidth,
                               ropeTableRow<Cfg>(table, pastLengths, b, i),
                               out + t * kWidth);

@@ -58,12 +58,12 @@ constexpr int kTvcProjectSplit = 4; ///< warps per rank row
 template <class Cfg>
 __device__ void tvcProject(const float *__restrict__ x,
                            const float *__restrict__ right, void *scratch,
-                           int seqLen, const int *__restrict__ stepLengths) {
+                           StepRows stepRows) {
   constexpr int kSplit = kTvcProjectSplit;
   __shared__ float zParts[kTvcWarps];
   __shared__ double aParts[kTvcWarps];
   const int b = blockIdx.y;
-  const float *h = tvcInputRow<Cfg>(x, b, seqLen, stepLengths);
+  const float *h = tvcInputRow<Cfg>(x, b, stepRows);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int part = warp % kSplit;
   const int r = blockIdx.x * (kTvcWarps / kSplit) + warp / kSplit;
@@ -131,11 +131,11 @@ __device__ void tvcProject(const float *__restrict__ x,
 template <class Cfg>
 __device__ void tvcResidual(const float *__restrict__ x,
                             const float *__restrict__ right, void *scratch,
-                            int seqLen, const int *__restrict__ stepLengths) {
+                            StepRows stepRows) {
   __shared__ float z[Cfg::kRank];
   __shared__ double parts[kTvcWarps][kWarpSize];
   const int b = blockIdx.y;
-  const float *h = tvcInputRow<Cfg>(x, b, seqLen, stepLengths);
+  const float *h = tvcInputRow<Cfg>(x, b, stepRows);
   if (!h)
     return;
   const float *zIn = tvcRegion<float>(scratch, Cfg::kOffZ, b, Cfg::kRank);
@@ -514,15 +514,14 @@ __device__ void tvcSelect(void *scratch, const int *__restrict__ stepLengths) {
 template <class Cfg>
 __device__ void tvcExactTensorCore(const float *__restrict__ x,
                                    const typename Cfg::Weight::Storage *weight,
-                                   void *scratch, int seqLen,
-                                   const int *__restrict__ stepLengths) {
+                                   void *scratch, StepRows stepRows) {
   typedef typename Cfg::Weight W;
   typedef typename W::Storage Storage;
   constexpr int U = Cfg::kUnroll;
   constexpr int kChunks = (Cfg::kK + kTcChunk - 1) / kTcChunk;
   SITS_DYNAMIC_SHARED(float4, partial);
   const int b = blockIdx.y;
-  const float *h = tvcInputRow<Cfg>(x, b, seqLen, stepLengths);
+  const float *h = tvcInputRow<Cfg>(x, b, stepRows);
   if (!h)
     return;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -594,10 +593,9 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
 template <class Cfg>
 __device__ void tvcExactSimple(const float *__restrict__ x,
                                const typename Cfg::Weight::Storage *weight,
-                               void *scratch, int seqLen,
-                               const int *__restrict__ stepLengths) {
+                               void *scratch, StepRows stepRows) {
   const int b = blockIdx.y;
-  const float *h = tvcInputRow<Cfg>(x, b, seqLen, stepLengths);
+  const float *h = tvcInputRow<Cfg>(x, b, stepRows);
   const int i = blockIdx.x * Cfg::kWarps + threadIdx.x / kWarpSize;
   if (!h || i >= Cfg::kCandidates)
     return;
@@ -671,8 +669,8 @@ __device__ void tvcDecide(void *scratch, u64 *counters,
 template <class Cfg>
 __device__ void tvcHead(const float *__restrict__ x,
                         const typename Cfg::Weight::Storage *const *weights,
-                        float *logits, int tokens, int seqLen,
-                        const int *__restrict__ stepLengths, void *scratch) {
+                        float *logits, int tokens, StepRows stepRows,
+                        void *scratch) {
   // This block's rows of the logits: items of kItemRows rows, blockIdx.x
   // and every gridDim.x-th after it (the tensor-core head's grid may be
   // smaller than its items).
@@ -689,7 +687,7 @@ __device__ void tvcHead(const float *__restrict__ x,
   __syncthreads();
   const float kNegInf = __int_as_float(0xff800000);
   for (int b = 0; b < tokens; ++b) {
-    if (stepLengths[b] <= 0)
+    if (stepRows.lengths[b] <= 0)
       continue;
     const int *flags = tvcRegion<int>(scratch, Cfg::kOffFlags, b, 2);
     if (flags[0] > 0) {
@@ -711,17 +709,18 @@ __device__ void tvcHead(const float *__restrict__ x,
   // lengths sit at stride 2 in the flags region.
   __shared__ int lengths[Cfg::kMaxBatch];
   for (int b = threadIdx.x; b < tokens; b += blockDim.x)
-    lengths[b] = stepLengths[b] > 0
+    lengths[b] = stepRows.lengths[b] > 0
                      ? tvcRegion<int>(scratch, Cfg::kOffFlags, b, 2)[0]
                      : 0;
   __syncthreads();
   const float *biases[] = {nullptr};
   float *outs[] = {logits};
+  StepRows unproved = stepRows;
+  unproved.gather = lengths;
   if constexpr (Cfg::kTensorCore)
-    gemvTensorCore<Cfg>(x, weights, biases, outs, nullptr, tokens, seqLen,
-                        lengths);
+    gemvTensorCore<Cfg>(x, weights, biases, outs, nullptr, tokens, unproved);
   else
-    gemv<Cfg>(x, weights, biases, outs, nullptr, tokens, seqLen, lengths);
+    gemv<Cfg>(x, weights, biases, outs, nullptr, tokens, unproved);
 }
 
 //===----------------------------------------------------------------------===//

@@ -66,11 +66,11 @@ __device__ __forceinline__ T *tvcRegion(void *scratch, long offset, int b,
 /// The input row the head multiplies for sequence b (null: step length 0).
 template <class Cfg>
 __device__ __forceinline__ const float *
-tvcInputRow(const float *x, int b, int seqLen, const int *stepLengths) {
-  const int length = stepLengths[b];
+tvcInputRow(const float *x, int b, StepRows stepRows) {
+  const int length = stepRows.lengths[b];
   if (length <= 0)
     return nullptr;
-  return x + (static_cast<long>(b) * seqLen + length - 1) * Cfg::kK;
+  return x + (stepRows.first(b) + length - 1) * Cfg::kK;
 }
 
 /// h_k as the head multiplies it.

@@ -153,7 +153,9 @@ float bfloat16ToFloat(uint16_t bits);
 enum class Symbol : uint32_t {
   Batch = 0,  ///< B: sequences in the step (a decode step: the graph bucket).
   Seq = 1,    ///< S: new tokens per sequence in the step (1 in decode).
-  Tokens = 2, ///< T = B * S.
+  /// T: the step's token rows, B * S, or fewer in a packed step (the
+  /// sum of step_lengths, when the engine has launch.packed_steps).
+  Tokens = 2,
   /// M: the device's streaming multiprocessors, for the grids of kernels
   /// that loop over their work (a grid of a few blocks per SM).
   Multiprocessors = 3,
@@ -209,6 +211,9 @@ using SymbolValues = std::array<int64_t, kNumSymbols>;
 /// The symbols of a step of B sequences of S tokens on a device with
 /// `multiprocessors` SMs.
 SymbolValues makeSymbols(int64_t batch, int64_t seq, int64_t multiprocessors);
+/// A packed step: B sequences of at most S tokens, T tokens in all.
+SymbolValues makePackedSymbols(int64_t batch, int64_t seq, int64_t tokens,
+                               int64_t multiprocessors);
 
 /// Checks that `expr` is well formed (known ops and symbols, balanced stack,
 /// at most kMaxExprOps terms).
@@ -409,6 +414,10 @@ struct RuntimeConfig {
   /// may launch them with programmatic dependent launch
   /// (metadata "launch.programmatic_dependent").
   bool programmaticLaunch = false;
+  /// The programs take packed steps: sequence b's tokens in the rows right
+  /// after b - 1's, no padding, T below B * S (metadata
+  /// "launch.packed_steps"; kernels/common.cuh's StepRows).
+  bool packedSteps = false;
 };
 
 /// Reads the fields above from the metadata JSON and checks them against

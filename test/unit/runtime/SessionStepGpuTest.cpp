@@ -3,8 +3,10 @@
 // Session::step: sequences that start, continue and end at different steps,
 // prompts prefilled in chunks beside sequences that decode, give each
 // sequence the tokens a request of its own gives; and every bad step is
-// refused with its code; over a paged cache, with the chunks run in rows of
-// their own. Skips without a GPU (label `gpu`).
+// refused with its code. Mixed steps run packed (each slot's tokens right
+// after the previous slot's), over contiguous and paged caches, and padded
+// for an engine that takes no packed steps. Skips without a GPU (label
+// `gpu`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +20,6 @@ namespace {
 
 using test::greedy;
 using test::ToyEngineTest;
-
-using SessionStepTest = ToyEngineTest;
 
 /// A request for a slot: its prompt, its sampling, the step it starts at.
 struct Job {
@@ -78,6 +78,41 @@ Schedule runSchedule(Session &session, const std::map<uint32_t, Job> &jobs,
   }
   return out;
 }
+
+class SessionStepTest : public ToyEngineTest {
+protected:
+  /// Slots that join at different steps, with gaps between them and prompts
+  /// longer than a chunk beside decoding slots: each gets its lone run's
+  /// tokens, greedy or seeded.
+  void expectLoneTokens(const std::shared_ptr<Engine> &engine) {
+    const uint32_t want = 16;
+    const GenerateParams seeded = test::sampled(want, 91);
+    std::map<uint32_t, Job> jobs = {
+        {0, {bytes("first in"), 0, {}}},
+        {2, {bytes("a seeded one"), 0, seeded.sampling}},
+        {5, {bytes("third"), 1, {}}},
+        {6,
+         {bytes("a prompt longer than one prefill chunk of 16!"), 3,
+          seeded.sampling}},
+        {3, {bytes("another prompt of more than sixteen"), 4, {}}}};
+    Session session(engine);
+    Schedule schedule = runSchedule(session, jobs, want);
+    EXPECT_GT(schedule.decodeOnlySteps, 0u);
+    Session alone(engine);
+    for (auto &[slot, job] : jobs) {
+      const std::vector<int32_t> &tokens = schedule.tokens[slot];
+      ASSERT_EQ(tokens.size(), want) << "slot " << slot;
+      EXPECT_EQ(session.slotLength(slot), job.prompt.size() + want - 1);
+      GenerateParams params = greedy(want);
+      params.sampling = job.sampling;
+      EXPECT_EQ(tokens, alone.generate(job.prompt, params).tokens[0])
+          << "slot " << slot;
+    }
+    // The same schedule again in the same session: every slot restarts.
+    Schedule again = runSchedule(session, jobs, want);
+    EXPECT_EQ(again.tokens, schedule.tokens);
+  }
+};
 
 TEST_F(SessionStepTest, SequencesJoiningAndLeavingGetTheirOwnTokens) {
   test::ToyConfig config = toyConfig();
@@ -148,42 +183,25 @@ TEST_F(SessionStepTest, ASeededRequestDrawsItsOwnTokensInAnySlotBesideAny) {
                 .tokens[0]);
 }
 
-TEST_F(SessionStepTest, PagedChunksRunInRowsOfTheirOwn) {
-  // Over a paged cache a step's chunks run as a prefill of their slots
-  // only (slot 6's chunk in row 0, slot 3's in row 1) while slots 0, 2 and
-  // 5 decode in the graph: each still gets its lone run's tokens, greedy
-  // or seeded (its own length, sampling and blocks moved to its row).
+TEST_F(SessionStepTest, PackedStepsOverAPagedCache) {
   test::ToyConfig config = toyConfig();
   config.blockTokens = 16;
   config.poolBlocks = config.maxBatch * 4;
   auto engine = Engine::load(writeToy(config));
   ASSERT_TRUE(engine->config().kvCache.paged());
-  const uint32_t want = 16;
-  const GenerateParams seeded = test::sampled(want, 91);
-  std::map<uint32_t, Job> jobs = {
-      {0, {bytes("first in"), 0, {}}},
-      {2, {bytes("a seeded one"), 0, seeded.sampling}},
-      {5, {bytes("third"), 1, {}}},
-      {6,
-       {bytes("a prompt longer than one prefill chunk of 16!"), 3,
-        seeded.sampling}},
-      {3, {bytes("another prompt of more than sixteen"), 4, {}}}};
-  Session session(engine);
-  Schedule schedule = runSchedule(session, jobs, want);
-  EXPECT_GT(schedule.decodeOnlySteps, 0u);
-  Session alone(engine);
-  for (auto &[slot, job] : jobs) {
-    const std::vector<int32_t> &tokens = schedule.tokens[slot];
-    ASSERT_EQ(tokens.size(), want) << "slot " << slot;
-    EXPECT_EQ(session.slotLength(slot), job.prompt.size() + want - 1);
-    GenerateParams params = greedy(want);
-    params.sampling = job.sampling;
-    EXPECT_EQ(tokens, alone.generate(job.prompt, params).tokens[0])
-        << "slot " << slot;
-  }
-  // The same schedule again in the same session: every slot restarts.
-  Schedule again = runSchedule(session, jobs, want);
-  EXPECT_EQ(again.tokens, schedule.tokens);
+  ASSERT_TRUE(engine->config().packedSteps);
+  expectLoneTokens(engine);
+}
+
+TEST_F(SessionStepTest, PaddedStepsOfAnEngineThatTakesNoPackedOnes) {
+  // An engine written before packed steps: every slot of a mixed step gets
+  // the longest chunk's rows, contiguous and paged.
+  test::ToyConfig config = toyConfig();
+  config.packedSteps = false;
+  expectLoneTokens(Engine::load(writeToy(config)));
+  config.blockTokens = 16;
+  config.poolBlocks = config.maxBatch * 4;
+  expectLoneTokens(Engine::load(writeToy(config)));
 }
 
 TEST_F(SessionStepTest, ASlotResetStartsOver) {

@@ -131,6 +131,24 @@ __device__ __forceinline__ long rowOf(const int *, int b, int pos,
 }
 #endif
 
+// Where token row t lies (kernels/common.cuh's StepRows): padded, b owns
+// rows [b * S, b * S + S); packed, b owns stepLen[b] rows after b - 1's.
+__device__ __forceinline__ int toyLocate(const int *len, int S, int packed,
+                                         int t, int *i) {
+  if (!packed) { *i = t % S; return t / S; }
+  int b = 0;
+  while (t >= len[b]) t -= len[b++];
+  *i = t;
+  return b;
+}
+__device__ __forceinline__ long toyFirst(const int *len, int S, int packed,
+                                         int b) {
+  if (!packed) return (long)b * S;
+  long row = 0;
+  for (int j = 0; j < b; ++j) row += len[j];
+  return row;
+}
+
 extern "C" __global__ void toy_init(float *consts, float scale) {
   overlapWithNeighbours();
   if (blockIdx.x == 0 && threadIdx.x == 0) consts[0] = scale;
@@ -138,11 +156,12 @@ extern "C" __global__ void toy_init(float *consts, float scale) {
 
 // One block of HIDDEN threads per token (b, i) of the [B, S] step.
 extern "C" __global__ void toy_embed_qkv(
-    const int *ids, const int *past, const int *stepLen, int S, int vocab,
-    const W *emb, const W *wq, const W *wk, const W *wv, float *x, float *q,
-    u16 *kc, u16 *vc, int capacity TABLE_PARAM) {
+    const int *ids, const int *past, const int *stepLen, int S, int packed,
+    int vocab, const W *emb, const W *wq, const W *wk, const W *wv, float *x,
+    float *q, u16 *kc, u16 *vc, int capacity TABLE_PARAM) {
   overlapWithNeighbours();
-  int t = blockIdx.x, b = t / S, i = t % S, d = threadIdx.x;
+  int t = blockIdx.x, i, d = threadIdx.x;
+  int b = toyLocate(stepLen, S, packed, t, &i);
   if (i >= stepLen[b]) return;            // padding of a shorter sequence
   int pos = past[b] + i;
   if (pos >= capacity) return;             // the runtime never lets this happen
@@ -167,11 +186,12 @@ extern "C" __global__ void toy_embed_qkv(
 
 // Causal attention of each new token over the cache rows 0..pos.
 extern "C" __global__ void toy_attention(
-    const int *past, const int *stepLen, int S, const float *consts,
-    const float *x, const float *q, const u16 *kc, const u16 *vc, float *h,
-    int capacity TABLE_PARAM) {
+    const int *past, const int *stepLen, int S, int packed,
+    const float *consts, const float *x, const float *q, const u16 *kc,
+    const u16 *vc, float *h, int capacity TABLE_PARAM) {
   overlapWithNeighbours();
-  int t = blockIdx.x, b = t / S, i = t % S, d = threadIdx.x;
+  int t = blockIdx.x, i, d = threadIdx.x;
+  int b = toyLocate(stepLen, S, packed, t, &i);
   if (i >= stepLen[b]) return;
   int pos = past[b] + i;
   if (pos >= capacity) return;
@@ -193,7 +213,7 @@ extern "C" __global__ void toy_attention(
 }
 
 // Logits of the last new token of each sequence.
-extern "C" __global__ void toy_lm_head(const int *stepLen, int S,
+extern "C" __global__ void toy_lm_head(const int *stepLen, int S, int packed,
                                        const float *h, const W *lm,
                                        float *logits, int vocab) {
   overlapWithNeighbours();
@@ -201,7 +221,8 @@ extern "C" __global__ void toy_lm_head(const int *stepLen, int S,
   if (last < 0) return;
   __shared__ float hs[HIDDEN];
   if (threadIdx.x < HIDDEN)
-    hs[threadIdx.x] = h[((long)b * S + last) * HIDDEN + threadIdx.x];
+    hs[threadIdx.x] =
+        h[(toyFirst(stepLen, S, packed, b) + last) * HIDDEN + threadIdx.x];
   __syncthreads();
   for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
     float sum = 0.f;
@@ -306,6 +327,9 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
     return l;
   };
   using A = LaunchArg;
+  // 1 in a packed step (T < B * S), as the generated kernels get it.
+  const Expr packedRows =
+      format::min(c(1), Expr::batch() * Expr::seq() - Expr::tokens());
   format::Program init{
       format::kInitProgram,
       {launch(0, c(1), c(32),
@@ -313,18 +337,20 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
   std::vector<Launch> step_launches = {
       launch(1, Expr::tokens(), c(h),
              {A::bufferAddress(ids), A::bufferAddress(past),
-              A::bufferAddress(step), A::int32(Expr::seq()), A::int32(c(v)),
-              A::bufferAddress(emb), A::bufferAddress(wq), A::bufferAddress(wk),
-              A::bufferAddress(wv), A::bufferAddress(x), A::bufferAddress(q),
-              A::bufferAddress(kc), A::bufferAddress(vc), A::int32(c(cap))}),
+              A::bufferAddress(step), A::int32(Expr::seq()),
+              A::int32(packedRows), A::int32(c(v)), A::bufferAddress(emb),
+              A::bufferAddress(wq), A::bufferAddress(wk), A::bufferAddress(wv),
+              A::bufferAddress(x), A::bufferAddress(q), A::bufferAddress(kc),
+              A::bufferAddress(vc), A::int32(c(cap))}),
       launch(2, Expr::tokens(), c(h),
              {A::bufferAddress(past), A::bufferAddress(step),
-              A::int32(Expr::seq()), A::bufferAddress(consts),
-              A::bufferAddress(x), A::bufferAddress(q), A::bufferAddress(kc),
-              A::bufferAddress(vc), A::bufferAddress(hid), A::int32(c(cap))}),
+              A::int32(Expr::seq()), A::int32(packedRows),
+              A::bufferAddress(consts), A::bufferAddress(x),
+              A::bufferAddress(q), A::bufferAddress(kc), A::bufferAddress(vc),
+              A::bufferAddress(hid), A::int32(c(cap))}),
       launch(3, Expr::batch(), c(256),
              {A::bufferAddress(step), A::int32(Expr::seq()),
-              A::bufferAddress(hid), A::bufferAddress(lm),
+              A::int32(packedRows), A::bufferAddress(hid), A::bufferAddress(lm),
               A::bufferAddress(logits), A::int32(c(v))})};
   if (paged)
     for (size_t i = 0; i < 2; ++i)
@@ -376,6 +402,8 @@ format::EngineContents buildToyEngine(const ToyConfig &config,
   options.set("dtype", format::dtypeName(config.weightType));
   json::Value &launchMeta = meta.set("launch", json::Value::object());
   launchMeta.set("programmatic_dependent", true);
+  if (config.packedSteps)
+    launchMeta.set("packed_steps", true);
   e.metadataJson = meta.write();
   return e;
 }

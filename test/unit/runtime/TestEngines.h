@@ -44,6 +44,9 @@ struct ToyConfig {
   /// do (docs/engine-format.md).
   uint32_t blockTokens = 0;
   uint32_t poolBlocks = 0;
+  /// The programs take packed steps (metadata launch.packed_steps): false
+  /// gives an engine as sitsc wrote them before, whose steps are padded.
+  bool packedSteps = true;
   uint32_t maxBlocks() const {
     return blockTokens ? (capacity + blockTokens - 1) / blockTokens : 0;
   }

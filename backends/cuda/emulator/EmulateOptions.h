@@ -1,0 +1,31 @@
+//===- EmulateOptions.h - sits-emulate's command line -----------*- C++ -*-===//
+
+#ifndef SITS_BACKENDS_CUDA_EMULATOR_EMULATEOPTIONS_H
+#define SITS_BACKENDS_CUDA_EMULATOR_EMULATEOPTIONS_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sits::emulate {
+
+struct Options {
+  std::string engine, cuda, mode, out, calibrationLog;
+  std::vector<std::vector<int32_t>> tokens;
+  int64_t prefill = 1, maxNewTokens = 16, hit = 0, stagger = -1, chunk = 0;
+  bool padded = false;
+  bool poison = false;
+  bool reverse = false;
+  int64_t multiprocessors = 2;
+  bool shuffleBlocks = true;
+};
+
+/// Prints "sits-emulate: error: MESSAGE" and exits 1.
+[[noreturn]] void die(const std::string &message);
+
+/// The options of `argv`; dies with the usage on a bad one.
+Options parseArgs(int argc, char **argv);
+
+} // namespace sits::emulate
+
+#endif // SITS_BACKENDS_CUDA_EMULATOR_EMULATEOPTIONS_H
