@@ -171,6 +171,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   const int64_t mats = gated ? 2 : 1;
   int threads = tensorGemv    ? static_cast<int>(kTcThreads)
                 : desc.decode ? static_cast<int>(kGemvWarps * 32)
+                : tensorGemm  ? static_cast<int>(kGemmTensorCoreThreads)
                               : 256;
   LaunchBuilder b(family,
                   quantized     ? "sits/gemv_quant.cuh"
@@ -261,6 +262,9 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
   } else if (tensorGemm) {
     b.constant(segmentFunction("int", "tiles", tiles));
     b.intConstant("kTotalTiles", totalTiles);
+    b.intConstant("kStages", kGemmTensorCoreStages);
+    b.setShared(gemmTensorCoreSharedBytes(kGemmTensorCoreStages));
+    b.setMinBlocks(2); // two blocks per SM: 8 warps to hide latency
   } else {
     b.constant(segmentFunction("int", "tiles", tiles));
     b.boolConstant("kVecW", vectorWidth(desc.k, desc.weightType) > 1);

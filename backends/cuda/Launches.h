@@ -208,6 +208,14 @@ bool interleaveQuantRows(bool tensorCores, format::DType weightType,
 /// can).
 std::string checkInterleavedRows(int64_t bits, int64_t group, int64_t k);
 
+/// The prefill tensor-core GEMM (gemm.cuh's gemmTensorCore): its threads
+/// (kTcGemmThreads) and the stages of its cp.async ring, two blocks of
+/// which fit an SM's shared memory.
+constexpr int64_t kGemmTensorCoreThreads = 128;
+constexpr int64_t kGemmTensorCoreStages = 3;
+/// gemm.cuh's gemmTensorCoreSharedBytes.
+int64_t gemmTensorCoreSharedBytes(int64_t stages);
+
 /// cp.async stages of the tensor-core GEMVs' rings (one token group).
 constexpr int64_t kGemvTensorCoreStages = 3;
 /// A tensor-core GEMV's ring: the chunks of K a warp copies per step

@@ -25,6 +25,12 @@ int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
                kWarps * mats * tilesPerBlock * 32);
 }
 
+int64_t gemmTensorCoreSharedBytes(int64_t stages) {
+  // A stage: 128 token rows of 40 floats and 128 weight rows of 40 halves.
+  constexpr int64_t kRows = 128, kStride = 32 + 8;
+  return stages * kRows * kStride * (4 + 2);
+}
+
 GemvRing gemvTensorCoreRing(int64_t mats, int64_t tilesPerBlock,
                             int64_t tokenGroups) {
   GemvRing ring;

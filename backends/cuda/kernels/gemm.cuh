@@ -166,24 +166,44 @@ __device__ void gemm(const float *__restrict__ x,
 //===----------------------------------------------------------------------===//
 //
 // A block computes 128 tokens x 128 weight rows with mma.m16n8k16 (f32
-// accumulators), 8 warps of 64 x 32 each. K advances in steps of 32: the
-// weights come by cp.async, the activations are loaded as f32, rounded to
-// the weights' type (as the decode GEMV does) and stored; both tiles are
-// double-buffered in shared memory (rows padded to 80 bytes, so that the
-// ldmatrix rows of a warp fall in distinct banks), with one barrier per
-// step. With kGlu the 128 rows are 64 gate rows and the same 64 up rows,
+// accumulators), 4 warps of 64 x 64 each (2 x 2: a warp's operands are as
+// many bytes per mma as a square tile allows). K advances in steps of 32
+// through a ring of Cfg::kStages stages in dynamic shared memory, all
+// filled by cp.async: the weights as they are, the activations as f32. A
+// step waits only for its own stage (cp.async.wait_group kStages - 2), so
+// the copies of the next kStages - 1 steps are in flight during its mma;
+// one barrier per step. The warps round their A fragments to the weights'
+// type as they read them (as the decode GEMV rounds its inputs); the f32
+// rows are padded to 40 floats so that a warp's 8-byte fragment reads fall
+// in distinct banks, the weight rows to 40 halves so that its ldmatrix rows
+// do. With kGlu the 128 rows are 64 gate rows and the same 64 up rows,
 // interleaved by 16, so that a thread holds gate and up of the same output.
 //
-// Launch: grid = (ceil(T / 128), kTotalTiles), block 256.
+// Launch: grid = (ceil(T / 128), kTotalTiles) (in groups of kTcGemmGroup
+// token tiles, see below), block kTcGemmThreads, dynamic shared memory
+// gemmTensorCoreSharedBytes(kStages).
 
 constexpr int kTcGemmM = 128;
 constexpr int kTcGemmN = 128;
 constexpr int kTcGemmK = 32;
-constexpr int kTcGemmStride = kTcGemmK + 8; ///< halves per shared row
+constexpr int kTcGemmWarps = 4;
+constexpr int kTcGemmGroup = 8; ///< token tiles a block group shares
+constexpr int kTcGemmThreads = kTcGemmWarps * kWarpSize;
+constexpr int kTcGemmXStride = kTcGemmK + 8; ///< floats per shared x row
+constexpr int kTcGemmWStride = kTcGemmK + 8; ///< halves per shared W row
+constexpr int kTcGemmXBytes = kTcGemmM * kTcGemmXStride * 4;
+constexpr int kTcGemmStageBytes = kTcGemmXBytes + kTcGemmN * kTcGemmWStride * 2;
+
+/// Dynamic shared memory of gemmTensorCore (also computed by
+/// LinearKernels.cpp).
+__host__ __device__ constexpr int gemmTensorCoreSharedBytes(int stages) {
+  return stages * kTcGemmStageBytes;
+}
 
 /// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
 /// hasBias(s), tiles(s) (ceil(rows(s) / 128), or / 64 with kGlu),
-/// kTotalTiles, kEpilogue, kActivation. Arguments as for gemm.
+/// kTotalTiles, kEpilogue, kActivation, kStages (of the ring, at least 2).
+/// Arguments as for gemm.
 template <class Cfg>
 __device__ void
 gemmTensorCore(const float *__restrict__ x,
@@ -193,18 +213,29 @@ gemmTensorCore(const float *__restrict__ x,
   typedef typename Cfg::Weight W;
   typedef typename W::Storage Storage;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
+  constexpr int kStages = Cfg::kStages;
   constexpr int kSteps = (Cfg::kK + kTcGemmK - 1) / kTcGemmK;
   static_assert(Cfg::kK % 8 == 0, "rows must be 16-byte aligned");
-  __shared__ __align__(16) u16 xs[2][kTcGemmM * kTcGemmStride];
-  __shared__ __align__(16) u16 ws[2][kTcGemmN * kTcGemmStride];
+  static_assert(kStages >= 2, "the ring overlaps a copy with an mma");
+  SITS_DYNAMIC_SHARED(unsigned char, shared);
 
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
-  const int wm = warp / 4, wn = warp % 4;
+  const int wm = warp / 2, wn = warp % 2;
   const int g = lane / 4, t = lane % 4;
-  const int m0 = blockIdx.x * kTcGemmM;
+  // Blocks start in launch order (blockIdx.x fastest). Taken as they are,
+  // the blocks running at once would share one column tile and read every
+  // token's activations, which for thousands of tokens do not fit in L2;
+  // instead each group of kTcGemmGroup token tiles runs through all column
+  // tiles, token tile fastest, so that a group's activations and the
+  // column tiles in flight stay in L2.
+  const int linear = blockIdx.y * gridDim.x + blockIdx.x;
+  const int first = linear / (kTcGemmGroup * Cfg::kTotalTiles) * kTcGemmGroup;
+  const int groupTiles = min(static_cast<int>(gridDim.x) - first, kTcGemmGroup);
+  const int inGroup = linear - first * Cfg::kTotalTiles;
+  const int m0 = (first + inGroup % groupTiles) * kTcGemmM;
 
   // Which segment and rows this block's column tile covers.
-  int tile = blockIdx.y, segment = 0;
+  int tile = inGroup / groupTiles, segment = 0;
   if constexpr (!kGated) {
     for (int s = 0; s + 1 < Cfg::kSegments; ++s) {
       if (tile < Cfg::tiles(segment))
@@ -216,107 +247,114 @@ gemmTensorCore(const float *__restrict__ x,
   const int width = Cfg::rows(segment);
   const int n0 = tile * (kGated ? kTcGemmN / 2 : kTcGemmN);
 
-  // Loader: rows of the weight tile this thread copies (2 x 16 bytes), and
-  // its token row and half of the activation tile (16 floats).
-  const Storage *wRow[2];
-  int wK[2];
-  for (int j = 0; j < 2; ++j) {
-    const int c = tid + j * 256, r = c / 4;
-    wK[j] = (c % 4) * 8;
-    int matrix = segment, row = n0 + r;
-    if constexpr (kGated) {
-      matrix = (r % 32) < 16 ? 0 : 1;
-      row = n0 + (r / 32) * 16 + r % 16;
-    }
-    wRow[j] = row < Cfg::rows(matrix)
-                  ? select<Cfg::kSegments>(weights, matrix) +
-                        static_cast<long>(row) * Cfg::kK
-                  : nullptr;
-  }
-  const int xRowIndex = tid / 2, xK = (tid % 2) * 16;
-  const float *xRow = m0 + xRowIndex < tokens
-                          ? x + static_cast<long>(m0 + xRowIndex) * Cfg::kK
-                          : nullptr;
+  // Loader. Activations: 16-byte chunk tid % 8 of tile rows tid / 8 + 16 j
+  // (j < 8). Weights: chunk tid % 4 of tile rows r = tid / 4 + 32 j (j < 4);
+  // with kGlu tile row r is row 16 (r / 32) + r % 16 of the gate (r % 32 <
+  // 16) or the up matrix, so all of a thread's rows are of one matrix.
+  const int xK = (tid % 8) * 4, wK = (tid % 4) * 8;
+  const int xRows = tokens - (m0 + tid / 8); // j valid while 16 j < xRows
+  const float *xRow = x + static_cast<long>(m0 + tid / 8) * Cfg::kK + xK;
+  constexpr int kWRowStep = kGated ? 16 : 32;
+  const int matrix = kGated ? (tid / 4 < 16 ? 0 : 1) : segment;
+  const int wRow0 = n0 + (kGated ? (tid / 4) % 16 : tid / 4);
+  const int wRows = Cfg::rows(matrix) - wRow0; // valid while step j < wRows
+  const Storage *wRow = select<Cfg::kSegments>(weights, matrix) +
+                        static_cast<long>(wRow0) * Cfg::kK + wK;
+  const int xOffset = ((tid / 8) * kTcGemmXStride + xK) * 4;
+  const int wOffset = kTcGemmXBytes + ((tid / 4) * kTcGemmWStride + wK) * 2;
+  const SharedAddress ring = sharedAddressOf(shared);
 
-  auto copyWeights = [&](int step, int buffer) {
-    const int k0 = step * kTcGemmK;
-    for (int j = 0; j < 2; ++j) {
-      const int r = (tid + j * 256) / 4;
-      const bool valid = wRow[j] && k0 + wK[j] < Cfg::kK;
-      copyAsync16<false>(&ws[buffer][r * kTcGemmStride + wK[j]],
-                         valid ? wRow[j] + k0 + wK[j] : weights[0], valid);
+  // Copies step `step`'s tiles into its stage and commits them; past the
+  // last step an empty group, so that the groups still count steps.
+  auto copyStage = [&](int step) {
+    if (step < kSteps) {
+      const SharedAddress stage = ring + (step % kStages) * kTcGemmStageBytes;
+      const int k0 = step * kTcGemmK;
+      const bool xIn = k0 + xK < Cfg::kK, wIn = k0 + wK < Cfg::kK;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const bool valid = xIn && 16 * j < xRows;
+        copyAsync16At(
+            stage, xOffset + j * 16 * kTcGemmXStride * 4,
+            valid ? xRow + static_cast<long>(16 * j) * Cfg::kK + k0 : x, valid);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const bool valid = wIn && kWRowStep * j < wRows;
+        copyAsync16At(
+            stage, wOffset + j * 32 * kTcGemmWStride * 2,
+            valid ? wRow + static_cast<long>(kWRowStep * j) * Cfg::kK + k0
+                  : weights[0],
+            valid);
+      }
     }
     copyAsyncCommit();
   };
-  uint4 staged[4];
-  auto loadInputs = [&](int step) {
-    const int k0 = step * kTcGemmK + xK;
-    for (int q = 0; q < 4; ++q)
-      staged[q] = load16If<false>(xRow && k0 + 4 * q < Cfg::kK,
-                                  xRow + k0 + 4 * q);
-  };
-  auto storeInputs = [&](int buffer) {
-    u32 packed[8];
-    for (int q = 0; q < 4; ++q) {
-      packed[2 * q] = packPair<W>(__uint_as_float(staged[q].x),
-                                  __uint_as_float(staged[q].y));
-      packed[2 * q + 1] = packPair<W>(__uint_as_float(staged[q].z),
-                                      __uint_as_float(staged[q].w));
-    }
-    uint4 *target =
-        reinterpret_cast<uint4 *>(&xs[buffer][xRowIndex * kTcGemmStride + xK]);
-    target[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-    target[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
-  };
 
-  float acc[4][4][4];
+  float acc[4][8][4];
+#pragma unroll
   for (int mi = 0; mi < 4; ++mi)
-    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+    for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
       for (int i = 0; i < 4; ++i)
         acc[mi][ni][i] = 0.0f;
 
-  copyWeights(0, 0);
-  loadInputs(0);
-  storeInputs(0);
+  for (int step = 0; step + 1 < kStages; ++step)
+    copyStage(step);
   for (int step = 0; step < kSteps; ++step) {
-    const int buffer = step % 2;
-    copyAsyncWait<0>();
-    __syncthreads(); // both tiles of `step` are in place; step - 1 is done
-    const bool more = step + 1 < kSteps;
-    if (more) {
-      copyWeights(step + 1, 1 - buffer);
-      loadInputs(step + 1);
-    }
+    copyAsyncWait<kStages - 2>();
+    __syncthreads(); // stage `step` is in place; step - 1's is read
+    copyStage(step + kStages - 1); // into step - 1's stage
+    const unsigned char *stage = shared + (step % kStages) * kTcGemmStageBytes;
+    const float *xs = reinterpret_cast<const float *>(stage);
+    const u16 *ws = reinterpret_cast<const u16 *>(stage + kTcGemmXBytes);
+#pragma unroll
     for (int kk = 0; kk < kTcGemmK; kk += 16) {
-      u32 a[4][4], b[2][4];
+      // A fragments (PTX layout): rows g and g + 8, k 2t and 2t + 8.
+      u32 a[4][4], b[4][4];
+#pragma unroll
       for (int mi = 0; mi < 4; ++mi) {
-        const int row = wm * 64 + mi * 16 + lane % 8 + 8 * ((lane / 8) % 2);
-        loadMatrix4(&xs[buffer][row * kTcGemmStride + kk + 8 * (lane / 16)],
-                    a[mi]);
+        const float *row =
+            xs + (wm * 64 + mi * 16 + g) * kTcGemmXStride + kk + 2 * t;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 pair = *reinterpret_cast<const float2 *>(
+              row + (i % 2) * 8 * kTcGemmXStride + (i / 2) * 8);
+          a[mi][i] = packPairRn<W>(pair.x, pair.y);
+        }
       }
-      for (int nj = 0; nj < 2; ++nj) {
-        const int row = wn * 32 + nj * 16 + lane % 8 + 8 * (lane / 16);
-        loadMatrix4(
-            &ws[buffer][row * kTcGemmStride + kk + 8 * ((lane / 8) % 2)],
-            b[nj]);
+#pragma unroll
+      for (int nj = 0; nj < 4; ++nj) {
+        const int row = wn * 64 + nj * 16 + lane % 8 + 8 * (lane / 16);
+        loadMatrix4(&ws[row * kTcGemmWStride + kk + 8 * ((lane / 8) % 2)],
+                    b[nj]);
       }
+#pragma unroll
       for (int mi = 0; mi < 4; ++mi)
-        for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni)
           mma16816<W>(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3],
                       b[ni / 2][2 * (ni % 2)], b[ni / 2][2 * (ni % 2) + 1]);
     }
-    if (more)
-      storeInputs(1 - buffer);
   }
 
+// acc[mi][ni][i]: token row g + 8 (i / 2) of m-tile mi, tile row
+// wn * 64 + ni * 8 + 2t + i % 2.
+#pragma unroll
   for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int token = m0 + wm * 64 + mi * 16 + g + (i >= 2 ? 8 : 0);
       if (token >= tokens)
         continue;
-      if constexpr (kGated) {
-        for (int ni = 0; ni < 2; ++ni) {
-          const int row = n0 + wn * 16 + ni * 8 + 2 * t + (i % 2);
+#pragma unroll
+      for (int ni = 0; ni < 8; ++ni) {
+        if constexpr (kGated) {
+          if (ni % 4 >= 2) // up rows: taken with their gate rows
+            continue;
+          const int row =
+              n0 + wn * 32 + (ni / 4) * 16 + (ni % 2) * 8 + 2 * t + (i % 2);
           if (row >= width)
             continue;
           float gate = acc[mi][ni][i], up = acc[mi][ni + 2][i];
@@ -326,10 +364,8 @@ gemmTensorCore(const float *__restrict__ x,
             up += biases[1][row];
           outs[0][static_cast<long>(token) * width + row] =
               activate<Cfg::kActivation>(gate) * up;
-        }
-      } else {
-        for (int ni = 0; ni < 4; ++ni) {
-          const int row = n0 + wn * 32 + ni * 8 + 2 * t + (i % 2);
+        } else {
+          const int row = n0 + wn * 64 + ni * 8 + 2 * t + (i % 2);
           if (row >= width)
             continue;
           float value = acc[mi][ni][i];

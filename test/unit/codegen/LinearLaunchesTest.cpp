@@ -4,8 +4,9 @@
 // which quantized decode GEMVs run on tensor cores (a 4-lane chunk of 64
 // int8 or 128 int4 inputs inside one group, the scale tables beside the
 // ring), which of them read x as f16 operands (rows of whole chunks, so
-// interleaved), and how split decode attention divides a sequence's keys,
-// by default and as sitsc --decode-split-keys asks.
+// interleaved), how split decode attention divides a sequence's keys,
+// by default and as sitsc --decode-split-keys asks, and the prefill
+// tensor-core GEMM's launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -214,6 +215,37 @@ void expectSplit(int64_t capacity, int64_t asked, int64_t keys,
   EXPECT_EQ(split->splitKeys, keys);
   EXPECT_EQ(split->splits, splits);
   EXPECT_EQ(split->partialWidth, 32 * splits * (128 + 4));
+}
+
+TEST(GemmTensorCoreTest, LaunchHasTheRingAndTwoBlocksFitAnSM) {
+  // The Llama-3-8B gate/up pair at prefill.
+  LinearLaunch desc;
+  desc.tensorCores = true;
+  desc.k = 4096;
+  desc.weightType = format::DType::BF16;
+  desc.epilogue = LinearEpilogue::Glu;
+  desc.kernel = kernel::KernelKind::GemmTensorCore;
+  for (unsigned w = 0; w < 2; ++w) {
+    LinearSegment segment;
+    segment.weight = w;
+    segment.rows = 14336;
+    desc.segments.push_back(segment);
+  }
+  const PlannedLaunch planned = planLinear(desc);
+  EXPECT_EQ(planned.spec.family, "gemm_glu");
+  EXPECT_EQ(planned.spec.threads, kGemmTensorCoreThreads);
+  EXPECT_EQ(planned.spec.minBlocks, 2);
+  int64_t bytes = -1;
+  std::string error;
+  EXPECT_TRUE(format::evalExpr(planned.launch.sharedBytes,
+                               format::makeSymbols(1, 1, 132), &bytes, &error))
+      << error;
+  // Three stages of 128 f32 token rows and 128 16-bit weight rows, each
+  // padded from 32 to 40 elements: 90 KiB, two blocks in an H100 SM's
+  // 228 KiB (1 KiB of it reserved per block).
+  EXPECT_EQ(bytes, gemmTensorCoreSharedBytes(kGemmTensorCoreStages));
+  EXPECT_EQ(bytes, 3 * 128 * 40 * (4 + 2));
+  EXPECT_LE(2 * (bytes + 1024), 228 * 1024);
 }
 
 TEST(DecodeSplitTest, DefaultIs256KeysFewerForSmallCaches) {

@@ -273,7 +273,8 @@ void gemvCases() {
 // Tensor-core GEMM (prefill)
 //===----------------------------------------------------------------------===//
 
-template <class WeightT, int K, int Rows0, int Rows1, int Segments, int Epi>
+template <class WeightT, int K, int Rows0, int Rows1, int Segments, int Epi,
+          int Stages = 3>
 struct GemmConfig {
   typedef WeightT Weight;
   static constexpr int kK = K;
@@ -290,6 +291,7 @@ struct GemmConfig {
       Epi == sits::kGlu ? tiles(0) : tiles(0) + (Segments > 1 ? tiles(1) : 0);
   static constexpr int kEpilogue = Epi;
   static constexpr int kActivation = sits::kSilu;
+  static constexpr int kStages = Stages;
 };
 
 template <class Cfg> void gemmEntry(void **args) {
@@ -322,8 +324,9 @@ template <class Cfg> void checkGemm(const std::string &name, int tokens) {
   const void *w0 = w[0].data(), *w1 = segments > 1 ? w[1].data() : nullptr;
   float *o0 = out[0].data(), *o1 = segments > 1 ? out[1].data() : nullptr;
   void *args[8] = {&xp, &w0, &w1, &bp, &o0, &o1, &rp, &tokens};
-  if (!launch(gemmEntry<Cfg>, (tokens + 127) / 128, Cfg::kTotalTiles, 1, 256, 0,
-              args)) {
+  if (!launch(gemmEntry<Cfg>, (tokens + 127) / 128, Cfg::kTotalTiles, 1,
+              sits::kTcGemmThreads,
+              sits::gemmTensorCoreSharedBytes(Cfg::kStages), args)) {
     report(name, INFINITY, 0, false);
     return;
   }
@@ -366,6 +369,19 @@ void gemmCases() {
   checkGemm<Glu>("gemm bf16 gate/up K=104 rows 88", 37);
   typedef GemmConfig<F16, 88, 64, 0, 1, sits::kResidual> Residual;
   checkGemm<Residual>("gemm f16 residual K=88 rows 64", 5);
+  // More steps than stages (the ring wraps), K not a multiple of the step,
+  // tokens and rows past a tile; with 2 and 4 stages as well.
+  typedef GemmConfig<BF16, 232, 200, 72, 2, sits::kPlain> Ring;
+  checkGemm<Ring>("gemm bf16 2 segments K=232 rows 200/72", 131);
+  typedef GemmConfig<F16, 264, 136, 136, 2, sits::kGlu> RingGlu;
+  checkGemm<RingGlu>("gemm f16 gate/up K=264 rows 136", 150);
+  // Nine token tiles: a group of eight and a group of one.
+  typedef GemmConfig<F16, 40, 200, 72, 2, sits::kPlain> Groups;
+  checkGemm<Groups>("gemm f16 2 segments K=40 rows 200/72", 1100);
+  typedef GemmConfig<BF16, 200, 136, 0, 1, sits::kResidual, 2> TwoStages;
+  checkGemm<TwoStages>("gemm bf16 residual K=200 rows 136 2 stages", 129);
+  typedef GemmConfig<F16, 168, 72, 0, 1, sits::kResidual, 4> FourStages;
+  checkGemm<FourStages>("gemm f16 residual K=168 rows 72 4 stages", 40);
 }
 
 //===----------------------------------------------------------------------===//
