@@ -12,13 +12,17 @@ using namespace sits::serve;
 
 BatchController::BatchController(BatchControlOptions options,
                                  Clock::time_point start)
-    : options(options), windowStart(start), current(options.maxLimit) {
+    : options(options), windowStart(start), budget(options.maxBudget),
+      current(options.maxLimit) {
   if (options.maxLimit < 1)
     throw Error(ErrorCode::InvalidArgument,
                 "the batch limit needs at least one slot");
   if (!(options.targetSeconds >= 0) || std::isinf(options.targetSeconds))
     throw Error(ErrorCode::InvalidArgument,
                 "the latency target must be a finite number of seconds >= 0");
+  if (options.minBudget < 1)
+    throw Error(ErrorCode::InvalidArgument,
+                "the smallest prefill budget is one token");
   if (options.window.count() <= 0)
     throw Error(ErrorCode::InvalidArgument, "the SLA window must be positive");
   if (!(options.decrease > 0 && options.decrease < 1) ||
@@ -46,8 +50,10 @@ uint32_t BatchController::update(Clock::time_point now) {
     return current;
   ++closed;
   windowStart = now;
-  bool wasLimited = limited;
-  limited = false;
+  const bool wasLimited = limited, wasBudgetHeld = budgetHeld;
+  const uint32_t prefilled = mostPrefilled;
+  limited = budgetHeld = false;
+  mostPrefilled = 0;
   if (samples.empty())
     return current; // no token, no evidence either way
   lastP99 = p99(samples);
@@ -59,12 +65,18 @@ uint32_t BatchController::update(Clock::time_point now) {
     return current;
   }
   if (lastP99 > options.targetSeconds) {
-    uint32_t lowered = static_cast<uint32_t>(current * options.decrease);
-    current = std::max<uint32_t>(1, std::min(lowered, current - 1));
+    if (budget && prefilled > options.minBudget) {
+      budget = std::max(options.minBudget, std::min(budget, prefilled) / 2);
+    } else {
+      uint32_t lowered = static_cast<uint32_t>(current * options.decrease);
+      current = std::max<uint32_t>(1, std::min(lowered, current - 1));
+    }
     holdNext = true;
-  } else if (lastP99 < options.margin * options.targetSeconds && wasLimited &&
-             current < options.maxLimit) {
-    ++current;
+  } else if (lastP99 < options.margin * options.targetSeconds) {
+    if (wasLimited && current < options.maxLimit)
+      ++current;
+    if (wasBudgetHeld && budget && budget < options.maxBudget)
+      budget = std::min(options.maxBudget, budget + options.minBudget);
   }
   return current;
 }

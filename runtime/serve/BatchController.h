@@ -1,17 +1,24 @@
 //===- BatchController.h - SLA-driven limit on the running batch -*- C++
 //-*-===//
 //
-// Measures the p99 inter-token latency over windows of 100 ms and sets the
-// admitted batch limit (requests allowed to run at once, 1..slots) so that
-// the p99 stays under a target while the batch is as large as it may be.
-// AIMD, closed once per window:
+// Measures the p99 inter-token latency over windows of 100 ms and sets two
+// limits so that the p99 stays under a target while as much runs as may:
+// the prompt tokens a step may prefill (the step's prefill budget,
+// minBudget..maxBudget), and the admitted batch (requests allowed to run at
+// once, 1..slots). A step that prefills a prompt chunk beside decoding
+// streams makes each of them wait for the chunk's rows, so the budget goes
+// first. AIMD, closed once per window:
 //
-//   p99 > target                  limit = max(1, floor(limit * decrease));
-//                                 the next window is not judged (its tokens
-//                                 were mostly made at the old batch size)
-//   p99 < margin * target, and    limit = min(maxLimit, limit + 1)
-//   a request waited for the
-//   limit (not for a slot)
+//   p99 > target, and a step      budget = max(minBudget, P / 2), P the
+//   prefilled more than           most prompt tokens a step of the
+//   minBudget prompt tokens       window prefilled (<= budget)
+//   p99 > target otherwise        limit = max(1, floor(limit * decrease))
+//     (after either, the next window is not judged: its tokens were mostly
+//     made under the old limits)
+//   p99 < margin * target         limit + 1 (to maxLimit) if a request
+//                                 waited for the limit (not for a slot);
+//                                 budget + minBudget (to maxBudget) if a
+//                                 prompt waited for the budget
 //   otherwise, or no token        unchanged
 //
 // The clock and the measurements come from the caller, so that tests drive
@@ -22,6 +29,7 @@
 #ifndef SITS_RUNTIME_SERVE_BATCHCONTROLLER_H
 #define SITS_RUNTIME_SERVE_BATCHCONTROLLER_H
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -37,6 +45,10 @@ struct BatchControlOptions {
   std::chrono::nanoseconds window = std::chrono::milliseconds(100);
   /// Multiplicative decrease, in (0, 1).
   double decrease = 0.5;
+  /// The prompt tokens a step may prefill: at most maxBudget (0: no
+  /// budget, nothing to control), at least minBudget (>= 1).
+  uint32_t maxBudget = 0;
+  uint32_t minBudget = 16;
   /// The limit grows only while the p99 is under margin * target, so that
   /// it does not climb straight back over the target.
   double margin = 0.8;
@@ -54,11 +66,19 @@ public:
   /// A request waited in the open window although a slot was free: the
   /// limit, not the demand, held the batch back.
   void recordLimited() { limited = true; }
+  /// A step in the open window prefilled `tokens` prompt tokens (`held`:
+  /// and some prompt waited for the budget).
+  void recordPrefill(uint32_t tokens, bool held) {
+    mostPrefilled = std::max(mostPrefilled, tokens);
+    budgetHeld |= held;
+  }
   /// Closes the open window when it is `window` old or more at `now` (the
   /// next one opens at `now`) and applies the rule; returns the limit.
   uint32_t update(Clock::time_point now);
 
   uint32_t limit() const { return current; }
+  /// The prompt tokens a step may prefill now (0: no budget).
+  uint32_t prefillBudget() const { return budget; }
   /// The p99 of the last closed window that had tokens (seconds; 0 before
   /// any).
   double windowP99() const { return lastP99; }
@@ -75,6 +95,9 @@ private:
   Clock::time_point windowStart;
   std::vector<double> samples;
   bool limited = false;
+  uint32_t mostPrefilled = 0;
+  bool budgetHeld = false;
+  uint32_t budget;
   bool holdNext = false;
   uint32_t current;
   double lastP99 = 0;

@@ -100,10 +100,12 @@ void Metrics::httpResponse(int status) {
   ++responses[status];
 }
 
-void Metrics::setBatchControl(uint32_t limit, double windowP99Seconds) {
+void Metrics::setBatchControl(uint32_t limit, double windowP99Seconds,
+                              uint32_t prefillBudgetTokens) {
   std::lock_guard<std::mutex> lock(mutex);
   batchLimit = limit;
   slaWindowP99 = windowP99Seconds;
+  prefillBudget = prefillBudgetTokens;
 }
 
 void Metrics::prefixLookup(uint32_t prompt, uint32_t hits) {
@@ -182,6 +184,10 @@ std::string Metrics::render() const {
   header("sits_sla_window_p99_seconds", "gauge",
          "p99 inter-token latency of the last 100 ms window with tokens.");
   out += "sits_sla_window_p99_seconds " + number(slaWindowP99) + "\n";
+  header("sits_step_prefill_budget_tokens", "gauge",
+         "Prompt tokens a step may prefill (the SLA control's budget; 0: "
+         "none).");
+  line("sits_step_prefill_budget_tokens", prefillBudget);
   header("sits_prefix_cache_prompt_tokens_total", "counter",
          "Prompt tokens of requests admitted with prefix caching on.");
   line("sits_prefix_cache_prompt_tokens_total", prefixPromptTokens);

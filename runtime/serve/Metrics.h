@@ -56,9 +56,10 @@ public:
   void setQueue(uint32_t waiting, uint32_t running);
   /// An HTTP response sent, by status code.
   void httpResponse(int status);
-  /// The SLA control's admitted batch limit and last window's p99
-  /// inter-token latency (BatchController.h).
-  void setBatchControl(uint32_t limit, double windowP99Seconds);
+  /// The SLA control's admitted batch limit, last window's p99 inter-token
+  /// latency and prefill budget (BatchController.h; 0: no budget).
+  void setBatchControl(uint32_t limit, double windowP99Seconds,
+                       uint32_t prefillBudgetTokens);
   /// A request admitted with prefix caching on: `promptTokens` of which
   /// `hitTokens` came from the cache.
   void prefixLookup(uint32_t promptTokens, uint32_t hitTokens);
@@ -83,6 +84,7 @@ private:
   uint32_t waiting = 0, running = 0;
   uint32_t batchLimit = 0;
   double slaWindowP99 = 0;
+  uint32_t prefillBudget = 0;
   uint64_t prefixPromptTokens = 0, prefixHitTokens = 0;
   uint32_t prefixBlocksUsed = 0, prefixBlocksFree = 0;
   uint32_t kvBlocks = 0, kvAvailable = 0;

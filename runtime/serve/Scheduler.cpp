@@ -87,6 +87,10 @@ Scheduler::Scheduler(Backend &backend,
             BatchControlOptions control;
             control.targetSeconds = options.slaP99TokenSeconds;
             control.maxLimit = std::max<uint32_t>(slotCount, 1);
+            // Under a latency target the step's prefill budget is
+            // controlled too, from the configured one down.
+            if (options.slaP99TokenSeconds > 0)
+              control.maxBudget = options.maxStepPrefillTokens;
             return control;
           }(),
           Clock::now()) {
@@ -118,7 +122,7 @@ Scheduler::Scheduler(Backend &backend,
     prefixes = std::make_unique<PrefixCache>(backend.cacheBlockTokens(),
                                              backend.poolBlocks());
   if (metrics)
-    metrics->setBatchControl(admitLimit, 0);
+    metrics->setBatchControl(admitLimit, 0, controller.prefillBudget());
   publishBlocks();
 }
 
@@ -672,10 +676,13 @@ std::vector<SlotStep> Scheduler::planStep(uint32_t &prefillTokens) {
             [](const Running *a, const Running *b) {
               return a->pending.id < b->pending.id;
             });
-  uint32_t budget = options.maxStepPrefillTokens == 0
-                        ? std::numeric_limits<uint32_t>::max()
-                        : options.maxStepPrefillTokens;
+  uint32_t budget = controller.prefillBudget() ? controller.prefillBudget()
+                    : options.maxStepPrefillTokens
+                        ? options.maxStepPrefillTokens
+                        : std::numeric_limits<uint32_t>::max();
+  bool held = false;
   for (Running *request : prefilling) {
+    held |= budget == 0;
     uint32_t chunk =
         std::min<uint32_t>({options.maxPrefillChunk, budget,
                             request->toPrefill - request->prefilled});
@@ -705,6 +712,8 @@ std::vector<SlotStep> Scheduler::planStep(uint32_t &prefillTokens) {
     }
     steps.push_back(std::move(step));
   }
+  if (prefillTokens > 0)
+    controller.recordPrefill(prefillTokens, held);
   return steps;
 }
 
@@ -723,7 +732,8 @@ bool Scheduler::runOnce() {
     admitLimit = limit;
   }
   if (metrics)
-    metrics->setBatchControl(limit, controller.windowP99());
+    metrics->setBatchControl(limit, controller.windowP99(),
+                             controller.prefillBudget());
   admit();
   applyCancels();
   uint32_t prefillTokens = 0;

@@ -172,6 +172,72 @@ TEST(BatchController, OffMeasuresButNeverLimits) {
   EXPECT_DOUBLE_EQ(controller.windowP99(), 0.9);
 }
 
+/// Windows of a model whose p99 is `decodeMs` per running request plus
+/// `msPerPrefillToken` per token of the step's prefill budget, with a
+/// prompt always waiting for the budget and a request for the limit;
+/// returns (limit, budget) after each window.
+std::vector<std::pair<uint32_t, uint32_t>>
+runWithPrefill(BatchController &controller, int windows, double decodeMs,
+               double msPerPrefillToken) {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  Clock::time_point now{};
+  for (int w = 0; w < windows; ++w) {
+    double ms = decodeMs * controller.limit() +
+                msPerPrefillToken * controller.prefillBudget();
+    for (int i = 0; i < 100; ++i)
+      controller.recordTokenLatency(ms / 1000);
+    controller.recordLimited();
+    controller.recordPrefill(controller.prefillBudget(), /*held=*/true);
+    now += milliseconds(100);
+    controller.update(now);
+    out.emplace_back(controller.limit(), controller.prefillBudget());
+  }
+  return out;
+}
+
+TEST(BatchController, ThePrefillBudgetIsCutBeforeTheBatch) {
+  // 1 ms per request, 0.1 ms per prefill token, target 20 ms, 8 slots and
+  // a budget of 512: 8 + 51 ms is over; the budget halves (512, 256, 128,
+  // 64) while the batch stays, down to where 8 + 6.4 ms is under.
+  BatchControlOptions o = options(20, 8);
+  o.maxBudget = 512;
+  BatchController controller(o, Clock::time_point{});
+  EXPECT_EQ(controller.prefillBudget(), 512u);
+  auto limits = runWithPrefill(controller, 8, 1.0, 0.1);
+  using Pair = std::pair<uint32_t, uint32_t>;
+  EXPECT_EQ(limits, (std::vector<Pair>{{8, 256},
+                                       {8, 256},
+                                       {8, 128},
+                                       {8, 128},
+                                       {8, 64},
+                                       {8, 64},
+                                       {8, 80},
+                                       {8, 80}}));
+}
+
+TEST(BatchController, AtTheSmallestBudgetTheBatchGoes) {
+  // Decoding alone is over the target (8 x 4 ms > 20 ms): the budget goes
+  // to 16 and then the batch halves.
+  BatchControlOptions o = options(20, 8);
+  o.maxBudget = 32;
+  BatchController controller(o, Clock::time_point{});
+  auto limits = runWithPrefill(controller, 6, 4.0, 0.01);
+  using Pair = std::pair<uint32_t, uint32_t>;
+  EXPECT_EQ(limits, (std::vector<Pair>{
+                        {8, 16}, {8, 16}, {4, 16}, {4, 16}, {4, 16}, {4, 16}}));
+}
+
+TEST(BatchController, WithoutPrefillTheBudgetStays) {
+  // Over the target with no prompt in the window: the batch goes, the
+  // budget stays.
+  BatchControlOptions o = options(10, 8);
+  o.maxBudget = 256;
+  BatchController controller(o, Clock::time_point{});
+  run(controller, 3, [](uint32_t) { return 50; });
+  EXPECT_EQ(controller.limit(), 2u);
+  EXPECT_EQ(controller.prefillBudget(), 256u);
+}
+
 TEST(BatchController, BadOptionsAreRefused) {
   EXPECT_THROW(BatchController(options(10, 0), Clock::time_point{}),
                sits::Error);
@@ -179,5 +245,8 @@ TEST(BatchController, BadOptionsAreRefused) {
                sits::Error);
   BatchControlOptions o = options(10, 4);
   o.decrease = 1;
+  EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+  o = options(10, 4);
+  o.minBudget = 0;
   EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
 }

@@ -339,6 +339,9 @@ TEST(Scheduler, SlaTargetLimitsTheRunningBatch) {
   std::string text = metrics.render();
   EXPECT_NE(text.find("sits_admitted_batch_limit 1\n"), std::string::npos);
   EXPECT_EQ(text.find("sits_sla_window_p99_seconds 0\n"), std::string::npos);
+  // Steps prefilled one-token prompts: the budget was not the cause.
+  EXPECT_NE(text.find("sits_step_prefill_budget_tokens 2048\n"),
+            std::string::npos);
 }
 
 TEST(Scheduler, StepPrefillBudgetFeedsTheOldestPromptsFirst) {
