@@ -97,7 +97,8 @@ template <class Cfg> void gemvEntry(void **args) {
   sits::gemvTensorCore<Cfg>(
       sits_emu::arg<const float *>(args[0]), weights, biases, outs,
       sits_emu::arg<const float *>(args[10]), sits_emu::arg<int>(args[11]),
-      sits_emu::arg<int>(args[12]), sits_emu::arg<const int *>(args[13]),
+      sits::StepRows{sits_emu::arg<const int *>(args[13]),
+                     sits_emu::arg<int>(args[12]), 0},
       sits_emu::arg<const float *>(args[14]));
 }
 
@@ -545,8 +546,9 @@ template <class Cfg> void prefillEntry(void **args) {
   sits::attentionPrefill<Cfg>(
       sits_emu::arg<const float *>(args[0]), sits_emu::arg<const S *>(args[1]),
       sits_emu::arg<const S *>(args[2]), sits_emu::arg<float *>(args[3]),
-      sits_emu::arg<const int *>(args[4]), sits_emu::arg<const int *>(args[5]),
-      sits_emu::arg<int>(args[6]));
+      sits_emu::arg<const int *>(args[4]),
+      sits::StepRows{sits_emu::arg<const int *>(args[5]),
+                     sits_emu::arg<int>(args[6]), 0});
 }
 
 /// A chunk of `seqLen` tokens per sequence after `past[b]` cached ones, of

@@ -153,10 +153,11 @@ template <class Cfg, bool kTensor> void entry(void **args) {
   const int *lengths = sits_emu::arg<const int *>(args[16]);
   if constexpr (kTensor)
     sits::gemvQuantTensorCore<Cfg>(x, data, scales, biases, outs, residual,
-                                   tokens, seqLen, lengths);
+                                   tokens, sits::StepRows{lengths, seqLen, 0});
   else
     sits::gemvQuant<Cfg>(static_cast<const float *>(x), data, scales, biases,
-                         outs, residual, tokens, seqLen, lengths);
+                         outs, residual, tokens,
+                         sits::StepRows{lengths, seqLen, 0});
 }
 
 /// Poison for outputs: a NaN as f32, and as each f16 or bf16 half of it.

@@ -54,10 +54,11 @@ template <int Vocab, int Rank, int Batch, int Chunk, int Keep> struct Cfg {
 };
 
 template <class C> void entry(void **args) {
-  sits::tvcPreview<C>(
-      sits_emu::arg<const float *>(args[0]),
-      sits_emu::arg<const float *>(args[1]), sits_emu::arg<void *>(args[2]),
-      sits_emu::arg<int>(args[3]), sits_emu::arg<const int *>(args[4]));
+  sits::tvcPreview<C>(sits_emu::arg<const float *>(args[0]),
+                      sits_emu::arg<const float *>(args[1]),
+                      sits_emu::arg<void *>(args[2]),
+                      sits_emu::arg<int>(args[3]),
+                      sits_emu::arg<const int *>(args[4]));
 }
 
 template <class C> void run(const std::string &name) {
@@ -164,16 +165,18 @@ template <int K, int Rank, int Batch> struct ProjectCfg {
 };
 
 template <class C> void projectEntry(void **args) {
-  sits::tvcProject<C>(
-      sits_emu::arg<const float *>(args[0]),
-      sits_emu::arg<const float *>(args[1]), sits_emu::arg<void *>(args[2]),
-      sits_emu::arg<int>(args[3]), sits_emu::arg<const int *>(args[4]));
+  sits::tvcProject<C>(sits_emu::arg<const float *>(args[0]),
+                      sits_emu::arg<const float *>(args[1]),
+                      sits_emu::arg<void *>(args[2]),
+                      sits::StepRows{sits_emu::arg<const int *>(args[4]),
+                                     sits_emu::arg<int>(args[3]), 0});
 }
 template <class C> void residualEntry(void **args) {
-  sits::tvcResidual<C>(
-      sits_emu::arg<const float *>(args[0]),
-      sits_emu::arg<const float *>(args[1]), sits_emu::arg<void *>(args[2]),
-      sits_emu::arg<int>(args[3]), sits_emu::arg<const int *>(args[4]));
+  sits::tvcResidual<C>(sits_emu::arg<const float *>(args[0]),
+                       sits_emu::arg<const float *>(args[1]),
+                       sits_emu::arg<void *>(args[2]),
+                       sits::StepRows{sits_emu::arg<const int *>(args[4]),
+                                      sits_emu::arg<int>(args[3]), 0});
 }
 
 template <class C> void runProject(const std::string &name) {
