@@ -80,5 +80,15 @@ def KVPoolBlocksOption : CodegenOption<"kvPoolBlocks", "kv-pool-blocks",
     "int64_t", "0",
     "Blocks in a paged KV cache's pool, at least one sequence of "
     "--max-seq-len's", "", "--max-batch full sequences">;
+def DecodeKernelsOption : CodegenOption<"decodeKernels", "decode-kernels",
+    "std::string", "\"graph\"",
+    "Kernels of a decode step: graph (one launch per kernel.launch, "
+    "captured in a CUDA graph) or persistent (the step of each batch bucket "
+    "as one task graph for one persistent kernel: planned into the IR, not "
+    "generated yet)", "kind">;
+def PersistentBlocksOption : CodegenOption<"persistentBlocks",
+    "persistent-blocks", "int64_t", "132",
+    "Blocks of the persistent decode kernel, all resident at once (1 to "
+    "1024; the H100's and H200's SMs by default)">;
 
 #endif // SITS_BACKENDS_CUDA_CODEGENOPTIONS_TD

@@ -96,6 +96,9 @@ struct LaunchPlan {
   format::Expr sharedBytes;
   std::vector<ArgBinding> args; ///< one per kernel parameter
   std::string description;      ///< ops it runs and where they came from
+  /// The op of the step function that becomes this launch (a
+  /// kernel.launch, or a sits op that launches alone).
+  mlir::Operation *owner = nullptr;
 };
 
 /// An activation: f32, token-major [T, width], T at most the program's
@@ -203,6 +206,14 @@ mlir::FailureOr<EnginePlan> planEngine(mlir::ModuleOp module,
 /// values as placed.
 mlir::FailureOr<ProgramPlan> placeWorkspace(mlir::func::FuncOp func,
                                             const CodegenOptions &options);
+
+/// Plans the launches of the step function `func` as code generation does,
+/// with the workspace offsets its memory plan (--kernel-plan-memory) gives,
+/// without changing the IR. The launches' specs go to `kernels` (indexed
+/// by LaunchPlan::kernel). Errors are reported at the op.
+mlir::FailureOr<ProgramPlan> planStepLaunches(mlir::func::FuncOp func,
+                                              const CodegenOptions &options,
+                                              std::vector<KernelSpec> &kernels);
 
 /// Gives every workspace value of `program` an offset so that values live at
 /// the same time never overlap; sets the offsets and `peakBytes`.

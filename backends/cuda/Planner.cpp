@@ -258,6 +258,7 @@ void ProgramPlanner::addLaunch(PlannedLaunch planned,
   planned.launch.kernel =
       kernels.add(std::move(planned.spec), program.name + ": " + what);
   planned.launch.description = what;
+  planned.launch.owner = currentOp;
   program.launches.push_back(std::move(planned.launch));
 }
 
@@ -461,6 +462,29 @@ FailureOr<ProgramPlan> placeWorkspace(func::FuncOp func,
   return program;
 }
 
+FailureOr<ProgramPlan> planStepLaunches(func::FuncOp func,
+                                        const CodegenOptions &options,
+                                        std::vector<KernelSpec> &kernelSpecs) {
+  KVCacheType cacheType = getStepCacheType(func);
+  if (!cacheType || func.isExternal() || !func.getBody().hasOneBlock())
+    return func.emitError() << "codegen: @" << func.getSymName()
+                            << " is not a step function (token ids and the "
+                               "KV cache, a body of one block)";
+  ProgramPlan program;
+  initProgram(program, func.getSymName() == format::kDecodeProgram, cacheType,
+              getMaxPrefillTokens(options, cacheType));
+  std::vector<WeightPlan> weightPlans;
+  WeightTable weights(weightPlans);
+  KernelTable kernels(kernelSpecs);
+  Observed observed;
+  observed.config = getCacheConfig(cacheType, options);
+  ProgramPlanner planner(func, program, weights, kernels, options, cacheType,
+                         observed, ProgramPlanner::Memory::FromIR);
+  if (failed(planner.run()))
+    return failure();
+  return program;
+}
+
 FailureOr<EnginePlan> planEngine(ModuleOp module,
                                  const CodegenOptions &options) {
   auto prefill = module.lookupSymbol<func::FuncOp>("prefill");
@@ -476,6 +500,13 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
       return func.emitError() << "codegen: @" << func.getSymName()
                               << " must have a body of one block";
 
+  if (decode->hasAttr(kernel::KernelDialect::kDecodeScheduleAttrName))
+    return decode.emitError()
+           << "codegen: the persistent decode kernel ('"
+           << kernel::KernelDialect::kDecodeScheduleAttrName
+           << "', --decode-kernels=persistent) is not generated yet: its task "
+              "graph is IR (--emit=kernels); an engine needs "
+              "--decode-kernels=graph";
   KVCacheType cacheType = getStepCacheType(prefill);
   if (!cacheType)
     return prefill.emitError() << "codegen: @prefill must take the KV cache "

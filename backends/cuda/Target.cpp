@@ -177,6 +177,24 @@ parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
              " needs --kv-layout=paged";
     return std::nullopt;
   }
+  if (values.decodeKernels != "graph" && values.decodeKernels != "persistent") {
+    *error = "--decode-kernels must be graph or persistent, got '" +
+             values.decodeKernels + "'";
+    return std::nullopt;
+  }
+  options.persistentDecode = values.decodeKernels == "persistent";
+  if (values.persistentBlocks < 1 ||
+      values.persistentBlocks > format::kMaxMultiprocessors) {
+    *error = "--persistent-blocks must be from 1 to " +
+             std::to_string(format::kMaxMultiprocessors) + ", got " +
+             std::to_string(values.persistentBlocks);
+    return std::nullopt;
+  }
+  options.persistentBlocks = values.persistentBlocks;
+  if (!options.persistentDecode && given.count("persistent-blocks")) {
+    *error = "--persistent-blocks needs --decode-kernels=persistent";
+    return std::nullopt;
+  }
   return options;
 }
 

@@ -94,6 +94,12 @@ struct CodegenOptions {
   bool pagedKV = getDefault().pagedKV;
   int64_t kvBlockTokens = getDefault().kvBlockTokens;
   int64_t kvPoolBlocks = getDefault().kvPoolBlocks;
+  /// The decode step of each batch bucket as one persistent kernel's task
+  /// graph (sitsc --decode-kernels=persistent), of persistentBlocks blocks:
+  /// the pass kernel-schedule-decode-tasks records it as
+  /// #kernel.decode_schedule and #kernel.task.
+  bool persistentDecode = getDefault().persistentDecode;
+  int64_t persistentBlocks = getDefault().persistentBlocks;
 
 private:
   /// CodegenOptionValues() parsed once.
@@ -103,7 +109,8 @@ private:
   explicit CodegenOptions(FromValues)
       : target(), weightType(format::DType::F16), maxPrefillTokens(0),
         batchBuckets(), fuseNorms(false), quantGemvTiles(0), gemvTokenGroups(0),
-        decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0) {}
+        decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0),
+        persistentDecode(false), persistentBlocks(0) {}
   friend std::optional<CodegenOptions>
   parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
                       const std::set<std::string> &given);

@@ -61,6 +61,13 @@ def Kernel_Dialect : Dialect {
     /// The workspace bytes a step function needs, on the func.
     static constexpr llvm::StringLiteral kWorkspaceBytesAttrName =
         "kernel.workspace_bytes";
+    /// The persistent decode kernel's schedule (a #kernel.decode_schedule),
+    /// on @decode; absent: one launch per task (--decode-kernels=graph).
+    static constexpr llvm::StringLiteral kDecodeScheduleAttrName =
+        "kernel.decode_schedule";
+    /// The task of the persistent decode kernel that an op which becomes a
+    /// launch is (a #kernel.task), on the op.
+    static constexpr llvm::StringLiteral kTaskAttrName = "kernel.task";
     /// Every slice's offset is a multiple of this, so that vector loads stay
     /// aligned and values start on their own cache lines.
     static constexpr int64_t kWorkspaceAlignment = 256;
@@ -250,6 +257,60 @@ def Kernel_SliceAttr : AttrDef<Kernel_Dialect, "Slice"> {
   }];
   let parameters = (ins "int64_t":$offset, "int64_t":$bytes);
   let assemblyFormat = "`<` struct($offset, $bytes) `>`";
+}
+
+def Kernel_DecodeScheduleAttr : AttrDef<Kernel_Dialect, "DecodeSchedule"> {
+  let mnemonic = "decode_schedule";
+  let summary = "The decode step of each batch bucket as one persistent kernel";
+  let description = [{
+    Set by `--kernel-schedule-decode-tasks` (`sitsc
+    --decode-kernels=persistent`) on `@decode`, as the discardable attribute
+    `kernel.decode_schedule`: the step of each batch size of `buckets` runs
+    as one persistent kernel of `blocks` blocks (all resident at once),
+    which run the tiles of the step's tasks (the `#kernel.task` of each op
+    that becomes a launch) in task order, each tile once its dependencies
+    have finished. `blocks` is from 1 to 1024; `buckets` increasing, from 1
+    to 8.
+
+    ```mlir
+    func.func @decode(...) attributes {kernel.decode_schedule =
+        #kernel.decode_schedule<blocks = 132, buckets = [1, 2, 4, 8]>}
+    ```
+  }];
+  let parameters = (ins "int64_t":$blocks,
+                        ArrayRefParameter<"int64_t">:$buckets);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Kernel_TaskAttr : AttrDef<Kernel_Dialect, "Task"> {
+  let mnemonic = "task";
+  let summary = "One task of the persistent decode kernel";
+  let description = [{
+    Set by `--kernel-schedule-decode-tasks` on each op of `@decode` that
+    becomes a launch, as the discardable attribute `kernel.task`. `id`: the
+    task's place in the task order (program order, from 0). `tiles`: per
+    bucket of the function's `#kernel.decode_schedule`, the blocks of the
+    launch's grid, each one tile. `first_block`: per bucket, the block of
+    the persistent grid that runs tile 0; tile j runs on block
+    `(first_block + j) % blocks` (round-robin in task order). `deps`: the
+    earlier tasks (by id, increasing) all of whose tiles must have finished
+    before a tile of this one starts. `prefetch`: the task reads weights,
+    which its tiles may start loading before their dependencies are met.
+
+    ```mlir
+    kernel.launch <linear_group> attributes {kernel.task = #kernel.task<
+        id = 2, tiles = [8, 8, 8, 8], first_block = [2, 3, 5, 9],
+        deps = [1], prefetch>} { ... }
+    ```
+  }];
+  let parameters = (ins "int64_t":$id,
+                        ArrayRefParameter<"int64_t">:$tiles,
+                        ArrayRefParameter<"int64_t">:$first_block,
+                        ArrayRefParameter<"int64_t">:$deps,
+                        "bool":$prefetch);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
 }
 
 #endif // SITS_DIALECT_KERNEL_KERNELBASE_TD

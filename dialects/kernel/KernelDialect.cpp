@@ -31,6 +31,81 @@ void KernelDialect::initialize() {
       >();
 }
 
+//===----------------------------------------------------------------------===//
+// The persistent decode schedule's syntax (checks: KernelSchedule.cpp)
+//===----------------------------------------------------------------------===//
+
+/// `[a, b, ...]`, possibly empty.
+static ParseResult parseList(AsmParser &parser, SmallVectorImpl<int64_t> &out) {
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+    int64_t value = 0;
+    if (parser.parseInteger(value))
+      return failure();
+    out.push_back(value);
+    return success();
+  });
+}
+
+static void printList(AsmPrinter &printer, ArrayRef<int64_t> values) {
+  printer << "[";
+  llvm::interleaveComma(values, printer);
+  printer << "]";
+}
+
+/// `name = ` then an integer or a list.
+static ParseResult parseField(AsmParser &parser, StringRef name) {
+  return failure(parser.parseKeyword(name) || parser.parseEqual());
+}
+
+Attribute DecodeScheduleAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  int64_t blocks = 0;
+  SmallVector<int64_t> buckets;
+  if (parser.parseLess() || parseField(parser, "blocks") ||
+      parser.parseInteger(blocks) || parser.parseComma() ||
+      parseField(parser, "buckets") || parseList(parser, buckets) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    blocks, buckets);
+}
+
+void DecodeScheduleAttr::print(AsmPrinter &printer) const {
+  printer << "<blocks = " << getBlocks() << ", buckets = ";
+  printList(printer, getBuckets());
+  printer << ">";
+}
+
+Attribute TaskAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  int64_t id = 0;
+  SmallVector<int64_t> tiles, firstBlock, deps;
+  if (parser.parseLess() || parseField(parser, "id") ||
+      parser.parseInteger(id) || parser.parseComma() ||
+      parseField(parser, "tiles") || parseList(parser, tiles) ||
+      parser.parseComma() || parseField(parser, "first_block") ||
+      parseList(parser, firstBlock) || parser.parseComma() ||
+      parseField(parser, "deps") || parseList(parser, deps))
+    return {};
+  bool prefetch = succeeded(parser.parseOptionalComma());
+  if ((prefetch && parser.parseKeyword("prefetch")) || parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    id, tiles, firstBlock, deps, prefetch);
+}
+
+void TaskAttr::print(AsmPrinter &printer) const {
+  printer << "<id = " << getId() << ", tiles = ";
+  printList(printer, getTiles());
+  printer << ", first_block = ";
+  printList(printer, getFirstBlock());
+  printer << ", deps = ";
+  printList(printer, getDeps());
+  if (getPrefetch())
+    printer << ", prefetch";
+  printer << ">";
+}
+
 /// Whether `op` becomes one launch of a linear kernel (GEMV or GEMM).
 static bool isLinearLaunch(Operation *op) {
   if (auto launch = dyn_cast<LaunchOp>(op))
@@ -167,6 +242,28 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
     if (!isa<FunctionOpInterface>(op))
       return op->emitError() << "'" << kWorkspaceBytesAttrName
                              << "' belongs on a step function";
+    return success();
+  }
+  if (attr.getName() == kDecodeScheduleAttrName) {
+    auto schedule = dyn_cast<DecodeScheduleAttr>(attr.getValue());
+    if (!schedule)
+      return op->emitError()
+             << "'" << kDecodeScheduleAttrName
+             << "' must be a #kernel.decode_schedule, got " << attr.getValue();
+    return verifyDecodeSchedule(op, schedule);
+  }
+  if (attr.getName() == kTaskAttrName) {
+    if (!isa<TaskAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kTaskAttrName << "' must be a #kernel.task, got "
+             << attr.getValue();
+    if (getEnclosingLaunch(op))
+      return op->emitError() << "'" << kTaskAttrName
+                             << "' belongs on the kernel.launch, not on the "
+                                "ops of its region";
+    if (!op->hasAttr(kConfigAttrName) && !op->hasAttr(kBuffersAttrName))
+      return op->emitError() << "'" << kTaskAttrName
+                             << "' belongs on an op that becomes a launch";
     return success();
   }
   if (attr.getName() != kConfigAttrName)

@@ -19,6 +19,12 @@ namespace sits::kernel {
 /// The kernel.launch whose region holds `op`, or null.
 LaunchOp getEnclosingLaunch(mlir::Operation *op);
 
+/// Checks that the tasks (#kernel.task) of the step function `func` form
+/// `schedule`: ids 0, 1, ... in program order, tiles for each bucket, each
+/// task's first block where the tiles before it end (round-robin).
+mlir::LogicalResult verifyDecodeSchedule(mlir::Operation *func,
+                                         DecodeScheduleAttr schedule);
+
 /// `value` as the rest of the program sees it: the launch result that
 /// carries it out when a launch's region defines it.
 mlir::Value getOuterValue(mlir::Value value);

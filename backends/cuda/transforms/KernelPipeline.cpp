@@ -54,4 +54,16 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   planMemory.dtype = dtype;
   planMemory.maxPrefillTokens = options.maxPrefillTokens;
   pm.addPass(createPlanMemory(planMemory));
+  // After the memory plan: a task waits for the readers of the bytes it
+  // reuses.
+  ScheduleDecodeTasksOptions schedule;
+  schedule.decodeKernels = options.persistentDecode ? "persistent" : "graph";
+  schedule.persistentBlocks = options.persistentBlocks;
+  for (uint32_t bucket : options.batchBuckets)
+    schedule.batchBuckets +=
+        (schedule.batchBuckets.empty() ? "" : ",") + std::to_string(bucket);
+  schedule.target = target;
+  schedule.dtype = dtype;
+  schedule.maxPrefillTokens = options.maxPrefillTokens;
+  pm.addPass(createScheduleDecodeTasks(schedule));
 }

@@ -252,4 +252,40 @@ def PlanMemory : Pass<"kernel-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 
+def ScheduleDecodeTasks
+    : Pass<"kernel-schedule-decode-tasks", "mlir::ModuleOp"> {
+  let summary = "The decode step as one persistent kernel's task graph";
+  let description = [{
+    With `decode-kernels=persistent`, plans `@decode`'s launches as the code
+    generator will (so it runs after the memory plan) and makes each op
+    that becomes a launch one task of a persistent kernel of
+    `persistent-blocks` blocks, per batch bucket: `kernel.task =
+    #kernel.task<id, tiles, first_block, deps, prefetch>` on the op and
+    `kernel.decode_schedule = #kernel.decode_schedule<blocks, buckets>` on
+    `@decode`. A task's tiles are the blocks of its launch's grid at each
+    bucket (one token a sequence, `persistent-blocks` multiprocessors),
+    dealt round-robin to the blocks in task order. Its dependencies are the
+    earlier tasks that write bytes it reads or read or write bytes it
+    writes (workspace slices, a layer of the KV cache, the logits, the
+    split attention's counters; read-only pointers are read, the others
+    written), less those implied by others. A task that reads weights
+    prefetches them before its dependencies are met. With
+    `decode-kernels=graph` nothing changes; a schedule given in the input
+    is kept.
+
+    Refused, at the op: quantized weights or KV cache, a paged KV cache,
+    the TVC head, norms fused into GEMVs, kernels other than the plain and
+    tensor-core GEMVs, split or tiled decode attention, and the one-kernel
+    launches; buckets of more than 8 sequences; a step without a memory
+    plan.
+
+    Audit: `tasks`, `tiles` (at the largest bucket), `dependencies`,
+    `prefetches` (tasks that prefetch their weights).
+  }];
+  let options = [DecodeKernelsOption, PersistentBlocksOption,
+                 BatchBucketsOption, TargetOption, DTypeOption,
+                 MaxPrefillTokensOption];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
 #endif // SITS_CODEGEN_TRANSFORMS_PASSES_TD

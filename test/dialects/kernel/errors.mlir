@@ -384,3 +384,73 @@ func.func @kv_pages_no_blocks() attributes {kernel.kv_pages = #kernel.kv_pages<b
 func.func @kv_pages_not_the_attribute() attributes {kernel.kv_pages = 64} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{buckets must increase, from 1 to 8 sequences}}
+func.func @schedule_bucket_too_large() attributes {kernel.decode_schedule = #kernel.decode_schedule<blocks = 4, buckets = [1, 16]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{blocks = 0: a persistent decode kernel has 1 to 1024 blocks}}
+func.func @schedule_no_blocks() attributes {kernel.decode_schedule = #kernel.decode_schedule<blocks = 0, buckets = [1]>} {
+  return
+}
+
+// -----
+
+func.func @task_depends_on_a_later_task(%x: tensor<?x?x8xf32>, %n: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{task 1 may depend only on earlier tasks, in increasing order}}
+  %0 = sits.rms_norm %x, %n {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<rms_norm, threads = 32, weight_bytes = 0>, kernel.task = #kernel.task<id = 1, tiles = [1], first_block = [0], deps = [2]>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @task_without_tiles(%x: tensor<?x?x8xf32>, %n: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{a task has at least one tile per bucket}}
+  %0 = sits.rms_norm %x, %n {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<rms_norm, threads = 32, weight_bytes = 0>, kernel.task = #kernel.task<id = 0, tiles = [0], first_block = [0], deps = []>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @task_on_an_op_that_is_no_launch(%x: tensor<?x?x8xf32>) -> tensor<?x2x?x4xf32> {
+  // expected-error @+1 {{'kernel.task' belongs on an op that becomes a launch}}
+  %0 = sits.split_heads %x {num_heads = 2 : i64, kernel.task = #kernel.task<id = 0, tiles = [1], first_block = [0], deps = []>} : tensor<?x?x8xf32> -> tensor<?x2x?x4xf32>
+  return %0 : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'kernel.decode_schedule' must be a #kernel.decode_schedule, got 4 : i64}}
+func.func @schedule_not_the_attribute() attributes {kernel.decode_schedule = 4} {
+  return
+}
+
+// -----
+
+func.func @tasks_out_of_order(%x: tensor<?x?x8xf32>, %n: tensor<8xf32>) -> tensor<?x?x8xf32> attributes {kernel.decode_schedule = #kernel.decode_schedule<blocks = 4, buckets = [1]>} {
+  // expected-error @+1 {{task 1 out of order: the tasks of a decode schedule are numbered 0, 1, ... in program order, expected 0}}
+  %0 = sits.rms_norm %x, %n {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<rms_norm, threads = 32, weight_bytes = 0>, kernel.task = #kernel.task<id = 1, tiles = [1], first_block = [0], deps = []>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @task_for_other_buckets(%x: tensor<?x?x8xf32>, %n: tensor<8xf32>) -> tensor<?x?x8xf32> attributes {kernel.decode_schedule = #kernel.decode_schedule<blocks = 4, buckets = [1, 2]>} {
+  // expected-error @+1 {{task 0 gives tiles for 1 buckets, the schedule has 2}}
+  %0 = sits.rms_norm %x, %n {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<rms_norm, threads = 32, weight_bytes = 0>, kernel.task = #kernel.task<id = 0, tiles = [1], first_block = [0], deps = []>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @task_not_where_the_tiles_end(%x: tensor<?x?x8xf32>, %n: tensor<8xf32>) -> tensor<?x?x8xf32> attributes {kernel.decode_schedule = #kernel.decode_schedule<blocks = 4, buckets = [2]>} {
+  %0 = sits.rms_norm %x, %n {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<rms_norm, threads = 32, weight_bytes = 0>, kernel.task = #kernel.task<id = 0, tiles = [3], first_block = [0], deps = []>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  // expected-error @+1 {{task 1 starts at block 0 at batch 2, but the tiles before it end at block 3 (tiles are dealt round-robin in task order)}}
+  %1 = sits.rms_norm %0, %n {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<rms_norm, threads = 32, weight_bytes = 0>, kernel.task = #kernel.task<id = 1, tiles = [3], first_block = [0], deps = [0]>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %1 : tensor<?x?x8xf32>
+}

@@ -51,3 +51,17 @@ func.func @decode(%x: tensor<?x?x8xf32>) -> tensor<?x?x16xf32> {
   } : tensor<?x?x16xf32>
   return %logits : tensor<?x?x16xf32>
 }
+
+// A persistent decode schedule and its tasks round-trip: tiles and first
+// blocks per bucket, dependencies on earlier tasks, the prefetch flag.
+// CHECK-LABEL: func.func @decode_schedule
+// CHECK-SAME: kernel.decode_schedule = #kernel.decode_schedule<blocks = 4, buckets = [1, 2]>
+// CHECK: sits.rms_norm {{.*}}kernel.task = #kernel.task<id = 0, tiles = [1, 2], first_block = [0, 0], deps = []>
+// CHECK: sits.linear {{.*}}kernel.task = #kernel.task<id = 1, tiles = [8, 8], first_block = [1, 2], deps = [0], prefetch>
+func.func @decode_schedule(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> attributes {kernel.decode_schedule = #kernel.decode_schedule<blocks = 4, buckets = [1, 2]>} {
+  %n = sits.weight "n" dense<1.0> : tensor<8xf32>
+  %w = sits.weight "w" dense<0.25> : tensor<8x8xf32>
+  %h = sits.rms_norm %x, %n {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<rms_norm, threads = 32, weight_bytes = 0>, kernel.task = #kernel.task<id = 0, tiles = [1, 2], first_block = [0, 0], deps = []>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  %y = sits.linear %h, %w {kernel.config = #kernel.config<gemv, weight_bytes = 256>, kernel.task = #kernel.task<id = 1, tiles = [8, 8], first_block = [1, 2], deps = [0], prefetch>} : tensor<?x?x8xf32>, tensor<8x8xf32> -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
