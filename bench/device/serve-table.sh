@@ -15,7 +15,11 @@
 #           and on.
 #   sla     --sla-p99-token-ms at 1.5x sits-bench's batch-1 ms/step while
 #           the concurrency rises 1, 8, 16, 32, 64 (SLA_SECONDS, default 20,
-#           each), one prefill chunk of 512 tokens a step.
+#           each), at most 512 prompt tokens a step; the batch limit, the
+#           prefill budget and the window p99 sampled every 0.5 s
+#           (sla-trace.txt).
+#   small   sits-bench's prefill of 8 to 64 tokens at batch 1 and 8: what a
+#           packed step of few rows costs against the decode step.
 # The export is made by bench/llama_bench.py (no PyTorch timing: that is
 # bench/device/token-groups.sh's), or reused from .device-work/8b when an
 # earlier call on the same machine left it.
@@ -93,11 +97,27 @@ if [[ $parts == *" sla "* ]]; then
   # ones leave fewer slow inter-token gaps than many small ones.
   start_server --sla-p99-token-ms="$sla" --max-prefill-chunk=512 \
     --max-step-prefill-tokens=512
+  (while sleep 0.5; do
+    echo "$(date +%s.%N) $(curl -s "http://127.0.0.1:$port/metrics" |
+      grep -E '^sits_(admitted_batch_limit|step_prefill_budget_tokens|sla_window_p99_seconds|running_requests) ' |
+      tr '\n' ' ')"
+  done >"$FINAL/sla-trace.txt" 2>/dev/null) &
+  trace_pid=$!
   for c in 1 8 16 32 64; do
     load "sla-c$c" --requests 256 --concurrency "$c" --rate "$c" \
       --prompt-len 128,2048 --output-len 128,512 --max-seconds "${SLA_SECONDS:-20}"
-    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_sla_window' | tee -a "$FINAL/$NAME.log"
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_step_prefill_budget|^sits_sla_window' | tee -a "$FINAL/$NAME.log"
   done
+  kill "$trace_pid" 2>/dev/null
   stop_server
 fi
+if [[ $parts == *" small "* ]]; then
+  "$bin/sits-bench" "$engine" --batch 1,8 --context 8,16,32,64 --new-tokens 8 \
+    --json "$FINAL/sits-bench-small.json" >"$FINAL/sits-bench-small.log" 2>&1
+  say "small steps: $(grep -E '^ *[0-9]' "$FINAL/sits-bench-small.log" | tr -s ' ' | tr '\n' ';')"
+fi
+# At most 8 files come back: this log, and the rest in one archive.
+(cd "$FINAL" && tar czf "$NAME-files.tar.gz" --exclude="$NAME.log" \
+  --exclude="$NAME-files.tar.gz" . &&
+  find . -maxdepth 1 -type f ! -name "$NAME.log" ! -name "$NAME-files.tar.gz" -delete)
 say "done"
