@@ -407,8 +407,13 @@ static uint64_t getSlicesEnd(const ProgramPlan &program) {
   return end;
 }
 
-FailureOr<ProgramPlan> placeWorkspace(func::FuncOp func,
-                                      const CodegenOptions &options) {
+/// Plans a step function's launches (its weights and kernels planned into
+/// throwaway tables, the kernel specs into `kernelSpecs`), its memory
+/// placed by the planner or read from the IR.
+static FailureOr<ProgramPlan> planStep(func::FuncOp func,
+                                       const CodegenOptions &options,
+                                       std::vector<KernelSpec> &kernelSpecs,
+                                       ProgramPlanner::Memory memory) {
   KVCacheType cacheType = getStepCacheType(func);
   if (!cacheType || func.isExternal() || !func.getBody().hasOneBlock())
     return func.emitError() << "codegen: @" << func.getSymName()
@@ -418,15 +423,25 @@ FailureOr<ProgramPlan> placeWorkspace(func::FuncOp func,
   initProgram(program, func.getSymName() == format::kDecodeProgram, cacheType,
               getMaxPrefillTokens(options, cacheType));
   std::vector<WeightPlan> weightPlans;
-  std::vector<KernelSpec> kernelSpecs;
   WeightTable weights(weightPlans);
   KernelTable kernels(kernelSpecs);
   Observed observed;
   observed.config = getCacheConfig(cacheType, options);
   ProgramPlanner planner(func, program, weights, kernels, options, cacheType,
-                         observed, ProgramPlanner::Memory::Place);
+                         observed, memory);
   if (failed(planner.run()))
     return failure();
+  return program;
+}
+
+FailureOr<ProgramPlan> placeWorkspace(func::FuncOp func,
+                                      const CodegenOptions &options) {
+  std::vector<KernelSpec> kernelSpecs;
+  FailureOr<ProgramPlan> planned =
+      planStep(func, options, kernelSpecs, ProgramPlanner::Memory::Place);
+  if (failed(planned))
+    return failure();
+  ProgramPlan &program = *planned;
   planMemory(program);
 
   // One kernel.buffers entry per result of each op that writes values, in
@@ -459,30 +474,13 @@ FailureOr<ProgramPlan> placeWorkspace(func::FuncOp func,
   func->setAttr(kernel::KernelDialect::kWorkspaceBytesAttrName,
                 IntegerAttr::get(IntegerType::get(context, 64),
                                  static_cast<int64_t>(program.peakBytes)));
-  return program;
+  return planned;
 }
 
 FailureOr<ProgramPlan> planStepLaunches(func::FuncOp func,
                                         const CodegenOptions &options,
                                         std::vector<KernelSpec> &kernelSpecs) {
-  KVCacheType cacheType = getStepCacheType(func);
-  if (!cacheType || func.isExternal() || !func.getBody().hasOneBlock())
-    return func.emitError() << "codegen: @" << func.getSymName()
-                            << " is not a step function (token ids and the "
-                               "KV cache, a body of one block)";
-  ProgramPlan program;
-  initProgram(program, func.getSymName() == format::kDecodeProgram, cacheType,
-              getMaxPrefillTokens(options, cacheType));
-  std::vector<WeightPlan> weightPlans;
-  WeightTable weights(weightPlans);
-  KernelTable kernels(kernelSpecs);
-  Observed observed;
-  observed.config = getCacheConfig(cacheType, options);
-  ProgramPlanner planner(func, program, weights, kernels, options, cacheType,
-                         observed, ProgramPlanner::Memory::FromIR);
-  if (failed(planner.run()))
-    return failure();
-  return program;
+  return planStep(func, options, kernelSpecs, ProgramPlanner::Memory::FromIR);
 }
 
 FailureOr<EnginePlan> planEngine(ModuleOp module,

@@ -143,6 +143,19 @@ format::DType sits::kernel::parseWeightTypeOption(StringRef name) {
   return type ? *type : format::DType::F16;
 }
 
+codegen::CodegenOptions
+sits::kernel::planningOptions(StringRef dtype, StringRef target,
+                              int64_t maxPrefillTokens) {
+  codegen::CodegenOptions options;
+  options.weightType = parseWeightTypeOption(dtype);
+  std::string error;
+  if (std::optional<codegen::Target> parsed =
+          codegen::parseTarget(target.str(), &error))
+    options.target = *parsed;
+  options.maxPrefillTokens = maxPrefillTokens;
+  return options;
+}
+
 unsigned sits::kernel::parseTargetSmOption(StringRef name) {
   std::string error;
   std::optional<codegen::Target> target =

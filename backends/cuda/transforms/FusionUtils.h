@@ -8,6 +8,7 @@
 #ifndef SITS_BACKENDS_CUDA_TRANSFORMS_FUSIONUTILS_H
 #define SITS_BACKENDS_CUDA_TRANSFORMS_FUSIONUTILS_H
 
+#include "backends/cuda/Target.h"
 #include "dialects/kernel/KernelOps.h"
 #include "dialects/sits/SitsOps.h"
 #include "passes/Audit.h"
@@ -71,6 +72,13 @@ format::DType parseWeightTypeOption(llvm::StringRef name);
 /// --target's compute capability, major * 10 + minor (90 when unknown;
 /// sitsc checks the option before the passes run).
 unsigned parseTargetSmOption(llvm::StringRef name);
+
+/// The codegen options a pass that plans launches takes from its own
+/// --dtype, --target and --max-prefill-tokens (unknown spellings as the
+/// two parsers above take them).
+codegen::CodegenOptions planningOptions(llvm::StringRef dtype,
+                                        llvm::StringRef target,
+                                        int64_t maxPrefillTokens);
 
 } // namespace sits::kernel
 

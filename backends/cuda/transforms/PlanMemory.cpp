@@ -43,13 +43,8 @@ struct PlanMemoryPass
   void runOnOperation() override {
     PassAudit audit(&getContext(), getArgument(),
                     {"values", "scratch", "shared_bytes"});
-    codegen::CodegenOptions options;
-    options.weightType = parseWeightTypeOption(dtype);
-    std::string error;
-    if (std::optional<codegen::Target> parsed =
-            codegen::parseTarget(target, &error))
-      options.target = *parsed;
-    options.maxPrefillTokens = maxPrefillTokens;
+    codegen::CodegenOptions options =
+        planningOptions(dtype, target, maxPrefillTokens);
 
     for (StringRef name : {format::kPrefillProgram, format::kDecodeProgram}) {
       auto func = getOperation().lookupSymbol<func::FuncOp>(name);

@@ -181,13 +181,8 @@ struct ScheduleDecodeTasksPass
     if (failed(buckets))
       return failure();
 
-    codegen::CodegenOptions options;
-    options.weightType = parseWeightTypeOption(dtype);
-    std::string error;
-    if (std::optional<codegen::Target> parsed =
-            codegen::parseTarget(target, &error))
-      options.target = *parsed;
-    options.maxPrefillTokens = maxPrefillTokens;
+    codegen::CodegenOptions options =
+        planningOptions(dtype, target, maxPrefillTokens);
     std::vector<codegen::KernelSpec> kernels;
     FailureOr<codegen::ProgramPlan> program =
         codegen::planStepLaunches(func, options, kernels);
