@@ -7,6 +7,7 @@ ctest runs these with SITS_BIN_DIR=<build>/bin. Without the `openai` package
 they skip (it is the client under test: pip install openai).
 """
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -200,6 +201,18 @@ def token_ids(choice):
     """The generated ids the server returns beside the text (an
     extension field)."""
     return list(choice.model_extra["token_ids"])
+
+
+def completion_ids(client, prompts, max_tokens, at_once=False, **options):
+    """The generated ids of a completion of each prompt (`complete`), one
+    request at a time or all of them at once."""
+    def one(prompt):
+        return token_ids(complete(client, prompt, max_tokens,
+                                  **options).choices[0])
+    if not at_once:
+        return [one(p) for p in prompts]
+    with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+        return list(pool.map(one, prompts))
 
 
 def metric_values(process):

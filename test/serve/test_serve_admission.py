@@ -12,8 +12,9 @@ import subprocess
 
 import pytest
 
-from conftest import (MODEL, MODEL_NAME, complete, http, metric_values,
-                      openai, start_server, token_ids, tool)
+from conftest import (MODEL, MODEL_NAME, complete, completion_ids, http,
+                      metric_values, openai, start_server, token_ids, tool)
+from test_serve import QUESTIONS, SHARED_PREFIX
 
 PROMPTS = ["The quick brown fox", "Once upon a time", "def main():",
            "1, 2, 3,", "Hello", "A short one"]
@@ -80,29 +81,18 @@ def test_paged_prefix_cache_shares_blocks(server, tmp_path_factory,
                                           tokenizer_folder):
     # The prefix cache takes the pool's blocks of 16 and shares them; the
     # tokens are the plain server's, one at a time and at once.
-    shared = ("You are a helpful assistant. Answer briefly and exactly, "
-              "with no more words than needed. ")
-    prompts = [shared + q for q in ("What is two plus two?", "Name a colour.",
-                                    "Say hello.", "Count to three.")]
+    prompts = [SHARED_PREFIX + q for q in QUESTIONS]
     cached = start_server(tmp_path_factory, tokenizer_folder, "--max-batch=2",
                           "--kv-layout=paged", "--kv-block-tokens=16",
                           "--kv-pool-blocks=12", "--prefix-cache-blocks=8",
                           "--prefix-block-tokens=4")
     try:
-        want = [token_ids(complete(server.client(), p, 8,
-                                   extra_body={"ignore_eos": True})
-                          .choices[0]) for p in prompts]
+        options = {"extra_body": {"ignore_eos": True}}
+        want = completion_ids(server.client(), prompts, 8, **options)
         client = cached.client()
-        got = [token_ids(complete(client, p, 8,
-                                  extra_body={"ignore_eos": True})
-                         .choices[0]) for p in prompts]
-        assert got == want
-        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
-            again = list(pool.map(
-                lambda p: token_ids(complete(
-                    client, p, 8, extra_body={"ignore_eos": True})
-                    .choices[0]), prompts))
-        assert again == want
+        assert completion_ids(client, prompts, 8, **options) == want
+        assert completion_ids(client, prompts, 8, at_once=True,
+                              **options) == want
         values = metric_values(cached)
         assert values["sits_prefix_cache_hit_tokens_total"] > 0
         assert values["sits_prefix_cache_hit_tokens_total"] % 16 == 0
@@ -120,10 +110,7 @@ def test_paged_quantized_cache_and_its_prefix_cache(tmp_path_factory,
     # pool of 12 blocks of 16 with prefix caching: the tokens of the same
     # quantized cache served contiguous without a prefix cache, one request
     # at a time and four at once (some stepping aside for blocks).
-    shared = ("You are a helpful assistant. Answer briefly and exactly, "
-              "with no more words than needed. ")
-    prompts = [shared + q for q in ("What is two plus two?", "Name a colour.",
-                                    "Say hello.", "Count to three.")]
+    prompts = [SHARED_PREFIX + q for q in QUESTIONS]
     plain = start_server(tmp_path_factory, tokenizer_folder, "--max-batch=2",
                          *QUANT)
     paged = start_server(tmp_path_factory, tokenizer_folder, "--max-batch=4",
@@ -131,17 +118,11 @@ def test_paged_quantized_cache_and_its_prefix_cache(tmp_path_factory,
                          "--kv-pool-blocks=12", "--prefix-cache-blocks=8")
     try:
         options = {"extra_body": {"ignore_eos": True}}
-        want = [token_ids(complete(plain.client(), p, 24, **options)
-                          .choices[0]) for p in prompts]
+        want = completion_ids(plain.client(), prompts, 24, **options)
         client = paged.client()
-        got = [token_ids(complete(client, p, 24, **options).choices[0])
-               for p in prompts]
-        assert got == want
-        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
-            again = list(pool.map(
-                lambda p: token_ids(complete(client, p, 24, **options)
-                                    .choices[0]), prompts))
-        assert again == want
+        assert completion_ids(client, prompts, 24, **options) == want
+        assert completion_ids(client, prompts, 24, at_once=True,
+                              **options) == want
         values = metric_values(paged)
         assert values["sits_prefix_cache_hit_tokens_total"] > 0
         assert values["sits_kv_blocks_used"] == 0

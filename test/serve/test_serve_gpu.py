@@ -14,7 +14,8 @@ import subprocess
 import pytest
 
 from conftest import (MAX_SEQ_LEN, MODEL, MODEL_NAME, ServerDidNotStart,
-                      ServerProcess, complete, metric_values, token_ids, tool)
+                      ServerProcess, complete, completion_ids, metric_values,
+                      token_ids, tool)
 from test_serve import PROMPTS, QUESTIONS, SHARED_PREFIX, expected_hits
 
 EXIT_NO_GPU = 4
@@ -102,13 +103,9 @@ def test_gpu_prefix_cache_equals_sits_exec(tmp_path_factory, engine,
         client = cached.client()
         prompts = [SHARED_PREFIX + q for q in QUESTIONS]
         expected = [reference(p, 8) for p in prompts]
-        got = [token_ids(complete(client, p, 8).choices[0]) for p in prompts]
+        got = completion_ids(client, prompts, 8)
         assert got == [ids for _, ids, _ in expected]
-        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
-            again = list(pool.map(
-                lambda p: token_ids(complete(client, p, 8).choices[0]),
-                prompts))
-        assert again == got
+        assert completion_ids(client, prompts, 8, at_once=True) == got
         values = metric_values(cached)
         prompt_ids = [ids for ids, _, _ in expected]
         assert values["sits_prefix_cache_hit_tokens_total"] == \
@@ -136,15 +133,11 @@ def test_gpu_paged_prefix_cache_shares_blocks(tmp_path_factory, paged_engine,
         prompts = [SHARED_PREFIX + q for q in QUESTIONS] + PROMPTS
         expected = [reference(p, 8) for p in prompts]
         prompt_ids = [ids for ids, _, _ in expected]
-        got = [token_ids(complete(client, p, 8).choices[0]) for p in prompts]
+        got = completion_ids(client, prompts, 8)
         assert got == [ids for _, ids, _ in expected]
         first = metric_values(cached)["sits_prefix_cache_hit_tokens_total"]
         assert first == expected_hits(prompt_ids, 16) > 0
-        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
-            again = list(pool.map(
-                lambda p: token_ids(complete(client, p, 8).choices[0]),
-                prompts))
-        assert again == got
+        assert completion_ids(client, prompts, 8, at_once=True) == got
         total = metric_values(cached)["sits_prefix_cache_hit_tokens_total"]
         assert first < total <= expected_hits(prompt_ids * 2, 16)
     finally:
@@ -228,17 +221,11 @@ def test_gpu_paged_quantized_prefix_cache_keeps_the_tokens(tmp_path_factory,
     try:
         prompts = [SHARED_PREFIX + q for q in QUESTIONS] + PROMPTS
         options = {"extra_body": {"ignore_eos": True}}
-        want = [token_ids(complete(plain.client(), p, 16, **options)
-                          .choices[0]) for p in prompts]
+        want = completion_ids(plain.client(), prompts, 16, **options)
         client = cached.client()
-        got = [token_ids(complete(client, p, 16, **options).choices[0])
-               for p in prompts]
-        assert got == want
-        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
-            again = list(pool.map(
-                lambda p: token_ids(complete(client, p, 16, **options)
-                                    .choices[0]), prompts))
-        assert again == want
+        assert completion_ids(client, prompts, 16, **options) == want
+        assert completion_ids(client, prompts, 16, at_once=True,
+                              **options) == want
         assert metric_values(cached)["sits_prefix_cache_hit_tokens_total"] > 0
     finally:
         plain.stop()
