@@ -82,6 +82,10 @@ gemvWarpRows(const float *__restrict__ x, const float *const *biases,
   }
   const int width = Cfg::rows(segment);
 
+  // Gather mode: the first row of sequence t, carried from t - 1 (every
+  // warp row visits the sequences in order, so StepRows::first's walk over
+  // the lengths would repeat for each).
+  long first = 0;
   for (int t0 = 0; t0 < tokens; t0 += Cfg::kTokenTile) {
     const int count = min(Cfg::kTokenTile, tokens - t0);
     const float *xRows[Cfg::kTokenTile];
@@ -93,7 +97,9 @@ gemvWarpRows(const float *__restrict__ x, const float *const *biases,
       if constexpr (Cfg::kGatherLast) {
         int length = tt < count ? stepRows.gatherLengths()[t] : 0;
         live[tt] = length > 0;
-        source = length > 0 ? stepRows.first(t) + length - 1 : 0;
+        source = length > 0 ? first + length - 1 : 0;
+        if (tt < count)
+          first += stepRows.owned(t);
       }
       xRows[tt] = x + (tt < count ? source : 0) * Cfg::kK;
     }
