@@ -453,6 +453,35 @@ TEST_F(ValidateTest, ProgrammaticLaunch) {
   EXPECT_ERROR(error, "\"launch.programmatic_dependent\" must be a boolean");
 }
 
+TEST_F(ValidateTest, PackedSteps) {
+  json::Value meta;
+  std::string error;
+  ASSERT_TRUE(json::parse(contents.metadataJson, &meta, &error));
+  RuntimeConfig rc;
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_TRUE(rc.packedSteps); // the toy's kernels take StepRows
+  json::Value &launch = meta.set("launch", json::Value::object());
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_FALSE(rc.packedSteps); // absent: padded steps
+  launch.set("packed_steps", 1);
+  EXPECT_FALSE(parseRuntimeConfig(meta.write(), &rc, &error));
+  EXPECT_ERROR(error, "\"launch.packed_steps\" must be a boolean");
+
+  // A prefill grid that is fine at B = S = T = 1 and at the largest padded
+  // step but empty at a packed step of one token among max_batch
+  // sequences: refused only where the engine takes packed steps.
+  contents.programs[1].launches[1].grid[0] =
+      Expr::tokens() - Expr::batch() + Expr::constant(1);
+  EXPECT_ERROR(changedError(), "grid.x = ");
+  test::ToyConfig padded = config;
+  padded.packedSteps = false;
+  contents = test::buildToyEngine(padded, test::makeToyWeights(padded),
+                                  test::placeholderModule(padded));
+  contents.programs[1].launches[1].grid[0] =
+      Expr::tokens() - Expr::batch() + Expr::constant(1);
+  EXPECT_EQ(changedError(), "");
+}
+
 // Hostile input: random edits to a valid engine, re-hashed so that they reach
 // the section decoders and the validator, must be rejected or accepted but
 // never crash, hang or allocate without bound.
