@@ -43,6 +43,13 @@ def MaxPrefillTokensOption : CodegenOption<"maxPrefillTokens",
     "max-prefill-tokens", "int64_t", "0",
     "Tokens per sequence in one prefill chunk, from 1 to --max-seq-len", "",
     "512, at most --max-seq-len">;
+def FewRowPrefillTokensOption : CodegenOption<"fewRowPrefillTokens",
+    "few-row-prefill-tokens", "int64_t", "32",
+    "Most tokens of a prefill step (all its sequences together) run by a "
+    "third program, prefill_few, whose linear layers are the decode GEMVs: "
+    "a step of a few prompt and decode tokens then reads each weight once "
+    "at the GEMV's bandwidth instead of in the GEMM's tiles; 0 to 256, 0 "
+    "for none">;
 def BatchBucketsOption : CodegenOption<"batchBuckets", "batch-buckets",
     "std::string", "\"\"",
     "Decode batch sizes to capture CUDA graphs for, e.g. 1,2,4,8", "list",

@@ -56,9 +56,8 @@ std::string emitCudaSource(const EnginePlan &plan,
          plan.options.target.getName() + ": weights " +
          weightTypeName(plan.options.weightType) + ", KV cache " +
          format::dtypeName(model.cacheType) + ".\n";
-  out += "// " + std::to_string(plan.kernels.size()) + " kernels; prefill " +
-         std::to_string(plan.prefill.launches.size()) + " launches, decode " +
-         std::to_string(plan.decode.launches.size()) + " launches per step.\n";
+  out += "// " + std::to_string(plan.kernels.size()) + " kernels; " +
+         describeLaunches(plan) + ".\n";
   out += "// Activations are f32 [T, width], token t = b * S + i; the launch "
          "plan in the engine\n// binds every pointer (docs/codegen.md).\n";
   std::set<std::string> headers{"sits/common.cuh"};

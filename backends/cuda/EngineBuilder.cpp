@@ -239,6 +239,9 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   json::Value launch = json::Value::object();
   launch.set("programmatic_dependent", true);
   launch.set("packed_steps", true);
+  if (plan.prefillFew)
+    launch.set("few_rows_max_tokens",
+               static_cast<uint64_t>(plan.prefillFew->maxTokens));
   root.set("launch", std::move(launch));
 
   json::Value inputs = json::Value::array();
@@ -298,15 +301,15 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   workspace.set("bytes", plan.workspaceBytes);
   workspace.set("unshared_bytes", plan.unsharedBytes);
   workspace.set("alignment", static_cast<uint64_t>(256));
-  workspace.set("prefill", workspaceJson(plan.prefill));
-  workspace.set("decode", workspaceJson(plan.decode));
+  for (const ProgramPlan *program : plan.programs())
+    workspace.set(program->name, workspaceJson(*program));
   root.set("workspace", std::move(workspace));
 
   // Weights only the embedding gathers from (a decode step reads B rows):
   // sits-bench leaves them out of the bytes a step reads. With quantized
   // weights the LM head reads its own copy, so a tied table is one of them.
   std::set<unsigned> gathered, read;
-  for (const ProgramPlan *program : {&plan.prefill, &plan.decode})
+  for (const ProgramPlan *program : plan.programs())
     for (const LaunchPlan &launch : program->launches)
       for (const ArgBinding &arg : launch.args)
         if (arg.kind == ArgBinding::Kind::Buffer &&
@@ -461,10 +464,9 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
                                     DType::I32, 3 * 8, {6});
   }
 
-  contents.programs.push_back(
-      buildProgram(plan.prefill, weightBuffers, buffers));
-  contents.programs.push_back(
-      buildProgram(plan.decode, weightBuffers, buffers));
+  for (const ProgramPlan *program : plan.programs())
+    contents.programs.push_back(
+        buildProgram(*program, weightBuffers, buffers));
 
   format::RuntimeConfig config;
   std::string error;

@@ -145,8 +145,10 @@ PlannedLaunch planLinear(const LinearLaunch &desc);
 
 /// What decides the kernel of one linear launch, all read off the IR.
 struct LinearShape {
-  bool decode = false;      ///< @decode's GEMVs (and every LM head)
-  bool gatherLast = false;  ///< the LM head
+  /// GEMVs: @decode's and @prefill_few's linear layers, every LM head.
+  bool decode = false;
+  bool fewRowPrefill = false; ///< of @prefill_few (for the reason)
+  bool gatherLast = false;    ///< the LM head
   bool gated = false;       ///< a gate/up pair with its GLU epilogue
   bool tensorCores = false; ///< the target has mma.sync (sm_80+)
   format::DType weightType = format::DType::F16;

@@ -194,7 +194,10 @@ LinearKernelChoice selectLinearKernel(const LinearShape &shape) {
                                : KernelKind::GemvQuant)
                 : (tensorCores ? KernelKind::GemvTensorCore : KernelKind::Gemv);
   choice.reason =
-      std::string(shape.gatherLast ? "LM head" : "decode") + ", " +
+      std::string(shape.gatherLast      ? "LM head"
+                  : shape.fewRowPrefill ? "few-row prefill"
+                                        : "decode") +
+      ", " +
       weightsPhrase(shape) +
       (tensorCores ? ": tensor cores" : ": no tensor cores, " + why);
   if (!tensorCores)
@@ -247,7 +250,8 @@ std::string checkLinearKernel(const LinearShape &shape, KernelKind kernel,
   const bool gemm =
       kernel == KernelKind::Gemm || kernel == KernelKind::GemmTensorCore;
   if (shape.decode && gemm)
-    return name + " is a prefill GEMM; a decode step and the LM head run GEMVs";
+    return name + " is a prefill GEMM; a decode step, a few-row prefill and "
+                  "the LM head run GEMVs";
   if (!shape.decode && !gemm)
     return name + " is a GEMV; prefill runs the tiled GEMM";
   const bool quantKernel = kernel == KernelKind::GemvQuant ||

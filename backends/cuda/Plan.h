@@ -118,8 +118,11 @@ struct WorkspaceValue {
 };
 
 struct ProgramPlan {
-  std::string name; ///< "prefill" or "decode"
+  std::string name; ///< "prefill", "prefill_few" or "decode"
   bool isDecode = false;
+  /// The linear layers run GEMVs: @decode's, and @prefill_few's (whose
+  /// attention is the prefill's).
+  bool gemvLinears = false;
   int64_t maxTokens = 0;
   std::vector<LaunchPlan> launches;
   std::vector<WorkspaceValue> values;
@@ -174,7 +177,22 @@ struct EnginePlan {
   std::vector<KernelSpec> kernels;
   ProgramPlan prefill;
   ProgramPlan decode;
-  /// The workspace both programs share (they never run at once).
+  /// @prefill_few, when the program has one.
+  std::optional<ProgramPlan> prefillFew;
+  /// Every program, in the engine's order.
+  std::vector<ProgramPlan *> programs() {
+    std::vector<ProgramPlan *> all = {&prefill, &decode};
+    if (prefillFew)
+      all.push_back(&*prefillFew);
+    return all;
+  }
+  std::vector<const ProgramPlan *> programs() const {
+    std::vector<const ProgramPlan *> all = {&prefill, &decode};
+    if (prefillFew)
+      all.push_back(&*prefillFew);
+    return all;
+  }
+  /// The workspace the programs share (they never run at once).
   uint64_t workspaceBytes = 0;
   /// Bytes of the activations if none shared memory.
   uint64_t unsharedBytes = 0;
@@ -192,6 +210,14 @@ struct EnginePlan {
   };
   std::optional<Tvc> tvc;
 };
+
+/// The tokens of a sequence one prefill step takes: --max-prefill-tokens,
+/// or its default for a KV cache of `capacity` rows.
+int64_t getMaxPrefillTokens(const CodegenOptions &options, int64_t capacity);
+
+/// "prefill 19 launches, decode 14 launches[, prefill_few 19 launches]
+/// per step", for summaries.
+std::string describeLaunches(const EnginePlan &plan);
 
 /// Plans the engine for the optimized program in `module`. Errors are
 /// reported through the MLIR diagnostics at the op that cannot be compiled.

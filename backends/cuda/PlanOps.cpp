@@ -313,7 +313,7 @@ FailureOr<LinearSegment> ProgramPlanner::linearSegment(Operation *op,
 
 LogicalResult ProgramPlanner::planLinears(ArrayRef<LinearOp> linears) {
   LinearLaunch desc;
-  desc.decode = program.isDecode;
+  desc.decode = program.gemvLinears;
   desc.weightType = options.weightType;
   desc.tensorCores = hasTensorCores();
   LinearOp first = linears.front();
@@ -349,7 +349,7 @@ LogicalResult ProgramPlanner::planLinears(ArrayRef<LinearOp> linears) {
 LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
                                               LinearOp up) {
   LinearLaunch desc;
-  desc.decode = program.isDecode;
+  desc.decode = program.gemvLinears;
   desc.weightType = options.weightType;
   desc.tensorCores = hasTensorCores();
   desc.epilogue = LinearEpilogue::Glu;
@@ -383,7 +383,7 @@ LogicalResult ProgramPlanner::planGatedLinear(GLUOp glu, LinearOp gate,
 LogicalResult ProgramPlanner::planResidualLinear(AddOp add, LinearOp linear,
                                                  Value residual) {
   LinearLaunch desc;
-  desc.decode = program.isDecode;
+  desc.decode = program.gemvLinears;
   desc.weightType = options.weightType;
   desc.tensorCores = hasTensorCores();
   desc.epilogue = LinearEpilogue::Residual;

@@ -369,12 +369,22 @@ static KVCacheType getStepCacheType(func::FuncOp func) {
              : KVCacheType();
 }
 
-/// The prefill chunk the engine takes (--max-prefill-tokens, or its default).
+int64_t getMaxPrefillTokens(const CodegenOptions &options, int64_t capacity) {
+  return options.maxPrefillTokens ? options.maxPrefillTokens
+                                  : std::min<int64_t>(512, capacity);
+}
+
+std::string describeLaunches(const EnginePlan &plan) {
+  std::string out;
+  for (const ProgramPlan *program : plan.programs())
+    out += (out.empty() ? "" : ", ") + program->name + " " +
+           std::to_string(program->launches.size()) + " launches";
+  return out + " per step";
+}
+
 static int64_t getMaxPrefillTokens(const CodegenOptions &options,
                                    KVCacheType cacheType) {
-  return options.maxPrefillTokens
-             ? options.maxPrefillTokens
-             : std::min<int64_t>(512, cacheType.getCapacity());
+  return getMaxPrefillTokens(options, cacheType.getCapacity());
 }
 
 /// What the KV cache and the options say of the model before planning.
@@ -391,12 +401,20 @@ static ModelConfig getCacheConfig(KVCacheType cacheType,
   return config;
 }
 
-/// Names the program and sizes it for the most tokens a step takes.
-static void initProgram(ProgramPlan &program, bool decode,
+/// Names the program after `func` and sizes it for the most tokens a step
+/// takes: a decode step's sequences, a few-row prefill's rows
+/// (kernel.few_row_tokens), every sequence's prefill chunk.
+static void initProgram(ProgramPlan &program, func::FuncOp func,
                         KVCacheType cacheType, int64_t maxPrefillTokens) {
-  program.name = decode ? format::kDecodeProgram : format::kPrefillProgram;
-  program.isDecode = decode;
-  program.maxTokens = cacheType.getMaxBatch() * (decode ? 1 : maxPrefillTokens);
+  program.name = func.getSymName().str();
+  program.isDecode = program.name == format::kDecodeProgram;
+  auto fewRows = func->getAttrOfType<IntegerAttr>(
+      kernel::KernelDialect::kFewRowTokensAttrName);
+  program.gemvLinears = program.isDecode || fewRows;
+  program.maxTokens = program.isDecode ? cacheType.getMaxBatch()
+                      : fewRows
+                          ? fewRows.getInt()
+                          : cacheType.getMaxBatch() * maxPrefillTokens;
 }
 
 /// The end of the last slice of `program`'s values.
@@ -420,7 +438,7 @@ static FailureOr<ProgramPlan> planStep(func::FuncOp func,
                             << " is not a step function (token ids and the "
                                "KV cache, a body of one block)";
   ProgramPlan program;
-  initProgram(program, func.getSymName() == format::kDecodeProgram, cacheType,
+  initProgram(program, func, cacheType,
               getMaxPrefillTokens(options, cacheType));
   std::vector<WeightPlan> weightPlans;
   WeightTable weights(weightPlans);
@@ -527,9 +545,32 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
       return module.emitError() << "codegen: batch bucket " << bucket
                                 << " exceeds --max-batch " << config.maxBatch;
 
-  initProgram(plan.prefill, /*decode=*/false, cacheType,
-              config.maxPrefillTokens);
-  initProgram(plan.decode, /*decode=*/true, cacheType, config.maxPrefillTokens);
+  // The optional third program: a prefill whose linear layers are GEMVs.
+  auto fewRowPrefill =
+      module.lookupSymbol<func::FuncOp>(format::kFewRowPrefillProgram);
+  std::vector<std::pair<func::FuncOp, ProgramPlan *>> steps = {
+      {prefill, &plan.prefill}, {decode, &plan.decode}};
+  if (fewRowPrefill) {
+    if (fewRowPrefill.isExternal() ||
+        !fewRowPrefill.getBody().hasOneBlock() ||
+        !fewRowPrefill->hasAttr(kernel::KernelDialect::kFewRowTokensAttrName))
+      return fewRowPrefill.emitError()
+             << "codegen: @" << format::kFewRowPrefillProgram
+             << " must have a body of one block and a '"
+             << kernel::KernelDialect::kFewRowTokensAttrName << "'";
+    plan.prefillFew.emplace();
+    steps.push_back({fewRowPrefill, &*plan.prefillFew});
+  }
+  for (auto [func, program] : steps)
+    initProgram(*program, func, cacheType, config.maxPrefillTokens);
+  if (plan.prefillFew &&
+      plan.prefillFew->maxTokens > plan.prefill.maxTokens)
+    return fewRowPrefill.emitError()
+           << "codegen: '" << kernel::KernelDialect::kFewRowTokensAttrName
+           << "' = " << plan.prefillFew->maxTokens
+           << " is more rows than a prefill step takes (max_batch x the "
+              "prefill chunk = "
+           << plan.prefill.maxTokens << ")";
 
   // Both steps address the one cache alike.
   const KVPaging paging = kvPagingOf(prefill, cacheType);
@@ -556,11 +597,10 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   KernelTable kernels(plan.kernels);
   Observed observed;
   observed.config = config;
-  for (auto [func, program] :
-       {std::pair{prefill, &plan.prefill}, std::pair{decode, &plan.decode}}) {
+  for (auto [func, program] : steps) {
     if (func.getNumArguments() != 2 || func.getArgumentTypes()[1] != cacheType)
-      return func.emitError() << "codegen: @prefill and @decode must take the "
-                                 "same KV cache";
+      return func.emitError() << "codegen: @" << func.getSymName()
+                              << " must take the KV cache @prefill takes";
     // A step without a memory plan is one --kernel-plan-memory could not
     // plan: planning it again reports why, at the op.
     auto given = func->getAttrOfType<IntegerAttr>(
@@ -593,7 +633,7 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   plan.counterInts = observed.counterInts;
   plan.tvc = observed.tvc;
 
-  for (ProgramPlan *program : {&plan.prefill, &plan.decode}) {
+  for (ProgramPlan *program : plan.programs()) {
     plan.workspaceBytes = std::max(plan.workspaceBytes, program->peakBytes);
     uint64_t unshared = 0;
     for (const WorkspaceValue &value : program->values)

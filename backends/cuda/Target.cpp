@@ -124,6 +124,14 @@ parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
     return std::nullopt;
   }
   options.maxPrefillTokens = values.maxPrefillTokens;
+  if (values.fewRowPrefillTokens < 0 ||
+      values.fewRowPrefillTokens > kMaxFewRowPrefillTokens) {
+    *error = "--few-row-prefill-tokens must be from 0 to " +
+             std::to_string(kMaxFewRowPrefillTokens) + ", got " +
+             std::to_string(values.fewRowPrefillTokens);
+    return std::nullopt;
+  }
+  options.fewRowPrefillTokens = values.fewRowPrefillTokens;
   options.fuseNorms = values.normFusion;
   if (values.gemvQuantTiles != 1 && values.gemvQuantTiles != 2 &&
       values.gemvQuantTiles != 4) {

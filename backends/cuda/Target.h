@@ -48,6 +48,11 @@ const char *weightTypeName(format::DType type);
 std::optional<std::vector<uint32_t>> parseBatchBuckets(const std::string &text,
                                                        std::string *error);
 
+/// The most tokens --few-row-prefill-tokens may ask for: past 32 (four
+/// groups of 8 per pass over the weights) a GEMV passes over its weights
+/// again, and the GEMM's tiles fill up.
+constexpr int64_t kMaxFewRowPrefillTokens = 256;
+
 /// The code generator's options as given: one member per record of
 /// CodegenOptions.td, of its type and default (sitsc's flags, as text where
 /// CodegenOptions parses them).
@@ -68,6 +73,9 @@ struct CodegenOptions {
   format::DType weightType = getDefault().weightType;
   /// Tokens per sequence in one prefill chunk; 0: min(512, max_seq_len).
   int64_t maxPrefillTokens = getDefault().maxPrefillTokens;
+  /// Prefill steps of at most this many tokens run @prefill_few, whose
+  /// linear layers are GEMVs (kernel-add-few-row-prefill); 0: none.
+  int64_t fewRowPrefillTokens = getDefault().fewRowPrefillTokens;
   /// Decode CUDA-graph batch sizes; empty: the runtime's default.
   std::vector<uint32_t> batchBuckets = getDefault().batchBuckets;
   /// Fuse decode rms_norms into the GEMV that reads them (Planner.cpp).
@@ -108,7 +116,7 @@ private:
   /// Every member set here: their initializers above would ask getDefault.
   explicit CodegenOptions(FromValues)
       : target(), weightType(format::DType::F16), maxPrefillTokens(0),
-        batchBuckets(), fuseNorms(false), quantGemvTiles(0), gemvTokenGroups(0),
+        fewRowPrefillTokens(0), batchBuckets(), fuseNorms(false), quantGemvTiles(0), gemvTokenGroups(0),
         decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0),
         persistentDecode(false), persistentBlocks(0) {}
   friend std::optional<CodegenOptions>

@@ -181,7 +181,9 @@ std::string describeWorkspace(const std::string &metadata) {
            llvm::formatv("{0:F1}", double(unshared) / double(bytes)).str() +
            "x less)";
   out += "\n";
-  for (const char *program : {"prefill", "decode"}) {
+  for (const char *program : {sits::format::kPrefillProgram,
+                              sits::format::kDecodeProgram,
+                              sits::format::kFewRowPrefillProgram}) {
     const sits::json::Value *entry = workspace->find(program);
     if (!entry)
       continue;
@@ -423,9 +425,8 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
                << ") for " << codegenOptions.target.getName() << ", "
                << codegen::weightTypeName(codegenOptions.weightType)
                << " weights\n"
-               << "  kernels     " << p.kernels.size() << " (prefill "
-               << p.prefill.launches.size() << " launches, decode "
-               << p.decode.launches.size() << " launches per step)\n"
+               << "  kernels     " << p.kernels.size() << " ("
+               << codegen::describeLaunches(p) << ")\n"
                << "  weights     " << humanBytes(engine->weightBytes) << " in "
                << p.weights.size() << " tensors\n"
                << describeQuantizedWeights(p) << "  kv cache    "

@@ -61,6 +61,11 @@ def Kernel_Dialect : Dialect {
     /// The workspace bytes a step function needs, on the func.
     static constexpr llvm::StringLiteral kWorkspaceBytesAttrName =
         "kernel.workspace_bytes";
+    /// On a prefill whose linear layers run the decode GEMVs (@prefill_few,
+    /// --kernel-add-few-row-prefill): the most tokens one of its steps
+    /// takes, all its sequences together.
+    static constexpr llvm::StringLiteral kFewRowTokensAttrName =
+        "kernel.few_row_tokens";
     /// The persistent decode kernel's schedule (a #kernel.decode_schedule),
     /// on @decode; absent: one launch per task (--decode-kernels=graph).
     static constexpr llvm::StringLiteral kDecodeScheduleAttrName =

@@ -244,6 +244,17 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                              << "' belongs on a step function";
     return success();
   }
+  if (attr.getName() == kFewRowTokensAttrName) {
+    auto tokens = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!tokens || tokens.getInt() < 1)
+      return op->emitError()
+             << "'" << kFewRowTokensAttrName
+             << "' must be a positive integer, got " << attr.getValue();
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << kFewRowTokensAttrName
+                             << "' belongs on a step function";
+    return success();
+  }
   if (attr.getName() == kDecodeScheduleAttrName) {
     auto schedule = dyn_cast<DecodeScheduleAttr>(attr.getValue());
     if (!schedule)

@@ -50,7 +50,11 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
        ", max sequence " + std::to_string(config.maxSeqLen) +
        ", max prefill chunk " + std::to_string(config.maxPrefillTokens) +
        ", graph buckets " + buckets +
-       (config.packedSteps ? ", packed steps" : ""));
+       (config.packedSteps ? ", packed steps" : "") +
+       (config.fewRowsMaxTokens
+            ? ", prefill_few up to " + std::to_string(config.fewRowsMaxTokens) +
+                  " tokens"
+            : ""));
   const KVCacheConfig &kv = config.kvCache;
   line("kv cache: " + std::to_string(kv.layers) + " layers x " +
        std::to_string(kv.maxBatch) + " seqs x " + std::to_string(kv.kvHeads) +

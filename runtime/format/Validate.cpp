@@ -310,6 +310,20 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
     }
     c.programmaticLaunch = pdl && pdl->getBool();
     c.packedSteps = packed && packed->getBool();
+    // At most every row a prefill step may take; the rows of a few-row
+    // step are packed, so that its workspace holds just them.
+    const uint32_t maxRows = static_cast<uint32_t>(std::min<uint64_t>(
+        uint64_t(c.maxBatch) * c.maxPrefillTokens,
+        uint64_t{std::numeric_limits<uint32_t>::max()}));
+    if (launch->isObject() &&
+        !readUInt(*launch, "launch", "few_rows_max_tokens", 1, maxRows,
+                  &c.fewRowsMaxTokens, error, /*optional=*/true))
+      return false;
+    if (c.fewRowsMaxTokens && !c.packedSteps) {
+      *error = "metadata \"launch.few_rows_max_tokens\" needs "
+               "\"launch.packed_steps\"";
+      return false;
+    }
   }
   *config = std::move(c);
   return true;
@@ -688,6 +702,17 @@ bool validateContents(const EngineContents &contents,
       return false;
     }
   }
+  if ((contents.findProgram(kFewRowPrefillProgram) >= 0) !=
+      (config.fewRowsMaxTokens != 0)) {
+    *error = config.fewRowsMaxTokens
+                 ? std::string("metadata \"launch.few_rows_max_tokens\" "
+                               "names a program the plan lacks, \"") +
+                       kFewRowPrefillProgram + "\""
+                 : std::string("the plan has a \"") + kFewRowPrefillProgram +
+                       "\" program, but the metadata no "
+                       "\"launch.few_rows_max_tokens\"";
+    return false;
+  }
 
   for (const Program &program : contents.programs) {
     for (size_t i = 0; i < program.launches.size(); ++i) {
@@ -747,12 +772,23 @@ bool validateContents(const EngineContents &contents,
       }
       // Evaluate at the smallest and largest step the program runs with.
       bool isPrefill = program.name == kPrefillProgram;
+      bool isFewRows = program.name == kFewRowPrefillProgram;
       bool isInit = program.name == kInitProgram;
       int64_t maxSeq = isPrefill ? config.maxPrefillTokens : 1;
       int64_t minBatch = isInit ? config.maxBatch : 1;
-      std::vector<SymbolValues> steps = {
-          makeSymbols(minBatch, 1, 1),
-          makeSymbols(config.maxBatch, maxSeq, kMaxMultiprocessors)};
+      std::vector<SymbolValues> steps = {makeSymbols(minBatch, 1, 1)};
+      if (isFewRows) {
+        // Packed steps of at most few_rows_max_tokens rows.
+        const int64_t rows = config.fewRowsMaxTokens;
+        const int64_t seq = std::min<int64_t>(rows, config.maxPrefillTokens);
+        steps.push_back(makePackedSymbols(config.maxBatch, seq, rows,
+                                          kMaxMultiprocessors));
+        steps.push_back(
+            makePackedSymbols(config.maxBatch, seq, 1, kMaxMultiprocessors));
+      } else {
+        steps.push_back(
+            makeSymbols(config.maxBatch, maxSeq, kMaxMultiprocessors));
+      }
       // A packed prefill may hold a single token among all the sequences.
       if (isPrefill && config.packedSteps)
         steps.push_back(

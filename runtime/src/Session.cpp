@@ -61,6 +61,7 @@ Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
   if (buckets.empty() || buckets.back() != config.maxBatch)
     buckets.push_back(config.maxBatch);
   prefillProgram = e.contents.findProgram(format::kPrefillProgram);
+  fewRowPrefillProgram = e.contents.findProgram(format::kFewRowPrefillProgram);
   decodeProgram = e.contents.findProgram(format::kDecodeProgram);
 
   checkCuda(cudaSetDevice(e.device), "cudaSetDevice");
@@ -428,7 +429,7 @@ Session::Impl::prefill(const std::vector<std::vector<int32_t>> &prompts,
                               cudaMemcpyHostToDevice, stream),
               "uploading step lengths");
     uploadTable();
-    run(prepare(prefillProgram, batch, seq));
+    run(prepare(prefillProgramFor(uint64_t(batch) * seq), batch, seq));
     stepTail(batch, sampleLast && c + 1 == chunks);
     // Pageable uploads are staged before the call returns, but the next
     // chunk's ids must not race this chunk's kernels reading tokenIds.

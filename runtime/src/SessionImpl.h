@@ -63,6 +63,8 @@ struct Session::Impl {
   uint32_t tvcExactTop = 0;
 
   int prefillProgram = -1;
+  /// The engine's prefill_few, or -1 (RuntimeConfig::fewRowsMaxTokens).
+  int fewRowPrefillProgram = -1;
   int decodeProgram = -1;
   std::map<uint32_t, PreparedProgram> decodeByBucket;
   std::map<uint32_t, cudaGraphExec_t> graphs;
@@ -92,6 +94,10 @@ struct Session::Impl {
   PreparedProgram prepare(int program, uint32_t batch, uint32_t seq,
                           uint64_t tokens);
   void run(const PreparedProgram &program);
+  /// The program a prefill step of `rows` token rows runs.
+  int prefillProgramFor(uint64_t rows) const {
+    return config.isFewRowStep(rows) ? fewRowPrefillProgram : prefillProgram;
+  }
   void stepTail(uint32_t batch, bool sample);
   /// An asynchronous copy to the device on the session's stream (from
   /// pageable memory: staged before the call returns).

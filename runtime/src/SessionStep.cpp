@@ -172,7 +172,7 @@ Session::Impl::stepPrefill(const std::vector<StepInput> &inputs,
   upload(stepLengths, lengths.data(), lengths.size() * 4,
          "uploading step lengths");
   uploadTable();
-  run(prepare(prefillProgram, batch, seq, tokens));
+  run(prepare(prefillProgramFor(tokens), batch, seq, tokens));
   stepTail(batch, true);
   // The uploads above are from pageable memory, and the sampled tokens are
   // needed now.

@@ -29,6 +29,8 @@ const char *kUsage =
     "  --multiprocessors N  the SMs of the emulated GPU (the plan's M; "
     "default 2, so that kernels with a grid of a few blocks per SM loop "
     "over their work)\n"
+    "  --gemm-prefill  every prefill step runs the program prefill, "
+    "none prefill_few (whose linear layers are GEMVs)\n"
     "  --block-order shuffled|sequential  (paged KV cache) the order in "
     "which blocks are handed out (default shuffled)\n"
     "  --stagger N  sequence b joins after b x N steps, its prompt in "
@@ -98,6 +100,8 @@ Options parseArgs(int argc, char **argv) {
       o.chunk = std::stol(value(i));
     else if (a == "--padded")
       o.padded = true;
+    else if (a == "--gemm-prefill")
+      o.gemmPrefill = true;
     else if (a == "--out")
       o.out = value(i);
     else if (a == "--multiprocessors") {

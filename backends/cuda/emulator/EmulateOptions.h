@@ -14,6 +14,8 @@ struct Options {
   std::vector<std::vector<int32_t>> tokens;
   int64_t prefill = 1, maxNewTokens = 16, hit = 0, stagger = -1, chunk = 0;
   bool padded = false;
+  /// Every prefill step runs `prefill`, none `prefill_few`.
+  bool gemmPrefill = false;
   bool poison = false;
   bool reverse = false;
   int64_t multiprocessors = 2;

@@ -24,8 +24,10 @@
 // prompt in chunks of --chunk tokens (default the engine's prefill chunk)
 // beside the other sequences' decode tokens, as Session::step does: such a
 // step runs the prefill program over every sequence, packed when the engine
-// takes packed steps (--padded pads it anyway). A sequence's tokens are
-// those it gets alone.
+// takes packed steps (--padded pads it anyway). A prefill step of at most
+// the engine's few_rows_max_tokens rows runs prefill_few, as the runtime
+// does (--gemm-prefill: prefill always). A sequence's tokens are those it
+// gets alone.
 //
 // An engine with a paged KV cache gets its blocks as the runtime's session
 // hands them out: as each sequence grows, from a free list in shuffled order
@@ -210,6 +212,10 @@ public:
 private:
   void run(const std::string &program, uint32_t batch, uint32_t seq,
            uint64_t tokens = 0);
+  /// The program a prefill step of `rows` token rows runs.
+  std::string prefillProgramFor(uint64_t rows) const {
+    return gemmPrefill ? format::kPrefillProgram : cfg.prefillProgramFor(rows);
+  }
   void advance(uint32_t batch);
   std::vector<std::vector<float>> readLogits(uint32_t batch);
   void checkGuards(const std::string &what);
@@ -233,6 +239,7 @@ private:
   std::vector<int32_t> freeBlocks; ///< taken from the back
   std::vector<uint32_t> blocksHeld;
   bool shuffleBlocks = true;
+  bool gemmPrefill = false;
 };
 
 Emulator::Emulator(const Options &options, const std::string &object) {
@@ -252,6 +259,7 @@ Emulator::Emulator(const Options &options, const std::string &object) {
   setReverse(options.reverse ? 1 : 0);
   multiprocessors = options.multiprocessors;
   shuffleBlocks = options.shuffleBlocks;
+  gemmPrefill = options.gemmPrefill;
   for (const format::KernelRef &kernel : contents.kernels) {
     auto fn = reinterpret_cast<void (*)(void **)>(
         dlsym(library, (kernel.function + "__emulate").c_str()));
@@ -488,7 +496,7 @@ Emulator::prefill(const std::vector<std::vector<int32_t>> &prompts) {
       stepLengths[b] = static_cast<int32_t>(counts[b]);
     }
     allocateBlocks(batch);
-    run(format::kPrefillProgram, batch, seq);
+    run(prefillProgramFor(uint64_t(batch) * seq), batch, seq);
     advance(batch);
   }
   return readLogits(batch);
@@ -551,7 +559,7 @@ Emulator::step(const std::vector<std::vector<int32_t>> &inputs, bool padded) {
       row += inputs[b].size();
   }
   allocateBlocks(batch);
-  run(format::kPrefillProgram, batch, seq, tokens);
+  run(prefillProgramFor(tokens), batch, seq, tokens);
   advance(batch);
   return readLogits(batch);
 }
@@ -607,7 +615,7 @@ std::vector<int32_t> Emulator::resumeFromPrefix(const std::vector<int32_t> &a,
     stepLengths[0] = 0;
     stepLengths[1] = static_cast<int32_t>(n);
     allocateBlocks(2);
-    run(format::kPrefillProgram, 2, n);
+    run(prefillProgramFor(2 * n), 2, n);
     advance(2);
     at += n;
   }

@@ -14,6 +14,13 @@ bool sits::kernel::isDecodeProgram(func::FuncOp func) {
   return func && func.getSymName() == "decode";
 }
 
+int64_t sits::kernel::getFewRowTokens(func::FuncOp func) {
+  auto rows = func ? func->getAttrOfType<IntegerAttr>(
+                         KernelDialect::kFewRowTokensAttrName)
+                   : IntegerAttr();
+  return rows ? rows.getInt() : 0;
+}
+
 KVCacheType sits::kernel::getKVCacheArgType(func::FuncOp func) {
   for (Type type : func.getArgumentTypes())
     if (auto cache = dyn_cast<KVCacheType>(type))

@@ -26,6 +26,9 @@ namespace sits::kernel {
 /// The program whose steps are single tokens (the GEMVs), by the name the
 /// pipeline gives it.
 bool isDecodeProgram(mlir::func::FuncOp func);
+/// The rows of the largest step of a few-row prefill (@prefill_few's
+/// kernel.few_row_tokens), or 0 for any other function.
+int64_t getFewRowTokens(mlir::func::FuncOp func);
 
 /// The type of the step function's KV cache argument (null without one).
 KVCacheType getKVCacheArgType(mlir::func::FuncOp func);

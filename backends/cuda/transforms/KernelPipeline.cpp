@@ -6,9 +6,14 @@ using namespace mlir;
 
 void sits::kernel::buildKernelPipeline(OpPassManager &pm,
                                        const codegen::CodegenOptions &options) {
-  // The order is part of the decisions: the gated and residual epilogues
-  // take their linear layers before grouping sees them, and the norms and
-  // operand layouts look at the launches formed by then.
+  // The order is part of the decisions: the few-row prefill is copied
+  // first so that it is fused as @prefill is, the gated and residual
+  // epilogues take their linear layers before grouping sees them, and the
+  // norms and operand layouts look at the launches formed by then.
+  AddFewRowPrefillOptions fewRows;
+  fewRows.fewRowPrefillTokens = options.fewRowPrefillTokens;
+  fewRows.maxPrefillTokens = options.maxPrefillTokens;
+  pm.addPass(createAddFewRowPrefill(fewRows));
   pm.addPass(createFuseGatedLinears());
   pm.addPass(createFuseResidualLinears());
   pm.addPass(createGroupLinears());

@@ -12,6 +12,28 @@
 include "mlir/Pass/PassBase.td"
 include "backends/cuda/CodegenOptions.td"
 
+def AddFewRowPrefill
+    : Pass<"kernel-add-few-row-prefill", "mlir::ModuleOp"> {
+  let summary = "A prefill for steps of a few rows whose linear layers are "
+                "GEMVs";
+  let description = [{
+    With `few-row-prefill-tokens` N above 0, `@prefill` is copied as
+    `@prefill_few` with `kernel.few_row_tokens` = min(N, max_batch x the
+    prefill chunk). The kernel selection gives its linear layers the decode
+    GEMVs and its attention the prefill kernels; the runtime runs it for
+    the prefill steps of at most that many token rows. A serving step that
+    carries a short prompt chunk beside decode tokens then reads each
+    weight once at the GEMV's bandwidth, instead of through the GEMM's
+    tiles, of which a few rows fill one block per 64 or 128 weight rows.
+    Nothing is added with N = 0 or without a `@prefill` over a KV cache; a
+    `@prefill_few` in the input is kept.
+
+    Audit: `programs` (added), with the row limit and its reason.
+  }];
+  let options = [FewRowPrefillTokensOption, MaxPrefillTokensOption];
+  let dependentDialects = ["sits::kernel::KernelDialect"];
+}
+
 def FuseGatedLinears : Pass<"kernel-fuse-gated-linears", "mlir::ModuleOp"> {
   let summary = "One launch for a gated MLP's gate and up projections";
   let description = [{
@@ -136,15 +158,17 @@ def SelectLinearKernels
   let description = [{
     Every op that becomes a launch of linear layers (a linear
     `kernel.launch`, a lone `sits.linear`, the `sits.lm_head` or
-    `sits.tvc_lm_head`) gets a `kernel.config`: at `@decode` (and for every
-    LM head) a GEMV, at `@prefill` the tiled GEMM (over weights dequantized
-    first when they are int8/int4); on tensor cores when the target has
+    `sits.tvc_lm_head`) gets a `kernel.config`: at `@decode`, at a few-row
+    `@prefill_few` (`kernel.few_row_tokens`) and for every LM head a GEMV,
+    at `@prefill` the tiled GEMM (over weights dequantized first when they
+    are int8/int4); on tensor cores when the target has
     mma.sync, the weights are 16-bit and K is a multiple of 8 (and, for
     int8/int4 levels, the groups are whole chunks whose scales fit in shared
     memory); two tiles per block for GEMVs of many tiles (the LM head), or
     the tiles `gemv-quant-tiles` asks for where they fit; and for the
     16-bit tensor-core GEMV, as many groups of 8 tokens per pass over the
-    weights as the KV cache's `max_batch` needs (at most 4; or
+    weights as the KV cache's `max_batch` (a few-row prefill's rows) needs
+    (at most 4; or
     `gemv-token-groups` when not 0), so that a decode step of many
     sequences reads each weight once. A `kernel.config`
     given in the input is kept. The code generator launches what the

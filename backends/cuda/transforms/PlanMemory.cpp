@@ -46,7 +46,8 @@ struct PlanMemoryPass
     codegen::CodegenOptions options =
         planningOptions(dtype, target, maxPrefillTokens);
 
-    for (StringRef name : {format::kPrefillProgram, format::kDecodeProgram}) {
+    for (StringRef name : {format::kPrefillProgram, format::kDecodeProgram,
+                           format::kFewRowPrefillProgram}) {
       auto func = getOperation().lookupSymbol<func::FuncOp>(name);
       if (!func || func.isExternal() || !func.getBody().hasOneBlock())
         continue;

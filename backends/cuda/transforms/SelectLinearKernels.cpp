@@ -59,20 +59,22 @@ struct SelectLinearKernelsPass
     weightType = parseWeightTypeOption(dtype);
     tensorCores = parseTargetSmOption(target) >= 80;
     getOperation().walk([&](func::FuncOp func) {
-      maxTokens = getMaxBatch(func);
+      const int64_t fewRows = getFewRowTokens(func);
+      maxBatch = getMaxBatch(func);
+      maxFewRows = fewRows;
       for (Operation &op : func.getBody().getOps()) {
         auto launch = dyn_cast<LaunchOp>(op);
         if (launch ? launch.getFusion() != FusionKind::RopeKVAppend &&
                          launch.getFusion() != FusionKind::Norm
                    : getLinearParts(&op).has_value())
-          select(&op, isDecodeProgram(func), audit);
+          select(&op, isDecodeProgram(func), fewRows != 0, audit);
       }
     });
   }
 
   /// The sequences a step of `func` runs at most (its KV cache's), which is
-  /// the most rows its GEMVs multiply: a decode step's tokens, an LM head's
-  /// last tokens; 0 without a cache.
+  /// the most rows its GEMVs multiply at decode: a step's tokens, an LM
+  /// head's last tokens; 0 without a cache.
   static int64_t getMaxBatch(func::FuncOp func) {
     KVCacheType cache = getKVCacheArgType(func);
     return cache ? cache.getMaxBatch() : 0;
@@ -91,20 +93,26 @@ struct SelectLinearKernelsPass
     return linears;
   }
 
-  void select(Operation *owner, bool decode, PassAudit &audit) {
+  /// Chooses the kernel of `owner`'s linear layers: GEMVs in a `decode`
+  /// step and a few-row prefill (`fewRows`), the GEMM in other prefills.
+  void select(Operation *owner, bool decode, bool fewRows, PassAudit &audit) {
     SmallVector<Operation *> linears = getLinears(owner);
     if (linears.empty())
       return;
     codegen::LinearShape shape;
     const bool head = isa<LMHeadOp, TVCLMHeadOp>(linears.front());
-    shape.decode = decode || head; // an LM head is a GEMV in either step
+    // An LM head is a GEMV in every step.
+    shape.decode = decode || fewRows || head;
+    shape.fewRowPrefill = fewRows && !head;
     shape.gatherLast = head;
     auto fused = dyn_cast<LaunchOp>(owner);
     shape.gated = fused && fused.getFusion() == FusionKind::GatedLinear;
     shape.tensorCores = tensorCores;
     shape.weightType = weightType;
     shape.quantTilesAsked = gemvQuantTiles;
-    shape.maxTokens = maxTokens;
+    // A few-row prefill's linear layers multiply its rows; an LM head
+    // only each sequence's last.
+    shape.maxTokens = fewRows && !head ? maxFewRows : maxBatch;
     shape.tokenGroupsAsked = gemvTokenGroups;
     int64_t weightBytes = 0;
     for (Operation *op : linears) {
@@ -156,7 +164,9 @@ struct SelectLinearKernelsPass
 
   format::DType weightType = format::DType::F16;
   bool tensorCores = true;
-  int64_t maxTokens = 0; ///< of the function being walked
+  /// Of the function being walked: its KV cache's sequences, and the
+  /// rows of a few-row prefill's steps (0 for another function).
+  int64_t maxBatch = 0, maxFewRows = 0;
 };
 
 } // namespace

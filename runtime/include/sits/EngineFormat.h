@@ -323,9 +323,12 @@ struct Launch {
 
 /// Program names the runtime runs: `prefill` and `decode` are required;
 /// `init` (optional) runs once after a session's buffers are allocated, with
-/// B = max_batch and S = 1, e.g. to fill tables in activation buffers.
+/// B = max_batch and S = 1, e.g. to fill tables in activation buffers;
+/// `prefill_few` (optional, with "launch.few_rows_max_tokens") runs the
+/// prefill steps of at most that many tokens in place of `prefill`.
 constexpr const char *kPrefillProgram = "prefill";
 constexpr const char *kDecodeProgram = "decode";
+constexpr const char *kFewRowPrefillProgram = "prefill_few";
 constexpr const char *kInitProgram = "init";
 
 struct Program {
@@ -418,6 +421,15 @@ struct RuntimeConfig {
   /// after b - 1's, no padding, T below B * S (metadata
   /// "launch.packed_steps"; kernels/common.cuh's StepRows).
   bool packedSteps = false;
+  /// Prefill steps of at most this many token rows run the program
+  /// `prefill_few` (metadata "launch.few_rows_max_tokens"); 0: none.
+  uint32_t fewRowsMaxTokens = 0;
+  /// Whether a prefill step of `rows` token rows runs `prefill_few`.
+  bool isFewRowStep(uint64_t rows) const { return rows <= fewRowsMaxTokens; }
+  /// The program a prefill step of `rows` token rows runs.
+  const char *prefillProgramFor(uint64_t rows) const {
+    return isFewRowStep(rows) ? kFewRowPrefillProgram : kPrefillProgram;
+  }
 };
 
 /// Reads the fields above from the metadata JSON and checks them against

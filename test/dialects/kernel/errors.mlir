@@ -318,6 +318,21 @@ func.func @negative_workspace() attributes {kernel.workspace_bytes = -1} {
 
 // -----
 
+// expected-error @+1 {{'kernel.few_row_tokens' must be a positive integer, got 0 : i64}}
+func.func @no_few_row_tokens() attributes {kernel.few_row_tokens = 0} {
+  return
+}
+
+// -----
+
+func.func @few_row_tokens_on_an_op(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+1 {{'kernel.few_row_tokens' belongs on a step function}}
+  %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.few_row_tokens = 8} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
 func.func @row_kernel_on_another_op(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) -> tensor<?x?x8xf32> {
   // expected-error @+1 {{the embedding kernel runs a sits.embedding}}
   %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32, kernel.config = #kernel.config<embedding, threads = 64, weight_bytes = 0>} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
