@@ -43,12 +43,11 @@ struct AddFewRowPrefillPass
     }
     if (module.lookupSymbol<func::FuncOp>(format::kFewRowPrefillProgram)) {
       audit.change(module.getLoc(),
-                   std::string("@") + format::kFewRowPrefillProgram,
-                   "kept", "given in the input");
+                   std::string("@") + format::kFewRowPrefillProgram, "kept",
+                   "given in the input");
       return;
     }
-    auto prefill =
-        module.lookupSymbol<func::FuncOp>(format::kPrefillProgram);
+    auto prefill = module.lookupSymbol<func::FuncOp>(format::kPrefillProgram);
     if (fewRowPrefillTokens == 0 || !prefill || prefill.isExternal())
       return;
     KVCacheType cache = getKVCacheArgType(prefill);
@@ -75,9 +74,8 @@ struct AddFewRowPrefillPass
                  builder.getI64IntegerAttr(rows));
     audit.add("programs");
     audit.change(prefill.getLoc(), "@prefill",
-                 std::string("@prefill and @") +
-                     format::kFewRowPrefillProgram + " (" +
-                     KernelDialect::kFewRowTokensAttrName.str() + " = " +
+                 std::string("@prefill and @") + format::kFewRowPrefillProgram +
+                     " (" + KernelDialect::kFewRowTokensAttrName.str() + " = " +
                      std::to_string(rows) + ")",
                  "prefill steps of at most " + std::to_string(rows) +
                      " token rows run the decode GEMVs, which read each "

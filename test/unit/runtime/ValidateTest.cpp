@@ -482,6 +482,53 @@ TEST_F(ValidateTest, PackedSteps) {
   EXPECT_EQ(changedError(), "");
 }
 
+// launch.few_rows_max_tokens and the program prefill_few come together;
+// the limit is at most a prefill step's rows and needs packed steps.
+TEST_F(ValidateTest, FewRowPrefill) {
+  json::Value meta;
+  std::string error;
+  ASSERT_TRUE(json::parse(contents.metadataJson, &meta, &error));
+  RuntimeConfig rc;
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_EQ(rc.fewRowsMaxTokens, 0u); // absent: every step on prefill
+  EXPECT_STREQ(rc.prefillProgramFor(1), kPrefillProgram);
+  json::Value &launch = meta.set("launch", json::Value::object());
+  launch.set("packed_steps", true);
+  launch.set("few_rows_max_tokens", 8);
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_EQ(rc.fewRowsMaxTokens, 8u);
+  EXPECT_STREQ(rc.prefillProgramFor(8), kFewRowPrefillProgram);
+  EXPECT_STREQ(rc.prefillProgramFor(9), kPrefillProgram);
+  const uint64_t maxRows = uint64_t(rc.maxBatch) * rc.maxPrefillTokens;
+  for (int64_t bad : {int64_t{0}, static_cast<int64_t>(maxRows + 1)}) {
+    launch.set("few_rows_max_tokens", bad);
+    EXPECT_FALSE(parseRuntimeConfig(meta.write(), &rc, &error));
+    EXPECT_ERROR(error, "\"launch.few_rows_max_tokens\" must be an integer "
+                        "from 1 to " +
+                            std::to_string(maxRows));
+  }
+  launch.set("few_rows_max_tokens", 8);
+  launch.set("packed_steps", false);
+  EXPECT_FALSE(parseRuntimeConfig(meta.write(), &rc, &error));
+  EXPECT_ERROR(error, "needs \"launch.packed_steps\"");
+  launch.set("packed_steps", true);
+
+  // The key without the program, the program without the key, both.
+  const std::string withKey = meta.write();
+  const std::string withoutKey = contents.metadataJson;
+  contents.metadataJson = withKey;
+  EXPECT_ERROR(changedError(), "names a program the plan lacks");
+  const int prefill = contents.findProgram(kPrefillProgram);
+  ASSERT_GE(prefill, 0);
+  Program few = contents.programs[prefill];
+  few.name = kFewRowPrefillProgram;
+  contents.programs.push_back(few);
+  EXPECT_EQ(changedError(), "");
+  contents.metadataJson = withoutKey;
+  EXPECT_ERROR(changedError(), "the plan has a \"prefill_few\" program, but "
+                               "the metadata no");
+}
+
 // Hostile input: random edits to a valid engine, re-hashed so that they reach
 // the section decoders and the validator, must be rejected or accepted but
 // never crash, hang or allocate without bound.
