@@ -465,8 +465,7 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
   }
 
   for (const ProgramPlan *program : plan.programs())
-    contents.programs.push_back(
-        buildProgram(*program, weightBuffers, buffers));
+    contents.programs.push_back(buildProgram(*program, weightBuffers, buffers));
 
   format::RuntimeConfig config;
   std::string error;

@@ -149,8 +149,8 @@ struct LinearShape {
   bool decode = false;
   bool fewRowPrefill = false; ///< of @prefill_few (for the reason)
   bool gatherLast = false;    ///< the LM head
-  bool gated = false;       ///< a gate/up pair with its GLU epilogue
-  bool tensorCores = false; ///< the target has mma.sync (sm_80+)
+  bool gated = false;         ///< a gate/up pair with its GLU epilogue
+  bool tensorCores = false;   ///< the target has mma.sync (sm_80+)
   format::DType weightType = format::DType::F16;
   int64_t k = 0;
   std::vector<int64_t> segmentRows; ///< output rows of each weight

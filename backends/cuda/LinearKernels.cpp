@@ -197,8 +197,7 @@ LinearKernelChoice selectLinearKernel(const LinearShape &shape) {
       std::string(shape.gatherLast      ? "LM head"
                   : shape.fewRowPrefill ? "few-row prefill"
                                         : "decode") +
-      ", " +
-      weightsPhrase(shape) +
+      ", " + weightsPhrase(shape) +
       (tensorCores ? ": tensor cores" : ": no tensor cores, " + why);
   if (!tensorCores)
     return choice;

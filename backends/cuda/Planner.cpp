@@ -412,9 +412,8 @@ static void initProgram(ProgramPlan &program, func::FuncOp func,
       kernel::KernelDialect::kFewRowTokensAttrName);
   program.gemvLinears = program.isDecode || fewRows;
   program.maxTokens = program.isDecode ? cacheType.getMaxBatch()
-                      : fewRows
-                          ? fewRows.getInt()
-                          : cacheType.getMaxBatch() * maxPrefillTokens;
+                      : fewRows        ? fewRows.getInt()
+                                : cacheType.getMaxBatch() * maxPrefillTokens;
 }
 
 /// The end of the last slice of `program`'s values.
@@ -551,8 +550,7 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   std::vector<std::pair<func::FuncOp, ProgramPlan *>> steps = {
       {prefill, &plan.prefill}, {decode, &plan.decode}};
   if (fewRowPrefill) {
-    if (fewRowPrefill.isExternal() ||
-        !fewRowPrefill.getBody().hasOneBlock() ||
+    if (fewRowPrefill.isExternal() || !fewRowPrefill.getBody().hasOneBlock() ||
         !fewRowPrefill->hasAttr(kernel::KernelDialect::kFewRowTokensAttrName))
       return fewRowPrefill.emitError()
              << "codegen: @" << format::kFewRowPrefillProgram
@@ -563,8 +561,7 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   }
   for (auto [func, program] : steps)
     initProgram(*program, func, cacheType, config.maxPrefillTokens);
-  if (plan.prefillFew &&
-      plan.prefillFew->maxTokens > plan.prefill.maxTokens)
+  if (plan.prefillFew && plan.prefillFew->maxTokens > plan.prefill.maxTokens)
     return fewRowPrefill.emitError()
            << "codegen: '" << kernel::KernelDialect::kFewRowTokensAttrName
            << "' = " << plan.prefillFew->maxTokens

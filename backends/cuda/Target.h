@@ -116,8 +116,9 @@ private:
   /// Every member set here: their initializers above would ask getDefault.
   explicit CodegenOptions(FromValues)
       : target(), weightType(format::DType::F16), maxPrefillTokens(0),
-        fewRowPrefillTokens(0), batchBuckets(), fuseNorms(false), quantGemvTiles(0), gemvTokenGroups(0),
-        decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0),
+        fewRowPrefillTokens(0), batchBuckets(), fuseNorms(false),
+        quantGemvTiles(0), gemvTokenGroups(0), decodeSplitKeys(0),
+        pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0),
         persistentDecode(false), persistentBlocks(0) {}
   friend std::optional<CodegenOptions>
   parseCodegenOptions(const CodegenOptionValues &values, std::string *error,

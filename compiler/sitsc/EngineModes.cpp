@@ -181,9 +181,9 @@ std::string describeWorkspace(const std::string &metadata) {
            llvm::formatv("{0:F1}", double(unshared) / double(bytes)).str() +
            "x less)";
   out += "\n";
-  for (const char *program : {sits::format::kPrefillProgram,
-                              sits::format::kDecodeProgram,
-                              sits::format::kFewRowPrefillProgram}) {
+  for (const char *program :
+       {sits::format::kPrefillProgram, sits::format::kDecodeProgram,
+        sits::format::kFewRowPrefillProgram}) {
     const sits::json::Value *entry = workspace->find(program);
     if (!entry)
       continue;

@@ -251,8 +251,8 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
              << "'" << kFewRowTokensAttrName
              << "' must be a positive integer, got " << attr.getValue();
     if (!isa<FunctionOpInterface>(op))
-      return op->emitError() << "'" << kFewRowTokensAttrName
-                             << "' belongs on a step function";
+      return op->emitError()
+             << "'" << kFewRowTokensAttrName << "' belongs on a step function";
     return success();
   }
   if (attr.getName() == kDecodeScheduleAttrName) {

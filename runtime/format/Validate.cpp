@@ -312,9 +312,9 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
     c.packedSteps = packed && packed->getBool();
     // At most every row a prefill step may take; the rows of a few-row
     // step are packed, so that its workspace holds just them.
-    const uint32_t maxRows = static_cast<uint32_t>(std::min<uint64_t>(
-        uint64_t(c.maxBatch) * c.maxPrefillTokens,
-        uint64_t{std::numeric_limits<uint32_t>::max()}));
+    const uint32_t maxRows = static_cast<uint32_t>(
+        std::min<uint64_t>(uint64_t(c.maxBatch) * c.maxPrefillTokens,
+                           uint64_t{std::numeric_limits<uint32_t>::max()}));
     if (launch->isObject() &&
         !readUInt(*launch, "launch", "few_rows_max_tokens", 1, maxRows,
                   &c.fewRowsMaxTokens, error, /*optional=*/true))
@@ -781,8 +781,8 @@ bool validateContents(const EngineContents &contents,
         // Packed steps of at most few_rows_max_tokens rows.
         const int64_t rows = config.fewRowsMaxTokens;
         const int64_t seq = std::min<int64_t>(rows, config.maxPrefillTokens);
-        steps.push_back(makePackedSymbols(config.maxBatch, seq, rows,
-                                          kMaxMultiprocessors));
+        steps.push_back(
+            makePackedSymbols(config.maxBatch, seq, rows, kMaxMultiprocessors));
         steps.push_back(
             makePackedSymbols(config.maxBatch, seq, 1, kMaxMultiprocessors));
       } else {

@@ -151,8 +151,8 @@ float bfloat16ToFloat(uint16_t bits);
 /// shared memory and scalar arguments as expressions of these, so one plan
 /// serves every batch size and prompt length.
 enum class Symbol : uint32_t {
-  Batch = 0,  ///< B: sequences in the step (a decode step: the graph bucket).
-  Seq = 1,    ///< S: new tokens per sequence in the step (1 in decode).
+  Batch = 0, ///< B: sequences in the step (a decode step: the graph bucket).
+  Seq = 1,   ///< S: new tokens per sequence in the step (1 in decode).
   /// T: the step's token rows, B * S, or fewer in a packed step (the
   /// sum of step_lengths, when the engine has launch.packed_steps).
   Tokens = 2,
