@@ -4,6 +4,8 @@
 # the paged engine of serve-table.sh (64 sequences of 2560 tokens) built
 # twice: as sitsc builds it, and with --few-row-prefill-tokens=0 (every
 # prefill step on the GEMM).
+#   0. test/gpu/check_models.py on llama_gqa and qwen2 (fp16, bf16), whose
+#      prefill steps all run prefill_few.
 #   1. sits-bench's prefill of 8 to 64 tokens at batch 1 (prefill_few up to
 #      32) and the decode step at batch 1 and 8, on both engines.
 #   2. sits-serve on both engines: streamed requests (prompts 128-2048,
@@ -23,7 +25,7 @@ FILES=$W/files
 LOAD_JSON_DIR=$FILES
 mkdir -p "$FILES"
 seconds=${SECONDS_PER_LEVEL:-20}
-build_tools sits-serve sits-bench &
+build_tools sits-serve sits-bench sits-score &
 build_pid=$!
 
 work8b=$(pwd)/.device-work/8b
@@ -36,6 +38,15 @@ else
     { say "export FAILED"; tail -5 "$FILES/llama_bench.log"; exit 1; }
   say "exported"
 fi
+wait "$build_pid" || exit 1 # build_tools said why
+bin=$W/build/bin # set by build_tools, but in its background subshell
+# Numerics of prefill_few on the GPU while the 8B engines compile: the test
+# models' engines (4 sequences, prefill chunks of 8: every prefill step has
+# at most 32 rows) against PyTorch's logits and greedy tokens.
+python3 test/gpu/check_models.py --sitsc "$(pwd)/.device/sitsc" \
+  --runner "$bin/sits-score" --work "$W/models" --dtypes fp16,bf16 \
+  test/models/llama_gqa test/models/qwen2 >"$FILES/check-models.log" 2>&1 &
+check_pid=$!
 declare -A engines=([few]=$W/8b-few.sits [gemm]=$W/8b-gemm.sits)
 for kind in few gemm; do
   extra=()
@@ -46,7 +57,8 @@ for kind in few gemm; do
     { say "sitsc $kind FAILED"; tail -5 "$FILES/sitsc-$kind.log"; exit 1; }
   say "compiled $kind: $(grep -o 'kernels .*' "$FILES/sitsc-$kind.log" | head -1)"
 done
-wait "$build_pid" || exit 1 # build_tools said why
+wait "$check_pid"
+say "check_models (exit $?): $(tail -1 "$FILES/check-models.log")"
 
 for kind in few gemm; do
   "$bin/sits-bench" "${engines[$kind]}" --batch 1 --context 8,16,32,64 \
