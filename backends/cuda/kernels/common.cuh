@@ -650,11 +650,11 @@ template <int kThreads> __device__ float blockSum(float value) {
   value = warpSum(value);
   if (kWarps == 1)
     return value;
-  __syncthreads();
+  syncTile();
   int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   if (lane == 0)
     partial[warp] = value;
-  __syncthreads();
+  syncTile();
   float total = 0.0f;
   for (int w = 0; w < kWarps; ++w)
     total += partial[w];
