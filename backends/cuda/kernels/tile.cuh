@@ -21,14 +21,24 @@
 
 namespace sits {
 
+// Each built-in is read member by member: copying the whole of one reads
+// all three registers where the copy stands, which moves the reads and
+// lets the compiler order the arithmetic differently (the PTX changes).
+
 /// The coordinates of this tile in its launch's grid (`blockIdx`).
-__device__ __forceinline__ uint3 tileIndex() { return blockIdx; }
+__device__ __forceinline__ uint3 tileIndex() {
+  return {blockIdx.x, blockIdx.y, blockIdx.z};
+}
 
 /// The threads of one tile, per dimension (`blockDim`).
-__device__ __forceinline__ dim3 tileDim() { return blockDim; }
+__device__ __forceinline__ dim3 tileDim() {
+  return {blockDim.x, blockDim.y, blockDim.z};
+}
 
 /// The tiles of this tile's launch, per dimension (`gridDim`).
-__device__ __forceinline__ dim3 tileGridDim() { return gridDim; }
+__device__ __forceinline__ dim3 tileGridDim() {
+  return {gridDim.x, gridDim.y, gridDim.z};
+}
 
 /// Waits until every thread of this tile has arrived, and makes their
 /// shared and global memory writes visible to each other (`__syncthreads`).
