@@ -48,6 +48,10 @@
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
+/// blockIdx's type, as on the GPU (tile.cuh's tileIndex returns one).
+struct uint3 {
+  unsigned x = 0, y = 0, z = 0;
+};
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
@@ -91,7 +95,8 @@ struct Fiber {
 struct Launch {
   void (*kernel)(void **) = nullptr;
   void **args = nullptr;
-  dim3 gridSize, blockSize, blockIndex;
+  dim3 gridSize, blockSize;
+  uint3 blockIndex;
   std::vector<Fiber> fibers;
   std::vector<uint64_t> warpSlots; ///< one per thread, for shuffles
   std::vector<uint32_t> mmaSlots;  ///< six per thread, for mma operands

@@ -162,7 +162,7 @@ storeSplitPartial(void *sharedBytes, const float (&rowMax)[G],
     for (int e = 0; e < 8; ++e)
       slot[d0 + e] = acc[h][e];
   }
-  __syncthreads();
+  syncTile();
   mergeSplitPartial<Cfg, G, kKeyGroups>(merge, myPartial, split);
 }
 
@@ -183,7 +183,7 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
   constexpr int kSplits = Cfg::kSplits;
   constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
   const float kNegInf = __int_as_float(0xff800000u);
-  const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
+  const int split = tileIndex().x, kvHead = tileIndex().y, b = tileIndex().z;
   const int tid = threadIdx.x;
   float *headOut = out + static_cast<long>(b) * kWidth + kvHead * G * D;
 
@@ -199,19 +199,19 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
     // The same test in every block of (b, kvHead): the counter stays 0.
     if (split != splitBegin)
       return;
-    __syncthreads(); // the block's partial is written (read back below)
+    syncTile(); // the block's partial is written (read back below)
   } else {
     // The barrier orders every thread's partial stores before thread 0's
     // count, which releases them (and, in the last block, acquires the
     // other blocks') at GPU scope: one fence a block, not one a thread.
-    __syncthreads();
+    syncTile();
     if (tid == 0) {
       int *counter = counters + b * Cfg::kKvHeads + kvHead;
       isLast = atomicAddAcqRelGpu(counter, 1) == kSplits - 1;
       if (isLast)
         *counter = 0; // ready for the next launch
     }
-    __syncthreads();
+    syncTile();
     if (!isLast)
       return;
   }
@@ -318,7 +318,7 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
   }
   if (kParts > 1) {
     // Every thread merges the parts' states of its (head, channel)s.
-    __syncthreads();
+    syncTile();
     for (int idx = tid; idx < G * D; idx += kThreads) {
       const int h = idx / D, d = idx % D;
       const float *state = states + h * kParts * kPartial;
@@ -452,7 +452,7 @@ attentionDecode(const float *__restrict__ query,
   static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
 
   SITS_DYNAMIC_SHARED(uint4, shared);
-  const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
+  const int split = tileIndex().x, kvHead = tileIndex().y, b = tileIndex().z;
   const int tid = threadIdx.x;
   const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
   const int past = pastLengths[b];
@@ -513,7 +513,7 @@ attentionDecode(const float *__restrict__ query,
       });
     }
     copyAsyncWait<0>();
-    __syncthreads(); // every lane has read its ring slots
+    syncTile(); // every lane has read its ring slots
     storeSplitPartial<Cfg, G>(shared, rowMax, rowSum, acc, myPartial, split);
   }
   combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial,

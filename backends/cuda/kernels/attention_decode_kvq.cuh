@@ -56,7 +56,7 @@ __device__ void attentionDecodeKVQ(
   static_assert(Cfg::kHeads % Cfg::kKvHeads == 0, "GQA groups are whole");
 
   SITS_DYNAMIC_SHARED(uint4, shared);
-  const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
+  const int split = tileIndex().x, kvHead = tileIndex().y, b = tileIndex().z;
   const int tid = threadIdx.x;
   const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
   const int past = pastLengths[b];
@@ -196,7 +196,7 @@ __device__ void attentionDecodeKVQ(
       });
     }
     copyAsyncWait<0>();
-    __syncthreads(); // every lane has read its ring slots
+    syncTile(); // every lane has read its ring slots
     storeSplitPartial<Cfg, G>(shared, rowMax, rowSum, acc, myPartial, split);
   }
   combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial,

@@ -131,7 +131,7 @@ __device__ void attentionDecodeKVQMma(
 
   SITS_DYNAMIC_SHARED(float, shared);
   const float kNegInf = __int_as_float(0xff800000u);
-  const int split = blockIdx.x, kvHead = blockIdx.y, b = blockIdx.z;
+  const int split = tileIndex().x, kvHead = tileIndex().y, b = tileIndex().z;
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int g = lane / 4, t = lane % 4;
   const int past = pastLengths[b];
@@ -626,7 +626,7 @@ __device__ void attentionDecodeKVQMma(
         }
       }
     }
-    __syncthreads();
+    syncTile();
     // Each head's weight per warp, once: exp(max_w - best), 0 for a warp
     // that saw no key.
     if (tid < G) {
@@ -644,7 +644,7 @@ __device__ void attentionDecodeKVQMma(
       target[D] = best;
       target[D + 1] = total;
     }
-    __syncthreads();
+    syncTile();
     for (int idx = tid; idx < G * D; idx += kMmaDecodeThreads) {
       const int head = idx / D, d = idx % D;
       float total = 0.0f;

@@ -73,8 +73,8 @@ attentionKVQ(const float *__restrict__ query,
   float *rowScale = rowSum + kRows;
 
   const float kNegInf = __int_as_float(0xff800000u);
-  const int b = blockIdx.z, kvHead = blockIdx.y;
-  const int i0 = blockIdx.x * Cfg::kQueryTokens;
+  const int b = tileIndex().z, kvHead = tileIndex().y;
+  const int i0 = tileIndex().x * Cfg::kQueryTokens;
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int past = pastLengths[b];
   // Tokens [i0, iEnd) of this block are real; the rest are padding.
@@ -99,7 +99,7 @@ attentionKVQ(const float *__restrict__ query,
   const int keyBegin =
       Cfg::kWindow > 0 ? max(0, past + i0 - Cfg::kWindow + 1) : 0;
   for (int j0 = keyBegin; j0 < keyEnd; j0 += kTile) {
-    __syncthreads(); // the previous tile is consumed (and qs is stored)
+    syncTile(); // the previous tile is consumed (and qs is stored)
     for (int idx = tid; idx < kTile * D; idx += Cfg::kThreads) {
       const int j = idx / D, d = idx % D, key = j0 + j;
       float kh = 0.0f, kq = 0.0f, vh = 0.0f, vq = 0.0f;
@@ -131,7 +131,7 @@ attentionKVQ(const float *__restrict__ query,
       vs[j * D + d] = vh;
       vc[j * D + d] = vq;
     }
-    __syncthreads();
+    syncTile();
 
     for (int idx = tid; idx < kRows * kTile; idx += Cfg::kThreads) {
       const int r = idx / kTile, j = idx % kTile;
@@ -149,10 +149,10 @@ attentionKVQ(const float *__restrict__ query,
       }
       ps[idx] = score;
     }
-    __syncthreads();
+    syncTile();
 
     tileSoftmax<kRows, kTile, kWarps>(ps, rowMax, rowSum, rowScale, warp, lane);
-    __syncthreads();
+    syncTile();
 
     for (int u = 0; u < kAccPerThread; ++u) {
       const int idx = tid + u * Cfg::kThreads;
@@ -167,7 +167,7 @@ attentionKVQ(const float *__restrict__ query,
       acc[u] = a;
     }
   }
-  __syncthreads();
+  syncTile();
   storeTileRows<Cfg, kRows>(acc, rowSum, out, kvHead, i0, iEnd, firstRow,
                             steps.owned(b));
 }

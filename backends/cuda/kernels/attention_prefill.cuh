@@ -68,7 +68,8 @@ attentionPrefill(const float *__restrict__ query,
   Storage *vs = ks + 2 * kFlashKeys * kStride; // [2][64][kStride]
 
   const float kNegInf = __int_as_float(0xff800000u);
-  const int b = blockIdx.z, head = blockIdx.y, i0 = blockIdx.x * kFlashRows;
+  const int b = tileIndex().z, head = tileIndex().y,
+            i0 = tileIndex().x * kFlashRows;
   const int kvHead = head / G;
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int g = lane / 4, t = lane % 4;
@@ -111,7 +112,7 @@ attentionPrefill(const float *__restrict__ query,
   };
   if (tiles > 0)
     copyTile(0, 0);
-  __syncthreads(); // the queries are stored
+  syncTile(); // the queries are stored
 
   // This warp's 16 query rows as A fragments, for every k step.
   u32 qf[kDSteps][4];
@@ -133,7 +134,7 @@ attentionPrefill(const float *__restrict__ query,
   for (int tile = 0; tile < tiles; ++tile) {
     const int buffer = tile % 2;
     copyAsyncWait<0>();
-    __syncthreads(); // tile is in place; the other buffer is free
+    syncTile(); // tile is in place; the other buffer is free
     if (tile + 1 < tiles)
       copyTile(tile + 1, 1 - buffer);
     const Storage *kt = ks + buffer * kFlashKeys * kStride;

@@ -33,6 +33,10 @@
 #define SITS_ASSERT_ALIGNED(pointer, bytes)
 #endif
 
+// The block's coordinates, sizes and barrier, and the dependent-launch
+// waits: the kernels use nothing else of their launch.
+#include "sits/tile.cuh"
+
 namespace sits {
 
 typedef unsigned short u16;
@@ -322,34 +326,6 @@ __device__ __forceinline__ void copyAsyncCommit() {
 template <int kPending> __device__ __forceinline__ void copyAsyncWait() {
 #ifndef SITS_EMULATE
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-#endif
-}
-
-//===----------------------------------------------------------------------===//
-// Programmatic dependent launch (sm_90 and newer)
-//===----------------------------------------------------------------------===//
-//
-// The runtime may launch an engine's kernels so that each can start while
-// the one before it is still running (docs/runtime.md). Every entry point
-// therefore lets the next kernel launch early and waits for the previous
-// one to finish, with its memory visible, before it reads or writes any
-// buffer another kernel touches; only constant weights may be read before.
-// Every kernel waits unconditionally, so that finishing a kernel implies
-// that all kernels before it have finished. Without the launch attribute,
-// or before sm_90, both are no-ops.
-
-/// Lets the next kernel of the stream start launching its blocks.
-__device__ __forceinline__ void allowDependentLaunch() {
-#if !defined(SITS_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-/// Waits until the previous kernel of the stream has finished and its
-/// writes are visible.
-__device__ __forceinline__ void waitForPrecedingKernels() {
-#if !defined(SITS_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 
@@ -674,11 +650,11 @@ template <int kThreads> __device__ float blockSum(float value) {
   value = warpSum(value);
   if (kWarps == 1)
     return value;
-  __syncthreads();
+  syncTile();
   int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   if (lane == 0)
     partial[warp] = value;
-  __syncthreads();
+  syncTile();
   float total = 0.0f;
   for (int w = 0; w < kWarps; ++w)
     total += partial[w];

@@ -17,7 +17,7 @@ namespace sits {
 template <bool kVec4, class Op>
 __device__ __forceinline__ void forEachOfFour(long count, Op op) {
   const long first =
-      (static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
+      (static_cast<long>(tileIndex().x) * tileDim().x + threadIdx.x) * 4;
   if (kVec4 && first + 4 <= count) {
     op(first, true);
     return;

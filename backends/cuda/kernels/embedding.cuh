@@ -22,7 +22,7 @@ embedding(const int *__restrict__ tokenIds,
           const typename Cfg::Weight::Storage *__restrict__ table,
           float *__restrict__ out) {
   typedef typename Cfg::Weight W;
-  const int t = blockIdx.x;
+  const int t = tileIndex().x;
   const int id = tokenIds[t];
   float *row = out + static_cast<long>(t) * Cfg::kHidden;
   if (id < 0 || id >= Cfg::kVocab) {

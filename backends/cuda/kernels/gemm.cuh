@@ -68,7 +68,7 @@ __device__ void gemm(const float *__restrict__ x,
   __shared__ float ws[kMats][kGemmTileK][kGemmTileN];
 
   // Which segment and which column tile of it this block computes.
-  int tile = blockIdx.y, segment = 0;
+  int tile = tileIndex().y, segment = 0;
   if constexpr (!kGated) {
     for (int s = 0; s + 1 < Cfg::kSegments; ++s) {
       if (tile < Cfg::tiles(segment))
@@ -78,7 +78,7 @@ __device__ void gemm(const float *__restrict__ x,
     }
   }
   const int width = Cfg::rows(segment);
-  const int m0 = blockIdx.x * kGemmTileM, n0 = tile * kGemmTileN;
+  const int m0 = tileIndex().x * kGemmTileM, n0 = tile * kGemmTileN;
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
   // Loader mapping: consecutive threads take consecutive rows, so the
   // transposed shared-memory stores of a warp hit consecutive banks.
@@ -116,7 +116,7 @@ __device__ void gemm(const float *__restrict__ x,
       for (int e = 0; e < 8; ++e)
         ws[g][loadK + e][loadRow] = values[e];
     }
-    __syncthreads();
+    syncTile();
     for (int kk = 0; kk < kGemmTileK; ++kk) {
       float a[4];
       for (int i = 0; i < 4; ++i)
@@ -130,7 +130,7 @@ __device__ void gemm(const float *__restrict__ x,
             acc[g][i][j] += a[i] * b[j];
       }
     }
-    __syncthreads();
+    syncTile();
   }
 
   for (int i = 0; i < 4; ++i) {
@@ -222,15 +222,16 @@ gemmTensorCore(const float *__restrict__ x,
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int wm = warp / 2, wn = warp % 2;
   const int g = lane / 4, t = lane % 4;
-  // Blocks start in launch order (blockIdx.x fastest). Taken as they are,
+  // Blocks start in launch order (tileIndex().x fastest). Taken as they are,
   // the blocks running at once would share one column tile and read every
   // token's activations, which for thousands of tokens do not fit in L2;
   // instead each group of kTcGemmGroup token tiles runs through all column
   // tiles, token tile fastest, so that a group's activations and the
   // column tiles in flight stay in L2.
-  const int linear = blockIdx.y * gridDim.x + blockIdx.x;
+  const int linear = tileIndex().y * tileGridDim().x + tileIndex().x;
   const int first = linear / (kTcGemmGroup * Cfg::kTotalTiles) * kTcGemmGroup;
-  const int groupTiles = min(static_cast<int>(gridDim.x) - first, kTcGemmGroup);
+  const int groupTiles =
+      min(static_cast<int>(tileGridDim().x) - first, kTcGemmGroup);
   const int inGroup = linear - first * Cfg::kTotalTiles;
   const int m0 = (first + inGroup % groupTiles) * kTcGemmM;
 
@@ -304,7 +305,7 @@ gemmTensorCore(const float *__restrict__ x,
     copyStage(step);
   for (int step = 0; step < kSteps; ++step) {
     copyAsyncWait<kStages - 2>();
-    __syncthreads(); // stage `step` is in place; step - 1's is read
+    syncTile(); // stage `step` is in place; step - 1's is read
     copyStage(step + kStages - 1); // into step - 1's stage
     const unsigned char *stage = shared + (step % kStages) * kTcGemmStageBytes;
     const float *xs = reinterpret_cast<const float *>(stage);

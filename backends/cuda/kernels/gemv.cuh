@@ -68,7 +68,7 @@ gemvWarpRows(const float *__restrict__ x, const float *const *biases,
              float *const *outs, const float *__restrict__ residual, int tokens,
              StepRows stepRows, Accumulate accumulate) {
   const int lane = threadIdx.x % kWarpSize;
-  int row = blockIdx.x * Cfg::kWarps + threadIdx.x / kWarpSize;
+  int row = tileIndex().x * Cfg::kWarps + threadIdx.x / kWarpSize;
   if (row >= Cfg::kTotalRows)
     return; // the whole warp leaves together
   int segment = 0;
@@ -180,9 +180,9 @@ __device__ void gemv(const float *__restrict__ x,
 // then two mmas per 16-row tile.
 //
 // An item is kTilesPerBlock tiles of 16 rows over the whole of K. A block
-// takes items blockIdx.x, blockIdx.x + gridDim.x, ... (the grid is at most
-// two blocks per SM, so that a large matrix is streamed by resident blocks
-// without a gap between items); its 8 warps take the chunks of K in turn
+// takes items tileIndex().x, tileIndex().x + tileGridDim().x, ... (the grid is
+// at most two blocks per SM, so that a large matrix is streamed by resident
+// blocks without a gap between items); its 8 warps take the chunks of K in turn
 // (warp w: chunks w, w + 8, ...), kUnroll chunks per step. The weights of a
 // step travel by cp.async into the lane's own slots of a ring of kStages steps
 // in shared memory, so that kStages - 1 steps (8 x 16 bytes each) per lane are
@@ -277,21 +277,22 @@ tcRowPointers(int firstTile, const T *const *matrices, long rowStride,
   }
 }
 
-/// The items (kTilesPerBlock tiles each) of block blockIdx.x of a
-/// persistent tensor-core GEMV: blockIdx.x, then every gridDim.x-th; the
-/// block's copies run on across its items, so that it streams its weights
+/// The items (kTilesPerBlock tiles each) of block tileIndex().x of a
+/// persistent tensor-core GEMV: tileIndex().x, then every tileGridDim().x-th;
+/// the block's copies run on across its items, so that it streams its weights
 /// without a gap between tiles.
 template <class Cfg> __device__ __forceinline__ int tcBlockItems() {
   constexpr int kItems =
       (Cfg::kTotalTiles + Cfg::kTilesPerBlock - 1) / Cfg::kTilesPerBlock;
-  const int block = static_cast<int>(blockIdx.x);
-  const int grid = static_cast<int>(gridDim.x);
+  const int block = static_cast<int>(tileIndex().x);
+  const int grid = static_cast<int>(tileGridDim().x);
   return block < kItems ? (kItems - block + grid - 1) / grid : 0;
 }
 
 /// The first tile of the block's item `item` (tcBlockItems).
 template <class Cfg> __device__ __forceinline__ int tcItemFirstTile(int item) {
-  return (static_cast<int>(blockIdx.x) + item * static_cast<int>(gridDim.x)) *
+  return (static_cast<int>(tileIndex().x) +
+          item * static_cast<int>(tileGridDim().x)) *
          Cfg::kTilesPerBlock;
 }
 
@@ -360,7 +361,7 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
       partial[(warp * kMats + mat) * M * kWarpSize + m * kWarpSize + lane] =
           make_float4(acc[mat][m][0], acc[mat][m][1], acc[mat][m][2],
                       acc[mat][m][3]);
-  __syncthreads();
+  syncTile();
 
   const float *sums = reinterpret_cast<const float *>(partial);
   constexpr int kPerWarp = kMats * M * kWarpSize * 4;
@@ -405,7 +406,7 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
       select<Cfg::kSegments>(outs, segment)[index] = sum;
     }
   }
-  __syncthreads(); // `partial` is read before the next item reuses it
+  syncTile(); // `partial` is read before the next item reuses it
 }
 
 /// gemvTensorCore's passes over the weights, each multiplying G groups of 8
@@ -540,7 +541,7 @@ gemvTensorCorePasses(const float *__restrict__ x,
           normRms[group][warp] =
               sqrtf(squares / static_cast<float>(Cfg::kK) + Cfg::kNormEpsilon);
       }
-      __syncthreads();
+      syncTile();
       for (int group = 0; group < G; ++group)
         if (active(group))
           rms[group] = normRms[group][g];

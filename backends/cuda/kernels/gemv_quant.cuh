@@ -425,7 +425,7 @@ gemvQuantTensorCore(const void *__restrict__ xInput, const u8 *const *data,
   for (int s = 0; s + 1 < kStages; ++s)
     issue();
   waitForPrecedingKernels();
-  __syncthreads();
+  syncTile();
 
   for (int t0 = 0; t0 < tokens; t0 += 8) {
     // Token g's x. Lanes without a token load nothing (at batch 1, a load
@@ -457,7 +457,7 @@ gemvQuantTensorCore(const void *__restrict__ xInput, const u8 *const *data,
       if (items > 1) { // table 0 holds a later item's scales
         fetchScales(0, scalePieces);
         storeScales(0, scalePieces);
-        __syncthreads();
+        syncTile();
       }
     }
     for (int item = 0; item < items; ++item) {
@@ -587,7 +587,8 @@ dequantizeWeights(const u8 *__restrict__ data, const u16 *__restrict__ scales,
   typedef typename Cfg::Weight W;
   constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
   constexpr int kPieces = Cfg::kRowBytes / 16;
-  const long index = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long index =
+      static_cast<long>(tileIndex().x) * tileDim().x + threadIdx.x;
   if (index >= static_cast<long>(Cfg::kRows) * kPieces)
     return;
   const long row = index / kPieces;

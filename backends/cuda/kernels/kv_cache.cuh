@@ -1,12 +1,12 @@
 //===- kv_cache.cuh - Writing a step's keys and values into the cache -----===//
 //
 // Blocks (t, y) for the token of row t (token i of sequence b, StepRows),
-// at position p = past_lengths[b] + i; the gridDim.y blocks of a token share its elements (a token's row is
-// short, and one block walking it would wait on one load after another).
-// Keys (rotated here when their RoPE fused into this kernel) and values go
-// to row p of sequence b in this layer's slice of the cache,
-// `[max_batch, kv_heads, capacity, head_dim]` or a paged pool (KVRows in
-// common.cuh), in the cache's storage type.
+// at position p = past_lengths[b] + i; the tileGridDim().y blocks of a token
+// share its elements (a token's row is short, and one block walking it would
+// wait on one load after another). Keys (rotated here when their RoPE fused
+// into this kernel) and values go to row p of sequence b in this layer's slice
+// of the cache, `[max_batch, kv_heads, capacity, head_dim]` or a paged pool
+// (KVRows in common.cuh), in the cache's storage type.
 // Padding tokens (i >= step_lengths[b]) write nothing. When the query's RoPE
 // fuses here too, the rotated query goes to its activation buffer (for
 // every token: attention skips padding rows itself).
@@ -38,11 +38,11 @@ appendKV(const float *__restrict__ key, const float *__restrict__ value,
          StepRows rows, const int *__restrict__ blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr long kWidth = Cfg::kKvHeads * Cfg::kHeadDim;
-  const int t = blockIdx.x;
+  const int t = tileIndex().x;
   int i;
   const int b = rows.locate(t, &i);
-  const int first = blockIdx.y * Cfg::kThreads + threadIdx.x;
-  const int stride = gridDim.y * Cfg::kThreads;
+  const int first = tileIndex().y * Cfg::kThreads + threadIdx.x;
+  const int stride = tileGridDim().y * Cfg::kThreads;
 
   if constexpr (Cfg::kQueryRope) {
     typedef typename Cfg::QueryRope Q;

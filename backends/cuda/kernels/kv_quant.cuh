@@ -181,7 +181,7 @@ quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
   constexpr int kWarps = Cfg::kThreads / kWarpSize;
   static_assert(G % 2 == 0 && G <= 2 * kWarpSize, "a warp holds a group");
   static_assert(D % 2 == 0 && D / 2 <= Cfg::kThreads, "a thread per pair");
-  const int x = blockIdx.x, head = blockIdx.y, b = blockIdx.z;
+  const int x = tileIndex().x, head = tileIndex().y, b = tileIndex().z;
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   if (x >= min(stepLengths[b], seqLen))
     return;

@@ -22,7 +22,7 @@ namespace sits {
 template <class Cfg>
 __device__ void rmsNorm(const float *__restrict__ input,
                         const float *__restrict__ weight, void *out) {
-  const long base = static_cast<long>(blockIdx.x) * Cfg::kHidden;
+  const long base = static_cast<long>(tileIndex().x) * Cfg::kHidden;
   const float *x = input + base;
   // The thread's elements and their weights are loaded at once and kept in
   // registers: one trip to memory instead of three in a row.
@@ -58,7 +58,7 @@ template <class Cfg>
 __device__ void
 layerNorm(const float *__restrict__ input, const float *__restrict__ weight,
           const float *__restrict__ bias, float *__restrict__ out) {
-  const long base = static_cast<long>(blockIdx.x) * Cfg::kHidden;
+  const long base = static_cast<long>(tileIndex().x) * Cfg::kHidden;
   const float *x = input + base;
   float *y = out + base;
   float sum = 0.0f;

@@ -70,7 +70,7 @@ __device__ void rope(const float *__restrict__ input,
                      const float *__restrict__ table, float *__restrict__ out,
                      const int *__restrict__ pastLengths, StepRows rows) {
   constexpr long kWidth = Cfg::kHeads * Cfg::kHeadDim;
-  const int t = blockIdx.x;
+  const int t = tileIndex().x;
   int i;
   const int b = rows.locate(t, &i);
   ropeRow<Cfg, Cfg::kThreads>(input + t * kWidth,

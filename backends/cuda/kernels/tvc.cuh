@@ -62,11 +62,11 @@ __device__ void tvcProject(const float *__restrict__ x,
   constexpr int kSplit = kTvcProjectSplit;
   __shared__ float zParts[kTvcWarps];
   __shared__ double aParts[kTvcWarps];
-  const int b = blockIdx.y;
+  const int b = tileIndex().y;
   const float *h = tvcInputRow<Cfg>(x, b, stepRows);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int part = warp % kSplit;
-  const int r = blockIdx.x * (kTvcWarps / kSplit) + warp / kSplit;
+  const int r = tileIndex().x * (kTvcWarps / kSplit) + warp / kSplit;
   if (!h)
     return; // the whole block
   const float *row =
@@ -111,7 +111,7 @@ __device__ void tvcProject(const float *__restrict__ x,
     zParts[warp] = z;
     aParts[warp] = magnitude;
   }
-  __syncthreads();
+  syncTile();
   if (part != 0 || lane != 0 || r >= Cfg::kRank)
     return;
   for (int q = 1; q < kSplit; ++q) {
@@ -134,16 +134,16 @@ __device__ void tvcResidual(const float *__restrict__ x,
                             StepRows stepRows) {
   __shared__ float z[Cfg::kRank];
   __shared__ double parts[kTvcWarps][kWarpSize];
-  const int b = blockIdx.y;
+  const int b = tileIndex().y;
   const float *h = tvcInputRow<Cfg>(x, b, stepRows);
   if (!h)
     return;
   const float *zIn = tvcRegion<float>(scratch, Cfg::kOffZ, b, Cfg::kRank);
   for (int r = threadIdx.x; r < Cfg::kRank; r += kTvcThreads)
     z[r] = zIn[r];
-  __syncthreads();
+  syncTile();
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int k = blockIdx.x * kWarpSize + lane;
+  const int k = tileIndex().x * kWarpSize + lane;
   // Warp w sums the ranks w, w + 8, ... of (T^T z)_k; the warps' sums are
   // then added in order.
   double part = 0.0;
@@ -152,7 +152,7 @@ __device__ void tvcResidual(const float *__restrict__ x,
       part += static_cast<double>(right[static_cast<long>(r) * Cfg::kK + k]) *
               static_cast<double>(z[r]);
   parts[warp][lane] = part;
-  __syncthreads();
+  syncTile();
   if (warp != 0)
     return;
   double e = 0.0, value = 0.0;
@@ -166,7 +166,7 @@ __device__ void tvcResidual(const float *__restrict__ x,
   const double hSquares = tvcWarpSum(value * value);
   if (lane < 2)
     tvcRegion<double>(scratch, Cfg::kOffNorms, b,
-                      2 * Cfg::kResidualBlocks)[2 * blockIdx.x + lane] =
+                      2 * Cfg::kResidualBlocks)[2 * tileIndex().x + lane] =
         lane == 0 ? eSquares : hSquares;
 }
 
@@ -242,7 +242,7 @@ __device__ void tvcPreview(const float *__restrict__ left,
   int *scan = reinterpret_cast<int *>(region(4 * (kTvcWarps + 2)));
   float *z = reinterpret_cast<float *>(region(4 * B * Cfg::kRank));
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int first = blockIdx.x * Cfg::kChunk;
+  const int first = tileIndex().x * Cfg::kChunk;
 
   // The norms of each live sequence: a warp per sequence.
   for (int b = threadIdx.x; b < tokens; b += kTvcThreads)
@@ -253,7 +253,7 @@ __device__ void tvcPreview(const float *__restrict__ left,
                                                  Cfg::kRank)[i % Cfg::kRank]
                               : 0.0f;
   }
-  __syncthreads();
+  syncTile();
   for (int b = warp; b < tokens; b += kTvcWarps) {
     if (stepLengths[b] <= 0)
       continue;
@@ -289,7 +289,7 @@ __device__ void tvcPreview(const float *__restrict__ left,
         sawNaN[b] = 1;
     }
   }
-  __syncthreads();
+  syncTile();
 
   // A warp takes kRows rows at once (16 loads of 16 bytes in flight per
   // lane, and the rows' bounds), kTile sequences per pass, the rank in
@@ -382,7 +382,7 @@ __device__ void tvcPreview(const float *__restrict__ left,
       }
     }
   }
-  __syncthreads();
+  syncTile();
 
   // The chunk's kKeep first rows, per live sequence (padding rows are
   // entries too, with key 0: kKeep are always written).
@@ -391,7 +391,7 @@ __device__ void tvcPreview(const float *__restrict__ left,
       [&](int b, int i) { return keys[b * Cfg::kChunk + i]; },
       [&](int, int i) { return first + i; },
       [&](int b) { return stepLengths[b] > 0; }, hist, state, scan);
-  const long slot = static_cast<long>(blockIdx.x) * Cfg::kKeep;
+  const long slot = static_cast<long>(tileIndex().x) * Cfg::kKeep;
   for (int b = 0; b < tokens; ++b) {
     if (stepLengths[b] <= 0)
       continue;
@@ -414,7 +414,7 @@ __device__ void tvcPreview(const float *__restrict__ left,
         },
         scan + 2);
     if (threadIdx.x == 0)
-      tvcRegion<int>(scratch, Cfg::kOffNaN, b, Cfg::kChunks)[blockIdx.x] =
+      tvcRegion<int>(scratch, Cfg::kOffNaN, b, Cfg::kChunks)[tileIndex().x] =
           sawNaN[b];
   }
 }
@@ -448,23 +448,23 @@ __device__ void tvcSelect(void *scratch, const int *__restrict__ stepLengths) {
   int *scan = reinterpret_cast<int *>(region(4 * (32 + 2)));
   u64 *largest = reinterpret_cast<u64 *>(region(8 * 32));
   __shared__ int sawNaN;
-  const int b = blockIdx.x;
+  const int b = tileIndex().x;
   if (stepLengths[b] <= 0)
     return;
   const u64 *keptKeys = tvcRegion<u64>(scratch, Cfg::kOffKeys, b, kKept);
   const int *keptRows = tvcRegion<int>(scratch, Cfg::kOffRows, b, kKept);
   if (threadIdx.x == 0)
     sawNaN = 0;
-  __syncthreads();
-  for (int i = threadIdx.x; i < kKept; i += blockDim.x) {
+  syncTile();
+  for (int i = threadIdx.x; i < kKept; i += tileDim().x) {
     keys[i] = keptKeys[i];
     rows[i] = keptRows[i];
   }
   const int *nan = tvcRegion<int>(scratch, Cfg::kOffNaN, b, Cfg::kChunks);
-  for (int i = threadIdx.x; i < Cfg::kChunks; i += blockDim.x)
+  for (int i = threadIdx.x; i < Cfg::kChunks; i += tileDim().x)
     if (nan[i])
       sawNaN = 1;
-  __syncthreads();
+  syncTile();
   tvcRadixSelect(
       1, kKept, Cfg::kCandidates, [&](int, int i) { return keys[i]; },
       [&](int, int i) { return rows[i]; }, [](int) { return true; }, hist,
@@ -481,7 +481,7 @@ __device__ void tvcSelect(void *scratch, const int *__restrict__ stepLengths) {
   // The largest bound of the other rows (padding rows are none; no other
   // row: -inf).
   u64 mine = 0;
-  for (int i = threadIdx.x; i < kKept; i += blockDim.x)
+  for (int i = threadIdx.x; i < kKept; i += tileDim().x)
     if (rows[i] < Cfg::kVocab && !selected(i) && keys[i] > mine)
       mine = keys[i];
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
@@ -491,10 +491,10 @@ __device__ void tvcSelect(void *scratch, const int *__restrict__ stepLengths) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   if (lane == 0)
     largest[warp] = mine;
-  __syncthreads();
+  syncTile();
   if (threadIdx.x == 0) {
     u64 other = 0;
-    for (int w = 0; w < static_cast<int>(blockDim.x) / kWarpSize; ++w)
+    for (int w = 0; w < static_cast<int>(tileDim().x) / kWarpSize; ++w)
       other = largest[w] > other ? largest[w] : other;
     tvcRegion<double>(scratch, Cfg::kOffNext, b, 1)[0] =
         other ? tvcKeyValue(other) : -0x1p+1023 * 2.0;
@@ -520,7 +520,7 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
   constexpr int U = Cfg::kUnroll;
   constexpr int kChunks = (Cfg::kK + kTcChunk - 1) / kTcChunk;
   SITS_DYNAMIC_SHARED(float4, partial);
-  const int b = blockIdx.y;
+  const int b = tileIndex().y;
   const float *h = tvcInputRow<Cfg>(x, b, stepRows);
   if (!h)
     return;
@@ -531,7 +531,7 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
       tvcRegion<int>(scratch, Cfg::kOffCandidates, b, Cfg::kCandidates);
   const Storage *rowPtr[2];
   for (int half = 0; half < 2; ++half) {
-    const int i = blockIdx.x * 16 + g + 8 * half;
+    const int i = tileIndex().x * 16 + g + 8 * half;
     rowPtr[half] =
         i < Cfg::kCandidates
             ? weight + static_cast<long>(candidates[i]) * Cfg::kK + 8 * t
@@ -572,13 +572,13 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
   }
   partial[warp * kWarpSize + lane] =
       make_float4(acc[0], acc[1], acc[2], acc[3]);
-  __syncthreads();
+  syncTile();
   const float *sums = reinterpret_cast<const float *>(partial);
   float *exact = tvcRegion<float>(scratch, Cfg::kOffExact, b, Cfg::kCandidates);
   for (int e = threadIdx.x; e < kWarpSize * 4; e += kTcThreads) {
     const int owner = e / 4, i = e % 4;
     const int token = 2 * (owner % 4) + (i & 1);
-    const int candidate = blockIdx.x * 16 + owner / 4 + (i >= 2 ? 8 : 0);
+    const int candidate = tileIndex().x * 16 + owner / 4 + (i >= 2 ? 8 : 0);
     if (token != column || candidate >= Cfg::kCandidates)
       continue;
     float sum = 0.0f;
@@ -594,9 +594,9 @@ template <class Cfg>
 __device__ void tvcExactSimple(const float *__restrict__ x,
                                const typename Cfg::Weight::Storage *weight,
                                void *scratch, StepRows stepRows) {
-  const int b = blockIdx.y;
+  const int b = tileIndex().y;
   const float *h = tvcInputRow<Cfg>(x, b, stepRows);
-  const int i = blockIdx.x * Cfg::kWarps + threadIdx.x / kWarpSize;
+  const int i = tileIndex().x * Cfg::kWarps + threadIdx.x / kWarpSize;
   if (!h || i >= Cfg::kCandidates)
     return;
   const int v =
@@ -622,7 +622,7 @@ __device__ void tvcDecide(void *scratch, u64 *counters,
                           const int *__restrict__ stepLengths) {
   __shared__ int bad;
   __shared__ float threshold;
-  const int b = blockIdx.x;
+  const int b = tileIndex().x;
   int *headLengths = tvcRegion<int>(scratch, Cfg::kOffFlags, b, 2);
   const int length = stepLengths[b];
   if (length <= 0) {
@@ -634,10 +634,10 @@ __device__ void tvcDecide(void *scratch, u64 *counters,
       tvcRegion<float>(scratch, Cfg::kOffExact, b, Cfg::kCandidates);
   if (threadIdx.x == 0)
     bad = headLengths[1]; // a NaN bound (tvcSelect)
-  __syncthreads();
+  syncTile();
   // The kExactTop-th largest exact logit: the one with kExactTop - 1 before
   // it (larger, or equal at a lower position).
-  for (int i = threadIdx.x; i < Cfg::kCandidates; i += blockDim.x) {
+  for (int i = threadIdx.x; i < Cfg::kCandidates; i += tileDim().x) {
     const float y = exact[i];
     if (y != y) {
       bad = 1;
@@ -651,7 +651,7 @@ __device__ void tvcDecide(void *scratch, u64 *counters,
     if (before == Cfg::kExactTop - 1)
       threshold = y;
   }
-  __syncthreads();
+  syncTile();
   if (threadIdx.x != 0)
     return;
   const double next = tvcRegion<double>(scratch, Cfg::kOffNext, b, 1)[0];
@@ -671,8 +671,8 @@ __device__ void tvcHead(const float *__restrict__ x,
                         const typename Cfg::Weight::Storage *const *weights,
                         float *logits, int tokens, StepRows stepRows,
                         void *scratch) {
-  // This block's rows of the logits: items of kItemRows rows, blockIdx.x
-  // and every gridDim.x-th after it (the tensor-core head's grid may be
+  // This block's rows of the logits: items of kItemRows rows, tileIndex().x
+  // and every tileGridDim().x-th after it (the tensor-core head's grid may be
   // smaller than its items).
   constexpr int kItemRows = [] {
     if constexpr (Cfg::kTensorCore)
@@ -680,11 +680,11 @@ __device__ void tvcHead(const float *__restrict__ x,
     else
       return Cfg::kWarps;
   }();
-  const long itemStride = static_cast<long>(gridDim.x) * kItemRows;
+  const long itemStride = static_cast<long>(tileGridDim().x) * kItemRows;
   __shared__ int anyLeft;
   if (threadIdx.x == 0)
     anyLeft = 0;
-  __syncthreads();
+  syncTile();
   const float kNegInf = __int_as_float(0xff800000);
   for (int b = 0; b < tokens; ++b) {
     if (stepRows.lengths[b] <= 0)
@@ -695,24 +695,24 @@ __device__ void tvcHead(const float *__restrict__ x,
         anyLeft = 1;
       continue;
     }
-    for (long first = static_cast<long>(blockIdx.x) * kItemRows;
+    for (long first = static_cast<long>(tileIndex().x) * kItemRows;
          first < Cfg::kVocab; first += itemStride) {
       const int count = min(kItemRows, static_cast<int>(Cfg::kVocab - first));
-      for (int i = threadIdx.x; i < count; i += blockDim.x)
+      for (int i = threadIdx.x; i < count; i += tileDim().x)
         logits[static_cast<long>(b) * Cfg::kVocab + first + i] = kNegInf;
     }
   }
-  __syncthreads();
+  syncTile();
   if (!anyLeft)
     return; // every sequence proved: no weights read
   // Step length 0 for the proved sequences: the head skips them. The
   // lengths sit at stride 2 in the flags region.
   __shared__ int lengths[Cfg::kMaxBatch];
-  for (int b = threadIdx.x; b < tokens; b += blockDim.x)
+  for (int b = threadIdx.x; b < tokens; b += tileDim().x)
     lengths[b] = stepRows.lengths[b] > 0
                      ? tvcRegion<int>(scratch, Cfg::kOffFlags, b, 2)[0]
                      : 0;
-  __syncthreads();
+  syncTile();
   const float *biases[] = {nullptr};
   float *outs[] = {logits};
   StepRows unproved = stepRows;
@@ -730,7 +730,7 @@ __device__ void tvcHead(const float *__restrict__ x,
 template <class Cfg>
 __device__ void tvcScatter(void *scratch, float *logits,
                            const int *__restrict__ stepLengths) {
-  const int b = blockIdx.x;
+  const int b = tileIndex().x;
   if (stepLengths[b] <= 0 ||
       tvcRegion<int>(scratch, Cfg::kOffFlags, b, 2)[0] > 0)
     return;
@@ -738,7 +738,7 @@ __device__ void tvcScatter(void *scratch, float *logits,
       tvcRegion<int>(scratch, Cfg::kOffCandidates, b, Cfg::kCandidates);
   const float *exact =
       tvcRegion<float>(scratch, Cfg::kOffExact, b, Cfg::kCandidates);
-  for (int i = threadIdx.x; i < Cfg::kCandidates; i += blockDim.x)
+  for (int i = threadIdx.x; i < Cfg::kCandidates; i += tileDim().x)
     logits[static_cast<long>(b) * Cfg::kVocab + candidates[i]] = exact[i];
 }
 

@@ -85,7 +85,7 @@ template <class KeyOf, class RowOf, class Live>
 __device__ void tvcRadixSelect(int sequences, int count, int want, KeyOf keyOf,
                                RowOf rowOf, Live live, unsigned *hist,
                                TvcRadix *state, int *open) {
-  const int tid = threadIdx.x, threads = blockDim.x;
+  const int tid = threadIdx.x, threads = tileDim().x;
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
   for (int b = tid; b < sequences; b += threads) {
     TvcRadix s;
@@ -104,7 +104,7 @@ __device__ void tvcRadixSelect(int sequences, int count, int want, KeyOf keyOf,
       hist[e] = 0;
     if (tid == 0)
       open[pass & 1] = 0;
-    __syncthreads();
+    syncTile();
     for (int b = 0; b < sequences; ++b) {
       const TvcRadix s = state[b]; // once per sequence, not per entry
       if (s.done)
@@ -116,7 +116,7 @@ __device__ void tvcRadixSelect(int sequences, int count, int want, KeyOf keyOf,
           atomicAdd(&hist[b * 256 + tvcDigit(s.bits, key, rank)], 1u);
       }
     }
-    __syncthreads();
+    syncTile();
     // A warp per open sequence: lane l holds bins 255 - 8l down to 248 - 8l
     // (the candidates' order), and the lane whose bins reach `needed` takes
     // the bin.
@@ -151,7 +151,7 @@ __device__ void tvcRadixSelect(int sequences, int count, int want, KeyOf keyOf,
           open[pass & 1] = 1;
       }
     }
-    __syncthreads();
+    syncTile();
     if (!open[pass & 1])
       break;
   }
@@ -163,7 +163,7 @@ __device__ void tvcRadixSelect(int sequences, int count, int want, KeyOf keyOf,
 template <class Selected, class Emit>
 __device__ void tvcCompact(int count, int want, Selected selected, Emit emit,
                            int *scan) {
-  const int tid = threadIdx.x, threads = blockDim.x;
+  const int tid = threadIdx.x, threads = tileDim().x;
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int per = (count + threads - 1) / threads;
   const int begin = min(count, tid * per), end = min(count, begin + per);
@@ -173,14 +173,14 @@ __device__ void tvcCompact(int count, int want, Selected selected, Emit emit,
   const int inclusive = tvcWarpInclusiveSum(mine);
   if (lane == kWarpSize - 1)
     scan[warp] = inclusive;
-  __syncthreads();
+  syncTile();
   int slot = inclusive - mine;
   for (int w = 0; w < warp; ++w)
     slot += scan[w];
   for (int i = begin; i < end && slot < want; ++i)
     if (selected(i))
       emit(slot++, i);
-  __syncthreads(); // `scan` is free again
+  syncTile(); // `scan` is free again
 }
 
 } // namespace sits
