@@ -20,9 +20,9 @@ BatchController::BatchController(BatchControlOptions options,
   if (!(options.targetSeconds >= 0) || std::isinf(options.targetSeconds))
     throw Error(ErrorCode::InvalidArgument,
                 "the latency target must be a finite number of seconds >= 0");
-  if (options.minBudget < 1)
+  if (options.minBudget < 1 || options.budgetStep < 1)
     throw Error(ErrorCode::InvalidArgument,
-                "the smallest prefill budget is one token");
+                "the smallest prefill budget and its step are one token");
   if (options.window.count() <= 0)
     throw Error(ErrorCode::InvalidArgument, "the SLA window must be positive");
   if (!(options.decrease > 0 && options.decrease < 1) ||
@@ -76,7 +76,7 @@ uint32_t BatchController::update(Clock::time_point now) {
     if (wasLimited && current < options.maxLimit)
       ++current;
     if (wasBudgetHeld && budget && budget < options.maxBudget)
-      budget = std::min(options.maxBudget, budget + options.minBudget);
+      budget = std::min(options.maxBudget, budget + options.budgetStep);
   }
   return current;
 }

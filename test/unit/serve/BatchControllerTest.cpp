@@ -217,9 +217,10 @@ TEST(BatchController, ThePrefillBudgetIsCutBeforeTheBatch) {
 
 TEST(BatchController, AtTheSmallestBudgetTheBatchGoes) {
   // Decoding alone is over the target (8 x 4 ms > 20 ms): the budget goes
-  // to 16 and then the batch halves.
+  // to its smallest, 16 here, and then the batch halves.
   BatchControlOptions o = options(20, 8);
   o.maxBudget = 32;
+  o.minBudget = 16;
   BatchController controller(o, Clock::time_point{});
   auto limits = runWithPrefill(controller, 6, 4.0, 0.01);
   using Pair = std::pair<uint32_t, uint32_t>;
@@ -249,4 +250,28 @@ TEST(BatchController, BadOptionsAreRefused) {
   o = options(10, 4);
   o.minBudget = 0;
   EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+  o = options(10, 4);
+  o.budgetStep = 0;
+  EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+}
+
+TEST(BatchController, TheBudgetGoesDownToAFewTokens) {
+  // 1 ms per request, 0.75 ms per prefill token, target 9 ms, 4 slots and
+  // a budget of 64: the budget halves down to the default smallest, 4
+  // tokens (4 + 3 ms), before the batch is touched, then grows by 16.
+  BatchControlOptions o = options(9, 4);
+  o.maxBudget = 64;
+  BatchController controller(o, Clock::time_point{});
+  auto limits = runWithPrefill(controller, 10, 1.0, 0.75);
+  using Pair = std::pair<uint32_t, uint32_t>;
+  EXPECT_EQ(limits, (std::vector<Pair>{{4, 32},
+                                       {4, 32},
+                                       {4, 16},
+                                       {4, 16},
+                                       {4, 8},
+                                       {4, 8},
+                                       {4, 4},
+                                       {4, 4},
+                                       {4, 20},
+                                       {4, 10}}));
 }
