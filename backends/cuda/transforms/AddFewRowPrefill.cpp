@@ -78,8 +78,8 @@ struct AddFewRowPrefillPass
                      " (" + KernelDialect::kFewRowTokensAttrName.str() + " = " +
                      std::to_string(rows) + ")",
                  "prefill steps of at most " + std::to_string(rows) +
-                     " token rows run the decode GEMVs, which read each "
-                     "weight once for up to 32 rows "
+                     " token rows run the decode GEMVs instead of the "
+                     "GEMM's tiles of 64 or 128 rows "
                      "(--few-row-prefill-tokens=" +
                      std::to_string(fewRowPrefillTokens) + ")");
   }

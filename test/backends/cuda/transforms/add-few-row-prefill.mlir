@@ -25,7 +25,7 @@
 
 // AUDIT: programs: 1
 // AUDIT-NEXT: - @prefill -> @prefill and @prefill_few (kernel.few_row_tokens = 32)
-// AUDIT-NEXT: rule: prefill steps of at most 32 token rows run the decode GEMVs, which read each weight once for up to 32 rows (--few-row-prefill-tokens=32)
+// AUDIT-NEXT: rule: prefill steps of at most 32 token rows run the decode GEMVs instead of the GEMM's tiles of 64 or 128 rows (--few-row-prefill-tokens=32)
 // AUDIT: - sits.linear -> #kernel.config<gemv_tc, token_groups = 4, weight_bytes = 4096>
 // AUDIT-NEXT: rule: few-row prefill, fp16 weights: tensor cores; 4 groups of 8 tokens per pass over the weights (up to 32 tokens a step)
 
