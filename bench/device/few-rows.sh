@@ -28,16 +28,7 @@ seconds=${SECONDS_PER_LEVEL:-20}
 build_tools sits-serve sits-bench sits-score &
 build_pid=$!
 
-work8b=$(pwd)/.device-work/8b
-if [ -f "$work8b/onnx/model.onnx" ]; then
-  say "reusing the 8B export"
-else
-  python3 bench/llama_bench.py --shape llama3-8b --work "$work8b" \
-    --json "$W/export.json" --export-dtype fp16 --contexts 512 --batches 1 \
-    --deadline "$(date +%s)" >"$FILES/llama_bench.log" 2>&1 ||
-    { say "export FAILED"; tail -5 "$FILES/llama_bench.log"; exit 1; }
-  say "exported"
-fi
+export_8b "$FILES" || exit 1
 wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin # set by build_tools, but in its background subshell
 # Numerics of prefill_few on the GPU while the 8B engines compile: the test

@@ -29,17 +29,7 @@ build_pid=$!
 base=$(pwd)/.device/sitsc-base
 [ -x "$base" ] || { say "no .device/sitsc-base: new engine only"; base=; }
 
-work8b=$(pwd)/.device-work/8b
-if [ -f "$work8b/onnx/model.onnx" ]; then
-  say "reusing the 8B export"
-else
-  mkdir -p "$work8b"
-  python3 bench/llama_bench.py --shape llama3-8b --work "$work8b" \
-    --json "$W/export.json" --export-dtype fp16 --contexts 512 --batches 1 \
-    --deadline "$(date +%s)" >"$FINAL/llama_bench.log" 2>&1 ||
-    { say "export FAILED"; tail -5 "$FINAL/llama_bench.log"; exit 1; }
-  say "exported"
-fi
+export_8b || exit 1
 options="--max-batch=32 --max-seq-len=1024 --no-tokenizer"
 # shellcheck disable=SC2086
 sitsc "$work8b/onnx/model.onnx" -o "$W/8b-new.sits" --force $options \

@@ -33,3 +33,24 @@ build_tools() {
   say "build FAILED"
   return 1
 }
+# export_8b [LOG_DIR]: the Llama-3-8B shape's fp16 export (random weights,
+# bench/llama_bench.py, no PyTorch timing) in $work8b, reused when an
+# earlier call on the same machine left it; its log in LOG_DIR (default
+# $FINAL). On failure it logs why and returns 1.
+work8b=$(pwd)/.device-work/8b
+export_8b() {
+  local logs=${1:-$FINAL}
+  if [ -f "$work8b/onnx/model.onnx" ]; then
+    say "reusing the 8B export"
+    return 0
+  fi
+  mkdir -p "$work8b"
+  if ! python3 bench/llama_bench.py --shape llama3-8b --work "$work8b" \
+    --json "$W/export.json" --export-dtype fp16 --contexts 512 --batches 1 \
+    --deadline "$(date +%s)" >"$logs/llama_bench.log" 2>&1; then
+    say "export FAILED"
+    tail -5 "$logs/llama_bench.log"
+    return 1
+  fi
+  say "exported"
+}

@@ -39,16 +39,7 @@ fi
 build_tools $targets &
 build_pid=$!
 
-work8b=$(pwd)/.device-work/8b
-if [ -f "$work8b/onnx/model.onnx" ]; then
-  say "reusing the 8B export"
-else
-  python3 bench/llama_bench.py --shape llama3-8b --work "$work8b" \
-    --json "$W/export.json" --export-dtype fp16 --contexts 512 --batches 1 \
-    --deadline "$(date +%s)" >"$FINAL/llama_bench.log" 2>&1 ||
-    { say "export FAILED"; tail -5 "$FINAL/llama_bench.log"; exit 1; }
-  say "exported"
-fi
+export_8b || exit 1
 engine=$W/8b-paged.sits
 sitsc "$work8b/onnx/model.onnx" -o "$engine" --force --tokenizer="$data/tok" \
   --max-batch=64 --max-seq-len=2560 --kv-layout=paged \
