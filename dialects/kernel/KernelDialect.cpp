@@ -200,6 +200,20 @@ static LogicalResult verifySlices(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+/// A step function's integer attribute of at least `least` (`what`
+/// integer).
+static LogicalResult verifyStepInteger(Operation *op, NamedAttribute attr,
+                                       int64_t least, llvm::StringRef what) {
+  auto value = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!value || value.getInt() < least)
+    return op->emitError() << "'" << attr.getName().getValue() << "' must be "
+                           << what << " integer, got " << attr.getValue();
+  if (!isa<FunctionOpInterface>(op))
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' belongs on a step function";
+  return success();
+}
+
 LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kWeightLayoutAttrName) {
@@ -233,28 +247,10 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                              << ": a paged KV cache has 1 to 2^30 blocks";
     return success();
   }
-  if (attr.getName() == kWorkspaceBytesAttrName) {
-    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!bytes || bytes.getInt() < 0)
-      return op->emitError()
-             << "'" << kWorkspaceBytesAttrName
-             << "' must be a non-negative integer, got " << attr.getValue();
-    if (!isa<FunctionOpInterface>(op))
-      return op->emitError() << "'" << kWorkspaceBytesAttrName
-                             << "' belongs on a step function";
-    return success();
-  }
-  if (attr.getName() == kFewRowTokensAttrName) {
-    auto tokens = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!tokens || tokens.getInt() < 1)
-      return op->emitError()
-             << "'" << kFewRowTokensAttrName
-             << "' must be a positive integer, got " << attr.getValue();
-    if (!isa<FunctionOpInterface>(op))
-      return op->emitError()
-             << "'" << kFewRowTokensAttrName << "' belongs on a step function";
-    return success();
-  }
+  if (attr.getName() == kWorkspaceBytesAttrName)
+    return verifyStepInteger(op, attr, 0, "a non-negative");
+  if (attr.getName() == kFewRowTokensAttrName)
+    return verifyStepInteger(op, attr, 1, "a positive");
   if (attr.getName() == kDecodeScheduleAttrName) {
     auto schedule = dyn_cast<DecodeScheduleAttr>(attr.getValue());
     if (!schedule)
