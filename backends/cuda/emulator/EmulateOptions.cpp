@@ -31,6 +31,8 @@ const char *kUsage =
     "over their work)\n"
     "  --gemm-prefill  every prefill step runs the program prefill, "
     "none prefill_few (whose linear layers are GEMVs)\n"
+    "  --count-programs  after generate, print \"programs: NAME STEPS ...\" "
+    "(the steps each program ran)\n"
     "  --block-order shuffled|sequential  (paged KV cache) the order in "
     "which blocks are handed out (default shuffled)\n"
     "  --stagger N  sequence b joins after b x N steps, its prompt in "
@@ -102,6 +104,8 @@ Options parseArgs(int argc, char **argv) {
       o.padded = true;
     else if (a == "--gemm-prefill")
       o.gemmPrefill = true;
+    else if (a == "--count-programs")
+      o.countPrograms = true;
     else if (a == "--out")
       o.out = value(i);
     else if (a == "--multiprocessors") {

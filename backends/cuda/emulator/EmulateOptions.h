@@ -16,6 +16,8 @@ struct Options {
   bool padded = false;
   /// Every prefill step runs `prefill`, none `prefill_few`.
   bool gemmPrefill = false;
+  /// After generate, print how many steps each program ran.
+  bool countPrograms = false;
   bool poison = false;
   bool reverse = false;
   int64_t multiprocessors = 2;

@@ -54,6 +54,7 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <spawn.h>
 #include <string>
 #include <sys/stat.h>
@@ -208,6 +209,13 @@ public:
                                         uint32_t hit, int64_t count);
   /// Prints the TVC head's counters (engines with one), as sits-score does.
   void printTvcCounters() const;
+  /// Prints "programs: NAME STEPS ..." in name order.
+  void printProgramRuns() const {
+    std::printf("programs:");
+    for (const auto &[name, steps] : programRuns)
+      std::printf(" %s %llu", name.c_str(), (unsigned long long)steps);
+    std::printf("\n");
+  }
 
 private:
   void run(const std::string &program, uint32_t batch, uint32_t seq,
@@ -240,6 +248,7 @@ private:
   std::vector<uint32_t> blocksHeld;
   bool shuffleBlocks = true;
   bool gemmPrefill = false;
+  std::map<std::string, uint64_t> programRuns; ///< steps by program
 };
 
 Emulator::Emulator(const Options &options, const std::string &object) {
@@ -353,6 +362,7 @@ void Emulator::checkGuards(const std::string &what) {
 void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq,
                    uint64_t tokens) {
   int index = contents.findProgram(name);
+  ++programRuns[name];
   format::SymbolValues symbols = format::makePackedSymbols(
       batch, seq, tokens ? tokens : uint64_t(batch) * seq, multiprocessors);
   const format::Program &program = contents.programs[index];
@@ -781,5 +791,7 @@ int main(int argc, char **argv) {
   }
   writeCalibrationLog(options, emulator);
   emulator.printTvcCounters();
+  if (options.countPrograms)
+    emulator.printProgramRuns();
   return 0;
 }

@@ -79,9 +79,11 @@ def main():
                        check=True, stdout=cuda)
     tokens = ";".join(",".join(map(str, p)) for p in PROMPTS)
     run = ["sits-emulate", base + ".sits", "--cuda", base + ".cu", "--poison",
-           "generate", "--tokens", tokens, "--max-new-tokens", str(NEW_TOKENS)]
+           "--count-programs", "generate", "--tokens", tokens,
+           "--max-new-tokens", str(NEW_TOKENS)]
     staggered = run + ["--stagger", str(STAGGER), "--chunk", str(CHUNK)]
     outputs = {}
+    programs = {}
     gemm = ["--gemm-prefill"]
     for label, command in (("plain", run), ("packed", staggered),
                            ("packed on the prefill", staggered + gemm),
@@ -94,6 +96,18 @@ def main():
         outputs[label] = [[int(t) for t in line.split(":")[1].split()]
                           for line in result.stdout.splitlines()
                           if line.startswith("tokens[")]
+        counts = next(line.split()[1:] for line in result.stdout.splitlines()
+                      if line.startswith("programs:"))
+        programs[label] = dict(zip(counts[::2], map(int, counts[1::2])))
+    # Every prefill step here has at most 32 rows: prefill_few runs them
+    # all, unless --gemm-prefill.
+    few = programs["packed"].get("prefill_few", 0)
+    if few == 0 or "prefill" in programs["packed"] or any(
+            "prefill_few" in programs[label]
+            for label in ("packed on the prefill", "padded")):
+        print(f"{args.name}: the prefill steps ran the wrong programs: "
+              f"{programs}")
+        return 1
     if outputs["padded"] != outputs["packed on the prefill"]:
         print(f"{args.name}: packed steps differ from the same steps padded:")
         print(outputs["packed on the prefill"], outputs["padded"], sep="\n")
@@ -118,7 +132,7 @@ def main():
                 return 1
             ties.append(f"{label} sequence {b} token {part}: {gap:.1e}")
     print(f"{args.name}: {len(PROMPTS)} sequences, {mixed_steps()} mixed "
-          "steps: plain = packed = padded" +
+          f"steps ({few} on prefill_few): plain = packed = padded" +
           (f" (near ties: {'; '.join(ties)})" if ties else ""))
     return 0
 
