@@ -68,6 +68,12 @@ def GemvTokenGroupsOption : CodegenOption<"gemvTokenGroups",
     "Groups of 8 tokens the 16-bit tensor-core decode GEMV multiplies per "
     "pass over the weights: 1 to 4, or 0 for as many as --max-batch needs "
     "(up to 4)", "", "0">;
+def GemmKSplitsOption : CodegenOption<"gemmKSplits", "gemm-k-splits",
+    "int64_t", "0",
+    "Most ways the tensor-core prefill GEMM splits K, so that a step of few "
+    "tokens runs enough blocks: 1 (never) to 8, or 0 to choose by the "
+    "layer's column tiles (up to 8 where one token tile gives fewer than "
+    "264 blocks; the launch splits less the more tokens a step has)">;
 def DecodeSplitKeysOption : CodegenOption<"decodeSplitKeys",
     "decode-split-keys", "int64_t", "0",
     "Keys per block of the split-K decode attention: 0 (256, fewer for small "

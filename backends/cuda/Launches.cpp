@@ -263,6 +263,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.constant(segmentFunction("int", "tiles", tiles));
     b.intConstant("kTotalTiles", totalTiles);
     b.intConstant("kStages", kGemmTensorCoreStages);
+    b.boolConstant("kSplitK", desc.kSplits > 1);
     b.setShared(gemmTensorCoreSharedBytes(kGemmTensorCoreStages));
     b.setMinBlocks(2); // two blocks per SM: 8 warps to hide latency
   } else {
@@ -346,10 +347,27 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
            ", tokens, " + gatherArgs + ")");
     b.setGrid(Expr::constant((totalRows + kGemvWarps - 1) / kGemvWarps));
   } else if (tensorGemm) {
+    const Expr tokenTiles =
+        format::ceilDiv(Expr::tokens(), Expr::constant(kTcTileM));
+    Expr splits = Expr::constant(1);
+    if (desc.kSplits > 1) {
+      b.param("float *", "partial", desc.partial);
+      b.param("int *", "counters", desc.counters);
+      // As many ways as fill two blocks an SM, at most kSplits, and at most
+      // kSplits slabs of partial sums in all (gemmSplitPartialBytes).
+      const Expr tiles = format::max(tokenTiles, Expr::constant(1));
+      const Expr kSplits = Expr::constant(desc.kSplits);
+      splits = format::max(
+          Expr::constant(1),
+          format::min(
+              format::floorDiv(kSplits, tiles),
+              format::floorDiv(Expr::multiprocessors() * Expr::constant(2),
+                               tiles * Expr::constant(totalTiles))));
+    }
     b.call("sits::gemmTensorCore<Cfg>(x, weights, biases, outs, " +
-           residualName + ", tokens)");
-    b.setGrid(format::ceilDiv(Expr::tokens(), Expr::constant(kTcTileM)),
-              Expr::constant(totalTiles));
+           residualName + ", tokens" +
+           (desc.kSplits > 1 ? ", partial, counters" : "") + ")");
+    b.setGrid(tokenTiles, Expr::constant(totalTiles), splits);
   } else {
     b.call("sits::gemm<Cfg>(x, weights, biases, outs, " + residualName +
            ", tokens)");

@@ -130,6 +130,10 @@ struct LinearLaunch {
   int64_t tiles = 1;
   /// gemv_tc: groups of 8 tokens multiplied per pass over the weights.
   int64_t tokenGroups = 1;
+  /// gemm_tc: the most ways K is split (1: never), with the partial sums
+  /// (gemmSplitPartialBytes) and the engine's counters when more than 1.
+  int64_t kSplits = 1;
+  ArgBinding partial, counters;
   /// The rms_norm that produces `input` (whose input `input` then is),
   /// fused into the GEMV's load of x: decode GEMVs on tensor cores only
   /// (decodeGemvOnTensorCores).
@@ -162,6 +166,8 @@ struct LinearShape {
   int64_t maxTokens = 0;
   /// --gemv-token-groups (0: as many as maxTokens needs).
   int64_t tokenGroupsAsked = 0;
+  /// --gemm-k-splits (0: chosen by the column tiles).
+  int64_t kSplitsAsked = 0;
 };
 
 /// The kernel, its tiles per block, and why (for the audit).
@@ -169,6 +175,7 @@ struct LinearKernelChoice {
   kernel::KernelKind kernel = kernel::KernelKind::Gemv;
   int64_t tiles = 1;
   int64_t tokenGroups = 1;
+  int64_t kSplits = 1;
   std::string reason;
 };
 
@@ -178,11 +185,11 @@ struct LinearKernelChoice {
 /// that reads the input fewer times and fits in shared memory.
 LinearKernelChoice selectLinearKernel(const LinearShape &shape);
 
-/// Why `kernel` with `tiles` and `tokenGroups` cannot run `shape` (empty
-/// when it can).
+/// Why `kernel` with `tiles`, `tokenGroups` and `kSplits` cannot run `shape`
+/// (empty when it can).
 std::string checkLinearKernel(const LinearShape &shape,
                               kernel::KernelKind kernel, int64_t tiles,
-                              int64_t tokenGroups);
+                              int64_t tokenGroups, int64_t kSplits = 1);
 
 /// Whether a decode linear with unquantized weights of this type and input
 /// width can run on tensor cores (gemv.cuh's gemvTensorCore).
@@ -217,6 +224,15 @@ constexpr int64_t kGemmTensorCoreThreads = 128;
 constexpr int64_t kGemmTensorCoreStages = 3;
 /// gemm.cuh's gemmTensorCoreSharedBytes.
 int64_t gemmTensorCoreSharedBytes(int64_t stages);
+/// Its column tiles: 128 output rows, or 64 gate and 64 up rows with a GLU.
+int64_t gemmTensorCoreColumnTiles(const std::vector<int64_t> &segmentRows,
+                                  bool gated);
+/// The partial sums of a launch split up to `kSplits` ways over
+/// `columnTiles`: at most kSplits slabs of one 128-token tile (a launch
+/// splits less the more token tiles it has: Launches.cpp), as floats.
+inline int64_t gemmSplitPartialBytes(int64_t kSplits, int64_t columnTiles) {
+  return kSplits * 128 * columnTiles * 128 * 4;
+}
 
 /// cp.async stages of the tensor-core GEMVs' rings (one token group).
 constexpr int64_t kGemvTensorCoreStages = 3;

@@ -31,6 +31,16 @@ int64_t gemmTensorCoreSharedBytes(int64_t stages) {
   return stages * kRows * kStride * (4 + 2);
 }
 
+int64_t gemmTensorCoreColumnTiles(const std::vector<int64_t> &segmentRows,
+                                  bool gated) {
+  if (gated)
+    return (segmentRows.front() + 63) / 64;
+  int64_t tiles = 0;
+  for (int64_t rows : segmentRows)
+    tiles += (rows + 127) / 128;
+  return tiles;
+}
+
 GemvRing gemvTensorCoreRing(int64_t mats, int64_t tilesPerBlock,
                             int64_t tokenGroups) {
   GemvRing ring;
@@ -162,6 +172,43 @@ std::string weightsPhrase(const LinearShape &shape) {
          " weights";
 }
 
+/// K steps of the tensor-core GEMM (32 inputs each).
+int64_t gemmSteps(const LinearShape &shape) { return (shape.k + 31) / 32; }
+
+/// The most ways the tensor-core GEMM splits K. A step of one token tile
+/// runs as many blocks as column tiles: a 4096-wide output has 32, which
+/// leave most of an H100's 132 SMs idle while each streams a long row of
+/// K (measured: about 25 ms for the 8B shape's linear layers at up to 128
+/// tokens, against 7 ms for the decode GEMVs). Split so that one token
+/// tile gives two blocks an SM of a 132-SM GPU (the launch asks again for
+/// the GPU it runs on and the tokens of the step), each split keeping at
+/// least 8 steps of K for its copy ring.
+void chooseGemmKSplits(const LinearShape &shape, LinearKernelChoice &choice) {
+  constexpr int64_t kBlocksWanted = 2 * 132, kMinStepsPerSplit = 8;
+  const int64_t columnTiles =
+      gemmTensorCoreColumnTiles(shape.segmentRows, shape.gated);
+  const int64_t steps = gemmSteps(shape);
+  if (shape.kSplitsAsked) {
+    choice.kSplits = std::min(shape.kSplitsAsked, steps);
+    if (choice.kSplits > 1)
+      choice.reason += "; K split up to " + std::to_string(choice.kSplits) +
+                       " ways (--gemm-k-splits)";
+    return;
+  }
+  if (columnTiles >= kBlocksWanted)
+    return;
+  choice.kSplits = std::min({kernel::KernelDialect::kMaxKSplits,
+                             (kBlocksWanted + columnTiles - 1) / columnTiles,
+                             steps / kMinStepsPerSplit});
+  if (choice.kSplits <= 1) {
+    choice.kSplits = 1;
+    return;
+  }
+  choice.reason += "; K split up to " + std::to_string(choice.kSplits) +
+                   " ways for steps of few tokens (" +
+                   std::to_string(columnTiles) + " column tiles)";
+}
+
 } // namespace
 
 LinearKernelChoice selectLinearKernel(const LinearShape &shape) {
@@ -173,6 +220,8 @@ LinearKernelChoice selectLinearKernel(const LinearShape &shape) {
         "prefill, " + weightsPhrase(shape) +
         (shape.quantBits ? " (dequantized for the GEMM)" : "") +
         (why.empty() ? ": tensor cores" : ": no tensor cores, " + why);
+    if (why.empty())
+      chooseGemmKSplits(shape, choice);
     return choice;
   }
   const bool quantized = shape.quantBits != 0;
@@ -244,7 +293,8 @@ LinearKernelChoice selectLinearKernel(const LinearShape &shape) {
 }
 
 std::string checkLinearKernel(const LinearShape &shape, KernelKind kernel,
-                              int64_t tiles, int64_t tokenGroups) {
+                              int64_t tiles, int64_t tokenGroups,
+                              int64_t kSplits) {
   const std::string name = kernel::stringifyKernelKind(kernel).str();
   const bool gemm =
       kernel == KernelKind::Gemm || kernel == KernelKind::GemmTensorCore;
@@ -279,6 +329,17 @@ std::string checkLinearKernel(const LinearShape &shape, KernelKind kernel,
   if (tokenGroups != 1 && !tilesFit(shape, tiles, tokenGroups))
     return std::to_string(tokenGroups) + " token groups with " +
            std::to_string(tiles) + " tiles per block do not fit " + name;
+  if (kSplits != 1 && kernel != KernelKind::GemmTensorCore)
+    return name + " does not split K (k_splits = " + std::to_string(kSplits) +
+           "; only gemm_tc does)";
+  if (kSplits < 1 || kSplits > kernel::KernelDialect::kMaxKSplits)
+    return "k_splits must be from 1 to " +
+           std::to_string(kernel::KernelDialect::kMaxKSplits) + ", got " +
+           std::to_string(kSplits);
+  if (kSplits > gemmSteps(shape))
+    return std::to_string(kSplits) +
+           " splits of K = " + std::to_string(shape.k) +
+           " leave some without a step of " + "32 inputs";
   return "";
 }
 

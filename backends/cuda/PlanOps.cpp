@@ -499,6 +499,9 @@ FailureOr<int64_t> ProgramPlanner::rowThreads(Operation *op,
     return owner->emitError()
            << "codegen: cannot launch " << config << ": the op runs the "
            << kernel::stringifyKernelKind(kernel) << " kernel";
+  if (config.getKSplits() != 1)
+    return owner->emitError()
+           << "codegen: cannot launch " << config << ": only gemm_tc splits K";
   return config.getThreads();
 }
 
@@ -688,6 +691,9 @@ LogicalResult ProgramPlanner::planAttention(AttentionOp attention) {
       !why.empty())
     return attention.emitError()
            << "codegen: cannot launch " << kernelConfig << ": " << why;
+  if (kernelConfig.getKSplits() != 1)
+    return attention.emitError() << "codegen: cannot launch " << kernelConfig
+                                 << ": only gemm_tc splits K";
   desc.kernel = kernelConfig.getKernel();
   desc.splitKeys = kernelConfig.getSplitKeys();
   if (desc.splitKeys != 0) {

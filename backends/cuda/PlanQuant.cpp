@@ -129,14 +129,16 @@ LogicalResult ProgramPlanner::takeLinearKernel(Operation *owner,
            << "codegen: no '" << kernel::KernelDialect::kConfigAttrName
            << "' says which kernel runs this linear launch (the pass "
               "--kernel-select-linear-kernels chooses it)";
-  std::string why = checkLinearKernel(
-      shape, config.getKernel(), config.getTiles(), config.getTokenGroups());
+  std::string why =
+      checkLinearKernel(shape, config.getKernel(), config.getTiles(),
+                        config.getTokenGroups(), config.getKSplits());
   if (!why.empty())
     return owner->emitError()
            << "codegen: cannot launch " << config << ": " << why;
   desc.kernel = config.getKernel();
   desc.tiles = config.getTiles();
   desc.tokenGroups = config.getTokenGroups();
+  desc.kSplits = config.getKSplits();
   return success();
 }
 
@@ -197,6 +199,27 @@ LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
       program.values[index].lastLaunch =
           std::max(program.values[index].lastLaunch, currentLaunch());
     desc.quant = LinearQuant();
+  }
+  if (desc.kSplits > 1) {
+    // The split sums of at most kSplits token tiles' slabs, live for this
+    // launch; the counters are the engine's (zero between launches).
+    std::vector<int64_t> rows;
+    for (const LinearSegment &segment : desc.segments)
+      rows.push_back(segment.rows);
+    const int64_t columnTiles =
+        gemmTensorCoreColumnTiles(rows, desc.epilogue == LinearEpilogue::Glu);
+    FailureOr<ArgBinding> partial =
+        scratch("split sums of " + describeOp(ops.front()),
+                static_cast<uint64_t>(columnTiles * 128),
+                static_cast<uint64_t>(
+                    gemmSplitPartialBytes(desc.kSplits, columnTiles)));
+    if (failed(partial))
+      return failure();
+    desc.partial = *partial;
+    desc.counters = ArgBinding::bufferArg(BufferKind::Counters);
+    observed.counterInts =
+        std::max<uint64_t>(observed.counterInts,
+                           static_cast<uint64_t>(desc.kSplits * columnTiles));
   }
   if (!desc.norm) {
     addLaunch(planLinear(desc), ops);

@@ -148,6 +148,14 @@ parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
     return std::nullopt;
   }
   options.gemvTokenGroups = values.gemvTokenGroups;
+  if (values.gemmKSplits < 0 ||
+      values.gemmKSplits > kernel::KernelDialect::kMaxKSplits) {
+    *error = "--gemm-k-splits must be from 0 to " +
+             std::to_string(kernel::KernelDialect::kMaxKSplits) + ", got " +
+             std::to_string(values.gemmKSplits);
+    return std::nullopt;
+  }
+  options.gemmKSplits = values.gemmKSplits;
   if (values.decodeSplitKeys != 0 &&
       (values.decodeSplitKeys < 64 || values.decodeSplitKeys > 4096 ||
        values.decodeSplitKeys % 64 != 0)) {

@@ -92,6 +92,9 @@ struct CodegenOptions {
   /// tensor-core decode GEMV (1 to 4; 0: as many as max_batch needs;
   /// sitsc --gemv-token-groups).
   int64_t gemvTokenGroups = getDefault().gemvTokenGroups;
+  /// The most ways the tensor-core prefill GEMM splits K (1 to
+  /// KernelDialect::kMaxKSplits; 0: chosen per layer; sitsc --gemm-k-splits).
+  int64_t gemmKSplits = getDefault().gemmKSplits;
   /// Keys per block of the split-K decode attention kernels (a multiple of
   /// 64; sitsc --decode-split-keys, an experiment); 0: 256, fewer for small
   /// caches (decodeSplitOf).
@@ -117,8 +120,8 @@ private:
   explicit CodegenOptions(FromValues)
       : target(), weightType(format::DType::F16), maxPrefillTokens(0),
         fewRowPrefillTokens(0), batchBuckets(), fuseNorms(false),
-        quantGemvTiles(0), gemvTokenGroups(0), decodeSplitKeys(0),
-        pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0),
+        quantGemvTiles(0), gemvTokenGroups(0), gemmKSplits(0),
+        decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0),
         persistentDecode(false), persistentBlocks(0) {}
   friend std::optional<CodegenOptions>
   parseCodegenOptions(const CodegenOptionValues &values, std::string *error,

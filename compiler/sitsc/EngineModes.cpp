@@ -365,6 +365,9 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       (given.gemvTokenGroups != defaults.gemvTokenGroups
            ? " --gemv-token-groups=" + std::to_string(given.gemvTokenGroups)
            : std::string()) +
+      (given.gemmKSplits != defaults.gemmKSplits
+           ? " --gemm-k-splits=" + std::to_string(given.gemmKSplits)
+           : std::string()) +
       (given.decodeSplitKeys != defaults.decodeSplitKeys
            ? " --decode-split-keys=" + std::to_string(given.decodeSplitKeys)
            : std::string()) +

@@ -80,6 +80,9 @@ def Kernel_Dialect : Dialect {
     /// weights (#kernel.config's token_groups): their accumulators and
     /// inputs must stay in the 128 registers of two blocks per SM.
     static constexpr int64_t kMaxTokenGroups = 4;
+    /// The most ways gemm_tc splits K (#kernel.config's k_splits): past 8 a
+    /// split's partial slab costs more traffic than its blocks win.
+    static constexpr int64_t kMaxKSplits = 8;
   }];
 }
 
@@ -186,6 +189,11 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
     `token_groups`: groups of 8 tokens that `gemv_tc` multiplies per pass
     over the weights (1 to 4; 1 unless more): a decode step of more than 8
     sequences then reads each weight once instead of once per 8 tokens.
+    `k_splits`: the most ways `gemm_tc` splits K (1 unless more): a step
+    of few tokens has as few blocks as column tiles, so blocks sum shares of
+    K into partial slabs and the last of a tile adds them in split order;
+    the launch splits less the more token tiles a step has and the fewer
+    blocks the GPU needs (at most two an SM).
     `split_keys`: keys per block of the split decode attention kernels.
     `threads`: the block size of the one-kernel launches (embedding, norms,
     RoPE, the append, elementwise: a multiple of 32 up to 1024); the linear
@@ -208,10 +216,11 @@ def Kernel_ConfigAttr : AttrDef<Kernel_Dialect, "Config"> {
     DefaultValuedParameter<"int64_t", "0">:$split_keys,
     DefaultValuedParameter<"int64_t", "0">:$threads,
     "int64_t":$weight_bytes,
-    DefaultValuedParameter<"int64_t", "1">:$token_groups);
+    DefaultValuedParameter<"int64_t", "1">:$token_groups,
+    DefaultValuedParameter<"int64_t", "1">:$k_splits);
   let assemblyFormat = [{
-    `<` $kernel `,` struct($tiles, $token_groups, $split_keys, $threads,
-                          $weight_bytes) `>`
+    `<` $kernel `,` struct($tiles, $token_groups, $k_splits, $split_keys,
+                          $threads, $weight_bytes) `>`
   }];
 }
 

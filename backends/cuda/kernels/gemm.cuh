@@ -179,9 +179,18 @@ __device__ void gemm(const float *__restrict__ x,
 // do. With kGlu the 128 rows are 64 gate rows and the same 64 up rows,
 // interleaved by 16, so that a thread holds gate and up of the same output.
 //
-// Launch: grid = (ceil(T / 128), kTotalTiles) (in groups of kTcGemmGroup
-// token tiles, see below), block kTcGemmThreads, dynamic shared memory
-// gemmTensorCoreSharedBytes(kStages).
+// Launch: grid = (ceil(T / 128), kTotalTiles, splits) (in groups of
+// kTcGemmGroup token tiles, see below), block kTcGemmThreads, dynamic shared
+// memory gemmTensorCoreSharedBytes(kStages).
+//
+// Split over K (Cfg::kSplitK, grid.z > 1): a step of few token tiles has
+// as few blocks as column tiles (32 for a 4096-wide output), too few to
+// keep the GPU's memory system busy. Block z then sums its share of the K
+// steps and stores the raw sums in `partial` ([splits][grid.x * 128
+// tokens][kTotalTiles * 128 columns] floats); the last block of a tile to
+// arrive, counted in `counters` (one int per tile, reset by that block),
+// adds the splits in split order, so that the result does not depend on
+// which block came last, and applies the epilogue.
 
 constexpr int kTcGemmM = 128;
 constexpr int kTcGemmN = 128;
@@ -200,16 +209,90 @@ __host__ __device__ constexpr int gemmTensorCoreSharedBytes(int stages) {
   return stages * kTcGemmStageBytes;
 }
 
+/// Split over K: stores this block's sums into its split's partial slab;
+/// in the last block of the tile to arrive, replaces them by the sum of
+/// every split's, in split order, and returns true (the others return
+/// false). Called by every thread of the block.
+template <class Cfg>
+__device__ __forceinline__ bool
+sumSplits(float (&acc)[4][8][4], float *__restrict__ partial,
+          int *__restrict__ counters, int tokens, int tokenTile,
+          int columnTile) {
+  const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int wm = warp / 2, wn = warp % 2;
+  const int g = lane / 4, t = lane % 4;
+  const int splits = tileGridDim().z, split = tileIndex().z;
+  constexpr long kColumns = static_cast<long>(Cfg::kTotalTiles) * kTcGemmN;
+  const long slab = static_cast<long>(tileGridDim().x) * kTcGemmM * kColumns;
+  // Element (token row r of the block, column c of its tile) of slab s:
+  // two consecutive columns per fragment pair (i % 2), stored as one float2.
+  const int rowBase = tokenTile * kTcGemmM + wm * 64 + g;
+  const long columnBase = columnTile * kTcGemmN + wn * 64 + 2 * t;
+  auto at = [&](int s, int mi, int half, int ni) {
+    return partial + s * slab +
+           (rowBase + mi * 16 + half * 8) * kColumns + columnBase + ni * 8;
+  };
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      if (rowBase + mi * 16 + half * 8 >= tokens)
+        continue;
+#pragma unroll
+      for (int ni = 0; ni < 8; ++ni)
+        *reinterpret_cast<float2 *>(at(split, mi, half, ni)) =
+            make_float2(acc[mi][ni][2 * half], acc[mi][ni][2 * half + 1]);
+    }
+
+  // As in attention_decode.cuh's combineSplits: the barrier orders the
+  // block's stores before thread 0's count, which releases them (and, in
+  // the last block, acquires the other blocks') at GPU scope.
+  __shared__ int isLast;
+  syncTile();
+  if (tid == 0) {
+    int *counter = counters + tokenTile * Cfg::kTotalTiles + columnTile;
+    isLast = atomicAddAcqRelGpu(counter, 1) == splits - 1;
+    if (isLast)
+      *counter = 0; // ready for the next launch
+  }
+  syncTile();
+  if (!isLast)
+    return false;
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      if (rowBase + mi * 16 + half * 8 >= tokens)
+        continue;
+#pragma unroll
+      for (int ni = 0; ni < 8; ++ni) {
+        float2 sum = make_float2(0.0f, 0.0f);
+        for (int s = 0; s < splits; ++s) {
+          const float2 part =
+              __ldcg(reinterpret_cast<const float2 *>(at(s, mi, half, ni)));
+          sum.x += part.x;
+          sum.y += part.y;
+        }
+        acc[mi][ni][2 * half] = sum.x;
+        acc[mi][ni][2 * half + 1] = sum.y;
+      }
+    }
+  return true;
+}
+
 /// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
 /// hasBias(s), tiles(s) (ceil(rows(s) / 128), or / 64 with kGlu),
-/// kTotalTiles, kEpilogue, kActivation, kStages (of the ring, at least 2).
+/// kTotalTiles, kEpilogue, kActivation, kStages (of the ring, at least 2),
+/// kSplitK (grid.z may be more than 1: `partial` and `counters` are used).
 /// Arguments as for gemm.
 template <class Cfg>
 __device__ void
 gemmTensorCore(const float *__restrict__ x,
                const typename Cfg::Weight::Storage *const *weights,
                const float *const *biases, float *const *outs,
-               const float *__restrict__ residual, int tokens) {
+               const float *__restrict__ residual, int tokens,
+               float *__restrict__ partial = nullptr,
+               int *__restrict__ counters = nullptr) {
   typedef typename Cfg::Weight W;
   typedef typename W::Storage Storage;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
@@ -233,10 +316,12 @@ gemmTensorCore(const float *__restrict__ x,
   const int groupTiles =
       min(static_cast<int>(tileGridDim().x) - first, kTcGemmGroup);
   const int inGroup = linear - first * Cfg::kTotalTiles;
-  const int m0 = (first + inGroup % groupTiles) * kTcGemmM;
+  const int tokenTile = first + inGroup % groupTiles;
+  const int m0 = tokenTile * kTcGemmM;
 
   // Which segment and rows this block's column tile covers.
-  int tile = inGroup / groupTiles, segment = 0;
+  const int columnTile = inGroup / groupTiles;
+  int tile = columnTile, segment = 0;
   if constexpr (!kGated) {
     for (int s = 0; s + 1 < Cfg::kSegments; ++s) {
       if (tile < Cfg::tiles(segment))
@@ -265,12 +350,21 @@ gemmTensorCore(const float *__restrict__ x,
   const int wOffset = kTcGemmXBytes + ((tid / 4) * kTcGemmWStride + wK) * 2;
   const SharedAddress ring = sharedAddressOf(shared);
 
-  // Copies step `step`'s tiles into its stage and commits them; past the
-  // last step an empty group, so that the groups still count steps.
+  // The K steps of this block: all, or its split's share.
+  int firstStep = 0, steps = kSteps;
+  if constexpr (Cfg::kSplitK) {
+    const int splits = tileGridDim().z, split = tileIndex().z;
+    firstStep = kSteps * split / splits;
+    steps = kSteps * (split + 1) / splits - firstStep;
+  }
+
+  // Copies the tiles of the block's step `step` into its stage and commits
+  // them; past the last step an empty group, so that the groups still count
+  // steps.
   auto copyStage = [&](int step) {
-    if (step < kSteps) {
+    if (step < steps) {
       const SharedAddress stage = ring + (step % kStages) * kTcGemmStageBytes;
-      const int k0 = step * kTcGemmK;
+      const int k0 = (firstStep + step) * kTcGemmK;
       const bool xIn = k0 + xK < Cfg::kK, wIn = k0 + wK < Cfg::kK;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -303,7 +397,7 @@ gemmTensorCore(const float *__restrict__ x,
 
   for (int step = 0; step + 1 < kStages; ++step)
     copyStage(step);
-  for (int step = 0; step < kSteps; ++step) {
+  for (int step = 0; step < steps; ++step) {
     copyAsyncWait<kStages - 2>();
     syncTile(); // stage `step` is in place; step - 1's is read
     copyStage(step + kStages - 1); // into step - 1's stage
@@ -342,6 +436,11 @@ gemmTensorCore(const float *__restrict__ x,
 
 // acc[mi][ni][i]: token row g + 8 (i / 2) of m-tile mi, tile row
 // wn * 64 + ni * 8 + 2t + i % 2.
+  if constexpr (Cfg::kSplitK) {
+    if (tileGridDim().z > 1 &&
+        !sumSplits<Cfg>(acc, partial, counters, tokens, tokenTile, columnTile))
+      return; // another split's block applies the epilogue
+  }
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
 #pragma unroll

@@ -105,7 +105,8 @@ struct ConfigureLaunchesPass
           codegen::selectRowThreads(row->first, row->second);
       config = ConfigAttr::get(&getContext(), row->first, /*tiles=*/1,
                                /*split_keys=*/0, choice.threads,
-                               /*weight_bytes=*/0, /*token_groups=*/1);
+                               /*weight_bytes=*/0, /*token_groups=*/1,
+                               /*k_splits=*/1);
       op->setAttr(KernelDialect::kConfigAttrName, config);
       reason = choice.reason;
     }

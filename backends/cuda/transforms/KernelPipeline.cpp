@@ -39,6 +39,7 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   selectLinear.dtype = dtype;
   selectLinear.gemvQuantTiles = options.quantGemvTiles;
   selectLinear.gemvTokenGroups = options.gemvTokenGroups;
+  selectLinear.gemmKSplits = options.gemmKSplits;
   pm.addPass(createSelectLinearKernels(selectLinear));
   ChooseKVLayoutOptions kvLayout;
   kvLayout.kvLayout = options.pagedKV ? "paged" : "contiguous";

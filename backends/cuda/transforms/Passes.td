@@ -170,16 +170,19 @@ def SelectLinearKernels
     weights as the KV cache's `max_batch` (a few-row prefill's rows) needs
     (at most 4; or
     `gemv-token-groups` when not 0), so that a decode step of many
-    sequences reads each weight once. A `kernel.config`
+    sequences reads each weight once; for the tensor-core GEMM, the most
+    ways it splits K (`k_splits`: up to 8 where one token tile gives fewer
+    than 264 blocks, each split at least 8 steps of 32 inputs; or
+    `gemm-k-splits` when not 0). A `kernel.config`
     given in the input is kept. The code generator launches what the
     attribute says, and refuses a kernel that cannot run the launch.
 
-    Audit: one counter per kernel (launches that run it), and
-    `decode_weight_bytes` (the weights one decode step's linear launches
+    Audit: one counter per kernel (launches that run it), `gemm_split_k`
+    (GEMM launches that may split K), and `decode_weight_bytes` (the weights one decode step's linear launches
     read); each choice with its reason.
   }];
   let options = [TargetOption, DTypeOption, GemvQuantTilesOption,
-                 GemvTokenGroupsOption];
+                 GemvTokenGroupsOption, GemmKSplitsOption];
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 

@@ -78,7 +78,8 @@ struct SelectAttentionKernelsPass
           codegen::selectAttentionKernel(desc, kv);
       config = ConfigAttr::get(&getContext(), choice.kernel, /*tiles=*/1,
                                choice.splitKeys, /*threads=*/0,
-                               /*weight_bytes=*/0, /*token_groups=*/1);
+                               /*weight_bytes=*/0, /*token_groups=*/1,
+                               /*k_splits=*/1);
       attention->setAttr(KernelDialect::kConfigAttrName, config);
       reason = choice.reason;
     }

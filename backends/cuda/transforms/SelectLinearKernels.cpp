@@ -55,7 +55,7 @@ struct SelectLinearKernelsPass
   void runOnOperation() override {
     PassAudit audit(&getContext(), getArgument(),
                     {"gemv", "gemv_tc", "gemv_quant", "gemv_quant_tc", "gemm",
-                     "gemm_tc", "decode_weight_bytes"});
+                     "gemm_tc", "gemm_split_k", "decode_weight_bytes"});
     weightType = parseWeightTypeOption(dtype);
     tensorCores = parseTargetSmOption(target) >= 80;
     getOperation().walk([&](func::FuncOp func) {
@@ -114,6 +114,7 @@ struct SelectLinearKernelsPass
     // only each sequence's last.
     shape.maxTokens = fewRows && !head ? maxFewRows : maxBatch;
     shape.tokenGroupsAsked = gemvTokenGroups;
+    shape.kSplitsAsked = gemmKSplits;
     int64_t weightBytes = 0;
     for (Operation *op : linears) {
       LinearParts parts = *getLinearParts(op);
@@ -147,12 +148,14 @@ struct SelectLinearKernelsPass
       codegen::LinearKernelChoice choice = codegen::selectLinearKernel(shape);
       config = ConfigAttr::get(&getContext(), choice.kernel, choice.tiles,
                                /*split_keys=*/0, /*threads=*/0, weightBytes,
-                               choice.tokenGroups);
+                               choice.tokenGroups, choice.kSplits);
       owner->setAttr(KernelDialect::kConfigAttrName, config);
       reason = choice.reason;
     }
     if (decode)
       audit.add("decode_weight_bytes", config.getWeightBytes());
+    if (config.getKSplits() > 1)
+      audit.add("gemm_split_k");
     auto launch = dyn_cast<LaunchOp>(owner);
     std::string what = launch ? ("kernel.launch <" +
                                  stringifyFusionKind(launch.getFusion()) + ">")

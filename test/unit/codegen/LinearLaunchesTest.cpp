@@ -189,6 +189,110 @@ TEST(LinearKernelTest, CheckRefusesWhatAKernelCannotRun) {
   }
 }
 
+/// A prefill GEMM of the Llama-3-8B shape (or another `k` and rows).
+LinearShape prefillShape(int64_t k, std::vector<int64_t> rows,
+                         bool gated = false) {
+  LinearShape shape = decodeShape(k, std::move(rows));
+  shape.decode = false;
+  shape.gated = gated;
+  return shape;
+}
+
+TEST(LinearKernelTest, GemmSplitsKWhereATokenTileHasFewBlocks) {
+  using kernel::KernelKind;
+  // Two blocks an SM of a 132-SM GPU wanted (264), at most 8 ways, each
+  // split 8 steps of 32 inputs or more.
+  LinearShape out = prefillShape(4096, {4096});             // 32 column tiles
+  LinearShape qkv = prefillShape(4096, {4096, 1024, 1024}); // 48
+  LinearShape gateUp = prefillShape(4096, {14336, 14336}, true); // 224
+  LinearShape down = prefillShape(14336, {4096});                // 32
+  LinearShape wide = prefillShape(4096, {128256});               // 1002
+  LinearShape shortK = prefillShape(64, {64});                   // 2 steps of K
+  LinearShape fewSteps = prefillShape(384, {64});                // 12 steps
+  EXPECT_EQ(selectLinearKernel(out).kSplits, 8);
+  EXPECT_EQ(selectLinearKernel(qkv).kSplits, 6);
+  EXPECT_EQ(selectLinearKernel(gateUp).kSplits, 2);
+  EXPECT_EQ(selectLinearKernel(down).kSplits, 8);
+  EXPECT_EQ(selectLinearKernel(wide).kSplits, 1);
+  EXPECT_EQ(selectLinearKernel(shortK).kSplits, 1);
+  EXPECT_EQ(selectLinearKernel(fewSteps).kSplits, 1);
+  EXPECT_NE(selectLinearKernel(out).reason.find("K split up to 8 ways"),
+            std::string::npos)
+      << selectLinearKernel(out).reason;
+  // Asked for (--gemm-k-splits): at most one split a step of K.
+  shortK.kSplitsAsked = 4;
+  EXPECT_EQ(selectLinearKernel(shortK).kSplits, 2);
+  out.kSplitsAsked = 1;
+  EXPECT_EQ(selectLinearKernel(out).kSplits, 1);
+  // The GEMV and the CUDA-core GEMM never split.
+  EXPECT_EQ(selectLinearKernel(decodeShape(4096, {4096})).kSplits, 1);
+  LinearShape f32 = prefillShape(4096, {4096});
+  f32.weightType = format::DType::F32;
+  EXPECT_EQ(selectLinearKernel(f32).kSplits, 1);
+  // The check: gemm_tc only, 1 to 8, no split without a step.
+  EXPECT_EQ(checkLinearKernel(qkv, KernelKind::GemmTensorCore, 1, 1, 8), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::GemmTensorCore, 1, 1, 9), "");
+  EXPECT_NE(checkLinearKernel(qkv, KernelKind::GemmTensorCore, 1, 1, 0), "");
+  EXPECT_NE(checkLinearKernel(f32, KernelKind::Gemm, 1, 1, 2), "");
+  EXPECT_NE(checkLinearKernel(decodeShape(4096, {4096}),
+                              KernelKind::GemvTensorCore, 1, 1, 2),
+            "");
+  EXPECT_NE(checkLinearKernel(prefillShape(64, {64}),
+                              KernelKind::GemmTensorCore, 1, 1, 3),
+            "");
+  for (const LinearShape &shape : {qkv, gateUp, down, wide, fewSteps}) {
+    LinearKernelChoice choice = selectLinearKernel(shape);
+    EXPECT_EQ(checkLinearKernel(shape, choice.kernel, choice.tiles,
+                                choice.tokenGroups, choice.kSplits),
+              "")
+        << choice.reason;
+  }
+}
+
+TEST(GemmTensorCoreTest, SplitsFollowTokensAndMultiprocessors) {
+  // The 8B shape's o_proj (32 column tiles) split up to 8 ways: grid.z is
+  // what fills two blocks an SM, at most 8 slabs of partial sums in all.
+  LinearLaunch desc;
+  desc.tensorCores = true;
+  desc.k = 4096;
+  desc.weightType = format::DType::F16;
+  desc.kernel = kernel::KernelKind::GemmTensorCore;
+  desc.kSplits = 8;
+  desc.partial = ArgBinding::bufferArg(BufferKind::Workspace, 0);
+  desc.counters = ArgBinding::bufferArg(BufferKind::Counters);
+  LinearSegment segment;
+  segment.rows = 4096;
+  desc.segments.push_back(segment);
+  const PlannedLaunch planned = planLinear(desc);
+  auto splits = [&](int64_t tokens, int64_t multiprocessors) {
+    int64_t z = -1;
+    std::string error;
+    EXPECT_TRUE(format::evalExpr(
+        planned.launch.grid[2],
+        format::makePackedSymbols(1, tokens, tokens, multiprocessors), &z,
+        &error))
+        << error;
+    return z;
+  };
+  EXPECT_EQ(splits(1, 132), 8); // 32 blocks: 8 ways gives 256
+  EXPECT_EQ(splits(128, 132), 8);
+  EXPECT_EQ(splits(129, 132), 4); // two token tiles: 4 slabs each
+  EXPECT_EQ(splits(384, 132), 2); // three: floor(264 / 96)
+  EXPECT_EQ(splits(512, 132), 2);
+  EXPECT_EQ(splits(640, 132), 1); // five: enough blocks
+  EXPECT_EQ(splits(4096, 132), 1);
+  EXPECT_EQ(splits(128, 16), 1); // a small GPU: 32 blocks are enough
+  EXPECT_EQ(splits(128, 40), 2);
+  // Unsplit, grid.z is 1.
+  desc.kSplits = 1;
+  const PlannedLaunch plain = planLinear(desc);
+  int64_t z = -1;
+  std::string error;
+  EXPECT_TRUE(format::evalExpr(plain.launch.grid[2],
+                               format::makeSymbols(1, 1, 132), &z, &error));
+  EXPECT_EQ(z, 1);
+}
+
 AttentionLaunch decodeAttention(int64_t capacity, int64_t splitKeys) {
   AttentionLaunch desc;
   desc.decode = true;

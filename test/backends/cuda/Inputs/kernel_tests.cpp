@@ -275,7 +275,7 @@ void gemvCases() {
 //===----------------------------------------------------------------------===//
 
 template <class WeightT, int K, int Rows0, int Rows1, int Segments, int Epi,
-          int Stages = 3>
+          int Stages = 3, bool SplitK = false>
 struct GemmConfig {
   typedef WeightT Weight;
   static constexpr int kK = K;
@@ -293,6 +293,7 @@ struct GemmConfig {
   static constexpr int kEpilogue = Epi;
   static constexpr int kActivation = sits::kSilu;
   static constexpr int kStages = Stages;
+  static constexpr bool kSplitK = SplitK;
 };
 
 template <class Cfg> void gemmEntry(void **args) {
@@ -302,12 +303,16 @@ template <class Cfg> void gemmEntry(void **args) {
   const float *biases[2] = {sits_emu::arg<const float *>(args[3]), nullptr};
   float *outs[2] = {sits_emu::arg<float *>(args[4]),
                     sits_emu::arg<float *>(args[5])};
-  sits::gemmTensorCore<Cfg>(sits_emu::arg<const float *>(args[0]), weights,
-                            biases, outs, sits_emu::arg<const float *>(args[6]),
-                            sits_emu::arg<int>(args[7]));
+  sits::gemmTensorCore<Cfg>(
+      sits_emu::arg<const float *>(args[0]), weights, biases, outs,
+      sits_emu::arg<const float *>(args[6]), sits_emu::arg<int>(args[7]),
+      sits_emu::arg<float *>(args[8]), sits_emu::arg<int *>(args[9]));
 }
 
-template <class Cfg> void checkGemm(const std::string &name, int tokens) {
+/// `splits` > 1 (Cfg::kSplitK): the grid's z splits K; run twice, the
+/// counters must be back at zero after a launch.
+template <class Cfg>
+void checkGemm(const std::string &name, int tokens, int splits = 1) {
   typedef typename Cfg::Weight W;
   constexpr int K = Cfg::kK;
   constexpr bool kGated = Cfg::kEpilogue == sits::kGlu;
@@ -323,16 +328,28 @@ template <class Cfg> void checkGemm(const std::string &name, int tokens) {
   std::vector<float> residual = randomFloats(size_t(tokens) * Cfg::rows(0));
   const float *xp = x.data(), *bp = bias.data(), *rp = residual.data();
   const void *w0 = w[0].data(), *w1 = segments > 1 ? w[1].data() : nullptr;
-  float *o0 = out[0].data(), *o1 = segments > 1 ? out[1].data() : nullptr;
-  void *args[8] = {&xp, &w0, &w1, &bp, &o0, &o1, &rp, &tokens};
-  if (!launch(gemmEntry<Cfg>, (tokens + 127) / 128, Cfg::kTotalTiles, 1,
-              sits::kTcGemmThreads,
-              sits::gemmTensorCoreSharedBytes(Cfg::kStages), args)) {
-    report(name, INFINITY, 0, false);
-    return;
+  const int tokenTiles = (tokens + 127) / 128;
+  std::vector<float> partial(
+      size_t(splits) * tokenTiles * 128 * Cfg::kTotalTiles * 128, NAN);
+  std::vector<int> counters(size_t(tokenTiles) * Cfg::kTotalTiles, 0);
+  float *pp = partial.data();
+  int *cp = counters.data();
+  bool written = true;
+  for (int run = 0; run < (splits > 1 ? 2 : 1); ++run) {
+    for (int s = 0; s < segments; ++s)
+      std::fill(out[s].begin(), out[s].end(), NAN);
+    float *o0 = out[0].data(), *o1 = segments > 1 ? out[1].data() : nullptr;
+    void *args[10] = {&xp, &w0, &w1, &bp, &o0, &o1, &rp, &tokens, &pp, &cp};
+    if (!launch(gemmEntry<Cfg>, tokenTiles, Cfg::kTotalTiles, splits,
+                sits::kTcGemmThreads,
+                sits::gemmTensorCoreSharedBytes(Cfg::kStages), args)) {
+      report(name, INFINITY, 0, false);
+      return;
+    }
+    for (int c : counters)
+      written &= c == 0;
   }
   double worst = 0.0, scale = 0.0;
-  bool written = true;
   for (int s = 0; s < (kGated ? 1 : segments); ++s)
     for (int m = 0; m < tokens; ++m)
       for (int r = 0; r < Cfg::rows(s); ++r) {
@@ -383,6 +400,18 @@ void gemmCases() {
   checkGemm<TwoStages>("gemm bf16 residual K=200 rows 136 2 stages", 129);
   typedef GemmConfig<F16, 168, 72, 0, 1, sits::kResidual, 4> FourStages;
   checkGemm<FourStages>("gemm f16 residual K=168 rows 72 4 stages", 40);
+  // Split over K: shares of 1 to 3 steps, two token tiles, a gate/up pair,
+  // a residual; one split (grid.z 1) runs the plain path of the same
+  // kernel.
+  typedef GemmConfig<F16, 232, 136, 40, 2, sits::kPlain, 3, true> Split;
+  checkGemm<Split>("gemm f16 2 segments K=232 rows 136/40 3 splits", 37, 3);
+  checkGemm<Split>("gemm f16 2 segments K=232 rows 136/40 8 splits", 150, 8);
+  checkGemm<Split>("gemm f16 2 segments K=232 rows 136/40 1 split", 20, 1);
+  typedef GemmConfig<BF16, 264, 136, 136, 2, sits::kGlu, 3, true> SplitGlu;
+  checkGemm<SplitGlu>("gemm bf16 gate/up K=264 rows 136 4 splits", 130, 4);
+  typedef GemmConfig<F16, 200, 72, 0, 1, sits::kResidual, 2, true> SplitRes;
+  checkGemm<SplitRes>("gemm f16 residual K=200 rows 72 2 stages 2 splits", 9,
+                      2);
 }
 
 //===----------------------------------------------------------------------===//

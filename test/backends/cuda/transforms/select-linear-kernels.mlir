@@ -30,6 +30,7 @@
 // AUDIT-NEXT: gemv_quant_tc: 1
 // AUDIT-NEXT: gemm: 1
 // AUDIT-NEXT: gemm_tc: 1
+// AUDIT-NEXT: gemm_split_k: 0
 // AUDIT-NEXT: decode_weight_bytes: 547400
 // AUDIT-NEXT: - kernel.launch <linear_group> -> #kernel.config<gemv_tc, weight_bytes = 256>
 // AUDIT-NEXT: rule: decode, fp16 weights: tensor cores
