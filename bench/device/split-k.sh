@@ -17,8 +17,8 @@
 #      0.5 s.
 # Here, before the call: as for serve-table.sh; carry [".device-pack",
 # ".device-serve"]. $OUT gets split-k.log, build.log and server.err, and
-# the rest in one archive at the end (kept apart until then, so that a call
-# cut short still brings the log back: at most 8 files come back).
+# the rest in one archive when the script ends (also by a signal: at most 8
+# files come back).
 set -uo pipefail
 NAME=split-k
 . bench/device/serve-env.sh
@@ -26,6 +26,9 @@ say "$(nvidia-smi -L | head -1)"
 FILES=$W/files
 LOAD_JSON_DIR=$FILES
 mkdir -p "$FILES"
+# The archive also when the call's timeout ends the script.
+trap 'tar czf "$FINAL/$NAME-files.tar.gz" -C "$FILES" .' EXIT
+trap 'say "stopped by a signal"; exit 143' TERM INT
 seconds=${SECONDS_PER_LEVEL:-20}
 build_tools sits-serve sits-bench sits-score &
 build_pid=$!
@@ -104,5 +107,4 @@ if [ -n "${SLA_SECONDS:-}" ]; then
   kill "$trace_pid" 2>/dev/null
   stop_server
 fi
-tar czf "$FINAL/$NAME-files.tar.gz" -C "$FILES" .
 say "done"
