@@ -58,16 +58,17 @@ Scheduler::Scheduler(Backend &backend,
       admitLimit(slotCount),
       controller(
           [&] {
-            BatchControlOptions control;
+            BatchControlOptions control = options.slaControl;
             control.targetSeconds = options.slaP99TokenSeconds;
             control.maxLimit = std::max<uint32_t>(slotCount, 1);
             // Under a latency target the step's prefill budget is
             // controlled too, from the configured one down.
-            if (options.slaP99TokenSeconds > 0)
-              control.maxBudget = options.maxStepPrefillTokens;
+            control.maxBudget = options.slaP99TokenSeconds > 0
+                                    ? options.maxStepPrefillTokens
+                                    : 0;
             return control;
           }(),
-          Clock::now()) {
+          options.clock ? options.clock() : Clock::now()) {
   if (!this->tokenizer)
     throw Error(ErrorCode::InvalidArgument,
                 "the scheduler needs the model's tokenizer");
@@ -96,7 +97,7 @@ Scheduler::Scheduler(Backend &backend,
     prefixes = std::make_unique<PrefixCache>(backend.cacheBlockTokens(),
                                              backend.poolBlocks());
   if (metrics)
-    metrics->setBatchControl(admitLimit, 0, controller.prefillBudget());
+    metrics->setBatchControl(admitLimit, 0, controller.prefillBudget(), 0);
   publishBlocks();
 }
 
@@ -190,7 +191,7 @@ Submission Scheduler::submit(Request request, EventCallback callback) {
   if (waiting.size() + requeuedCount >= room + options.maxQueue) {
     size_t queued = waiting.size() + requeuedCount;
     uint32_t limit = admitLimit;
-    result.retryAfterSeconds = retryAfterLocked(Clock::now());
+    result.retryAfterSeconds = retryAfterLocked(now());
     lock.unlock();
     return refuse(Rejection::QueueFull,
                   "the server is busy: " + std::to_string(running) +
@@ -199,8 +200,8 @@ Submission Scheduler::submit(Request request, EventCallback callback) {
                       std::to_string(queued) + " wait");
   }
   result.id = nextId++;
-  waiting.push_back(Pending{result.id, std::move(request), std::move(callback),
-                            Clock::now()});
+  waiting.push_back(
+      Pending{result.id, std::move(request), std::move(callback), now()});
   // Gauges are set under the lock, so that the last value set is current.
   if (metrics) {
     metrics->requestAccepted(promptTokens);
@@ -308,9 +309,9 @@ void Scheduler::admit() {
     event.promptTokens = pending.request.prompt.size();
     pending.callback(event);
     if (metrics)
-      metrics->requestFinished("cancelled", std::chrono::duration<double>(
-                                                Clock::now() - pending.arrival)
-                                                .count());
+      metrics->requestFinished(
+          "cancelled",
+          std::chrono::duration<double>(now() - pending.arrival).count());
   }
   // Oldest first into the free slots; a request the KV pool has no room
   // for yet stops admission, so that it is not overtaken forever.
@@ -534,15 +535,14 @@ void Scheduler::end(Running &request, const RequestEvent &last) {
   if (metrics)
     metrics->requestFinished(
         reasonLabel(last.reason, !last.error.empty()),
-        std::chrono::duration<double>(Clock::now() - request.pending.arrival)
-            .count());
+        std::chrono::duration<double>(now() - request.pending.arrival).count());
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (inSlot)
       --running;
     else
       --requeuedCount;
-    recentEnds.push_back(Clock::now());
+    recentEnds.push_back(now());
     if (recentEnds.size() > kRecentEnds)
       recentEnds.pop_front();
     if (metrics)

@@ -34,20 +34,21 @@ void Scheduler::preempt(Running &request) {
 }
 
 /// Delivers a sampled token; false when the request ended with it.
-bool Scheduler::deliver(Running &request, int32_t token) {
-  Clock::time_point now = Clock::now();
+bool Scheduler::deliver(Running &request, int32_t token, bool afterBulkStep) {
+  const Clock::time_point at = now();
   if (metrics) {
     if (request.generated == 0)
       metrics->firstToken(
-          std::chrono::duration<double>(now - request.pending.arrival).count());
+          std::chrono::duration<double>(at - request.pending.arrival).count());
     else
       metrics->nextToken(
-          std::chrono::duration<double>(now - request.lastTokenTime).count());
+          std::chrono::duration<double>(at - request.lastTokenTime).count());
   }
   if (request.generated > 0)
     controller.recordTokenLatency(
-        std::chrono::duration<double>(now - request.lastTokenTime).count());
-  request.lastTokenTime = now;
+        std::chrono::duration<double>(at - request.lastTokenTime).count(),
+        afterBulkStep);
+  request.lastTokenTime = at;
   request.sequence.push_back(token);
   ++request.generated;
   const Request &params = request.pending.request;
@@ -95,34 +96,50 @@ bool Scheduler::deliver(Running &request, int32_t token) {
   return true;
 }
 
-std::vector<SlotStep> Scheduler::planStep(uint32_t &prefillTokens) {
+Scheduler::StepPlan Scheduler::planStep() {
   // Prompt chunks, oldest request first, within the step's budget: a step
   // that prefills many long prompts at once would stall every decoding
   // stream for its whole length. Requests past the budget wait a step.
   std::vector<uint32_t> chunks(slotCount, 0);
   std::vector<Running *> prefilling;
-  for (std::unique_ptr<Running> &slot : slotsInUse)
-    if (slot && slot->prefilled < slot->toPrefill)
+  // Streams with a token out: a slow step delays each one's next token.
+  uint32_t streams = 0;
+  uint64_t wanted = 0;
+  for (std::unique_ptr<Running> &slot : slotsInUse) {
+    if (!slot)
+      continue;
+    streams += slot->generated > 0;
+    if (slot->prefilled < slot->toPrefill) {
       prefilling.push_back(slot.get());
+      wanted +=
+          std::min(options.maxPrefillChunk, slot->toPrefill - slot->prefilled);
+    }
+  }
   std::sort(prefilling.begin(), prefilling.end(),
             [](const Running *a, const Running *b) {
               return a->pending.id < b->pending.id;
             });
+  StepPlan plan;
   uint32_t budget = controller.prefillBudget() ? controller.prefillBudget()
                     : options.maxStepPrefillTokens
                         ? options.maxStepPrefillTokens
                         : std::numeric_limits<uint32_t>::max();
-  bool held = false;
+  plan.held = wanted > budget;
+  // Prompts held by the SLA budget are prefilled at full width in a rare
+  // bulk step while the tail the p99 allows has room for its stall.
+  const uint32_t stepLimit = controller.getOptions().maxBudget;
+  if (plan.held && controller.prefillBudget() && budget < stepLimit &&
+      controller.bulkAllowed(streams)) {
+    budget = stepLimit;
+    plan.bulk = true;
+  }
   for (Running *request : prefilling) {
-    held |= budget == 0;
     uint32_t chunk =
         std::min<uint32_t>({options.maxPrefillChunk, budget,
                             request->toPrefill - request->prefilled});
     chunks[request->slot] = chunk;
     budget -= chunk;
   }
-  std::vector<SlotStep> steps;
-  prefillTokens = 0;
   for (std::unique_ptr<Running> &slot : slotsInUse) {
     if (!slot)
       continue;
@@ -138,15 +155,13 @@ std::vector<SlotStep> Scheduler::planStep(uint32_t &prefillTokens) {
       auto from = request.sequence.begin() + request.prefilled;
       step.tokens.assign(from, from + chunk);
       step.sample = request.prefilled + chunk == request.toPrefill;
-      prefillTokens += chunk;
+      plan.prefillTokens += chunk;
     } else {
       step.tokens = {request.sequence.back()};
     }
-    steps.push_back(std::move(step));
+    plan.steps.push_back(std::move(step));
   }
-  if (prefillTokens > 0)
-    controller.recordPrefill(prefillTokens, held);
-  return steps;
+  return plan;
 }
 
 bool Scheduler::stepFits(const std::vector<SlotStep> &steps) const {
@@ -158,22 +173,22 @@ bool Scheduler::stepFits(const std::vector<SlotStep> &steps) const {
 }
 
 bool Scheduler::runOnce() {
-  uint32_t limit = controller.update(Clock::now());
+  uint32_t limit = controller.update(now());
   {
     std::lock_guard<std::mutex> lock(mutex);
     admitLimit = limit;
   }
   if (metrics)
     metrics->setBatchControl(limit, controller.windowP99(),
-                             controller.prefillBudget());
+                             controller.prefillBudget(),
+                             controller.tailShare());
   admit();
   applyCancels();
-  uint32_t prefillTokens = 0;
-  std::vector<SlotStep> steps = planStep(prefillTokens);
+  StepPlan plan = planStep();
   // A KV pool without the blocks this step writes: the newest request
   // steps aside until it has them. One request alone fits by admission;
   // should it not, its step fails with the backend's reason.
-  while (kvPoolBlocks && !steps.empty() && !stepFits(steps)) {
+  while (kvPoolBlocks && !plan.steps.empty() && !stepFits(plan.steps)) {
     Running *newest = nullptr;
     uint32_t inUse = 0;
     for (std::unique_ptr<Running> &slot : slotsInUse) {
@@ -186,13 +201,19 @@ bool Scheduler::runOnce() {
     if (inUse < 2)
       break;
     preempt(*newest);
-    steps = planStep(prefillTokens);
+    plan = planStep();
   }
   publishQueue();
+  const std::vector<SlotStep> &steps = plan.steps;
   if (steps.empty())
     return false;
+  // Once per step run (planStep may have run more than once).
+  if (plan.prefillTokens > 0)
+    controller.recordPrefill(plan.prefillTokens, plan.held, plan.bulk);
+  if (plan.bulk && metrics)
+    metrics->slaBulkStep();
 
-  Clock::time_point start = Clock::now();
+  Clock::time_point start = now();
   std::vector<int32_t> tokens;
   std::string failure;
   try {
@@ -204,8 +225,8 @@ bool Scheduler::runOnce() {
     failure = error.what();
   }
   if (metrics)
-    metrics->step(steps.size(), prefillTokens,
-                  std::chrono::duration<double>(Clock::now() - start).count());
+    metrics->step(steps.size(), plan.prefillTokens,
+                  std::chrono::duration<double>(now() - start).count());
   if (!failure.empty()) {
     // The fed slots' caches are unknown now: their requests end.
     for (const SlotStep &step : steps)
@@ -225,7 +246,7 @@ bool Scheduler::runOnce() {
         savePrefix(request);
     }
     if (steps[i].sample)
-      deliver(request, tokens[i]);
+      deliver(request, tokens[i], plan.bulk);
   }
   publishQueue();
   publishBlocks();
