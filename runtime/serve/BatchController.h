@@ -127,7 +127,7 @@ public:
   uint64_t windowsClosed() const { return closed; }
   /// The tail ledger: slow gaps over its gaps (0 when empty, and without a
   /// target, which has no slow gaps).
-  double tailShare() const {
+  double ledgerSlowShare() const {
     return ledger.empty() ? 0 : double(ledgerSlow) / double(ledger.size());
   }
   size_t ledgerGaps() const { return ledger.size(); }

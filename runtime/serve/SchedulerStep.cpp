@@ -181,7 +181,7 @@ bool Scheduler::runOnce() {
   if (metrics)
     metrics->setBatchControl(limit, controller.windowP99(),
                              controller.prefillBudget(),
-                             controller.tailShare());
+                             controller.ledgerSlowShare());
   admit();
   applyCancels();
   StepPlan plan = planStep();

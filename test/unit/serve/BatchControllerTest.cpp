@@ -301,7 +301,7 @@ TEST(BatchController, BulkIsAllowedWhenNothingDecodes) {
   EXPECT_TRUE(controller.bulkAllowed(0));
   EXPECT_FALSE(controller.bulkAllowed(1)) << "no gaps to spend yet";
   gaps(controller, 50, 30);
-  EXPECT_DOUBLE_EQ(controller.tailShare(), 1);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 1);
   EXPECT_TRUE(controller.bulkAllowed(0));
   EXPECT_FALSE(controller.bulkAllowed(1));
 }
@@ -312,16 +312,16 @@ TEST(BatchController, BulkNeedsRoomInTheLedger) {
   // streams fit and 6 do not.
   BatchController controller(tail(0.01), Clock::time_point{});
   gaps(controller, 1000, 5);
-  EXPECT_EQ(controller.tailShare(), 0);
+  EXPECT_EQ(controller.ledgerSlowShare(), 0);
   EXPECT_TRUE(controller.bulkAllowed(10));
   EXPECT_FALSE(controller.bulkAllowed(11));
   gaps(controller, 5, 30);
-  EXPECT_DOUBLE_EQ(controller.tailShare(), 5.0 / 1005);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 5.0 / 1005);
   EXPECT_TRUE(controller.bulkAllowed(5));
   EXPECT_FALSE(controller.bulkAllowed(6));
   // A gap exactly at the target is not slow.
   gaps(controller, 100, 10);
-  EXPECT_DOUBLE_EQ(controller.tailShare(), 5.0 / 1105);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 5.0 / 1105);
   // Exactly at the share is within it: 2 <= 0.25 * (6 + 2).
   BatchController exact(tail(0.25), Clock::time_point{});
   gaps(exact, 6, 5);
@@ -346,7 +346,7 @@ TEST(BatchController, NormalSlowGapsStopBulkSteps) {
   gaps(other, 1000, 5);
   gaps(other, 7, 12, /*bulk=*/true);
   EXPECT_FALSE(other.bulkAllowed(4));
-  EXPECT_DOUBLE_EQ(other.tailShare(), 7.0 / 1007);
+  EXPECT_DOUBLE_EQ(other.ledgerSlowShare(), 7.0 / 1007);
 }
 
 TEST(BatchController, TheHorizonForgetsOldGaps) {
@@ -355,24 +355,24 @@ TEST(BatchController, TheHorizonForgetsOldGaps) {
   // left (5 <= 0.05 * 101), not at 5 (6 > 5.05).
   BatchController controller(tail(0.05, 100), Clock::time_point{});
   gaps(controller, 100, 30);
-  EXPECT_DOUBLE_EQ(controller.tailShare(), 1);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 1);
   gaps(controller, 95, 5);
   EXPECT_EQ(controller.ledgerGaps(), 100u);
-  EXPECT_DOUBLE_EQ(controller.tailShare(), 0.05);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 0.05);
   EXPECT_FALSE(controller.bulkAllowed(1));
   gaps(controller, 1, 5);
-  EXPECT_DOUBLE_EQ(controller.tailShare(), 0.04);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 0.04);
   EXPECT_TRUE(controller.bulkAllowed(1));
   gaps(controller, 500, 5);
   EXPECT_EQ(controller.ledgerGaps(), 100u);
-  EXPECT_EQ(controller.tailShare(), 0);
+  EXPECT_EQ(controller.ledgerSlowShare(), 0);
 }
 
 TEST(BatchController, WithoutATargetTheLedgerStaysEmpty) {
   BatchController controller(options(0, 8), Clock::time_point{});
   gaps(controller, 100, 30);
   EXPECT_EQ(controller.ledgerGaps(), 0u);
-  EXPECT_EQ(controller.tailShare(), 0);
+  EXPECT_EQ(controller.ledgerSlowShare(), 0);
 }
 
 namespace {
@@ -410,7 +410,7 @@ TEST(BatchController, BulkGapsAreLeftOutOfTheWindowP99) {
   EXPECT_EQ(bulk.prefillBudget(), 48u);
   EXPECT_EQ(bulk.limit(), 8u);
   EXPECT_EQ(bulk.ledgerGaps(), 304u);
-  EXPECT_DOUBLE_EQ(bulk.tailShare(), 104.0 / 304);
+  EXPECT_DOUBLE_EQ(bulk.ledgerSlowShare(), 104.0 / 304);
   // The same gaps unmarked: the window is over the target and, its normal
   // steps prefilling 4 tokens, the batch halves.
   BatchController unmarked = afterAStall(false, true);
