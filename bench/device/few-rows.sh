@@ -87,7 +87,7 @@ for kind in few gemm; do
     load "$kind-sla-c$c" --requests 256 --concurrency "$c" --rate "$c" \
       --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds"
     curl -s "http://127.0.0.1:$port/metrics" |
-      grep -E '^sits_admitted_batch_limit|^sits_step_prefill_budget|^sits_sla_window' |
+      grep -E '^sits_admitted_batch_limit|^sits_step_prefill_budget|^sits_sla_' |
       tee -a "$FINAL/$NAME.log"
   done
   kill "$trace_pid" 2>/dev/null

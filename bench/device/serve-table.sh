@@ -97,7 +97,7 @@ if [[ $parts == *" sla "* ]]; then
   for c in 1 8 16 32 64; do
     load "sla-c$c" --requests 256 --concurrency "$c" --rate "$c" \
       --prompt-len 128,2048 --output-len 128,512 --max-seconds "${SLA_SECONDS:-20}"
-    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_step_prefill_budget|^sits_sla_window' | tee -a "$FINAL/$NAME.log"
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_admitted_batch_limit|^sits_step_prefill_budget|^sits_sla_' | tee -a "$FINAL/$NAME.log"
   done
   kill "$trace_pid" 2>/dev/null
   stop_server

@@ -30,11 +30,37 @@ BatchController::BatchController(BatchControlOptions options,
     throw Error(ErrorCode::InvalidArgument,
                 "the decrease factor must be in (0, 1) and the margin in "
                 "(0, 1]");
+  if (!(options.tailShare > 0 && options.tailShare < 1))
+    throw Error(ErrorCode::InvalidArgument, "the tail share must be in (0, 1)");
+  if (options.tailHorizon < 1)
+    throw Error(ErrorCode::InvalidArgument,
+                "the tail ledger needs at least one gap");
 }
 
-void BatchController::recordTokenLatency(double seconds) {
-  if (seconds >= 0 && std::isfinite(seconds))
+void BatchController::recordTokenLatency(double seconds, bool afterBulkStep) {
+  if (!(seconds >= 0 && std::isfinite(seconds)))
+    return;
+  if (!afterBulkStep)
     samples.push_back(seconds);
+  if (options.targetSeconds <= 0)
+    return; // no target, no slow gap
+  const bool slow = seconds > options.targetSeconds;
+  if (ledger.size() < options.tailHorizon) {
+    ledger.push_back(slow);
+  } else {
+    ledgerSlow -= ledger[ledgerNext];
+    ledger[ledgerNext] = slow;
+    ledgerNext = (ledgerNext + 1) % ledger.size();
+  }
+  ledgerSlow += slow;
+}
+
+bool BatchController::bulkAllowed(uint32_t decodingRequests) const {
+  if (decodingRequests == 0)
+    return true;
+  // Each decoding stream gets one gap from the step, counted as slow.
+  return double(ledgerSlow + decodingRequests) <=
+         options.tailShare * double(ledger.size() + decodingRequests);
 }
 
 double BatchController::p99(std::vector<double> &values) {

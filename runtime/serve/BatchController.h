@@ -11,7 +11,8 @@
 //
 //   p99 > target, and a step      budget = max(minBudget, P / 2), P the
 //   prefilled more than           most prompt tokens a step of the
-//   minBudget prompt tokens       window prefilled (<= budget)
+//   minBudget prompt tokens       window prefilled (<= budget; bulk
+//                                 steps, below, left out)
 //   p99 > target otherwise        limit = max(1, floor(limit * decrease))
 //     (after either, the next window is not judged: its tokens were mostly
 //     made under the old limits)
@@ -20,6 +21,21 @@
 //                                 budget + budgetStep (to maxBudget) if a
 //                                 prompt waited for the budget
 //   otherwise, or no token        unchanged
+//
+// The budget keeps the steps fast, but prompts then move a few tokens a
+// step. A p99 lets 1 % of the gaps be slow; the controller spends part of
+// that on purpose: a tail ledger of the last tailHorizon inter-token gaps
+// counts those over the target, and a bulk step (one that prefills past
+// the budget, up to maxBudget, stalling each decoding stream once) is
+// allowed while
+//
+//   slow + decoding <= tailShare * (gaps + decoding)
+//
+// (always when nothing decodes: then it delays no gap). A bulk step's gaps
+// enter the ledger, slow or not by their measured value, but not the
+// window's p99, so that a deliberate stall never cuts the budget or the
+// limit; slow gaps of normal steps fill the ledger too, so bulk steps stop
+// by themselves when normal steps already miss the target.
 //
 // The clock and the measurements come from the caller, so that tests drive
 // it deterministically; the scheduler feeds it from its thread.
@@ -57,6 +73,17 @@ struct BatchControlOptions {
   /// The limit grows only while the p99 is under margin * target, so that
   /// it does not climb straight back over the target.
   double margin = 0.8;
+  /// The share of the ledger's gaps that may be slow with a bulk step's
+  /// stall counted, in (0, 1): half the 1 % a p99 allows, the other half
+  /// left to the noise of normal steps.
+  double tailShare = 0.005;
+  /// Inter-token gaps the tail ledger holds (>= 1). A p99 is a share of
+  /// gaps, so the ledger counts gaps, not time. 20,000 is about 6 s of 64
+  /// streams at 20 ms a step: its 0.5 % (100 gaps) pays for a bulk step
+  /// over all 64, and a burst of slow steps is forgotten within seconds
+  /// under load (with fewer streams it lasts longer, but a bulk step then
+  /// stalls fewer gaps).
+  uint32_t tailHorizon = 20000;
 };
 
 class BatchController {
@@ -66,17 +93,26 @@ public:
   /// Throws sits::Error (InvalidArgument) for options out of range.
   BatchController(BatchControlOptions options, Clock::time_point start);
 
-  /// One inter-token latency (seconds) of some request, in the open window.
-  void recordTokenLatency(double seconds);
+  /// One inter-token latency (seconds) of some request, in the open window
+  /// and the tail ledger (with a target). `afterBulkStep`: the gap ended
+  /// with a bulk step's token, a stall spent from the tail on purpose; the
+  /// ledger counts it, the window's p99 does not.
+  void recordTokenLatency(double seconds, bool afterBulkStep = false);
   /// A request waited in the open window although a slot was free: the
   /// limit, not the demand, held the batch back.
   void recordLimited() { limited = true; }
   /// A step in the open window prefilled `tokens` prompt tokens (`held`:
-  /// and some prompt waited for the budget).
-  void recordPrefill(uint32_t tokens, bool held) {
-    mostPrefilled = std::max(mostPrefilled, tokens);
+  /// and some prompt waited for the budget; `bulk`: past the budget, so
+  /// that its size says nothing of what the budget should be).
+  void recordPrefill(uint32_t tokens, bool held, bool bulk = false) {
+    if (!bulk)
+      mostPrefilled = std::max(mostPrefilled, tokens);
     budgetHeld |= held;
   }
+  /// Whether a bulk step may stall `decodingRequests` streams (one gap
+  /// each) now: always when none decodes, else while the ledger's slow
+  /// gaps and those would stay within tailShare of its gaps and those.
+  bool bulkAllowed(uint32_t decodingRequests) const;
   /// Closes the open window when it is `window` old or more at `now` (the
   /// next one opens at `now`) and applies the rule; returns the limit.
   uint32_t update(Clock::time_point now);
@@ -89,6 +125,12 @@ public:
   double windowP99() const { return lastP99; }
   /// Windows closed so far.
   uint64_t windowsClosed() const { return closed; }
+  /// The tail ledger: slow gaps over its gaps (0 when empty, and without a
+  /// target, which has no slow gaps).
+  double ledgerSlowShare() const {
+    return ledger.empty() ? 0 : double(ledgerSlow) / double(ledger.size());
+  }
+  size_t ledgerGaps() const { return ledger.size(); }
   const BatchControlOptions &getOptions() const { return options; }
 
   /// The nearest-rank 99th percentile of `samples` (0 when empty); sorts
@@ -107,6 +149,11 @@ private:
   uint32_t current;
   double lastP99 = 0;
   uint64_t closed = 0;
+  /// The tail ledger, a ring of the last tailHorizon gaps (1: slow);
+  /// `ledgerNext` is the oldest once it is full.
+  std::vector<uint8_t> ledger;
+  size_t ledgerNext = 0;
+  uint64_t ledgerSlow = 0;
 };
 
 } // namespace sits::serve

@@ -101,11 +101,17 @@ void Metrics::httpResponse(int status) {
 }
 
 void Metrics::setBatchControl(uint32_t limit, double windowP99Seconds,
-                              uint32_t prefillBudgetTokens) {
+                              uint32_t prefillBudgetTokens, double tailShare) {
   std::lock_guard<std::mutex> lock(mutex);
   batchLimit = limit;
   slaWindowP99 = windowP99Seconds;
   prefillBudget = prefillBudgetTokens;
+  slaTailShare = tailShare;
+}
+
+void Metrics::slaBulkStep() {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++bulkSteps;
 }
 
 void Metrics::prefixLookup(uint32_t prompt, uint32_t hits) {
@@ -188,6 +194,14 @@ std::string Metrics::render() const {
          "Prompt tokens a step may prefill (the SLA control's budget; 0: "
          "none).");
   line("sits_step_prefill_budget_tokens", prefillBudget);
+  header("sits_sla_bulk_steps_total", "counter",
+         "Steps that prefilled past the SLA budget, spending the tail the "
+         "p99 target allows.");
+  line("sits_sla_bulk_steps_total", bulkSteps);
+  header("sits_sla_tail_share", "gauge",
+         "Slow inter-token gaps (over the SLA target) over the gaps in the "
+         "SLA control's tail ledger.");
+  out += "sits_sla_tail_share " + number(slaTailShare) + "\n";
   header("sits_prefix_cache_prompt_tokens_total", "counter",
          "Prompt tokens of requests admitted with prefix caching on.");
   line("sits_prefix_cache_prompt_tokens_total", prefixPromptTokens);

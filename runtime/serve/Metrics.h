@@ -57,9 +57,13 @@ public:
   /// An HTTP response sent, by status code.
   void httpResponse(int status);
   /// The SLA control's admitted batch limit, last window's p99 inter-token
-  /// latency and prefill budget (BatchController.h; 0: no budget).
+  /// latency, prefill budget (BatchController.h; 0: no budget) and the
+  /// share of slow gaps in its tail ledger.
   void setBatchControl(uint32_t limit, double windowP99Seconds,
-                       uint32_t prefillBudgetTokens);
+                       uint32_t prefillBudgetTokens, double tailShare);
+  /// A bulk step ran: it prefilled past the SLA budget, spending the tail
+  /// the p99 target allows.
+  void slaBulkStep();
   /// A request admitted with prefix caching on: `promptTokens` of which
   /// `hitTokens` came from the cache.
   void prefixLookup(uint32_t promptTokens, uint32_t hitTokens);
@@ -80,11 +84,12 @@ private:
   std::map<std::string, uint64_t> finished, rejected;
   std::map<int, uint64_t> responses;
   uint64_t accepted = 0, promptTokens = 0, generatedTokens = 0, steps = 0;
-  uint64_t prefillTokens = 0, preempted = 0;
+  uint64_t prefillTokens = 0, preempted = 0, bulkSteps = 0;
   uint32_t waiting = 0, running = 0;
   uint32_t batchLimit = 0;
   double slaWindowP99 = 0;
   uint32_t prefillBudget = 0;
+  double slaTailShare = 0;
   uint64_t prefixPromptTokens = 0, prefixHitTokens = 0;
   uint32_t prefixBlocksUsed = 0, prefixBlocksFree = 0;
   uint32_t kvBlocks = 0, kvAvailable = 0;

@@ -16,7 +16,12 @@
 // held back and cut). A full waiting queue refuses a request at once.
 //
 // With a latency target, a BatchController limits how many requests run at
-// once. With a backend block pool (Backend::allocateBlockPool before the
+// once and the prompt tokens a step prefills beside the decoding streams;
+// while the tail the p99 allows has room, prompts that wait for that budget
+// are prefilled in a rare bulk step, up to maxStepPrefillTokens (the step's
+// composition is SchedulerStep.cpp's).
+//
+// With a backend block pool (Backend::allocateBlockPool before the
 // scheduler is made), a PrefixCache remembers which pool block holds which
 // prompt prefix: an admitted request loads its longest cached prefix of
 // whole blocks (always leaving its last prompt token to prefill, so that
@@ -130,8 +135,16 @@ struct SchedulerOptions {
   /// The p99 inter-token latency to keep under by limiting the running
   /// batch (BatchController.h); 0: every slot is used.
   double slaP99TokenSeconds = 0;
+  /// The SLA control's other settings (the tail ledger, the smallest
+  /// budget, ...); its target, maxLimit and maxBudget are set from
+  /// slaP99TokenSeconds, the slots and maxStepPrefillTokens.
+  BatchControlOptions slaControl;
   /// The least Retry-After of a QueueFull refusal, in seconds (>= 1).
   uint32_t minRetryAfter = 1;
+  /// The clock of arrivals, token latencies and the SLA windows, called
+  /// from the scheduler thread and submitting threads; null: the steady
+  /// clock. Tests pass one that their backend's steps advance.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 class Scheduler {
@@ -194,8 +207,19 @@ private:
   /// Starts `request` in the free `slot` (its prefix loaded); false, and
   /// nothing started, while a KV pool lacks the blocks it needs.
   bool place(Running &request, uint32_t slot);
-  /// The step's inputs: prompt chunks within the budget, decode tokens.
-  std::vector<SlotStep> planStep(uint32_t &prefillTokens);
+  /// A step's inputs and what the SLA control learns from them.
+  struct StepPlan {
+    std::vector<SlotStep> steps;
+    uint32_t prefillTokens = 0;
+    /// Prompts wanted more tokens than the SLA budget gave.
+    bool held = false;
+    /// A bulk step: past the SLA budget, up to the per-step limit, spending
+    /// the tail that the p99 target allows (BatchController.h).
+    bool bulk = false;
+  };
+  /// The step's inputs: prompt chunks within the budget (or a bulk step's
+  /// limit), decode tokens.
+  StepPlan planStep();
   /// Whether the KV pool has the new blocks `steps` write into.
   bool stepFits(const std::vector<SlotStep> &steps) const;
   /// Stops a running request for lack of KV blocks: its blocks go back and
@@ -210,7 +234,11 @@ private:
               std::string error = {});
   /// Ends a request with its last event and frees its slot.
   void end(Running &running, const RequestEvent &last);
-  bool deliver(Running &running, int32_t token);
+  /// `afterBulkStep`: the token came from a bulk step.
+  bool deliver(Running &running, int32_t token, bool afterBulkStep);
+  Clock::time_point now() const {
+    return options.clock ? options.clock() : Clock::now();
+  }
   void publishQueue();
   /// Starts an admitted request from `cached`, its longest cached prompt
   /// prefix.

@@ -84,6 +84,33 @@ static OptionSpec millisecondsOption(const char *name, const char *help,
           }};
 }
 
+/// A fraction strictly between 0 and `max` (< 1).
+static OptionSpec fractionOption(const char *name, const char *help,
+                                 double ServeOptions::*member, double max) {
+  return {name, help,
+          [=](const std::string &value, ServeOptions &options) {
+            char *end = nullptr;
+            errno = 0;
+            double number =
+                value.empty() ? -1 : std::strtod(value.c_str(), &end);
+            if (value.empty() || errno || *end || !std::isfinite(number) ||
+                number <= 0 || number >= max) {
+              char bound[32];
+              std::snprintf(bound, sizeof(bound), "%g", max);
+              return "--" + std::string(name) +
+                     " expects a number greater than 0 and less than " + bound +
+                     ", got '" + value + "'";
+            }
+            options.*member = number;
+            return std::string();
+          },
+          [=](const ServeOptions &options) {
+            char text[32];
+            std::snprintf(text, sizeof(text), "%g", options.*member);
+            return std::string(text);
+          }};
+}
+
 static OptionSpec textOption(const char *name, const char *help,
                              std::string ServeOptions::*member) {
   return {name, help,
@@ -133,6 +160,13 @@ static const std::vector<OptionSpec> &specs() {
                          "requests running at once (AIMD between 1 and every "
                          "slot; 0: off)",
                          &ServeOptions::slaP99TokenMs, 600000),
+      fractionOption("sla-tail-share",
+                     "With --sla-p99-token-ms: the share of recent inter-token "
+                     "gaps that rare bulk steps may make slow, prefilling "
+                     "waiting prompts past the SLA budget up to "
+                     "--max-step-prefill-tokens (keep it under the 1 % a "
+                     "p99 allows)",
+                     &ServeOptions::slaTailShare, 1),
       numberOption("prefix-cache-blocks",
                    "Blocks of prompt KV kept for reuse by requests sharing a "
                    "prompt prefix (0: no prefix caching)",

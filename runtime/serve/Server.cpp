@@ -447,6 +447,7 @@ void sits::serve::serveUntilStopped(
   schedulerOptions.maxPrefillChunk = options.maxPrefillChunk;
   schedulerOptions.maxStepPrefillTokens = options.maxStepPrefillTokens;
   schedulerOptions.slaP99TokenSeconds = options.slaP99TokenMs / 1000.0;
+  schedulerOptions.slaControl.tailShare = options.slaTailShare;
   schedulerOptions.minRetryAfter = options.retryAfter;
   Scheduler scheduler(backend, tokenizer, schedulerOptions, &metrics);
   if (backend.sharedBlockTokens() && backend.kvPoolBlocks())

@@ -46,6 +46,9 @@ struct ServeOptions {
   /// The p99 inter-token latency (ms) the running batch is limited to keep
   /// under; 0: off.
   double slaP99TokenMs = 0;
+  /// The share of inter-token gaps that bulk prefill steps may make slow
+  /// (BatchController.h's tail ledger).
+  double slaTailShare = SchedulerOptions().slaControl.tailShare;
   /// Prefix cache pool blocks; 0: no prefix caching.
   uint32_t prefixCacheBlocks = 0;
   /// Tokens per prefix cache block.

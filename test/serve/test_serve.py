@@ -542,6 +542,10 @@ def test_sla_target_limits_the_batch(server, tmp_path_factory,
                 break
         assert values["sits_admitted_batch_limit"] == 1
         assert values["sits_sla_window_p99_seconds"] > 0.00001
+        # Every gap is over the target: the tail ledger is all slow, so no
+        # bulk step ran beside a decoding stream (some may have run alone).
+        assert values["sits_sla_tail_share"] == 1
+        assert values["sits_sla_bulk_steps_total"] >= 0
     finally:
         sla.stop()
 
@@ -549,6 +553,7 @@ def test_sla_target_limits_the_batch(server, tmp_path_factory,
 @pytest.mark.parametrize("option,message", [
     ("--prefix-block-tokens=128", "do not fit the context"),
     ("--sla-p99-token-ms=fast", "--sla-p99-token-ms expects a number"),
+    ("--sla-tail-share=1", "--sla-tail-share expects a number"),
     ("--retry-after=0", "--retry-after expects an integer from 1"),
 ])
 def test_serving_option_errors(tokenizer_folder, option, message):

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 using namespace sits::serve;
@@ -274,4 +275,179 @@ TEST(BatchController, TheBudgetGoesDownToAFewTokens) {
                                        {4, 4},
                                        {4, 20},
                                        {4, 10}}));
+}
+
+namespace {
+/// Feeds `count` gaps of `ms` (from normal steps unless `bulk`).
+void gaps(BatchController &controller, int count, double ms,
+          bool bulk = false) {
+  for (int i = 0; i < count; ++i)
+    controller.recordTokenLatency(ms / 1000, bulk);
+}
+
+BatchControlOptions tail(double share, uint32_t horizon = 20000) {
+  BatchControlOptions o = options(10, 8);
+  o.maxBudget = 512;
+  o.tailShare = share;
+  o.tailHorizon = horizon;
+  return o;
+}
+} // namespace
+
+TEST(BatchController, BulkIsAllowedWhenNothingDecodes) {
+  // A bulk step then delays no gap: allowed on an empty ledger and on one
+  // of slow gaps only, where one decoding stream is refused.
+  BatchController controller(tail(0.005), Clock::time_point{});
+  EXPECT_TRUE(controller.bulkAllowed(0));
+  EXPECT_FALSE(controller.bulkAllowed(1)) << "no gaps to spend yet";
+  gaps(controller, 50, 30);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 1);
+  EXPECT_TRUE(controller.bulkAllowed(0));
+  EXPECT_FALSE(controller.bulkAllowed(1));
+}
+
+TEST(BatchController, BulkNeedsRoomInTheLedger) {
+  // A share of 1 %: over 1000 fast gaps, a stall of 10 streams fits
+  // (10 <= 0.01 * 1010) and one of 11 does not; with 5 slow gaps in, 5
+  // streams fit and 6 do not.
+  BatchController controller(tail(0.01), Clock::time_point{});
+  gaps(controller, 1000, 5);
+  EXPECT_EQ(controller.ledgerSlowShare(), 0);
+  EXPECT_TRUE(controller.bulkAllowed(10));
+  EXPECT_FALSE(controller.bulkAllowed(11));
+  gaps(controller, 5, 30);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 5.0 / 1005);
+  EXPECT_TRUE(controller.bulkAllowed(5));
+  EXPECT_FALSE(controller.bulkAllowed(6));
+  // A gap exactly at the target is not slow.
+  gaps(controller, 100, 10);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 5.0 / 1105);
+  // Exactly at the share is within it: 2 <= 0.25 * (6 + 2).
+  BatchController exact(tail(0.25), Clock::time_point{});
+  gaps(exact, 6, 5);
+  EXPECT_TRUE(exact.bulkAllowed(2));
+  EXPECT_FALSE(exact.bulkAllowed(3));
+}
+
+TEST(BatchController, NormalSlowGapsStopBulkSteps) {
+  // Normal steps over the target fill the ledger: over 1000 fast gaps a
+  // stall of 4 streams fits until the 7th slow gap (7 + 4 > 0.01 * 1011).
+  BatchController controller(tail(0.01), Clock::time_point{});
+  gaps(controller, 1000, 5);
+  int slow = 0;
+  while (controller.bulkAllowed(4) && slow < 100) {
+    gaps(controller, 1, 12);
+    ++slow;
+  }
+  EXPECT_EQ(slow, 7);
+  EXPECT_TRUE(controller.bulkAllowed(0));
+  // A bulk step's slow gaps count the same.
+  BatchController other(tail(0.01), Clock::time_point{});
+  gaps(other, 1000, 5);
+  gaps(other, 7, 12, /*bulk=*/true);
+  EXPECT_FALSE(other.bulkAllowed(4));
+  EXPECT_DOUBLE_EQ(other.ledgerSlowShare(), 7.0 / 1007);
+}
+
+TEST(BatchController, TheHorizonForgetsOldGaps) {
+  // A ledger of 100 gaps and a share of 5 %: 100 slow gaps, then fast
+  // ones push them out, oldest first; one stream fits once 4 slow are
+  // left (5 <= 0.05 * 101), not at 5 (6 > 5.05).
+  BatchController controller(tail(0.05, 100), Clock::time_point{});
+  gaps(controller, 100, 30);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 1);
+  gaps(controller, 95, 5);
+  EXPECT_EQ(controller.ledgerGaps(), 100u);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 0.05);
+  EXPECT_FALSE(controller.bulkAllowed(1));
+  gaps(controller, 1, 5);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 0.04);
+  EXPECT_TRUE(controller.bulkAllowed(1));
+  gaps(controller, 500, 5);
+  EXPECT_EQ(controller.ledgerGaps(), 100u);
+  EXPECT_EQ(controller.ledgerSlowShare(), 0);
+}
+
+TEST(BatchController, WithoutATargetTheLedgerStaysEmpty) {
+  BatchController controller(options(0, 8), Clock::time_point{});
+  gaps(controller, 100, 30);
+  EXPECT_EQ(controller.ledgerGaps(), 0u);
+  EXPECT_EQ(controller.ledgerSlowShare(), 0);
+}
+
+namespace {
+/// From budget 32 (a window over the target prefilled 64) and the window
+/// after, not judged: one more window of 100 gaps of 5 ms, with 4 gaps of
+/// 200 ms and a step of 512 prompt tokens marked bulk or not, and a
+/// prompt and a request waiting.
+BatchController afterAStall(bool markGaps, bool markPrefill,
+                            double normalMs = 5, uint32_t normalPrefill = 4) {
+  BatchController controller(tail(0.005), Clock::time_point{});
+  Clock::time_point now{};
+  gaps(controller, 100, 20);
+  controller.recordPrefill(64, /*held=*/true);
+  controller.update(now += milliseconds(100));
+  gaps(controller, 100, 5);
+  controller.update(now += milliseconds(100));
+  EXPECT_EQ(controller.prefillBudget(), 32u);
+  EXPECT_EQ(controller.limit(), 8u);
+
+  gaps(controller, 100, normalMs);
+  gaps(controller, 4, 200, markGaps);
+  controller.recordPrefill(512, /*held=*/true, markPrefill);
+  controller.recordPrefill(normalPrefill, /*held=*/true);
+  controller.recordLimited();
+  controller.update(now += milliseconds(100));
+  return controller;
+}
+} // namespace
+
+TEST(BatchController, BulkGapsAreLeftOutOfTheWindowP99) {
+  // The stall is spent from the tail: the window's p99 is its normal gaps'
+  // (under the margin, so the budget grows), and the ledger has it.
+  BatchController bulk = afterAStall(true, true);
+  EXPECT_DOUBLE_EQ(bulk.windowP99(), 0.005);
+  EXPECT_EQ(bulk.prefillBudget(), 48u);
+  EXPECT_EQ(bulk.limit(), 8u);
+  EXPECT_EQ(bulk.ledgerGaps(), 304u);
+  EXPECT_DOUBLE_EQ(bulk.ledgerSlowShare(), 104.0 / 304);
+  // The same gaps unmarked: the window is over the target and, its normal
+  // steps prefilling 4 tokens, the batch halves.
+  BatchController unmarked = afterAStall(false, true);
+  EXPECT_DOUBLE_EQ(unmarked.windowP99(), 0.2);
+  EXPECT_EQ(unmarked.prefillBudget(), 32u);
+  EXPECT_EQ(unmarked.limit(), 4u);
+}
+
+TEST(BatchController, ABulkStepsPrefillSaysNothingOfTheBudget) {
+  // A window over the target by its normal steps (12 ms), which prefilled
+  // 4 tokens: the batch halves, the budget stays; had the bulk step's 512
+  // tokens counted, the budget would have halved instead.
+  BatchController bulk = afterAStall(true, true, 12);
+  EXPECT_EQ(bulk.prefillBudget(), 32u);
+  EXPECT_EQ(bulk.limit(), 4u);
+  BatchController counted = afterAStall(true, false, 12);
+  EXPECT_EQ(counted.prefillBudget(), 16u);
+  EXPECT_EQ(counted.limit(), 8u);
+}
+
+TEST(BatchController, BadTailOptionsAreRefused) {
+  for (double share : {0.0, 1.0, -0.1, 2.0, std::nan("")}) {
+    try {
+      BatchController controller(tail(share), Clock::time_point{});
+      ADD_FAILURE() << "tail share " << share;
+    } catch (const sits::Error &error) {
+      EXPECT_EQ(error.code(), sits::ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(error.what()).find("tail share"),
+                std::string::npos);
+    }
+  }
+  try {
+    BatchController controller(tail(0.005, 0), Clock::time_point{});
+    ADD_FAILURE() << "a ledger of no gaps";
+  } catch (const sits::Error &error) {
+    EXPECT_EQ(error.code(), sits::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(error.what()).find("tail ledger"), std::string::npos);
+  }
+  EXPECT_NO_THROW(BatchController(tail(0.5, 1), Clock::time_point{}));
 }

@@ -514,3 +514,224 @@ TEST(Scheduler, PrefixCacheUnderBatchingAndEviction) {
   for (uint32_t pool = 0; pool < 6; ++pool)
     EXPECT_EQ(scheduler.prefixCache()->references(pool), 0u) << pool;
 }
+
+namespace {
+/// A backend on a clock of its own (SchedulerOptions::clock): a step takes
+/// `base`, plus `perRow` for each token fed beyond one per slot (prompt
+/// rows, which an engine's step grows with).
+class TimedBackend : public HashBackend {
+public:
+  using HashBackend::HashBackend;
+  std::vector<int32_t> step(const std::vector<SlotStep> &steps) override {
+    size_t rows = 0;
+    for (const SlotStep &step : steps)
+      rows += step.tokens.size();
+    time += base + perRow * int64_t(rows - steps.size());
+    return HashBackend::step(steps);
+  }
+  std::function<std::chrono::steady_clock::time_point()> clock() {
+    return [this] { return time; };
+  }
+  std::chrono::steady_clock::time_point time{};
+  std::chrono::microseconds base{2000}, perRow{250};
+};
+
+/// A metric's value in the rendered text (-1 when absent).
+double metric(const Metrics &metrics, const std::string &name) {
+  std::string text = metrics.render();
+  size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos)
+    return -1;
+  return std::stod(text.substr(at + name.size() + 2));
+}
+
+struct StepRecord {
+  uint32_t decoding = 0; ///< requests with a token out, before the step
+  uint32_t prefill = 0;  ///< prompt tokens the step fed
+  uint32_t budget = 0;   ///< the SLA budget it was planned under
+  double tailShare = 0;  ///< the ledger's slow share before it
+  uint32_t limit = 0;    ///< the batch limit it was planned under
+  bool bulk = false;
+};
+
+/// Runs the scheduler round by round until it settles, recording each step;
+/// `beforeRound(i)` may submit more.
+std::vector<StepRecord>
+runRecorded(Scheduler &scheduler, const Metrics &metrics,
+            const std::vector<Outcome> &outcomes,
+            const std::function<void(int)> &beforeRound) {
+  std::vector<StepRecord> steps;
+  double prefilled = 0, bulkSteps = 0;
+  for (int i = 0; i < 100000; ++i) {
+    beforeRound(i);
+    StepRecord step;
+    for (const Outcome &outcome : outcomes)
+      step.decoding += !outcome.tokens.empty() && !outcome.finished;
+    if (!scheduler.runOnce())
+      break;
+    double nowPrefilled = metric(metrics, "sits_prefill_tokens_total");
+    double nowBulk = metric(metrics, "sits_sla_bulk_steps_total");
+    step.prefill = uint32_t(nowPrefilled - prefilled);
+    step.bulk = nowBulk > bulkSteps;
+    step.budget = uint32_t(metric(metrics, "sits_step_prefill_budget_tokens"));
+    step.tailShare = metric(metrics, "sits_sla_tail_share");
+    step.limit = scheduler.admittedLimit();
+    prefilled = nowPrefilled;
+    bulkSteps = nowBulk;
+    steps.push_back(step);
+  }
+  EXPECT_FALSE(scheduler.runOnce()) << "the scheduler does not settle";
+  return steps;
+}
+
+/// Two long decoding streams, and a prompt of 48 tokens every 4 rounds
+/// (40 of them), over four slots, under a target of 5 ms with a per-step
+/// limit of 40 prompt tokens (less than a prompt: a bulk step is cut).
+struct TailWorkload {
+  static constexpr uint32_t kStepLimit = 40;
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<uint32_t> lengths;
+  std::vector<Outcome> outcomes;
+  size_t submitted = 0;
+  explicit TailWorkload(uint32_t streamTokens = 1500) {
+    prompts = {{'a'}, {'b'}};
+    lengths = {streamTokens, streamTokens};
+    for (int i = 0; i < 40; ++i) {
+      std::vector<int32_t> prompt;
+      for (int t = 0; t < 48; ++t)
+        prompt.push_back('a' + (i * 7 + t * 3) % 26);
+      prompts.push_back(prompt);
+      lengths.push_back(8);
+    }
+    outcomes.resize(prompts.size());
+  }
+  static SchedulerOptions options(TimedBackend &backend) {
+    SchedulerOptions o;
+    o.slaP99TokenSeconds = 0.005;
+    o.maxPrefillChunk = 64;
+    o.maxStepPrefillTokens = kStepLimit;
+    o.clock = backend.clock();
+    return o;
+  }
+  std::vector<StepRecord> run(Scheduler &scheduler, const Metrics &metrics) {
+    return runRecorded(scheduler, metrics, outcomes, [&](int round) {
+      while (submitted < prompts.size() &&
+             (submitted < 2 || round >= int(submitted - 2) * 4)) {
+        EXPECT_TRUE(scheduler
+                        .submit(request(prompts[submitted], lengths[submitted]),
+                                collect(outcomes[submitted]))
+                        .accepted());
+        ++submitted;
+      }
+    });
+  }
+  void expectLoneTokens() {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_TRUE(outcomes[i].finished) << i;
+      EXPECT_EQ(outcomes[i].tokens, alone(prompts[i], lengths[i])) << i;
+    }
+  }
+};
+} // namespace
+
+TEST(Scheduler, BulkStepsPrefillWaitingPromptsWhenTheTailHasRoom) {
+  // A step takes 2 ms and 0.25 ms a prompt row beyond one per slot: over
+  // the 5 ms target past 12 rows, so the budget falls to a few tokens. A
+  // ledger of 400 gaps with 5 % of them slow allowed: once the slow gaps
+  // of the first windows are forgotten, waiting prompts are prefilled in
+  // bulk steps of up to 40 tokens beside the decoding streams.
+  TimedBackend backend(4, 2048);
+  SchedulerOptions options = TailWorkload::options(backend);
+  options.slaControl.tailShare = 0.05;
+  options.slaControl.tailHorizon = 400;
+  Metrics metrics;
+  TailWorkload work;
+  Scheduler scheduler(backend, bytes(), options, &metrics);
+  std::vector<StepRecord> steps = work.run(scheduler, metrics);
+  work.expectLoneTokens();
+  int bulkBesideStreams = 0;
+  uint32_t leastBudget = TailWorkload::kStepLimit;
+  const StepRecord *firstBulk = nullptr;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepRecord &step = steps[i];
+    leastBudget = std::min(leastBudget, step.budget);
+    // Normal steps of 12 rows take 5 ms, not over the target: only the
+    // bulk steps' stalls could have cut the budget or the limit since.
+    if (firstBulk) {
+      EXPECT_EQ(step.budget, firstBulk->budget) << "step " << i;
+      EXPECT_EQ(step.limit, firstBulk->limit) << "step " << i;
+    }
+    EXPECT_LE(step.prefill, TailWorkload::kStepLimit) << "step " << i;
+    if (!step.bulk) {
+      EXPECT_LE(step.prefill, step.budget) << "step " << i;
+      continue;
+    }
+    EXPECT_GT(step.prefill, step.budget) << "step " << i;
+    if (step.decoding > 0) {
+      ++bulkBesideStreams;
+      firstBulk = firstBulk ? firstBulk : &step;
+      // The ledger had room for this step's stall.
+      EXPECT_LE(step.tailShare, 0.05) << "step " << i;
+    }
+  }
+  EXPECT_LE(leastBudget, 12u) << "the budget was never cut";
+  EXPECT_GT(bulkBesideStreams, 0) << "no bulk step beside decoding streams";
+  EXPECT_EQ(metric(metrics, "sits_sla_bulk_steps_total"),
+            std::count_if(steps.begin(), steps.end(),
+                          [](const StepRecord &s) { return s.bulk; }));
+}
+
+TEST(Scheduler, NoBulkStepBesideStreamsWhileTheTailIsFull) {
+  // Every step takes 6 ms, over the 5 ms target: every gap is slow, the
+  // ledger is full, and prompts wait for the budget beside decoding
+  // streams without a bulk step. Only with nothing decoding (a bulk step
+  // then delays no gap) do prompts get the per-step limit.
+  TimedBackend backend(4, 2048);
+  backend.base = std::chrono::microseconds(6000);
+  Metrics metrics;
+  TailWorkload work;
+  Scheduler scheduler(backend, bytes(), TailWorkload::options(backend),
+                      &metrics);
+  std::vector<StepRecord> steps = work.run(scheduler, metrics);
+  work.expectLoneTokens();
+  int heldBesideStreams = 0, bulkAlone = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepRecord &step = steps[i];
+    if (step.decoding > 0) {
+      EXPECT_FALSE(step.bulk) << "step " << i;
+      EXPECT_LE(step.prefill, step.budget) << "step " << i;
+      heldBesideStreams += step.prefill > 0 && step.prefill == step.budget &&
+                           step.budget < TailWorkload::kStepLimit;
+    } else if (step.bulk) {
+      ++bulkAlone;
+      EXPECT_GT(step.prefill, step.budget) << "step " << i;
+    }
+  }
+  EXPECT_GT(heldBesideStreams, 0) << "prompts never waited for the budget";
+  EXPECT_GT(bulkAlone, 0) << "no bulk step with nothing decoding";
+  EXPECT_DOUBLE_EQ(metric(metrics, "sits_sla_tail_share"), 1);
+}
+
+TEST(Scheduler, BulkStepsOverAPagedKvPool) {
+  // The same workload, streams of 300 tokens, over a pool of 24 blocks of
+  // 16 tokens: the streams grow into blocks the others need, so requests
+  // step aside (their blocks back, their tokens recomputed) while bulk
+  // steps run; each request still gets its lone tokens, and every block
+  // comes back.
+  TimedBackend backend(4, 2048);
+  backend.usePages(16, 24);
+  SchedulerOptions options = TailWorkload::options(backend);
+  options.slaControl.tailShare = 0.05;
+  options.slaControl.tailHorizon = 400;
+  Metrics metrics;
+  TailWorkload work(300);
+  Scheduler scheduler(backend, bytes(), options, &metrics);
+  std::vector<StepRecord> steps = work.run(scheduler, metrics);
+  work.expectLoneTokens();
+  EXPECT_GT(std::count_if(
+                steps.begin(), steps.end(),
+                [](const StepRecord &s) { return s.bulk && s.decoding > 0; }),
+            0);
+  EXPECT_GT(metric(metrics, "sits_requests_preempted_total"), 0);
+  EXPECT_EQ(backend.pages->freeBlocks(), 24u);
+}

@@ -99,3 +99,25 @@ TEST(ServeOptions, SlaAndPrefixCacheOptions) {
   EXPECT_NE(serveOptionsHelp().find("--prefix-cache-blocks"),
             std::string::npos);
 }
+
+TEST(ServeOptions, SlaTailShare) {
+  ServeOptions options;
+  EXPECT_EQ(options.slaTailShare, BatchControlOptions().tailShare)
+      << "the controller's default";
+  std::vector<std::string> rest;
+  EXPECT_EQ(parse({"tool", "--sla-tail-share=0.002"}, options, rest), "");
+  EXPECT_EQ(options.slaTailShare, 0.002);
+  for (const char *bad :
+       {"--sla-tail-share=0", "--sla-tail-share=1", "--sla-tail-share=-0.1",
+        "--sla-tail-share=1.5", "--sla-tail-share=nan", "--sla-tail-share=1%",
+        "--sla-tail-share="})
+    EXPECT_NE(parse({"tool", bad}, options, rest)
+                  .find("--sla-tail-share expects a number greater than 0 "
+                        "and less than 1"),
+              std::string::npos)
+        << bad;
+  EXPECT_EQ(options.slaTailShare, 0.002) << "a bad value changes nothing";
+  EXPECT_NE(serveOptionsHelp().find("--sla-tail-share=<value>"),
+            std::string::npos);
+  EXPECT_NE(serveOptionsHelp().find("(default: 0.005)"), std::string::npos);
+}
