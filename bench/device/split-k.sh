@@ -13,8 +13,9 @@
 #      at 32 on the other (SECONDS_PER_LEVEL, default 20, each).
 #   3. With SLA_SECONDS set: --sla-p99-token-ms at 1.5x the batch-1 step
 #      while the streams rise 1, 8, 16, 32, 64 (SLA_SECONDS each), the
-#      batch limit, the prefill budget and the window p99 sampled every
-#      0.5 s.
+#      batch limit, the prefill budget, the window p99 and the tail's bulk
+#      steps sampled every 0.5 s (SLA_SERVE_ARGS: more sits-serve options
+#      for it).
 # Here, before the call: as for serve-table.sh; carry [".device-pack",
 # ".device-serve"]. $OUT gets split-k.log, build.log and server.err, and
 # the rest in one archive when the script ends (also by a signal: at most 8

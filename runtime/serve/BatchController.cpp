@@ -12,7 +12,12 @@ using namespace sits::serve;
 
 BatchController::BatchController(BatchControlOptions options,
                                  Clock::time_point start)
-    : options(options), windowStart(start), budget(options.maxBudget),
+    : options(options), windowStart(start),
+      budget(options.targetSeconds > 0 && options.startBudget
+                 ? options.startBudget
+             : options.targetSeconds > 0
+                 ? std::min(options.minBudget, options.maxBudget)
+                 : options.maxBudget),
       current(options.maxLimit) {
   if (options.maxLimit < 1)
     throw Error(ErrorCode::InvalidArgument,
@@ -23,6 +28,12 @@ BatchController::BatchController(BatchControlOptions options,
   if (options.minBudget < 1 || options.budgetStep < 1)
     throw Error(ErrorCode::InvalidArgument,
                 "the smallest prefill budget and its step are one token");
+  if (options.startBudget &&
+      (options.startBudget < options.minBudget ||
+       options.startBudget > options.maxBudget))
+    throw Error(ErrorCode::InvalidArgument,
+                "the first prefill budget must be between the smallest and "
+                "the largest");
   if (options.window.count() <= 0)
     throw Error(ErrorCode::InvalidArgument, "the SLA window must be positive");
   if (!(options.decrease > 0 && options.decrease < 1) ||

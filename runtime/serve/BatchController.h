@@ -68,6 +68,11 @@ struct BatchControlOptions {
   /// rows measured 1.7x the batch-1 step on the 8B shape.
   uint32_t maxBudget = 0;
   uint32_t minBudget = 4;
+  /// The budget with a target at the start (minBudget..maxBudget); 0:
+  /// minBudget. It grows while the windows show room: started at the
+  /// most, it took a second of halvings over the target at every start,
+  /// and bulk steps (below) carry the prompts meanwhile.
+  uint32_t startBudget = 0;
   /// What the budget grows by in a window under the margin (>= 1).
   uint32_t budgetStep = 16;
   /// The limit grows only while the p99 is under margin * target, so that

@@ -202,6 +202,7 @@ TEST(BatchController, ThePrefillBudgetIsCutBeforeTheBatch) {
   // 64) while the batch stays, down to where 8 + 6.4 ms is under.
   BatchControlOptions o = options(20, 8);
   o.maxBudget = 512;
+  o.startBudget = 512;
   BatchController controller(o, Clock::time_point{});
   EXPECT_EQ(controller.prefillBudget(), 512u);
   auto limits = runWithPrefill(controller, 8, 1.0, 0.1);
@@ -221,6 +222,7 @@ TEST(BatchController, AtTheSmallestBudgetTheBatchGoes) {
   // to its smallest, 16 here, and then the batch halves.
   BatchControlOptions o = options(20, 8);
   o.maxBudget = 32;
+  o.startBudget = 32;
   o.minBudget = 16;
   BatchController controller(o, Clock::time_point{});
   auto limits = runWithPrefill(controller, 6, 4.0, 0.01);
@@ -229,11 +231,44 @@ TEST(BatchController, AtTheSmallestBudgetTheBatchGoes) {
                         {8, 16}, {8, 16}, {4, 16}, {4, 16}, {4, 16}, {4, 16}}));
 }
 
+TEST(BatchController, WithATargetTheBudgetStartsAtItsLeast) {
+  // 1 ms per request, 0.1 ms per prefill token, target 20 ms (margin 16
+  // ms), 8 slots: the budget starts at 4 and grows by 16 a window while a
+  // prompt waits for it and the p99 is under the margin (8 + 0.1 x budget
+  // < 16 below 80 tokens: 84 is the last step), then holds; without a
+  // target it is the most.
+  BatchControlOptions o = options(20, 8);
+  o.maxBudget = 512;
+  BatchController controller(o, Clock::time_point{});
+  EXPECT_EQ(controller.prefillBudget(), 4u);
+  auto limits = runWithPrefill(controller, 7, 1.0, 0.1);
+  using Pair = std::pair<uint32_t, uint32_t>;
+  EXPECT_EQ(limits, (std::vector<Pair>{{8, 20},
+                                       {8, 36},
+                                       {8, 52},
+                                       {8, 68},
+                                       {8, 84},
+                                       {8, 84},
+                                       {8, 84}}));
+  o.startBudget = 100;
+  EXPECT_EQ(BatchController(o, Clock::time_point{}).prefillBudget(), 100u);
+  o.targetSeconds = 0;
+  EXPECT_EQ(BatchController(o, Clock::time_point{}).prefillBudget(), 512u);
+  // A first budget outside minBudget..maxBudget is refused.
+  o.targetSeconds = 0.02;
+  for (uint32_t start : {2u, 513u}) {
+    o.startBudget = start;
+    EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error)
+        << start;
+  }
+}
+
 TEST(BatchController, WithoutPrefillTheBudgetStays) {
   // Over the target with no prompt in the window: the batch goes, the
   // budget stays.
   BatchControlOptions o = options(10, 8);
   o.maxBudget = 256;
+  o.startBudget = 256;
   BatchController controller(o, Clock::time_point{});
   run(controller, 3, [](uint32_t) { return 50; });
   EXPECT_EQ(controller.limit(), 2u);
@@ -262,6 +297,7 @@ TEST(BatchController, TheBudgetGoesDownToAFewTokens) {
   // tokens (4 + 3 ms), before the batch is touched, then grows by 16.
   BatchControlOptions o = options(9, 4);
   o.maxBudget = 64;
+  o.startBudget = 64;
   BatchController controller(o, Clock::time_point{});
   auto limits = runWithPrefill(controller, 10, 1.0, 0.75);
   using Pair = std::pair<uint32_t, uint32_t>;
@@ -288,6 +324,7 @@ void gaps(BatchController &controller, int count, double ms,
 BatchControlOptions tail(double share, uint32_t horizon = 20000) {
   BatchControlOptions o = options(10, 8);
   o.maxBudget = 512;
+  o.startBudget = 512;
   o.tailShare = share;
   o.tailHorizon = horizon;
   return o;

@@ -339,8 +339,9 @@ TEST(Scheduler, SlaTargetLimitsTheRunningBatch) {
   std::string text = metrics.render();
   EXPECT_NE(text.find("sits_admitted_batch_limit 1\n"), std::string::npos);
   EXPECT_EQ(text.find("sits_sla_window_p99_seconds 0\n"), std::string::npos);
-  // Steps prefilled one-token prompts: the budget was not the cause.
-  EXPECT_NE(text.find("sits_step_prefill_budget_tokens 2048\n"),
+  // Steps prefilled one-token prompts: the budget, which starts at its
+  // least with a target, never grew (no prompt waited for it).
+  EXPECT_NE(text.find("sits_step_prefill_budget_tokens 4\n"),
             std::string::npos);
 }
 
@@ -636,14 +637,16 @@ struct TailWorkload {
 
 TEST(Scheduler, BulkStepsPrefillWaitingPromptsWhenTheTailHasRoom) {
   // A step takes 2 ms and 0.25 ms a prompt row beyond one per slot: over
-  // the 5 ms target past 12 rows, so the budget falls to a few tokens. A
-  // ledger of 400 gaps with 5 % of them slow allowed: once the slow gaps
-  // of the first windows are forgotten, waiting prompts are prefilled in
-  // bulk steps of up to 40 tokens beside the decoding streams.
+  // the 5 ms target past 12 rows, and under 0.8 of it below 9, so a budget
+  // that starts at 12 stays there. A ledger of 400 gaps with 5 % of them
+  // slow allowed: waiting prompts are prefilled in bulk steps of up to 40
+  // tokens beside the decoding streams, and their stalls cut neither the
+  // budget nor the batch limit.
   TimedBackend backend(4, 2048);
   SchedulerOptions options = TailWorkload::options(backend);
   options.slaControl.tailShare = 0.05;
   options.slaControl.tailHorizon = 400;
+  options.slaControl.minBudget = 12;
   Metrics metrics;
   TailWorkload work;
   Scheduler scheduler(backend, bytes(), options, &metrics);
@@ -674,7 +677,7 @@ TEST(Scheduler, BulkStepsPrefillWaitingPromptsWhenTheTailHasRoom) {
       EXPECT_LE(step.tailShare, 0.05) << "step " << i;
     }
   }
-  EXPECT_LE(leastBudget, 12u) << "the budget was never cut";
+  EXPECT_EQ(leastBudget, 12u) << "the budget was cut below its least";
   EXPECT_GT(bulkBesideStreams, 0) << "no bulk step beside decoding streams";
   EXPECT_EQ(metric(metrics, "sits_sla_bulk_steps_total"),
             std::count_if(steps.begin(), steps.end(),
