@@ -395,6 +395,10 @@ gemmTensorCore(const float *__restrict__ x,
       for (int i = 0; i < 4; ++i)
         acc[mi][ni][i] = 0.0f;
 
+  // Token rows of the warp's 64 (a warp-uniform bound): the mmas of
+  // 16-row tiles past the step's tokens are skipped, so that a step of few
+  // tokens costs its rows' arithmetic, not the whole tile's.
+  const int warpRows = tokens - (m0 + wm * 64);
   for (int step = 0; step + 1 < kStages; ++step)
     copyStage(step);
   for (int step = 0; step < steps; ++step) {
@@ -408,8 +412,12 @@ gemmTensorCore(const float *__restrict__ x,
     for (int kk = 0; kk < kTcGemmK; kk += 16) {
       // A fragments (PTX layout): rows g and g + 8, k 2t and 2t + 8.
       u32 a[4][4], b[4][4];
+      if (warpRows <= 0)
+        continue; // none of the warp's 64 rows is a token
 #pragma unroll
       for (int mi = 0; mi < 4; ++mi) {
+        if (mi * 16 >= warpRows)
+          continue;
         const float *row =
             xs + (wm * 64 + mi * 16 + g) * kTcGemmXStride + kk + 2 * t;
 #pragma unroll
@@ -426,11 +434,14 @@ gemmTensorCore(const float *__restrict__ x,
                     b[nj]);
       }
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi)
+      for (int mi = 0; mi < 4; ++mi) {
+        if (mi * 16 >= warpRows)
+          continue;
 #pragma unroll
         for (int ni = 0; ni < 8; ++ni)
           mma16816<W>(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3],
                       b[ni / 2][2 * (ni % 2)], b[ni / 2][2 * (ni % 2) + 1]);
+      }
     }
   }
 
