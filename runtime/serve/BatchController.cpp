@@ -18,7 +18,7 @@ BatchController::BatchController(BatchControlOptions options,
              : options.targetSeconds > 0
                  ? std::min(options.minBudget, options.maxBudget)
                  : options.maxBudget),
-      current(options.maxLimit) {
+      backoff(options.rowsOffWindows), current(options.maxLimit) {
   if (options.maxLimit < 1)
     throw Error(ErrorCode::InvalidArgument,
                 "the batch limit needs at least one slot");
@@ -28,9 +28,8 @@ BatchController::BatchController(BatchControlOptions options,
   if (options.minBudget < 1 || options.budgetStep < 1)
     throw Error(ErrorCode::InvalidArgument,
                 "the smallest prefill budget and its step are one token");
-  if (options.startBudget &&
-      (options.startBudget < options.minBudget ||
-       options.startBudget > options.maxBudget))
+  if (options.startBudget && (options.startBudget < options.minBudget ||
+                              options.startBudget > options.maxBudget))
     throw Error(ErrorCode::InvalidArgument,
                 "the first prefill budget must be between the smallest and "
                 "the largest");
@@ -43,6 +42,12 @@ BatchController::BatchController(BatchControlOptions options,
                 "(0, 1]");
   if (!(options.tailShare > 0 && options.tailShare < 1))
     throw Error(ErrorCode::InvalidArgument, "the tail share must be in (0, 1)");
+  if (options.rowsOffWindows < 1 ||
+      options.maxRowsOffWindows < options.rowsOffWindows ||
+      options.rowsRelapseWindows < 1)
+    throw Error(ErrorCode::InvalidArgument,
+                "the prompt rows' backoff must be at least one window, and "
+                "its longest at least its first");
   if (options.tailHorizon < 1)
     throw Error(ErrorCode::InvalidArgument,
                 "the tail ledger needs at least one gap");
@@ -102,8 +107,19 @@ uint32_t BatchController::update(Clock::time_point now) {
     return current;
   }
   if (lastP99 > options.targetSeconds) {
-    if (budget && prefilled > options.minBudget) {
+    if (!rowsOff && budget && prefilled > options.minBudget) {
       budget = std::max(options.minBudget, std::min(budget, prefilled) / 2);
+    } else if (!rowsOff && budget && budget <= options.minBudget &&
+               prefilled > 0) {
+      // Even the fewest prompt rows cost the target: none in normal steps.
+      // Off again soon after coming back: the load has not changed, wait
+      // twice as long before the next try.
+      const bool relapse =
+          rowsCameBack && closed - rowsOnAt <= options.rowsRelapseWindows;
+      backoff = relapse ? std::min(options.maxRowsOffWindows, backoff * 2)
+                        : options.rowsOffWindows;
+      rowsOff = true;
+      rowsOffAt = closed;
     } else {
       uint32_t lowered = static_cast<uint32_t>(current * options.decrease);
       current = std::max<uint32_t>(1, std::min(lowered, current - 1));
@@ -112,8 +128,16 @@ uint32_t BatchController::update(Clock::time_point now) {
   } else if (lastP99 < options.margin * options.targetSeconds) {
     if (wasLimited && current < options.maxLimit)
       ++current;
-    if (wasBudgetHeld && budget && budget < options.maxBudget)
+    if (rowsOff) {
+      if (wasBudgetHeld && closed - rowsOffAt >= backoff) {
+        rowsOff = false;
+        budget = std::min(options.minBudget, options.maxBudget);
+        rowsCameBack = true;
+        rowsOnAt = closed;
+      }
+    } else if (wasBudgetHeld && budget && budget < options.maxBudget) {
       budget = std::min(options.maxBudget, budget + options.budgetStep);
+    }
   }
   return current;
 }

@@ -13,14 +13,28 @@
 //   prefilled more than           most prompt tokens a step of the
 //   minBudget prompt tokens       window prefilled (<= budget; bulk
 //                                 steps, below, left out)
+//   p99 > target, the budget at   prompt rows off: a normal step carries
+//   minBudget, and a step         no prompt token (prefillBudget() 0)
+//   prefilled prompt tokens
 //   p99 > target otherwise        limit = max(1, floor(limit * decrease))
-//     (after either, the next window is not judged: its tokens were mostly
-//     made under the old limits)
+//     (after any of these, the next window is not judged: its tokens were
+//     mostly made under the old limits)
 //   p99 < margin * target         limit + 1 (to maxLimit) if a request
 //                                 waited for the limit (not for a slot);
-//                                 budget + budgetStep (to maxBudget) if a
-//                                 prompt waited for the budget
+//                                 if a prompt waited for the budget:
+//                                 budget + budgetStep (to maxBudget), or
+//                                 with rows off and their backoff over,
+//                                 rows on again at minBudget
 //   otherwise, or no token        unchanged
+//
+// Prompt rows are off because a step carrying even a few of them runs
+// another program than a decode step and may cost the target by itself;
+// prompts then move only in bulk steps (below), which always run when
+// nothing decodes. Rows stay off for a backoff of rowsOffWindows windows
+// at first; turned off again within rowsRelapseWindows windows of coming
+// back on, the backoff doubles (to maxRowsOffWindows), and rows that stay
+// on that long reset it, so that a load where rows never fit tries them
+// rarely, and one that changed tries them soon.
 //
 // The budget keeps the steps fast, but prompts then move a few tokens a
 // step. A p99 lets 1 % of the gaps be slow; the controller spends part of
@@ -82,6 +96,21 @@ struct BatchControlOptions {
   /// stall counted, in (0, 1): half the 1 % a p99 allows, the other half
   /// left to the noise of normal steps.
   double tailShare = 0.005;
+  /// Windows prompt rows stay off the first time they go off (>= 1): a
+  /// few windows, so that a passing burst does not keep prompts to bulk
+  /// steps for long.
+  uint32_t rowsOffWindows = 4;
+  /// The longest backoff (>= rowsOffWindows): 6.4 s, so that a load whose
+  /// steps never fit prompt rows costs one over-target window (and its
+  /// held one) in 64, while a change of load is still tried within
+  /// seconds.
+  uint32_t maxRowsOffWindows = 64;
+  /// Rows turned off again within this many windows of coming back on
+  /// double the backoff; rows on this long reset it to rowsOffWindows
+  /// (>= 1). 10 windows (1 s): a relapse of the same load shows within a
+  /// window or two of rows coming back, a second of rows on is a load
+  /// that fits them.
+  uint32_t rowsRelapseWindows = 10;
   /// Inter-token gaps the tail ledger holds (>= 1). A p99 is a share of
   /// gaps, so the ledger counts gaps, not time. 20,000 is about 6 s of 64
   /// streams at 20 ms a step: its 0.5 % (100 gaps) pays for a bulk step
@@ -123,8 +152,16 @@ public:
   uint32_t update(Clock::time_point now);
 
   uint32_t limit() const { return current; }
-  /// The prompt tokens a step may prefill now (0: no budget).
-  uint32_t prefillBudget() const { return budget; }
+  /// Whether a prefill budget applies (maxBudget != 0).
+  bool budgeted() const { return options.maxBudget != 0; }
+  /// The prompt tokens a normal step may prefill now: 0 while prompt rows
+  /// are off (and without a budget; see budgeted()).
+  uint32_t prefillBudget() const { return rowsOff ? 0 : budget; }
+  /// Whether prompt rows are off: normal steps carry no prompt token.
+  bool promptRowsOff() const { return rowsOff; }
+  /// The windows prompt rows stay off, or stayed off the last time they
+  /// went off, at least (rowsOffWindows..maxRowsOffWindows).
+  uint32_t promptRowsBackoff() const { return backoff; }
   /// The p99 of the last closed window that had tokens (seconds; 0 before
   /// any).
   double windowP99() const { return lastP99; }
@@ -151,6 +188,12 @@ private:
   bool budgetHeld = false;
   uint32_t budget;
   bool holdNext = false;
+  /// Prompt rows off since window rowsOffAt (windows closed then), for
+  /// `backoff` windows at least; `rowsCameBack`: they came back on at
+  /// rowsOnAt.
+  bool rowsOff = false, rowsCameBack = false;
+  uint64_t rowsOffAt = 0, rowsOnAt = 0;
+  uint32_t backoff;
   uint32_t current;
   double lastP99 = 0;
   uint64_t closed = 0;

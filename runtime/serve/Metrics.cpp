@@ -101,12 +101,14 @@ void Metrics::httpResponse(int status) {
 }
 
 void Metrics::setBatchControl(uint32_t limit, double windowP99Seconds,
-                              uint32_t prefillBudgetTokens, double tailShare) {
+                              uint32_t prefillBudgetTokens, double tailShare,
+                              bool promptRowsOff) {
   std::lock_guard<std::mutex> lock(mutex);
   batchLimit = limit;
   slaWindowP99 = windowP99Seconds;
   prefillBudget = prefillBudgetTokens;
   slaTailShare = tailShare;
+  slaPromptRowsOff = promptRowsOff;
 }
 
 void Metrics::slaBulkStep() {
@@ -192,7 +194,7 @@ std::string Metrics::render() const {
   out += "sits_sla_window_p99_seconds " + number(slaWindowP99) + "\n";
   header("sits_step_prefill_budget_tokens", "gauge",
          "Prompt tokens a step may prefill (the SLA control's budget; 0: "
-         "none).");
+         "none, or prompt rows off).");
   line("sits_step_prefill_budget_tokens", prefillBudget);
   header("sits_sla_bulk_steps_total", "counter",
          "Steps that prefilled past the SLA budget, spending the tail the "
@@ -202,6 +204,10 @@ std::string Metrics::render() const {
          "Slow inter-token gaps (over the SLA target) over the gaps in the "
          "SLA control's tail ledger.");
   out += "sits_sla_tail_share " + number(slaTailShare) + "\n";
+  header("sits_sla_prompt_rows_off", "gauge",
+         "1 while the SLA control keeps prompt rows out of normal steps "
+         "(prompts move in bulk steps).");
+  line("sits_sla_prompt_rows_off", slaPromptRowsOff ? 1 : 0);
   header("sits_prefix_cache_prompt_tokens_total", "counter",
          "Prompt tokens of requests admitted with prefix caching on.");
   line("sits_prefix_cache_prompt_tokens_total", prefixPromptTokens);

@@ -57,10 +57,12 @@ public:
   /// An HTTP response sent, by status code.
   void httpResponse(int status);
   /// The SLA control's admitted batch limit, last window's p99 inter-token
-  /// latency, prefill budget (BatchController.h; 0: no budget) and the
-  /// share of slow gaps in its tail ledger.
+  /// latency, prefill budget (BatchController.h; 0: no budget, or prompt
+  /// rows off), the share of slow gaps in its tail ledger and whether
+  /// prompt rows are off.
   void setBatchControl(uint32_t limit, double windowP99Seconds,
-                       uint32_t prefillBudgetTokens, double tailShare);
+                       uint32_t prefillBudgetTokens, double tailShare,
+                       bool promptRowsOff = false);
   /// A bulk step ran: it prefilled past the SLA budget, spending the tail
   /// the p99 target allows.
   void slaBulkStep();
@@ -90,6 +92,7 @@ private:
   double slaWindowP99 = 0;
   uint32_t prefillBudget = 0;
   double slaTailShare = 0;
+  bool slaPromptRowsOff = false;
   uint64_t prefixPromptTokens = 0, prefixHitTokens = 0;
   uint32_t prefixBlocksUsed = 0, prefixBlocksFree = 0;
   uint32_t kvBlocks = 0, kvAvailable = 0;

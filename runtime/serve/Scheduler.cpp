@@ -97,7 +97,8 @@ Scheduler::Scheduler(Backend &backend,
     prefixes = std::make_unique<PrefixCache>(backend.cacheBlockTokens(),
                                              backend.poolBlocks());
   if (metrics)
-    metrics->setBatchControl(admitLimit, 0, controller.prefillBudget(), 0);
+    metrics->setBatchControl(admitLimit, 0, controller.prefillBudget(), 0,
+                             controller.promptRowsOff());
   publishBlocks();
 }
 

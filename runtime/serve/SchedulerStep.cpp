@@ -120,15 +120,18 @@ Scheduler::StepPlan Scheduler::planStep() {
               return a->pending.id < b->pending.id;
             });
   StepPlan plan;
-  uint32_t budget = controller.prefillBudget() ? controller.prefillBudget()
+  // Under the SLA budget (0: prompt rows off, a normal step carries no
+  // prompt token); without one, the per-step limit.
+  uint32_t budget = controller.budgeted() ? controller.prefillBudget()
                     : options.maxStepPrefillTokens
                         ? options.maxStepPrefillTokens
                         : std::numeric_limits<uint32_t>::max();
   plan.held = wanted > budget;
   // Prompts held by the SLA budget are prefilled at full width in a rare
-  // bulk step while the tail the p99 allows has room for its stall.
+  // bulk step while the tail the p99 allows has room for its stall (with
+  // prompt rows off, the only way for prompts beside decoding streams).
   const uint32_t stepLimit = controller.getOptions().maxBudget;
-  if (plan.held && controller.prefillBudget() && budget < stepLimit &&
+  if (plan.held && controller.budgeted() && budget < stepLimit &&
       controller.bulkAllowed(streams)) {
     budget = stepLimit;
     plan.bulk = true;
@@ -179,9 +182,9 @@ bool Scheduler::runOnce() {
     admitLimit = limit;
   }
   if (metrics)
-    metrics->setBatchControl(limit, controller.windowP99(),
-                             controller.prefillBudget(),
-                             controller.ledgerSlowShare());
+    metrics->setBatchControl(
+        limit, controller.windowP99(), controller.prefillBudget(),
+        controller.ledgerSlowShare(), controller.promptRowsOff());
   admit();
   applyCancels();
   StepPlan plan = planStep();
@@ -207,8 +210,9 @@ bool Scheduler::runOnce() {
   const std::vector<SlotStep> &steps = plan.steps;
   if (steps.empty())
     return false;
-  // Once per step run (planStep may have run more than once).
-  if (plan.prefillTokens > 0)
+  // Once per step run (planStep may have run more than once); a step that
+  // held prompts back without prefilling any (prompt rows off) too.
+  if (plan.prefillTokens > 0 || plan.held)
     controller.recordPrefill(plan.prefillTokens, plan.held, plan.bulk);
   if (plan.bulk && metrics)
     metrics->slaBulkStep();

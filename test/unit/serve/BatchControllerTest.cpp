@@ -217,9 +217,11 @@ TEST(BatchController, ThePrefillBudgetIsCutBeforeTheBatch) {
                                        {8, 80}}));
 }
 
-TEST(BatchController, AtTheSmallestBudgetTheBatchGoes) {
+TEST(BatchController, AtTheSmallestBudgetRowsGoThenTheBatch) {
   // Decoding alone is over the target (8 x 4 ms > 20 ms): the budget goes
-  // to its smallest, 16 here, and then the batch halves.
+  // to its smallest, 16 here, then prompt rows go off (the batch stays in
+  // that window), and then, with no prompt row in the steps, the batch
+  // halves.
   BatchControlOptions o = options(20, 8);
   o.maxBudget = 32;
   o.startBudget = 32;
@@ -228,7 +230,9 @@ TEST(BatchController, AtTheSmallestBudgetTheBatchGoes) {
   auto limits = runWithPrefill(controller, 6, 4.0, 0.01);
   using Pair = std::pair<uint32_t, uint32_t>;
   EXPECT_EQ(limits, (std::vector<Pair>{
-                        {8, 16}, {8, 16}, {4, 16}, {4, 16}, {4, 16}, {4, 16}}));
+                        {8, 16}, {8, 16}, {8, 0}, {8, 0}, {4, 0}, {4, 0}}));
+  EXPECT_TRUE(controller.promptRowsOff());
+  EXPECT_TRUE(controller.budgeted());
 }
 
 TEST(BatchController, WithATargetTheBudgetStartsAtItsLeast) {
@@ -243,13 +247,10 @@ TEST(BatchController, WithATargetTheBudgetStartsAtItsLeast) {
   EXPECT_EQ(controller.prefillBudget(), 4u);
   auto limits = runWithPrefill(controller, 7, 1.0, 0.1);
   using Pair = std::pair<uint32_t, uint32_t>;
-  EXPECT_EQ(limits, (std::vector<Pair>{{8, 20},
-                                       {8, 36},
-                                       {8, 52},
-                                       {8, 68},
-                                       {8, 84},
-                                       {8, 84},
-                                       {8, 84}}));
+  EXPECT_EQ(
+      limits,
+      (std::vector<Pair>{
+          {8, 20}, {8, 36}, {8, 52}, {8, 68}, {8, 84}, {8, 84}, {8, 84}}));
   o.startBudget = 100;
   EXPECT_EQ(BatchController(o, Clock::time_point{}).prefillBudget(), 100u);
   o.targetSeconds = 0;
@@ -258,8 +259,7 @@ TEST(BatchController, WithATargetTheBudgetStartsAtItsLeast) {
   o.targetSeconds = 0.02;
   for (uint32_t start : {2u, 513u}) {
     o.startBudget = start;
-    EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error)
-        << start;
+    EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error) << start;
   }
 }
 
@@ -288,6 +288,15 @@ TEST(BatchController, BadOptionsAreRefused) {
   EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
   o = options(10, 4);
   o.budgetStep = 0;
+  EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+  o = options(10, 4);
+  o.rowsOffWindows = 0;
+  EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+  o = options(10, 4);
+  o.maxRowsOffWindows = 3;
+  EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+  o = options(10, 4);
+  o.rowsRelapseWindows = 0;
   EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
 }
 
@@ -487,4 +496,109 @@ TEST(BatchController, BadTailOptionsAreRefused) {
     EXPECT_NE(std::string(error.what()).find("tail ledger"), std::string::npos);
   }
   EXPECT_NO_THROW(BatchController(tail(0.5, 1), Clock::time_point{}));
+}
+
+namespace {
+/// One window of 100 gaps of `ms` with a request waiting for the limit;
+/// `prefill` >= 0: a normal step prefilled that many prompt tokens (0: none)
+/// and a prompt waited for the budget.
+void window(BatchController &controller, Clock::time_point &now, double ms,
+            int prefill = -1) {
+  gaps(controller, 100, ms);
+  controller.recordLimited();
+  if (prefill >= 0)
+    controller.recordPrefill(uint32_t(prefill), /*held=*/true);
+  controller.update(now += milliseconds(100));
+}
+
+/// Windows under the margin with prompts held until prompt rows come back
+/// on: how many windows ran with them off (the first, held, counted).
+int windowsOff(BatchController &controller, Clock::time_point &now) {
+  int offWindows = 0;
+  while (controller.promptRowsOff() && offWindows < 1000) {
+    window(controller, now, 5, 0);
+    ++offWindows;
+  }
+  return offWindows;
+}
+
+BatchControlOptions rowsOptions() {
+  BatchControlOptions o = options(10, 8);
+  o.maxBudget = 512;
+  return o;
+}
+} // namespace
+
+TEST(BatchController, PromptRowsGoOffAtTheLeastBudgetAndComeBack) {
+  // Target 10 ms, margin 8 ms, budget 4: a window at 12 ms whose normal
+  // steps prefilled 4 tokens turns prompt rows off, the batch stays.
+  BatchController controller(rowsOptions(), Clock::time_point{});
+  Clock::time_point now{};
+  window(controller, now, 12, 4);
+  EXPECT_TRUE(controller.promptRowsOff());
+  EXPECT_EQ(controller.prefillBudget(), 0u);
+  EXPECT_EQ(controller.limit(), 8u);
+  EXPECT_EQ(controller.promptRowsBackoff(), 4u);
+  // Off for 4 windows (the held one counted), whatever the p99.
+  window(controller, now, 5, 0); // held
+  window(controller, now, 5, 0);
+  window(controller, now, 5, 0);
+  EXPECT_TRUE(controller.promptRowsOff());
+  // Past the backoff, back only under the margin with a prompt held.
+  window(controller, now, 9, 0);
+  EXPECT_TRUE(controller.promptRowsOff()) << "over the margin";
+  window(controller, now, 5);
+  EXPECT_TRUE(controller.promptRowsOff()) << "no prompt waited";
+  window(controller, now, 5, 0);
+  EXPECT_FALSE(controller.promptRowsOff());
+  EXPECT_EQ(controller.prefillBudget(), 4u);
+  EXPECT_EQ(controller.limit(), 8u);
+}
+
+TEST(BatchController, PromptRowsBackOffExponentially) {
+  // Turned off again the window after coming back: the backoff doubles,
+  // up to 64 windows.
+  BatchController controller(rowsOptions(), Clock::time_point{});
+  Clock::time_point now{};
+  std::vector<int> off;
+  for (int i = 0; i < 6; ++i) {
+    window(controller, now, 12, 4);
+    ASSERT_TRUE(controller.promptRowsOff());
+    off.push_back(windowsOff(controller, now));
+  }
+  EXPECT_EQ(off, (std::vector<int>{4, 8, 16, 32, 64, 64}));
+  EXPECT_EQ(controller.limit(), 8u) << "prompt rows went, not the batch";
+  // Off again 10 windows after coming back is still a relapse (no prompt
+  // waits meanwhile, so the budget stays at 4).
+  for (int i = 0; i < 9; ++i)
+    window(controller, now, 5);
+  window(controller, now, 12, 4);
+  EXPECT_EQ(controller.promptRowsBackoff(), 64u);
+  windowsOff(controller, now);
+  // Rows that stay on for 11 windows reset it to 4.
+  for (int i = 0; i < 10; ++i)
+    window(controller, now, 5);
+  window(controller, now, 12, 4);
+  EXPECT_EQ(controller.promptRowsBackoff(), 4u);
+  EXPECT_EQ(windowsOff(controller, now), 4);
+}
+
+TEST(BatchController, WithPromptRowsOffTheBatchHalves) {
+  // Rows off, and the next judged window is over the target with no
+  // prompt row in its normal steps: the batch halves, rows stay off.
+  BatchController controller(rowsOptions(), Clock::time_point{});
+  Clock::time_point now{};
+  window(controller, now, 12, 4);
+  window(controller, now, 12, 0); // held
+  EXPECT_EQ(controller.limit(), 8u);
+  window(controller, now, 12, 0);
+  EXPECT_EQ(controller.limit(), 4u);
+  EXPECT_TRUE(controller.promptRowsOff());
+  // Without a budget there are no rows to turn off: the batch halves.
+  BatchController unbudgeted(options(10, 8), Clock::time_point{});
+  EXPECT_FALSE(unbudgeted.budgeted());
+  Clock::time_point later{};
+  window(unbudgeted, later, 12, 4);
+  EXPECT_EQ(unbudgeted.limit(), 4u);
+  EXPECT_FALSE(unbudgeted.promptRowsOff());
 }

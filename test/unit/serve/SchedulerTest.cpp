@@ -307,16 +307,18 @@ public:
 } // namespace
 
 TEST(Scheduler, SlaTargetLimitsTheRunningBatch) {
-  // Every token takes 4 ms or more, the target is 1 ms: the limit halves
-  // from 4 slots down to 1 within a few 100 ms windows, and then one
-  // request runs at a time while the others wait; all get their own tokens.
+  // Every token takes 4 ms or more, the target is 1 ms: prompt rows go
+  // off (a step with a prompt row is over the target), then the limit
+  // halves from 4 slots down to 1 within a few 100 ms windows, and then
+  // one request runs at a time while the others wait; all get their own
+  // tokens.
   SlowBackend backend(4, 64, std::chrono::milliseconds(4));
   SchedulerOptions options;
   options.slaP99TokenSeconds = 0.001;
   Metrics metrics;
   Scheduler scheduler(backend, bytes(), options, &metrics);
   EXPECT_EQ(scheduler.admittedLimit(), 4u);
-  std::vector<Outcome> outcomes(16);
+  std::vector<Outcome> outcomes(24);
   for (size_t i = 0; i < outcomes.size(); ++i)
     ASSERT_TRUE(
         scheduler.submit(request({int32_t('a' + i)}, 30), collect(outcomes[i]))
@@ -339,9 +341,10 @@ TEST(Scheduler, SlaTargetLimitsTheRunningBatch) {
   std::string text = metrics.render();
   EXPECT_NE(text.find("sits_admitted_batch_limit 1\n"), std::string::npos);
   EXPECT_EQ(text.find("sits_sla_window_p99_seconds 0\n"), std::string::npos);
-  // Steps prefilled one-token prompts: the budget, which starts at its
-  // least with a target, never grew (no prompt waited for it).
-  EXPECT_NE(text.find("sits_step_prefill_budget_tokens 4\n"),
+  // Prompt rows stayed off (no window under the margin): a normal step
+  // may prefill no prompt token.
+  EXPECT_NE(text.find("sits_sla_prompt_rows_off 1\n"), std::string::npos);
+  EXPECT_NE(text.find("sits_step_prefill_budget_tokens 0\n"),
             std::string::npos);
 }
 
@@ -553,6 +556,7 @@ struct StepRecord {
   double tailShare = 0;  ///< the ledger's slow share before it
   uint32_t limit = 0;    ///< the batch limit it was planned under
   bool bulk = false;
+  bool rowsOff = false; ///< planned with prompt rows off
 };
 
 /// Runs the scheduler round by round until it settles, recording each step;
@@ -577,6 +581,7 @@ runRecorded(Scheduler &scheduler, const Metrics &metrics,
     step.budget = uint32_t(metric(metrics, "sits_step_prefill_budget_tokens"));
     step.tailShare = metric(metrics, "sits_sla_tail_share");
     step.limit = scheduler.admittedLimit();
+    step.rowsOff = metric(metrics, "sits_sla_prompt_rows_off") == 1;
     prefilled = nowPrefilled;
     bulkSteps = nowBulk;
     steps.push_back(step);
@@ -713,6 +718,43 @@ TEST(Scheduler, NoBulkStepBesideStreamsWhileTheTailIsFull) {
   EXPECT_GT(heldBesideStreams, 0) << "prompts never waited for the budget";
   EXPECT_GT(bulkAlone, 0) << "no bulk step with nothing decoding";
   EXPECT_DOUBLE_EQ(metric(metrics, "sits_sla_tail_share"), 1);
+}
+
+TEST(Scheduler, PromptRowsOffLeavePromptsToBulkSteps) {
+  // A step takes 3 ms, under 0.8 of the 5 ms target, and 2.1 ms a prompt
+  // row beyond one per slot: any prompt row puts it over the target, even
+  // at the least budget. Prompt rows go off; normal steps beside decoding
+  // streams then carry no prompt token, and prompts are prefilled in bulk
+  // steps (or with nothing decoding), each request still getting its
+  // lone tokens.
+  TimedBackend backend(4, 2048);
+  backend.base = std::chrono::microseconds(3000);
+  backend.perRow = std::chrono::microseconds(2100);
+  SchedulerOptions options = TailWorkload::options(backend);
+  options.slaControl.tailShare = 0.05;
+  options.slaControl.tailHorizon = 400;
+  Metrics metrics;
+  TailWorkload work;
+  Scheduler scheduler(backend, bytes(), options, &metrics);
+  std::vector<StepRecord> steps = work.run(scheduler, metrics);
+  work.expectLoneTokens();
+  int offBesideStreams = 0, bulkWhileOff = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepRecord &step = steps[i];
+    if (!step.rowsOff)
+      continue;
+    EXPECT_EQ(step.budget, 0u) << "step " << i;
+    if (step.bulk) {
+      bulkWhileOff += step.prefill > 0;
+    } else if (step.decoding > 0) {
+      ++offBesideStreams;
+      EXPECT_EQ(step.prefill, 0u) << "step " << i;
+    }
+  }
+  EXPECT_GT(offBesideStreams, 0) << "prompt rows never went off";
+  EXPECT_GT(bulkWhileOff, 0) << "no prompt moved with rows off";
+  EXPECT_EQ(metric(metrics, "sits_prompt_tokens_total"),
+            metric(metrics, "sits_prefill_tokens_total"));
 }
 
 TEST(Scheduler, BulkStepsOverAPagedKvPool) {
