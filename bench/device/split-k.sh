@@ -3,7 +3,9 @@
 # on the Llama-3-8B shape (random fp16 weights), over the paged engine of
 # serve-table.sh (64 sequences of 2560 tokens) built twice: as sitsc builds
 # it (k_splits chosen per layer) and with --gemm-k-splits=1 (never split).
-#   0. test/gpu/check_models.py on llama_gqa and qwen2 (fp16, bf16) with
+#   0. micro/gemm_split.cu: the kernel alone with kSplitK on and off on the
+#      8B o_proj shape, 16 to 4096 tokens, 1 to 8 splits (while the export
+#      runs); test/gpu/check_models.py on llama_gqa and qwen2 (fp16, bf16) with
 #      --gemm-k-splits=2 (their prefill GEMMs split, partial sums and
 #      counters on the GPU) against PyTorch's logits and greedy tokens.
 #   1. sits-bench's prefill at batch 1 of 64 to 2048 tokens and at batch 8
@@ -33,8 +35,20 @@ trap 'say "stopped by a signal"; exit 143' TERM INT
 seconds=${SECONDS_PER_LEVEL:-20}
 build_tools sits-serve sits-bench sits-score &
 build_pid=$!
+# The kernel alone (micro/gemm_split.cu), while the export runs on the CPU.
+mkdir -p "$W/inc/sits"
+cp backends/cuda/kernels/*.cuh "$W/inc/sits/"
+(if /usr/local/cuda/bin/nvcc -arch=sm_90a -std=c++17 -O3 -I "$W/inc" \
+  -o "$W/gemm_split" bench/device/micro/gemm_split.cu >"$W/nvcc.log" 2>&1; then
+  "$W/gemm_split" >"$FILES/gemm-split.txt" 2>&1
+else
+  head -5 "$W/nvcc.log" >"$FILES/gemm-split.txt"
+fi) &
+micro_pid=$!
 
 export_8b "$FILES" || exit 1
+wait "$micro_pid"
+say "gemm_split (us a launch): $(tr -s ' ' <"$FILES/gemm-split.txt" | tr '\n' ';')"
 wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin # set by build_tools, but in its background subshell
 python3 test/gpu/check_models.py --sitsc "$(pwd)/.device/sitsc" \
@@ -57,7 +71,7 @@ wait "$check_pid"
 say "check_models (exit $?): $(tail -1 "$FILES/check-models.log")"
 
 for kind in split whole; do
-  "$bin/sits-bench" "${engines[$kind]}" --batch 1 --context 64,128,256,512,2048 \
+  "$bin/sits-bench" "${engines[$kind]}" --batch 1 --context 48,64,128,256,512,2048 \
     --new-tokens 4 --json "$FILES/prefill-$kind.json" >"$FILES/prefill-$kind.log" 2>&1
   say "$kind prefill b1: $(grep -E '^ *[0-9]' "$FILES/prefill-$kind.log" | tr -s ' ' | tr '\n' ';')"
   "$bin/sits-bench" "${engines[$kind]}" --batch 8 --context 128 \
@@ -94,7 +108,7 @@ if [ -n "${SLA_SECONDS:-}" ]; then
   start_server --sla-p99-token-ms="$sla" ${SLA_SERVE_ARGS:-}
   (while sleep 0.5; do
     echo "$(date +%s.%N) $(curl -s "http://127.0.0.1:$port/metrics" |
-      grep -E '^sits_(admitted_batch_limit|step_prefill_budget_tokens|sla_window_p99_seconds|sla_tail_share|sla_bulk_steps_total|running_requests) ' |
+      grep -E '^sits_(admitted_batch_limit|step_prefill_budget_tokens|sla_window_p99_seconds|sla_tail_share|sla_bulk_steps_total|sla_prompt_rows_off|running_requests) ' |
       tr '\n' ' ')"
   done >"$FILES/sla-trace.txt" 2>/dev/null) &
   trace_pid=$!
