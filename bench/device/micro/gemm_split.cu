@@ -1,6 +1,6 @@
 // A/B timing of gemm.cuh's gemmTensorCore with kSplitK on and off, on the
 // Llama-3-8B o_proj shape (K = N = 4096, residual epilogue), for a range
-// of token counts and K splits. Built and run by bench/device/gemm-split.sh.
+// of token counts and K splits. Built and run by bench/device/split-k.sh.
 #include "sits/common.cuh"
 #include "sits/gemm.cuh"
 
