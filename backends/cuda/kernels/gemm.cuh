@@ -395,10 +395,12 @@ gemmTensorCore(const float *__restrict__ x,
       for (int i = 0; i < 4; ++i)
         acc[mi][ni][i] = 0.0f;
 
-  // Token rows of the warp's 64 (a warp-uniform bound): the mmas of
-  // 16-row tiles past the step's tokens are skipped, so that a step of few
-  // tokens costs its rows' arithmetic, not the whole tile's.
-  const int warpRows = tokens - (m0 + wm * 64);
+  // With kSplitK (the form for steps of few tokens), the token rows of the
+  // warp's 64 (a warp-uniform bound): the mmas of 16-row tiles past the
+  // step's tokens are skipped, so that such a step costs its rows'
+  // arithmetic, not the whole tile's. Without it the bound is the tile and
+  // the tests fold away (the measured kernel).
+  const int warpRows = Cfg::kSplitK ? tokens - (m0 + wm * 64) : kTcGemmM;
   for (int step = 0; step + 1 < kStages; ++step)
     copyStage(step);
   for (int step = 0; step < steps; ++step) {

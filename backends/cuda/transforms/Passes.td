@@ -171,9 +171,9 @@ def SelectLinearKernels
     (at most 4; or
     `gemv-token-groups` when not 0), so that a decode step of many
     sequences reads each weight once; for the tensor-core GEMM, the most
-    ways it splits K (`k_splits`: up to 8 where one token tile gives fewer
-    than 264 blocks, each split at least 8 steps of 32 inputs; or
-    `gemm-k-splits` when not 0). A `kernel.config`
+    ways it splits K (`k_splits`): what `gemm-k-splits` asks (by default 1,
+    never), or with 0 up to 8 where one token tile gives fewer than 264
+    blocks, each split at least 8 steps of 32 inputs. A `kernel.config`
     given in the input is kept. The code generator launches what the
     attribute says, and refuses a kernel that cannot run the launch.
 

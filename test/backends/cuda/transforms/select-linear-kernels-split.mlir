@@ -1,14 +1,16 @@
-// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-select-linear-kernels | FileCheck %s
-// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-select-linear-kernels --sits-audit-report | FileCheck %s --check-prefix=AUDIT
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-select-linear-kernels="gemm-k-splits=0" | FileCheck %s
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-select-linear-kernels="gemm-k-splits=0" --sits-audit-report | FileCheck %s --check-prefix=AUDIT
+// RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-select-linear-kernels | FileCheck %s --check-prefix=NEVER
 // RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-select-linear-kernels="gemm-k-splits=1" | FileCheck %s --check-prefix=NEVER
 // RUN: sits-opt %s --kernel-fuse-gated-linears --kernel-select-linear-kernels="gemm-k-splits=3" | FileCheck %s --check-prefix=ASKED
 
-// The tensor-core prefill GEMM splits K where one token tile gives fewer
-// than 264 blocks (two an SM of a 132-SM GPU): up to 8 ways for a
-// 4096-wide output (32 column tiles), 2 for a gate/up pair of 14336 (224
-// tiles of 64 gate and 64 up rows); not for a wide output, nor for a K of
-// fewer than 16 steps of 32 inputs. gemm-k-splits=1 never splits, another
-// value is the most (at most one split a step of K). Decode never splits.
+// With gemm-k-splits=0 the tensor-core prefill GEMM splits K where one
+// token tile gives fewer than 264 blocks (two an SM of a 132-SM GPU): up
+// to 8 ways for a 4096-wide output (32 column tiles), 2 for a gate/up pair
+// of 14336 (224 tiles of 64 gate and 64 up rows); not for a wide output,
+// nor for a K of fewer than 16 steps of 32 inputs. By default (1) it never
+// splits; another value is the most (at most one split a step of K).
+// Decode never splits.
 
 // CHECK-LABEL: func.func @decode
 // CHECK: sits.linear %{{.*}} {kernel.config = #kernel.config<gemv_tc, weight_bytes = 131072>}
