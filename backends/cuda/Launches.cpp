@@ -265,7 +265,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kStages", kGemmTensorCoreStages);
     b.boolConstant("kSplitK", desc.kSplits > 1);
     b.setShared(gemmTensorCoreSharedBytes(kGemmTensorCoreStages));
-    b.setMinBlocks(2); // two blocks per SM: 8 warps to hide latency
+    b.setMinBlocks(kGemmTensorCoreBlocksPerSM);
   } else {
     b.constant(segmentFunction("int", "tiles", tiles));
     b.boolConstant("kVecW", vectorWidth(desc.k, desc.weightType) > 1);
@@ -361,7 +361,8 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
           Expr::constant(1),
           format::min(
               format::floorDiv(kSplits, tiles),
-              format::floorDiv(Expr::multiprocessors() * Expr::constant(2),
+              format::floorDiv(Expr::multiprocessors() *
+                                   Expr::constant(kGemmTensorCoreBlocksPerSM),
                                tiles * Expr::constant(totalTiles))));
     }
     b.call("sits::gemmTensorCore<Cfg>(x, weights, biases, outs, " +

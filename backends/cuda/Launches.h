@@ -222,6 +222,9 @@ std::string checkInterleavedRows(int64_t bits, int64_t group, int64_t k);
 /// which fit an SM's shared memory.
 constexpr int64_t kGemmTensorCoreThreads = 128;
 constexpr int64_t kGemmTensorCoreStages = 3;
+/// Its blocks resident per SM (8 warps to hide latency), which a split over
+/// K aims to fill.
+constexpr int64_t kGemmTensorCoreBlocksPerSM = 2;
 /// gemm.cuh's gemmTensorCoreSharedBytes.
 int64_t gemmTensorCoreSharedBytes(int64_t stages);
 /// Its column tiles: 128 output rows, or 64 gate and 64 up rows with a GLU.

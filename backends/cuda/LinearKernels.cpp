@@ -184,7 +184,9 @@ int64_t gemmSteps(const LinearShape &shape) { return (shape.k + 31) / 32; }
 /// the GPU it runs on and the tokens of the step), each split keeping at
 /// least 8 steps of K for its copy ring.
 void chooseGemmKSplits(const LinearShape &shape, LinearKernelChoice &choice) {
-  constexpr int64_t kBlocksWanted = 2 * 132, kMinStepsPerSplit = 8;
+  // An H100's or H200's 132 SMs (the launch asks the GPU it runs on).
+  constexpr int64_t kBlocksWanted = kGemmTensorCoreBlocksPerSM * 132;
+  constexpr int64_t kMinStepsPerSplit = 8;
   const int64_t columnTiles =
       gemmTensorCoreColumnTiles(shape.segmentRows, shape.gated);
   const int64_t steps = gemmSteps(shape);
