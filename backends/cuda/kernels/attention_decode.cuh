@@ -187,7 +187,6 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
   const int tid = threadIdx.x;
   float *headOut = out + static_cast<long>(b) * kWidth + kvHead * G * D;
 
-  __shared__ int isLast;
   if (padding) {
     // Every block of the sequence takes this branch: no counting.
     if (split == 0)
@@ -201,18 +200,7 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
       return;
     syncTile(); // the block's partial is written (read back below)
   } else {
-    // The barrier orders every thread's partial stores before thread 0's
-    // count, which releases them (and, in the last block, acquires the
-    // other blocks') at GPU scope: one fence a block, not one a thread.
-    syncTile();
-    if (tid == 0) {
-      int *counter = counters + b * Cfg::kKvHeads + kvHead;
-      isLast = atomicAddAcqRelGpu(counter, 1) == kSplits - 1;
-      if (isLast)
-        *counter = 0; // ready for the next launch
-    }
-    syncTile();
-    if (!isLast)
+    if (!lastBlockToArrive(counters + b * Cfg::kKvHeads + kvHead, kSplits))
       return;
   }
 

@@ -517,6 +517,24 @@ __device__ __forceinline__ int atomicAddAcqRelGpu(int *counter, int value) {
 #endif
 }
 
+/// Whether this block is the last of `blocks` to arrive at `counter`, the
+/// others' stores before the call then visible to it; the last block resets
+/// the counter for the next launch. The barrier orders every thread's
+/// stores before thread 0's count, which releases them (and, in the last
+/// block, acquires the other blocks') at GPU scope: one fence a block, not
+/// one a thread. Called by every thread of the block.
+__device__ __forceinline__ bool lastBlockToArrive(int *counter, int blocks) {
+  __shared__ int isLast;
+  syncTile();
+  if (threadIdx.x == 0) {
+    isLast = atomicAddAcqRelGpu(counter, 1) == blocks - 1;
+    if (isLast)
+      *counter = 0; // ready for the next launch
+  }
+  syncTile();
+  return isLast;
+}
+
 /// Asks L2 for the 128-byte line that holds `address` (no register and no
 /// wait; nothing in the emulator).
 __device__ __forceinline__ void prefetchL2(const void *address) {

@@ -244,19 +244,8 @@ sumSplits(float (&acc)[4][8][4], float *__restrict__ partial,
             make_float2(acc[mi][ni][2 * half], acc[mi][ni][2 * half + 1]);
     }
 
-  // As in attention_decode.cuh's combineSplits: the barrier orders the
-  // block's stores before thread 0's count, which releases them (and, in
-  // the last block, acquires the other blocks') at GPU scope.
-  __shared__ int isLast;
-  syncTile();
-  if (tid == 0) {
-    int *counter = counters + tokenTile * Cfg::kTotalTiles + columnTile;
-    isLast = atomicAddAcqRelGpu(counter, 1) == splits - 1;
-    if (isLast)
-      *counter = 0; // ready for the next launch
-  }
-  syncTile();
-  if (!isLast)
+  if (!lastBlockToArrive(
+          counters + tokenTile * Cfg::kTotalTiles + columnTile, splits))
     return false;
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
