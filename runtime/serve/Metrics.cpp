@@ -29,16 +29,20 @@ static std::string number(double value) {
   return buffer;
 }
 
-void Histogram::render(const std::string &name, std::string &out) const {
+void Histogram::render(const std::string &name, std::string &out,
+                       const std::string &labels) const {
+  const std::string bucketPrefix =
+      name + "_bucket{" + labels + (labels.empty() ? "" : ",") + "le=\"";
+  const std::string plain = labels.empty() ? "" : "{" + labels + "}";
   uint64_t cumulative = 0;
   for (size_t i = 0; i < bounds.size(); ++i) {
     cumulative += counts[i];
-    out += name + "_bucket{le=\"" + number(bounds[i]) + "\"} " +
+    out += bucketPrefix + number(bounds[i]) + "\"} " +
            std::to_string(cumulative) + "\n";
   }
-  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(total) + "\n";
-  out += name + "_sum " + number(sum) + "\n";
-  out += name + "_count " + std::to_string(total) + "\n";
+  out += bucketPrefix + "+Inf\"} " + std::to_string(total) + "\n";
+  out += name + "_sum" + plain + " " + number(sum) + "\n";
+  out += name + "_count" + plain + " " + std::to_string(total) + "\n";
 }
 
 static std::vector<double> latencyBounds() {
@@ -46,11 +50,23 @@ static std::vector<double> latencyBounds() {
           0.25,  0.5,    1,     2.5,  5,     10,   30};
 }
 
+/// Finer than latencyBounds where decode steps fall (a few ms to tens),
+/// so that the step kinds' costs can be told apart.
+static std::vector<double> stepBounds() {
+  return {0.001, 0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.02, 0.025, 0.03,
+          0.04,  0.05,   0.075, 0.1,    0.25, 0.5,    1,     2.5,  5,     10};
+}
+
+static const char *stepKindName(int kind) {
+  static const char *const names[kStepKinds] = {"decode", "prefill", "bulk"};
+  return names[kind];
+}
+
 Metrics::Metrics()
     : timeToFirstToken(latencyBounds()), interTokenLatency(latencyBounds()),
-      stepSeconds(latencyBounds()),
       batchSize({1, 2, 4, 8, 16, 32, 64, 128, 256}),
-      requestSeconds({0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}) {}
+      requestSeconds({0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}),
+      stepSeconds(kStepKinds, Histogram(stepBounds())) {}
 
 void Metrics::requestAccepted(uint32_t tokens) {
   std::lock_guard<std::mutex> lock(mutex);
@@ -81,12 +97,16 @@ void Metrics::nextToken(double seconds) {
   interTokenLatency.observe(seconds);
 }
 
-void Metrics::step(uint32_t batch, uint32_t prefill, double seconds) {
+void Metrics::step(StepKind kind, uint32_t batch, uint32_t prefill,
+                   uint32_t sampledRows, double seconds) {
   std::lock_guard<std::mutex> lock(mutex);
   ++steps;
   prefillTokens += prefill;
   batchSize.observe(batch);
-  stepSeconds.observe(seconds);
+  const int index = static_cast<int>(kind);
+  stepSeconds[index].observe(seconds);
+  stepPromptTokens[index] += prefill;
+  stepSampledRows[index] += sampledRows;
 }
 
 void Metrics::setQueue(uint32_t waitingNow, uint32_t runningNow) {
@@ -244,8 +264,25 @@ std::string Metrics::render() const {
   header("sits_batch_size", "histogram", "Slots fed per backend step.");
   batchSize.render("sits_batch_size", out);
   header("sits_step_duration_seconds", "histogram",
-         "Time of one backend step.");
-  stepSeconds.render("sits_step_duration_seconds", out);
+         "Time of one backend step, by what it carried: decode (one token "
+         "per running stream), prefill (prompt rows too), bulk (prompt rows "
+         "past the SLA budget).");
+  for (int kind = 0; kind < kStepKinds; ++kind)
+    stepSeconds[kind].render("sits_step_duration_seconds", out,
+                             std::string("kind=\"") + stepKindName(kind) +
+                                 "\"");
+  header("sits_step_prompt_tokens_total", "counter",
+         "Prompt tokens prefilled, by the kind of step that carried them.");
+  for (int kind = 0; kind < kStepKinds; ++kind)
+    line(std::string("sits_step_prompt_tokens_total{kind=\"") +
+             stepKindName(kind) + "\"}",
+         stepPromptTokens[kind]);
+  header("sits_step_sampled_rows_total", "counter",
+         "Slots that sampled a token, by the kind of step.");
+  for (int kind = 0; kind < kStepKinds; ++kind)
+    line(std::string("sits_step_sampled_rows_total{kind=\"") +
+             stepKindName(kind) + "\"}",
+         stepSampledRows[kind]);
   header("sits_request_duration_seconds", "histogram",
          "From a request's arrival to its end.");
   requestSeconds.render("sits_request_duration_seconds", out);

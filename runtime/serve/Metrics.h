@@ -23,7 +23,9 @@ public:
   explicit Histogram(std::vector<double> upperBounds);
   void observe(double value);
   /// The `name_bucket`, `name_sum` and `name_count` lines.
-  void render(const std::string &name, std::string &out) const;
+  /// `labels` (`key="value"`, comma-separated) go on every line.
+  void render(const std::string &name, std::string &out,
+              const std::string &labels = "") const;
   uint64_t count() const { return total; }
 
 private:
@@ -32,6 +34,12 @@ private:
   double sum = 0;
   uint64_t total = 0;
 };
+
+/// What a backend step carried: only one token per running stream
+/// (`Decode`), prompt rows too within the step's budget (`Prefill`), or
+/// prompt rows past the SLA budget (`Bulk`, BatchController.h).
+enum class StepKind { Decode, Prefill, Bulk };
+constexpr int kStepKinds = 3;
 
 class Metrics {
 public:
@@ -49,9 +57,10 @@ public:
   /// since the request's previous token.
   void firstToken(double seconds);
   void nextToken(double seconds);
-  /// One backend step over `batch` slots, `prefillTokens` of its tokens
-  /// prompt tokens.
-  void step(uint32_t batch, uint32_t prefillTokens, double seconds);
+  /// One backend step of `kind` over `batch` slots, `prefillTokens` of its
+  /// tokens prompt tokens and `sampledRows` of its slots sampling a token.
+  void step(StepKind kind, uint32_t batch, uint32_t prefillTokens,
+            uint32_t sampledRows, double seconds);
   /// Requests waiting for a slot and requests in slots, now.
   void setQueue(uint32_t waiting, uint32_t running);
   /// An HTTP response sent, by status code.
@@ -96,8 +105,11 @@ private:
   uint64_t prefixPromptTokens = 0, prefixHitTokens = 0;
   uint32_t prefixBlocksUsed = 0, prefixBlocksFree = 0;
   uint32_t kvBlocks = 0, kvAvailable = 0;
-  Histogram timeToFirstToken, interTokenLatency, stepSeconds, batchSize,
-      requestSeconds;
+  Histogram timeToFirstToken, interTokenLatency, batchSize, requestSeconds;
+  /// Per StepKind: step durations, prompt tokens and sampled rows.
+  std::vector<Histogram> stepSeconds;
+  uint64_t stepPromptTokens[kStepKinds] = {};
+  uint64_t stepSampledRows[kStepKinds] = {};
 };
 
 } // namespace sits::serve

@@ -228,9 +228,16 @@ bool Scheduler::runOnce() {
   } catch (const std::exception &error) {
     failure = error.what();
   }
-  if (metrics)
-    metrics->step(steps.size(), plan.prefillTokens,
+  if (metrics) {
+    const StepKind kind = plan.bulk                ? StepKind::Bulk
+                          : plan.prefillTokens > 0 ? StepKind::Prefill
+                                                   : StepKind::Decode;
+    uint32_t sampled = 0;
+    for (const SlotStep &step : steps)
+      sampled += step.sample ? 1 : 0;
+    metrics->step(kind, steps.size(), plan.prefillTokens, sampled,
                   std::chrono::duration<double>(now() - start).count());
+  }
   if (!failure.empty()) {
     // The fed slots' caches are unknown now: their requests end.
     for (const SlotStep &step : steps)

@@ -590,6 +590,42 @@ runRecorded(Scheduler &scheduler, const Metrics &metrics,
   return steps;
 }
 
+/// The per-kind step metrics agree with the recorded steps: each step
+/// counted once under its kind (bulk; prefill: prompt rows within the
+/// budget; decode: none), its prompt tokens under that kind, every
+/// sampled row once, and on the backend's clock a bulk step's mean time
+/// above a decode step's.
+void expectStepKinds(const Metrics &metrics,
+                     const std::vector<StepRecord> &steps) {
+  double count[3] = {}, prompt[3] = {};
+  for (const StepRecord &step : steps) {
+    int kind = step.bulk ? 2 : step.prefill > 0 ? 1 : 0;
+    count[kind] += 1;
+    prompt[kind] += step.prefill;
+  }
+  const char *names[3] = {"decode", "prefill", "bulk"};
+  double sampled = 0;
+  for (int kind = 0; kind < 3; ++kind) {
+    std::string label = std::string("{kind=\"") + names[kind] + "\"}";
+    EXPECT_EQ(metric(metrics, "sits_step_duration_seconds_count" + label),
+              count[kind])
+        << names[kind];
+    EXPECT_EQ(metric(metrics, "sits_step_prompt_tokens_total" + label),
+              prompt[kind])
+        << names[kind];
+    sampled += metric(metrics, "sits_step_sampled_rows_total" + label);
+  }
+  EXPECT_EQ(sampled, metric(metrics, "sits_generation_tokens_total"));
+  auto mean = [&](const char *kind) {
+    std::string label = std::string("{kind=\"") + kind + "\"}";
+    return metric(metrics, "sits_step_duration_seconds_sum" + label) /
+           metric(metrics, "sits_step_duration_seconds_count" + label);
+  };
+  EXPECT_GT(count[0], 0) << "no decode step";
+  if (count[2] > 0)
+    EXPECT_GT(mean("bulk"), mean("decode"));
+}
+
 /// Two long decoding streams, and a prompt of 48 tokens every 4 rounds
 /// (40 of them), over four slots, under a target of 5 ms with a per-step
 /// limit of 40 prompt tokens (less than a prompt: a bulk step is cut).
@@ -687,6 +723,7 @@ TEST(Scheduler, BulkStepsPrefillWaitingPromptsWhenTheTailHasRoom) {
   EXPECT_EQ(metric(metrics, "sits_sla_bulk_steps_total"),
             std::count_if(steps.begin(), steps.end(),
                           [](const StepRecord &s) { return s.bulk; }));
+  expectStepKinds(metrics, steps);
 }
 
 TEST(Scheduler, NoBulkStepBesideStreamsWhileTheTailIsFull) {
@@ -718,6 +755,7 @@ TEST(Scheduler, NoBulkStepBesideStreamsWhileTheTailIsFull) {
   EXPECT_GT(heldBesideStreams, 0) << "prompts never waited for the budget";
   EXPECT_GT(bulkAlone, 0) << "no bulk step with nothing decoding";
   EXPECT_DOUBLE_EQ(metric(metrics, "sits_sla_tail_share"), 1);
+  expectStepKinds(metrics, steps);
 }
 
 TEST(Scheduler, PromptRowsOffLeavePromptsToBulkSteps) {
@@ -755,6 +793,7 @@ TEST(Scheduler, PromptRowsOffLeavePromptsToBulkSteps) {
   EXPECT_GT(bulkWhileOff, 0) << "no prompt moved with rows off";
   EXPECT_EQ(metric(metrics, "sits_prompt_tokens_total"),
             metric(metrics, "sits_prefill_tokens_total"));
+  expectStepKinds(metrics, steps);
 }
 
 TEST(Scheduler, BulkStepsOverAPagedKvPool) {
