@@ -46,6 +46,19 @@ def parse_range(text):
     return low, high
 
 
+def make_work(rng, args):
+    """The requests, (prompt token ids, max_tokens) each, drawn from `rng`
+    (bench/torch_serve.py draws the same ones from the same seed)."""
+    prefix = [rng.randrange(16, args.vocab) for _ in range(args.shared_prefix)]
+    work = []
+    for _ in range(args.requests):
+        length = rng.randint(*args.prompt_len)
+        work.append((prefix + [rng.randrange(16, args.vocab)
+                               for _ in range(length)],
+                     rng.randint(*args.output_len)))
+    return work
+
+
 def check_loopback(url):
     host = urllib.parse.urlparse(url).hostname or ""
     try:
@@ -142,13 +155,7 @@ def main():
     check_loopback(args.url)
 
     rng = random.Random(args.seed)
-    prefix = [rng.randrange(16, args.vocab) for _ in range(args.shared_prefix)]
-    work = []
-    for _ in range(args.requests):
-        length = rng.randint(*args.prompt_len)
-        work.append((prefix + [rng.randrange(16, args.vocab)
-                               for _ in range(length)],
-                     rng.randint(*args.output_len)))
+    work = make_work(rng, args)
     deadline = time.monotonic() + args.max_seconds
     results = []
     lock = threading.Lock()

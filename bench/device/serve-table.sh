@@ -15,11 +15,22 @@
 #           and on.
 #   sla     --sla-p99-token-ms at 1.5x sits-bench's batch-1 ms/step while
 #           the concurrency rises 1, 8, 16, 32, 64 (SLA_SECONDS, default 20,
-#           each), at most 512 prompt tokens a step; the batch limit, the
-#           prefill budget and the window p99 sampled every 0.5 s
+#           each), chunks of 512 and bulk steps of up to 8192 prompt
+#           tokens (SLA_SERVE_ARGS replaces these options); the batch
+#           limit, the prefill budget, the window p99, the tail share, the
+#           bulk steps and prompt rows off sampled every 0.5 s
 #           (sla-trace.txt).
 #   small   sits-bench's prefill of 8 to 64 tokens at batch 1 and 8: what a
 #           packed step of few rows costs against the decode step.
+#   checks  test/gpu/check_models.py on llama_gqa and qwen2 (fp16) while
+#           the export runs: the engine's kernels against PyTorch's logits.
+#   chunk   the table's 32-stream level again with --max-prefill-chunk=512
+#           (the default is 256).
+#   torch   bench/torch_serve.py: PyTorch (torch.compile, static batches)
+#           serving the table's requests at TORCH_LEVELS (default
+#           1,8,32,64), SECONDS_PER_LEVEL each, after sits-serve is done.
+# After each level the log gets its steps by kind (bench/step_kinds.py:
+# decode, prefill and bulk steps, their mean time and rows).
 # The export is made by bench/llama_bench.py (no PyTorch timing: that is
 # bench/device/token-groups.sh's), or reused from .device-work/8b when an
 # earlier call on the same machine left it.
@@ -31,7 +42,7 @@ NAME=serve-table
 say "$(nvidia-smi -L | head -1)"
 parts=" ${PARTS:-table prefix} "
 seconds=${SECONDS_PER_LEVEL:-60}
-targets="sits-serve sits-bench"
+targets="sits-serve sits-bench sits-score"
 if [[ $parts == *" gtests "* ]]; then
   targets="$targets SitsRuntimeGpuTest"
 fi
@@ -46,6 +57,12 @@ sitsc "$work8b/onnx/model.onnx" -o "$engine" --force --tokenizer="$data/tok" \
   >"$FINAL/sitsc.log" 2>&1 || { say "sitsc FAILED"; tail -5 "$FINAL/sitsc.log"; exit 1; }
 wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin
+if [[ $parts == *" checks "* ]]; then
+  python3 test/gpu/check_models.py --sitsc "$(pwd)/.device/sitsc" \
+    --runner "$bin/sits-score" --work "$W/models" --dtypes fp16 \
+    test/models/llama_gqa test/models/qwen2 >"$FINAL/check-models.log" 2>&1
+  say "check_models (exit $?): $(tail -1 "$FINAL/check-models.log")"
+fi
 if [[ $parts == *" gtests "* ]]; then
   "$bin/SitsRuntimeGpuTest" \
     --gtest_filter='SessionStepTest.*:PagedSessionTest.*:SessionBlocksTest.*' \
@@ -70,6 +87,12 @@ if [[ $parts == *" table "* ]]; then
   curl -s "http://127.0.0.1:$port/metrics" | grep -E '^sits_kv_blocks|^sits_running|^sits_requests_preempted' | tee -a "$FINAL/$NAME.log"
   stop_server
 fi
+if [[ $parts == *" chunk "* ]]; then
+  start_server --max-prefill-chunk=512
+  load chunk512-c32 --requests 256 --concurrency 32 --rate 32 \
+    --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds"
+  stop_server
+fi
 if [[ $parts == *" prefix "* ]]; then
   start_server
   load prefix-off --requests 24 --concurrency 4 --shared-prefix 1024 --prompt-len 32,64 --output-len 16,16 --max-seconds 40
@@ -86,11 +109,12 @@ if [[ $parts == *" sla "* ]]; then
   # A prompt in steps of one 512-token chunk (the engine's prefill chunk):
   # every step that prefills stalls the running streams, so a few large
   # ones leave fewer slow inter-token gaps than many small ones.
-  start_server --sla-p99-token-ms="$sla" --max-prefill-chunk=512 \
-    --max-step-prefill-tokens=512
+  # SLA_SERVE_ARGS: bulk steps of up to 8192 prompt tokens by default.
+  start_server --sla-p99-token-ms="$sla" \
+    ${SLA_SERVE_ARGS:---max-prefill-chunk=512 --max-step-prefill-tokens=8192}
   (while sleep 0.5; do
     echo "$(date +%s.%N) $(curl -s "http://127.0.0.1:$port/metrics" |
-      grep -E '^sits_(admitted_batch_limit|step_prefill_budget_tokens|sla_window_p99_seconds|running_requests) ' |
+      grep -E '^sits_(admitted_batch_limit|step_prefill_budget_tokens|sla_window_p99_seconds|sla_tail_share|sla_bulk_steps_total|sla_prompt_rows_off|running_requests) ' |
       tr '\n' ' ')"
   done >"$FINAL/sla-trace.txt" 2>/dev/null) &
   trace_pid=$!
@@ -106,6 +130,13 @@ if [[ $parts == *" small "* ]]; then
   "$bin/sits-bench" "$engine" --batch 1,8 --context 8,16,32,64 --new-tokens 8 \
     --json "$FINAL/sits-bench-small.json" >"$FINAL/sits-bench-small.log" 2>&1
   say "small steps: $(grep -E '^ *[0-9]' "$FINAL/sits-bench-small.log" | tr -s ' ' | tr '\n' ';')"
+fi
+if [[ $parts == *" torch "* ]]; then
+  python3 bench/torch_serve.py --shape llama3-8b \
+    --levels "${TORCH_LEVELS:-1,8,32,64}" --requests 256 \
+    --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds" \
+    --json "$FINAL/torch-serve.json" >"$FINAL/torch-serve.log" 2>&1
+  say "torch_serve (exit $?): $(grep -E '^\{' "$FINAL/torch-serve.log" | tr '\n' ' ')"
 fi
 # At most 8 files come back: this log, and the rest in one archive.
 (cd "$FINAL" && tar czf "$NAME-files.tar.gz" --exclude="$NAME.log" \

@@ -335,6 +335,16 @@ def test_metrics(server):
     assert delta("sits_generation_tokens_total") == \
         response.usage.completion_tokens == 6
     assert delta("sits_prompt_tokens_total") == response.usage.prompt_tokens
+    # One prompt, prefilled (this server's chunks are long enough) in a
+    # step that samples the first token; the other five each in a decode
+    # step.
+    kind = lambda name, kind: delta('%s{kind="%s"}' % (name, kind))
+    assert kind("sits_step_prompt_tokens_total", "prefill") == \
+        response.usage.prompt_tokens
+    assert kind("sits_step_sampled_rows_total", "prefill") == 1
+    assert kind("sits_step_sampled_rows_total", "decode") == 5
+    assert kind("sits_step_duration_seconds_count", "decode") == 5
+    assert kind("sits_step_duration_seconds_count", "bulk") == 0
     assert delta("sits_time_to_first_token_seconds_count") == 1
     assert delta("sits_inter_token_latency_seconds_count") == 5
     assert delta('sits_requests_finished_total{reason="length"}') == 1
