@@ -40,6 +40,15 @@ set -uo pipefail
 NAME=serve-table
 . bench/device/serve-env.sh
 say "$(nvidia-smi -L | head -1)"
+# At most 8 files come back: this log, and the rest in one archive (also
+# when a signal or the call's timeout ends the script).
+archive() {
+  (cd "$FINAL" && tar czf "$NAME-files.tar.gz" --exclude="$NAME.log" \
+    --exclude="$NAME-files.tar.gz" . &&
+    find . -maxdepth 1 -type f ! -name "$NAME.log" ! -name "$NAME-files.tar.gz" -delete)
+}
+trap archive EXIT
+trap 'say "stopped by a signal"; exit 143' TERM INT
 parts=" ${PARTS:-table prefix} "
 seconds=${SECONDS_PER_LEVEL:-60}
 targets="sits-serve sits-bench sits-score"
@@ -138,8 +147,4 @@ if [[ $parts == *" torch "* ]]; then
     --json "$FINAL/torch-serve.json" >"$FINAL/torch-serve.log" 2>&1
   say "torch_serve (exit $?): $(grep -E '^\{' "$FINAL/torch-serve.log" | tr '\n' ' ')"
 fi
-# At most 8 files come back: this log, and the rest in one archive.
-(cd "$FINAL" && tar czf "$NAME-files.tar.gz" --exclude="$NAME.log" \
-  --exclude="$NAME-files.tar.gz" . &&
-  find . -maxdepth 1 -type f ! -name "$NAME.log" ! -name "$NAME-files.tar.gz" -delete)
 say "done"
