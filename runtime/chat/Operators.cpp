@@ -46,7 +46,10 @@ static const char *opSymbol(BinOp op) {
 }
 
 static Value repeat(const Value &seq, int64_t times) {
-  if (times <= 0)
+  // An empty sequence stays empty however many times it repeats: no loop
+  // of `times` appends of nothing (2^63 of them at most).
+  const bool empty = seq.isString() ? seq.str().empty() : seq.items().empty();
+  if (times <= 0 || empty)
     return seq.isString() ? Value::string("")
                           : (seq.kind() == Kind::Tuple ? Value::tuple({})
                                                        : Value::list({}));

@@ -280,6 +280,16 @@ TEST(ChatTemplateLimits, HugeWorkIsBounded) {
   EXPECT_MESSAGE(renderError("{{ '%999999999999s' % 'x' }}"), "longer than");
 }
 
+// An empty string or list repeated a huge number of times is empty at
+// once (found by the chat-template fuzz target: 82 billion appends of
+// nothing ran for minutes).
+TEST(ChatTemplateLimits, EmptyRepeatsAreImmediate) {
+  EXPECT_EQ(render("[{{ ('<s>' * -7) * 9223372036854775807 }}]"), "[]");
+  EXPECT_EQ(render("[{{ '' * 9223372036854775807 }}]"), "[]");
+  EXPECT_EQ(render("{{ ([] * 9223372036854775807)|length }}"), "0");
+  EXPECT_EQ(render("{{ (9223372036854775807 * ())|length }}"), "0");
+}
+
 // Float literals whose exponent does not fit in a long (found by the
 // model-tokenizer fuzz target: the exponent arithmetic overflowed). Python
 // gives inf and 0.0.
