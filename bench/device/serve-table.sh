@@ -3,8 +3,9 @@
 # weights), over a paged engine of 64 sequences of 2560 tokens.
 #
 # PARTS (default "table prefix"; "sla" too where time allows):
-#   gtests  first the Session::step GPU tests (SessionStepTest,
-#           PagedSessionTest, SessionBlocksTest), built beside the tools.
+#   gtests  the Session::step GPU tests (SessionStepTest,
+#           PagedSessionTest, SessionBlocksTest), built beside the tools,
+#           after the measurements.
 #   table   streamed requests with prompts of 128-2048 tokens and 128-512 new
 #           tokens, Poisson arrivals at c per second (more than the server
 #           completes, so the c streams stay busy) and at most c in flight,
@@ -22,8 +23,8 @@
 #           (sla-trace.txt).
 #   small   sits-bench's prefill of 8 to 64 tokens at batch 1 and 8: what a
 #           packed step of few rows costs against the decode step.
-#   checks  test/gpu/check_models.py on llama_gqa and qwen2 (fp16) while
-#           the export runs: the engine's kernels against PyTorch's logits.
+#   checks  test/gpu/check_models.py on llama_gqa and qwen2 (fp16), last:
+#           the engines' kernels against PyTorch's logits.
 #   chunk   the table's 32-stream level again with --max-prefill-chunk=512
 #           (the default is 256).
 #   torch   bench/torch_serve.py: PyTorch (torch.compile, static batches)
@@ -66,18 +67,6 @@ sitsc "$work8b/onnx/model.onnx" -o "$engine" --force --tokenizer="$data/tok" \
   >"$FINAL/sitsc.log" 2>&1 || { say "sitsc FAILED"; tail -5 "$FINAL/sitsc.log"; exit 1; }
 wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin
-if [[ $parts == *" checks "* ]]; then
-  python3 test/gpu/check_models.py --sitsc "$(pwd)/.device/sitsc" \
-    --runner "$bin/sits-score" --work "$W/models" --dtypes fp16 \
-    test/models/llama_gqa test/models/qwen2 >"$FINAL/check-models.log" 2>&1
-  say "check_models (exit $?): $(tail -1 "$FINAL/check-models.log")"
-fi
-if [[ $parts == *" gtests "* ]]; then
-  "$bin/SitsRuntimeGpuTest" \
-    --gtest_filter='SessionStepTest.*:PagedSessionTest.*:SessionBlocksTest.*' \
-    >"$FINAL/gtest.log" 2>&1
-  say "gtests: exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$FINAL/gtest.log" | tr '\n' ' ')"
-fi
 "$bin/sits-bench" "$engine" --batch 1,64 --context 512 --new-tokens 128 \
   --json "$FINAL/sits-bench.json" >"$FINAL/sits-bench.log" 2>&1
 say "sits-bench: $(grep -E '^ *[0-9]' "$FINAL/sits-bench.log" | tr -s ' ' | tr '\n' ';')"
@@ -146,5 +135,18 @@ if [[ $parts == *" torch "* ]]; then
     --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds" \
     --json "$FINAL/torch-serve.json" >"$FINAL/torch-serve.log" 2>&1
   say "torch_serve (exit $?): $(grep -E '^\{' "$FINAL/torch-serve.log" | tr '\n' ' ')"
+fi
+# The correctness checks last: the measurements above run on an idle GPU.
+if [[ $parts == *" gtests "* ]]; then
+  "$bin/SitsRuntimeGpuTest" \
+    --gtest_filter='SessionStepTest.*:PagedSessionTest.*:SessionBlocksTest.*' \
+    >"$FINAL/gtest.log" 2>&1
+  say "gtests: exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$FINAL/gtest.log" | tr '\n' ' ')"
+fi
+if [[ $parts == *" checks "* ]]; then
+  python3 test/gpu/check_models.py --sitsc "$(pwd)/.device/sitsc" \
+    --runner "$bin/sits-score" --work "$W/models" --dtypes fp16 \
+    test/models/llama_gqa test/models/qwen2 >"$FINAL/check-models.log" 2>&1
+  say "check_models (exit $?): $(tail -1 "$FINAL/check-models.log")"
 fi
 say "done"
