@@ -143,6 +143,49 @@ struct WeightPlan {
   int interleavedBits = 0;
 };
 
+/// --decode-kernels=persistent: the decode step of each batch bucket as one
+/// persistent kernel (PersistentPlan.cpp), from @decode's
+/// #kernel.decode_schedule and each launch's #kernel.task, evaluated per
+/// bucket. Task t is decode launch t.
+struct PersistentDecodePlan {
+  struct Task {
+    unsigned kernel = 0; ///< index into EnginePlan::kernels
+    uint64_t tiles = 0, firstBlock = 0;
+    std::array<uint64_t, 3> grid = {1, 1, 1};
+    uint64_t threads = 0;     ///< the launch's block (one dimension)
+    uint64_t sharedBytes = 0; ///< the launch's dynamic shared memory
+    uint64_t argOffset = 0;   ///< its argument block, in the bucket's table
+    std::vector<unsigned> deps;
+  };
+  struct Bucket {
+    uint32_t batch = 0;
+    std::vector<Task> tasks;
+    uint64_t threads = 0;     ///< the most of a task
+    uint64_t sharedBytes = 0; ///< the most of a task
+    uint64_t argBytes = 0;    ///< the table of argument blocks
+  };
+  uint32_t blocks = 0;
+  std::vector<Bucket> buckets;
+};
+
+/// A kernel's argument block in the persistent kernel's table: its
+/// parameters in order, each at its natural alignment (pointers 8 bytes,
+/// int 4), as the struct the emitter declares for it lays them out.
+struct ArgumentBlock {
+  std::vector<uint64_t> offsets;
+  uint64_t bytes = 0;
+};
+/// Arguments blocks start at multiples of this in the table.
+constexpr uint64_t kArgumentBlockAlignment = 16;
+/// The layout of `spec`'s parameters, or nullopt for a type it does not
+/// know.
+std::optional<ArgumentBlock> getArgumentBlock(const KernelSpec &spec);
+
+/// Why the persistent decode kernel cannot run the op of @decode `op` yet
+/// ("the TVC LM head"), or "" (the pass kernel-schedule-decode-tasks and
+/// code generation ask alike).
+std::string getPersistentUnsupportedReason(mlir::Operation *op);
+
 /// The model's configuration, as the metadata records it.
 struct ModelConfig {
   int64_t vocab = 0;
@@ -209,6 +252,8 @@ struct EnginePlan {
     uint64_t previewBytes = 0; ///< P, T and the bounds as stored
   };
   std::optional<Tvc> tvc;
+  /// --decode-kernels=persistent: @decode's persistent kernels.
+  std::optional<PersistentDecodePlan> persistentDecode;
 };
 
 /// The tokens of a sequence one prefill step takes: --max-prefill-tokens,
@@ -250,8 +295,16 @@ void planMemory(ProgramPlan &program);
 /// of the plan the IR gives).
 std::optional<std::string> checkMemoryPlan(const ProgramPlan &program);
 
+/// Plans the persistent decode kernels of `decode` (which has a
+/// #kernel.decode_schedule) from its planned launches; errors are reported
+/// at the op that cannot be run.
+mlir::FailureOr<PersistentDecodePlan>
+planPersistentDecode(mlir::func::FuncOp decode, const EnginePlan &plan);
+
 /// The CUDA C++ source of the plan's kernels (one translation unit that
-/// includes the kernel library headers).
+/// includes the kernel library headers). With a persistent decode plan it
+/// is two: the graph-mode entries as they are, the persistent decode
+/// kernels with SITS_PERSISTENT_DECODE defined.
 std::string emitCudaSource(const EnginePlan &plan,
                            const std::string &modelName);
 

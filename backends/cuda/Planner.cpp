@@ -515,13 +515,6 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
       return func.emitError() << "codegen: @" << func.getSymName()
                               << " must have a body of one block";
 
-  if (decode->hasAttr(kernel::KernelDialect::kDecodeScheduleAttrName))
-    return decode.emitError()
-           << "codegen: the persistent decode kernel ('"
-           << kernel::KernelDialect::kDecodeScheduleAttrName
-           << "', --decode-kernels=persistent) is not generated yet: its task "
-              "graph is IR (--emit=kernels); an engine needs "
-              "--decode-kernels=graph";
   KVCacheType cacheType = getStepCacheType(prefill);
   if (!cacheType)
     return prefill.emitError() << "codegen: @prefill must take the KV cache "
@@ -629,6 +622,13 @@ FailureOr<EnginePlan> planEngine(ModuleOp module,
   plan.model = observed.config;
   plan.counterInts = observed.counterInts;
   plan.tvc = observed.tvc;
+  if (decode->hasAttr(kernel::KernelDialect::kDecodeScheduleAttrName)) {
+    FailureOr<PersistentDecodePlan> persistent =
+        planPersistentDecode(decode, plan);
+    if (failed(persistent))
+      return failure();
+    plan.persistentDecode = std::move(*persistent);
+  }
 
   for (ProgramPlan *program : plan.programs()) {
     plan.workspaceBytes = std::max(plan.workspaceBytes, program->peakBytes);

@@ -326,6 +326,11 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   planTimer.stop();
   if (failed(planned))
     return 1;
+  if (planned->persistentDecode)
+    return fail("--decode-kernels=persistent: the persistent decode kernel is "
+                "generated (--emit=cuda, run by sits-emulate "
+                "--persistent-decode), but engines and the runtime do not "
+                "take it yet; an engine needs --decode-kernels=graph");
 
   codegen::EngineSource source;
   FailureOr<std::shared_ptr<const sits::ModelTokenizer>> tokenizer =

@@ -29,6 +29,9 @@ const char *kUsage =
     "  --multiprocessors N  the SMs of the emulated GPU (the plan's M; "
     "default 2, so that kernels with a grid of a few blocks per SM loop "
     "over their work)\n"
+    "  --persistent-decode  every decode step runs its bucket's persistent "
+    "decode kernel (the source from sitsc --decode-kernels=persistent; "
+    "--multiprocessors must be its --persistent-blocks)\n"
     "  --gemm-prefill  every prefill step runs the program prefill, "
     "none prefill_few (whose linear layers are GEMVs)\n"
     "  --count-programs  after generate, print \"programs: NAME STEPS ...\" "
@@ -102,6 +105,8 @@ Options parseArgs(int argc, char **argv) {
       o.chunk = std::stol(value(i));
     else if (a == "--padded")
       o.padded = true;
+    else if (a == "--persistent-decode")
+      o.persistentDecode = true;
     else if (a == "--gemm-prefill")
       o.gemmPrefill = true;
     else if (a == "--count-programs")

@@ -22,6 +22,8 @@ struct Options {
   bool reverse = false;
   int64_t multiprocessors = 2;
   bool shuffleBlocks = true;
+  /// Decode steps run the persistent decode kernel of their bucket.
+  bool persistentDecode = false;
 };
 
 /// Prints "sits-emulate: error: MESSAGE" and exits 1.
@@ -29,6 +31,16 @@ struct Options {
 
 /// The options of `argv`; dies with the usage on a bad one.
 Options parseArgs(int argc, char **argv);
+
+/// Compiles `cudaPath` (from sitsc --emit=cuda) into a shared object with
+/// the emulation headers and returns its path; with `persistent`, as the
+/// persistent decode kernels' translation unit (SITS_PERSISTENT_DECODE).
+/// The object is kept next to the source, named after a hash of the source,
+/// the kernel library, the emulation headers and the compiler, and reused:
+/// compiling takes seconds, a test runs the same kernels many times.
+/// `dir` is a scratch folder for the headers.
+std::string compileKernels(const std::string &cudaPath, const std::string &dir,
+                           bool persistent);
 
 } // namespace sits::emulate
 

@@ -1,4 +1,4 @@
-//===- EmulationHeader.cpp - The embedded emulation header ----------------===//
+//===- EmulationHeader.cpp - The embedded emulation headers ---------------===//
 
 #include "backends/cuda/KernelLibrary.h"
 
@@ -10,6 +10,11 @@ const KernelHeader kEmulation[] = {
 };
 } // namespace
 
-extern const char *const kEmulationHeader = kEmulation[0].source;
+/// emulation.h (force-included) and the headers it includes, named
+/// "sits/emulation.h", ...
+const KernelHeader *getEmulationHeaders(size_t *count) {
+  *count = sizeof(kEmulation) / sizeof(kEmulation[0]);
+  return kEmulation;
+}
 
 } // namespace sits::codegen

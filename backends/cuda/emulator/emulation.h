@@ -11,8 +11,13 @@
 // dynamic shared memory starts as NaN; threads of a block that wait at
 // different barriers are an error.
 //
+// A launch's blocks run one after another, except the persistent decode
+// kernel's (sits_emu_launch_resident): all its blocks are resident, and a
+// block runs until each of its threads waits, for a barrier or for another
+// block (spinWait); a wait no block can end is reported.
+//
 // Header-only: it is compiled once, into the kernels' shared object, which
-// exports sits_emu_launch.
+// exports sits_emu_launch (and sits_emu_launch_resident).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +48,7 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __constant__
 #define __align__(n) __attribute__((aligned(n)))
 
 struct dim3 {
@@ -78,7 +84,14 @@ namespace sits_emu {
 // Fibers
 //===----------------------------------------------------------------------===//
 
-enum class FiberState { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
+enum class FiberState {
+  Runnable,
+  AtBlockBarrier,
+  AtNamedBarrier, ///< bar.sync id, count (Fiber::barrier)
+  AtWarpBarrier,
+  Spinning, ///< polls memory another block is to write (spinWait)
+  Done
+};
 
 struct Fiber {
 #if defined(__x86_64__)
@@ -89,8 +102,12 @@ struct Fiber {
   char *stack = nullptr;
   dim3 threadIndex;
   unsigned linear = 0;
+  unsigned barrier = 0; ///< the named barrier it waits at
   FiberState state = FiberState::Runnable;
 };
+
+/// A named barrier's threads, as the first to arrive gave them.
+constexpr unsigned kNamedBarriers = 16;
 
 struct Launch {
   void (*kernel)(void **) = nullptr;
@@ -103,6 +120,8 @@ struct Launch {
   std::vector<float> mmaSums;      ///< four per thread, mma accumulators
   std::vector<char> mmaDone;       ///< per warp: this mma's sums are made
   std::vector<char> dynamicShared;
+  unsigned namedCounts[kNamedBarriers] = {};
+  std::string waitsFor; ///< what its spinning thread waits for
   Fiber *current = nullptr;
 #if defined(__x86_64__)
   void *schedulerStackPointer = nullptr;
@@ -224,59 +243,105 @@ inline void fail(const std::string &message) {
     l.error = message;
 }
 
-/// Runs one block: every fiber until it waits or ends, then releases the
-/// barriers whose threads have all arrived, until every thread is done.
-inline bool runBlock(Launch &l) {
+enum class BlockStep { Done, Progressed, Stalled, Failed };
+
+/// Runs every runnable fiber of a block until it waits or ends, then
+/// releases the barriers whose threads have all arrived. Stalled: nothing
+/// ran but threads polling for other blocks, and nothing was released.
+inline BlockStep stepBlock(Launch &l) {
+  activeLaunch = &l;
   const unsigned threads = static_cast<unsigned>(l.fibers.size());
+  bool ran = false;
+  for (unsigned i = 0; i < threads; ++i) {
+    Fiber &fiber = l.fibers[reverseSchedule ? threads - 1 - i : i];
+    if (fiber.state == FiberState::Runnable) {
+      resume(fiber);
+      ran |= fiber.state != FiberState::Spinning;
+    }
+  }
+  if (!l.error.empty())
+    return BlockStep::Failed;
+  unsigned done = 0, atBlock = 0, atNamed[kNamedBarriers] = {};
+  for (const Fiber &fiber : l.fibers) {
+    done += fiber.state == FiberState::Done;
+    atBlock += fiber.state == FiberState::AtBlockBarrier;
+    if (fiber.state == FiberState::AtNamedBarrier)
+      ++atNamed[fiber.barrier];
+  }
+  if (done == threads)
+    return BlockStep::Done;
+  bool released = false;
+  auto release = [&](FiberState state, unsigned barrier) {
+    for (Fiber &fiber : l.fibers)
+      if (fiber.state == state && fiber.barrier == barrier)
+        fiber.state = FiberState::Runnable;
+    released = true;
+  };
+  if (atBlock > 0 && atBlock + done == threads)
+    release(FiberState::AtBlockBarrier, 0);
+  for (unsigned id = 0; id < kNamedBarriers; ++id) {
+    if (atNamed[id] == 0 || atNamed[id] < l.namedCounts[id])
+      continue;
+    if (atNamed[id] > l.namedCounts[id]) {
+      l.error = "more threads than its count wait at named barrier " +
+                std::to_string(id);
+      return BlockStep::Failed;
+    }
+    l.namedCounts[id] = 0;
+    release(FiberState::AtNamedBarrier, id);
+  }
+  for (unsigned w = 0; w * 32 < threads; ++w) {
+    unsigned end = std::min(threads, (w + 1) * 32), waiting = 0, live = 0;
+    for (unsigned t = w * 32; t < end; ++t) {
+      live += l.fibers[t].state != FiberState::Done;
+      waiting += l.fibers[t].state == FiberState::AtWarpBarrier;
+    }
+    if (waiting > 0 && waiting == live) {
+      for (unsigned t = w * 32; t < end; ++t)
+        if (l.fibers[t].state == FiberState::AtWarpBarrier)
+          l.fibers[t].state = FiberState::Runnable;
+      released = true;
+    }
+  }
+  return released || ran ? BlockStep::Progressed : BlockStep::Stalled;
+}
+
+inline std::string describeBlock(const Launch &l) {
+  return "block (" + std::to_string(l.blockIndex.x) + ", " +
+         std::to_string(l.blockIndex.y) + ", " +
+         std::to_string(l.blockIndex.z) + ")";
+}
+
+/// Why a stalled block cannot go on by itself.
+inline std::string describeStall(const Launch &l) {
+  if (!l.waitsFor.empty())
+    return describeBlock(l) + ": " + l.waitsFor;
+  return "deadlock in " + describeBlock(l) +
+         ": threads wait at different barriers (__syncthreads, a named "
+         "barrier or a warp shuffle in divergent code)";
+}
+
+inline void startBlock(Launch &l) {
   for (Fiber &fiber : l.fibers) {
     fiber.state = FiberState::Runnable;
     startFiber(fiber);
   }
+}
+
+/// Runs one block to its end (the blocks of a launch run one after another).
+inline bool runBlock(Launch &l) {
+  startBlock(l);
   while (true) {
-    bool ran = false;
-    for (unsigned i = 0; i < threads; ++i) {
-      Fiber &fiber = l.fibers[reverseSchedule ? threads - 1 - i : i];
-      if (fiber.state == FiberState::Runnable) {
-        resume(fiber);
-        ran = true;
-      }
-    }
-    if (!l.error.empty())
-      return false;
-    unsigned done = 0, atBlock = 0;
-    for (const Fiber &fiber : l.fibers) {
-      done += fiber.state == FiberState::Done;
-      atBlock += fiber.state == FiberState::AtBlockBarrier;
-    }
-    if (done == threads)
+    switch (stepBlock(l)) {
+    case BlockStep::Done:
       return true;
-    bool released = false;
-    if (atBlock > 0 && atBlock + done == threads) {
-      for (Fiber &fiber : l.fibers)
-        if (fiber.state == FiberState::AtBlockBarrier)
-          fiber.state = FiberState::Runnable;
-      released = true;
-    }
-    for (unsigned w = 0; w * 32 < threads; ++w) {
-      unsigned end = std::min(threads, (w + 1) * 32), waiting = 0, live = 0;
-      for (unsigned t = w * 32; t < end; ++t) {
-        live += l.fibers[t].state != FiberState::Done;
-        waiting += l.fibers[t].state == FiberState::AtWarpBarrier;
-      }
-      if (waiting > 0 && waiting == live) {
-        for (unsigned t = w * 32; t < end; ++t)
-          if (l.fibers[t].state == FiberState::AtWarpBarrier)
-            l.fibers[t].state = FiberState::Runnable;
-        released = true;
-      }
-    }
-    if (!released && !ran) {
-      l.error = "deadlock in block (" + std::to_string(l.blockIndex.x) + ", " +
-                std::to_string(l.blockIndex.y) + ", " +
-                std::to_string(l.blockIndex.z) +
-                "): threads wait at different barriers (__syncthreads or a "
-                "warp shuffle in divergent code)";
+    case BlockStep::Failed:
       return false;
+    case BlockStep::Stalled:
+      l.error = describeStall(l);
+      return false;
+    case BlockStep::Progressed:
+      break;
     }
   }
 }
@@ -285,8 +350,41 @@ inline bool runBlock(Launch &l) {
 // Built-ins
 //===----------------------------------------------------------------------===//
 
-inline void syncthreads() { yield(FiberState::AtBlockBarrier); }
+inline void syncthreads() {
+  current().barrier = 0;
+  yield(FiberState::AtBlockBarrier);
+}
 inline void syncwarp() { yield(FiberState::AtWarpBarrier); }
+
+/// bar.sync id, count: the first `count` threads to arrive pass together.
+inline void namedBarrier(unsigned id, unsigned count) {
+  Launch &l = launch();
+  if (id == 0 || id >= kNamedBarriers || count == 0 || count % 32 != 0 ||
+      count > l.fibers.size())
+    fail("named barrier " + std::to_string(id) + " with " +
+         std::to_string(count) +
+         " threads: ids are 1 to 15, counts whole "
+         "warps of the block");
+  else if (l.namedCounts[id] != 0 && l.namedCounts[id] != count)
+    fail("threads wait at named barrier " + std::to_string(id) +
+         " with different counts");
+  l.namedCounts[id] = count;
+  current().barrier = id;
+  yield(FiberState::AtNamedBarrier);
+}
+
+/// One poll of a wait for another block (persistent.cuh): lets the other
+/// blocks run. Tile `tile` of task `task` waits for task `dep`, of which
+/// `finished` of `tiles` tiles have finished.
+inline void spinWait(unsigned task, unsigned tile, unsigned dep,
+                     unsigned finished, unsigned tiles) {
+  launch().waitsFor = "tile " + std::to_string(tile) + " of task " +
+                      std::to_string(task) + " waits for task " +
+                      std::to_string(dep) + " (" + std::to_string(finished) +
+                      " of its " + std::to_string(tiles) + " tiles finished)";
+  yield(FiberState::Spinning);
+  launch().waitsFor.clear();
+}
 
 template <class T> T shuffle(unsigned mask, T value, int sourceLane) {
   static_assert(sizeof(T) <= 8, "shuffles move 4 or 8 bytes");
@@ -569,12 +667,17 @@ inline unsigned __float_as_uint(float value) {
   return bits;
 }
 inline float __fmul_rn(float a, float b) { return a * b; }
-// Blocks run one after another and threads as fibers: a fence orders
-// nothing that is not ordered already, and an atomic is a plain update.
+// Threads are fibers, switched only where they wait: a fence orders nothing
+// that is not ordered already, and an atomic is a plain update.
 inline void __threadfence() {}
 template <class T> T atomicAdd(T *address, T value) {
   T old = *address;
   *address = old + value;
+  return old;
+}
+template <class T> T atomicExch(T *address, T value) {
+  T old = *address;
+  *address = value;
   return old;
 }
 template <class T> T atomicMax(T *address, T value) {
@@ -588,60 +691,7 @@ inline int max(int a, int b) { return a > b ? a : b; }
 inline long min(long a, long b) { return a < b ? a : b; }
 inline long max(long a, long b) { return a > b ? a : b; }
 
-/// Sets the order threads run in between barriers (0: first to last).
-extern "C" __attribute__((visibility("default"))) void
-sits_emu_set_reverse_schedule(int reverse) {
-  sits_emu::reverseSchedule = reverse != 0;
-}
-
-/// Runs `kernel` (a generated __emulate wrapper) over the grid. Returns 0,
-/// or 1 with the reason in `error` (NUL-terminated, `errorBytes` long).
-extern "C" __attribute__((visibility("default"))) int
-sits_emu_launch(void (*kernel)(void **), const unsigned grid[3],
-                const unsigned block[3], unsigned sharedBytes, void **args,
-                char *error, unsigned errorBytes) {
-  sits_emu::Launch l;
-  l.kernel = kernel;
-  l.args = args;
-  l.gridSize = {grid[0], grid[1], grid[2]};
-  l.blockSize = {block[0], block[1], block[2]};
-  unsigned threads = block[0] * block[1] * block[2];
-  l.fibers.resize(threads);
-  l.warpSlots.assign(threads, 0);
-  l.mmaSlots.assign(static_cast<size_t>(threads) * 6, 0);
-  l.mmaSums.assign(static_cast<size_t>(threads) * 4, 0.0f);
-  l.mmaDone.assign((threads + 31) / 32, 0);
-  // Fiber stacks, kept between launches (never touched until used).
-  static std::unique_ptr<char[]> stacks;
-  static unsigned stackCount = 0;
-  if (stackCount < threads) {
-    stacks.reset(
-        new char[static_cast<size_t>(threads) * sits_emu::kStackStride]);
-    stackCount = threads;
-  }
-  for (unsigned t = 0; t < threads; ++t) {
-    sits_emu::Fiber &fiber = l.fibers[t];
-    fiber.stack =
-        stacks.get() + static_cast<size_t>(t) * sits_emu::kStackStride;
-    fiber.linear = t;
-    fiber.threadIndex = {t % block[0], t / block[0] % block[1],
-                         t / (block[0] * block[1])};
-  }
-  sits_emu::activeLaunch = &l;
-  bool ok = true;
-  for (unsigned z = 0; ok && z < grid[2]; ++z)
-    for (unsigned y = 0; ok && y < grid[1]; ++y)
-      for (unsigned x = 0; ok && x < grid[0]; ++x) {
-        l.blockIndex = {x, y, z};
-        // Uninitialized shared memory reads as NaN, not as zeros.
-        l.dynamicShared.assign(sharedBytes, static_cast<char>(0xff));
-        ok = sits_emu::runBlock(l);
-      }
-  sits_emu::activeLaunch = nullptr;
-  if (ok)
-    return 0;
-  std::snprintf(error, errorBytes, "%s", l.error.c_str());
-  return 1;
-}
+// The entry points sits-emulate calls.
+#include "emulation_launch.h"
 
 #endif // SITS_CODEGEN_EMULATION_H

@@ -29,6 +29,11 @@
 // does (--gemm-prefill: prefill always). A sequence's tokens are those it
 // gets alone.
 //
+// --persistent-decode runs each decode step as its bucket's persistent
+// decode kernel (a source from sitsc --decode-kernels=persistent, compiled
+// once more with SITS_PERSISTENT_DECODE; PersistentDecode.h): the engine,
+// compiled with --decode-kernels=graph, gives the tasks' arguments.
+//
 // An engine with a paged KV cache gets its blocks as the runtime's session
 // hands them out: as each sequence grows, from a free list in shuffled order
 // (--block-order=shuffled, the default: a sequence's blocks are scattered
@@ -37,8 +42,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "backends/cuda/KernelLibrary.h"
 #include "backends/cuda/emulator/EmulateOptions.h"
+#include "backends/cuda/emulator/PersistentDecode.h"
 #include "backends/cuda/emulator/QuantPrefix.h"
 #include "sits/AtomicFile.h"
 #include "sits/EngineFormat.h"
@@ -52,115 +57,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
-#include <fstream>
-#include <iterator>
 #include <map>
-#include <spawn.h>
+#include <memory>
 #include <string>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
-
-extern char **environ;
-
-namespace sits::codegen {
-/// The emulation header, embedded like the kernel library.
-extern const char *const kEmulationHeader;
-} // namespace sits::codegen
 
 namespace {
 
 using namespace sits;
 using emulate::die;
 using emulate::Options;
-
-//===----------------------------------------------------------------------===//
-// Compiling the kernels for the host
-//===----------------------------------------------------------------------===//
-
-void writeFile(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out)
-    die("cannot write " + path);
-}
-
-/// FNV-1a, to name a compiled object after everything that went into it.
-uint64_t hashText(uint64_t hash, const std::string &text) {
-  for (unsigned char c : text)
-    hash = (hash ^ c) * 0x100000001b3ull;
-  return hash;
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    die("cannot read " + path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-/// Compiles `cudaPath` into a shared object and returns its path. The object
-/// is kept next to the source, named after a hash of the source, the
-/// kernel library, the emulation header and the compiler, and reused:
-/// compiling takes seconds, a test runs the same kernels many times.
-std::string compileKernels(const std::string &cudaPath,
-                           const std::string &dir) {
-  const char *cxx = std::getenv("SITS_EMULATE_CXX");
-  if (!cxx || !*cxx)
-    cxx = "c++";
-  size_t count = 0;
-  const codegen::KernelHeader *headers = codegen::getKernelHeaders(&count);
-  uint64_t hash = hashText(0xcbf29ce484222325ull, readFile(cudaPath));
-  for (size_t i = 0; i < count; ++i)
-    hash = hashText(hashText(hash, headers[i].name), headers[i].source);
-  hash = hashText(hashText(hash, codegen::kEmulationHeader), cxx);
-  char suffix[32];
-  std::snprintf(suffix, sizeof(suffix), ".%016llx.emulate.so",
-                static_cast<unsigned long long>(hash));
-  // dlopen searches the library path for a name without a '/'.
-  std::string cached =
-      (cudaPath.find('/') == std::string::npos ? "./" : "") + cudaPath + suffix;
-  if (access(cached.c_str(), R_OK) == 0)
-    return cached;
-
-  mkdir((dir + "/sits").c_str(), 0700);
-  for (size_t i = 0; i < count; ++i)
-    writeFile(dir + "/" + headers[i].name, headers[i].source);
-  writeFile(dir + "/sits/emulation.h", codegen::kEmulationHeader);
-  std::string object = dir + "/kernels.so";
-  std::vector<std::string> command = {cxx,
-                                      "-std=c++17",
-                                      "-O2",
-                                      "-fPIC",
-                                      "-shared",
-                                      "-w",
-                                      "-DSITS_EMULATE",
-                                      "-include",
-                                      dir + "/sits/emulation.h",
-                                      "-I",
-                                      dir,
-                                      "-x",
-                                      "c++",
-                                      cudaPath,
-                                      "-o",
-                                      object};
-  std::vector<char *> argv;
-  for (std::string &part : command)
-    argv.push_back(part.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  if (posix_spawnp(&pid, cxx, nullptr, nullptr, argv.data(), environ) != 0)
-    die(std::string("cannot run the host compiler '") + cxx + "'");
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    die("the host compiler could not compile " + cudaPath);
-  // Keep it for the next run when the source's folder is writable.
-  if (std::rename(object.c_str(), cached.c_str()) == 0)
-    return cached;
-  return object;
-}
 
 //===----------------------------------------------------------------------===//
 // The engine on the CPU
@@ -174,7 +80,9 @@ constexpr unsigned char kGuardByte = 0xa5;
 
 class Emulator {
 public:
-  Emulator(const Options &options, const std::string &object);
+  /// `persistentObject`: the persistent decode kernels (or "").
+  Emulator(const Options &options, const std::string &object,
+           const std::string &persistentObject);
   const format::RuntimeConfig &config() const { return cfg; }
   /// The u64 words of the buffer named `name` (empty when there is none).
   std::vector<uint64_t> words(const std::string &name) const {
@@ -249,9 +157,12 @@ private:
   bool shuffleBlocks = true;
   bool gemmPrefill = false;
   std::map<std::string, uint64_t> programRuns; ///< steps by program
+  /// --persistent-decode: runs the decode steps.
+  std::unique_ptr<emulate::PersistentDecode> persistent;
 };
 
-Emulator::Emulator(const Options &options, const std::string &object) {
+Emulator::Emulator(const Options &options, const std::string &object,
+                   const std::string &persistentObject) {
   std::string error;
   file = format::EngineFile::open(options.engine, &error);
   if (!file || !format::readEngine(*file, format::ReadOptions(), &header,
@@ -269,6 +180,8 @@ Emulator::Emulator(const Options &options, const std::string &object) {
   multiprocessors = options.multiprocessors;
   shuffleBlocks = options.shuffleBlocks;
   gemmPrefill = options.gemmPrefill;
+  if (!persistentObject.empty())
+    persistent = std::make_unique<emulate::PersistentDecode>(persistentObject);
   for (const format::KernelRef &kernel : contents.kernels) {
     auto fn = reinterpret_cast<void (*)(void **)>(
         dlsym(library, (kernel.function + "__emulate").c_str()));
@@ -366,6 +279,9 @@ void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq,
   format::SymbolValues symbols = format::makePackedSymbols(
       batch, seq, tokens ? tokens : uint64_t(batch) * seq, multiprocessors);
   const format::Program &program = contents.programs[index];
+  // The persistent decode kernel runs the launches as its tasks.
+  const bool asTasks = persistent && name == format::kDecodeProgram;
+  std::vector<emulate::PersistentDecode::Task> tasks;
   for (size_t i = 0; i < program.launches.size(); ++i) {
     const format::Launch &launch = program.launches[i];
     std::string what = name + " launch " + std::to_string(i) + " (" +
@@ -407,10 +323,21 @@ void Emulator::run(const std::string &name, uint32_t batch, uint32_t seq,
       }
       args.push_back(&slots[a]);
     }
+    if (asTasks) { // the vectors' storage moves with them
+      tasks.push_back({contents.kernels[launch.kernel].function,
+                       std::move(slots), std::move(args)});
+      continue;
+    }
     char message[512] = {0};
     if (launchFn(kernels[launch.kernel], grid, block, shared, args.data(),
                  message, sizeof(message)))
       die(what + ": " + message);
+    checkGuards(what);
+  }
+  if (asTasks) {
+    const std::string what =
+        name + " persistent kernel at B=" + std::to_string(batch);
+    persistent->run(batch, tasks, multiprocessors, what);
     checkGuards(what);
   }
 }
@@ -686,8 +613,12 @@ int main(int argc, char **argv) {
   if (!mkdtemp(dirTemplate))
     die("cannot create a temporary folder");
   std::string dir = dirTemplate;
-  std::string object = compileKernels(options.cuda, dir);
-  Emulator emulator(options, object);
+  std::string object = emulate::compileKernels(options.cuda, dir, false);
+  std::string persistentObject =
+      options.persistentDecode
+          ? emulate::compileKernels(options.cuda, dir, true)
+          : "";
+  Emulator emulator(options, object, persistentObject);
   std::system(("rm -rf '" + dir + "'").c_str()); // the object stays mapped
 
   const auto &prompts = options.tokens;

@@ -11,8 +11,13 @@
 // persistent kernel, and its barriers cover the tile's threads only. Giving
 // the kernels those here leaves their arithmetic untouched.
 //
-// Today every kernel is its own launch: each accessor is exactly the CUDA
-// built-in (inlined, so the generated code is the same).
+// Graph mode (every kernel its own launch): each accessor is exactly the
+// CUDA built-in (inlined, so the generated code is the same). Persistent
+// mode (SITS_PERSISTENT_DECODE, the translation unit of the persistent
+// decode kernels, persistent.cuh): the running tile's coordinates and sizes
+// are in shared memory, set per tile by the persistent kernel, syncTile is
+// a barrier over the tile's threads only, and the dependent-launch waits
+// are no-ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +25,8 @@
 #define SITS_KERNELS_TILE_CUH
 
 namespace sits {
+
+#ifndef SITS_PERSISTENT_DECODE
 
 // Each built-in is read member by member: copying the whole of one reads
 // all three registers where the copy stands, which moves the reads and
@@ -44,6 +51,54 @@ __device__ __forceinline__ dim3 tileGridDim() {
 /// shared and global memory writes visible to each other (`__syncthreads`).
 __device__ __forceinline__ void syncTile() { __syncthreads(); }
 
+#else // SITS_PERSISTENT_DECODE
+
+/// The tile a block of the persistent kernel runs: what its launch's block
+/// would have had; its first `threads` threads run it. Plain words, as a
+/// __shared__ variable takes no constructor (dim3 has one).
+struct RunningTile {
+  unsigned index[3];
+  unsigned size[3];
+  unsigned grid[3];
+  unsigned threads;
+};
+
+/// One per block. (In the emulator a static shared by every block: blocks
+/// switch only while one waits for a dependency, between tiles.)
+__shared__ RunningTile sitsRunningTile;
+
+__device__ __forceinline__ uint3 tileIndex() {
+  const RunningTile &tile = sitsRunningTile;
+  return {tile.index[0], tile.index[1], tile.index[2]};
+}
+__device__ __forceinline__ dim3 tileDim() {
+  const RunningTile &tile = sitsRunningTile;
+  return {tile.size[0], tile.size[1], tile.size[2]};
+}
+__device__ __forceinline__ dim3 tileGridDim() {
+  const RunningTile &tile = sitsRunningTile;
+  return {tile.grid[0], tile.grid[1], tile.grid[2]};
+}
+
+/// A barrier over the tile's threads (named barrier 1): the threads beyond
+/// them skip the tile and wait at the block's barrier (0) instead.
+__device__ __forceinline__ void syncTile() {
+#ifdef SITS_EMULATE
+  sits_emu::namedBarrier(1, sitsRunningTile.threads);
+#else
+  asm volatile("bar.sync 1, %0;" ::"r"(sitsRunningTile.threads) : "memory");
+#endif
+}
+
+/// The persistent kernel's own block (persistent.cuh), and the barrier of
+/// all its threads.
+__device__ __forceinline__ unsigned persistentBlockIndex() {
+  return blockIdx.x;
+}
+__device__ __forceinline__ void syncPersistentBlock() { __syncthreads(); }
+
+#endif // SITS_PERSISTENT_DECODE
+
 //===----------------------------------------------------------------------===//
 // Programmatic dependent launch (sm_90 and newer)
 //===----------------------------------------------------------------------===//
@@ -55,12 +110,13 @@ __device__ __forceinline__ void syncTile() { __syncthreads(); }
 // buffer another kernel touches; only constant weights may be read before.
 // Every kernel waits unconditionally, so that finishing a kernel implies
 // that all kernels before it have finished. Without the launch attribute,
-// or before sm_90, both are no-ops. A persistent kernel is to make them
-// no-ops too: its tiles wait for their dependencies instead.
+// or before sm_90, both are no-ops, and so they are in the persistent
+// kernel, whose tiles wait for their dependencies instead.
 
 /// Lets the next kernel of the stream start launching its blocks.
 __device__ __forceinline__ void allowDependentLaunch() {
-#if !defined(SITS_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if !defined(SITS_EMULATE) && !defined(SITS_PERSISTENT_DECODE) &&              \
+    defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
@@ -68,7 +124,8 @@ __device__ __forceinline__ void allowDependentLaunch() {
 /// Waits until the previous kernel of the stream has finished and its
 /// writes are visible.
 __device__ __forceinline__ void waitForPrecedingKernels() {
-#if !defined(SITS_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if !defined(SITS_EMULATE) && !defined(SITS_PERSISTENT_DECODE) &&              \
+    defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }

@@ -59,40 +59,6 @@ bool conflicts(ArrayRef<Footprint> earlier, ArrayRef<Footprint> later) {
   return false;
 }
 
-/// Why the persistent kernel cannot run `op` yet, or "".
-std::string unsupportedReason(Operation *op) {
-  if (isa<TVCLMHeadOp>(op))
-    return "the TVC LM head";
-  if (isa<DequantizeOp>(op))
-    return "quantized weights";
-  if (auto launch = dyn_cast<LaunchOp>(op)) {
-    if (launch.getFusion() == FusionKind::LMHead ||
-        (launch.getFusion() != FusionKind::Norm &&
-         !launch.getOpsOfType<RMSNormOp>().empty()))
-      return "an rms_norm fused into a GEMV (--norm-fusion)";
-    if (launch.getOutputOperandBits())
-      return "16-bit operands for quantized GEMVs";
-  }
-  auto config = op->getAttrOfType<ConfigAttr>(KernelDialect::kConfigAttrName);
-  if (!config)
-    return "";
-  switch (config.getKernel()) {
-  case KernelKind::Gemv:
-  case KernelKind::GemvTensorCore:
-  case KernelKind::Attention:
-  case KernelKind::AttentionSplit:
-  case KernelKind::Embedding:
-  case KernelKind::RMSNorm:
-  case KernelKind::LayerNorm:
-  case KernelKind::Rope:
-  case KernelKind::AppendKV:
-  case KernelKind::Elementwise:
-    return "";
-  default:
-    return "the " + stringifyKernelKind(config.getKernel()).str() + " kernel";
-  }
-}
-
 struct ScheduleDecodeTasksPass
     : public sits::kernel::impl::ScheduleDecodeTasksBase<
           ScheduleDecodeTasksPass> {
@@ -164,7 +130,7 @@ struct ScheduleDecodeTasksPass
              << "--persistent-blocks must be from 1 to "
              << format::kMaxMultiprocessors << ", got " << blocks;
     for (Operation &op : func.getBody().front()) {
-      std::string why = unsupportedReason(&op);
+      std::string why = codegen::getPersistentUnsupportedReason(&op);
       if (!why.empty())
         return op.emitError() << "--decode-kernels=persistent does not "
                                  "support "

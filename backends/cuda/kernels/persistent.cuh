@@ -1,0 +1,155 @@
+//===- persistent.cuh - The persistent decode kernel's walk over its tiles ===//
+//
+// With sitsc --decode-kernels=persistent, the decode step of each batch
+// bucket is one kernel of `blocks` blocks, all resident at once, that runs
+// the tiles of the step's launches (tasks) itself (docs/codegen.md). The
+// generated kernel (CudaEmitter.cpp) holds the bucket's schedule as a
+// constant table of PersistentTask and, per kernel the tasks run, the call
+// its graph-mode entry makes; this header is the rest:
+//
+//   for each task t, for each tile j of t dealt to this block:
+//     waitForTask(each dependency of t)  thread 0, acquire loads
+//     enterTile(t, j)                    the tile's coordinates, a barrier
+//     if (threadIdx.x < t.threads) the task's kernel body
+//     leaveTile(t)                       a barrier, then thread 0 releases
+//
+// Counters: `sync` (one array per bucket, in global memory, zero when the
+// module loads) holds the epoch, the blocks that finished this step, and
+// per task the tiles that finished, counted across steps and never reset.
+// A step waits for (epoch + 1) x tiles; the last block to finish a step
+// increments the epoch, so a graph replay needs no memset (comparisons are
+// modulo 2^32). Progress needs no grid barrier: every dependency comes
+// earlier in the task order, and so does every tile a block runs before the
+// one it waits in.
+//
+// Compiled only with SITS_PERSISTENT_DECODE (tile.cuh's persistent mode).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SITS_KERNELS_PERSISTENT_CUH
+#define SITS_KERNELS_PERSISTENT_CUH
+
+#include "sits/common.cuh"
+
+#ifndef SITS_PERSISTENT_DECODE
+#error                                                                         \
+    "persistent.cuh needs SITS_PERSISTENT_DECODE (tile.cuh's persistent mode)"
+#endif
+
+namespace sits {
+
+/// One task of a bucket's schedule: a launch of the graph-mode decode step,
+/// evaluated for the bucket. Tile j runs on block (firstBlock + j) % blocks.
+struct PersistentTask {
+  unsigned kernel;     ///< the case of the kernel's switch that runs it
+  unsigned tiles;      ///< grid[0] x grid[1] x grid[2]
+  unsigned firstBlock; ///< the block of tile 0
+  unsigned grid[3];    ///< the launch's grid
+  unsigned threads;    ///< the launch's block (one dimension)
+  unsigned argOffset;  ///< its argument block, in the kernel's table
+  unsigned firstDep;   ///< its dependencies: deps[firstDep, + depCount)
+  unsigned depCount;
+};
+
+/// Words of a bucket's `sync` array before the tasks' counters.
+constexpr unsigned kPersistentSyncHeader = 2;
+
+__device__ __forceinline__ unsigned loadAcquire(const unsigned *address) {
+#ifdef SITS_EMULATE
+  return *static_cast<const volatile unsigned *>(address);
+#else
+  unsigned value;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+               : "=r"(value)
+               : "l"(address)
+               : "memory");
+  return value;
+#endif
+}
+
+/// The walk of one block of the persistent kernel.
+class PersistentBlock {
+public:
+  __device__ PersistentBlock(const PersistentTask *tasks, const unsigned *deps,
+                             unsigned *sync, unsigned blocks)
+      : tasks(tasks), deps(deps), sync(sync), blocks(blocks),
+        block(persistentBlockIndex()) {
+    // The step's epoch: the last block of the previous step raised it
+    // before that launch ended.
+    if (threadIdx.x == 0)
+      epoch = loadAcquire(&sync[0]);
+  }
+
+  /// The first tile of `task` this block runs (then every blocks-th).
+  __device__ unsigned firstTile(const PersistentTask &task) const {
+    return (block + blocks - task.firstBlock) % blocks;
+  }
+
+  /// Waits for the task's dependencies, then gives the tile its launch's
+  /// coordinates and sizes.
+  __device__ void enterTile(const PersistentTask &task, unsigned id,
+                            unsigned tile) {
+    if (threadIdx.x == 0) {
+      for (unsigned d = task.firstDep; d < task.firstDep + task.depCount; ++d)
+        waitForTask(deps[d], id, tile);
+      RunningTile &running = sitsRunningTile;
+      running.index[0] = tile % task.grid[0];
+      running.index[1] = tile / task.grid[0] % task.grid[1];
+      running.index[2] = tile / (task.grid[0] * task.grid[1]);
+      running.size[0] = task.threads;
+      running.size[1] = running.size[2] = 1;
+      for (int i = 0; i < 3; ++i)
+        running.grid[i] = task.grid[i];
+      running.threads = task.threads;
+    }
+    syncPersistentBlock();
+  }
+
+  /// Counts the tile as finished once every thread is done with it.
+  __device__ void leaveTile(unsigned id) {
+    syncPersistentBlock();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(&sync[kPersistentSyncHeader + id], 1u);
+    }
+  }
+
+  /// After the last tile: the last block of the step raises the epoch.
+  __device__ void finish() {
+    if (threadIdx.x != 0)
+      return;
+    __threadfence();
+    if (atomicAdd(&sync[1], 1u) == blocks - 1) {
+      atomicExch(&sync[1], 0u);
+      __threadfence();
+      atomicAdd(&sync[0], 1u);
+    }
+  }
+
+private:
+  /// Spins until every tile of task `dep` has finished this step.
+  __device__ void waitForTask(unsigned dep, unsigned id, unsigned tile) {
+    const unsigned tiles = tasks[dep].tiles, target = (epoch + 1) * tiles;
+    const unsigned *counter = &sync[kPersistentSyncHeader + dep];
+    for (unsigned seen;
+         static_cast<int>((seen = loadAcquire(counter)) - target) < 0;) {
+#ifdef SITS_EMULATE
+      // Lets the other blocks run; a wait no block can end is reported.
+      sits_emu::spinWait(id, tile, dep, seen - epoch * tiles, tiles);
+#else
+      (void)seen;
+      asm volatile("nanosleep.u32 32;");
+#endif
+    }
+  }
+
+  const PersistentTask *tasks;
+  const unsigned *deps;
+  unsigned *sync;
+  unsigned blocks, block;
+  unsigned epoch = 0; ///< thread 0's
+};
+
+} // namespace sits
+
+#endif // SITS_KERNELS_PERSISTENT_CUH
