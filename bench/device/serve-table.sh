@@ -44,9 +44,10 @@ say "$(nvidia-smi -L | head -1)"
 # At most 8 files come back: this log, and the rest in one archive (also
 # when a signal or the call's timeout ends the script).
 archive() {
-  (cd "$FINAL" && tar czf "$NAME-files.tar.gz" --exclude="$NAME.log" \
-    --exclude="$NAME-files.tar.gz" . &&
-    find . -maxdepth 1 -type f ! -name "$NAME.log" ! -name "$NAME-files.tar.gz" -delete)
+  # Made beside $FINAL, not in it: tar refuses a folder that changes.
+  (cd "$FINAL" && tar czf "$W/files.tar.gz" --exclude="$NAME.log" . &&
+    find . -maxdepth 1 -type f ! -name "$NAME.log" -delete &&
+    mv "$W/files.tar.gz" "$NAME-files.tar.gz")
 }
 trap archive EXIT
 trap 'say "stopped by a signal"; exit 143' TERM INT
@@ -67,7 +68,7 @@ sitsc "$work8b/onnx/model.onnx" -o "$engine" --force --tokenizer="$data/tok" \
   >"$FINAL/sitsc.log" 2>&1 || { say "sitsc FAILED"; tail -5 "$FINAL/sitsc.log"; exit 1; }
 wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin
-"$bin/sits-bench" "$engine" --batch 1,64 --context 512 --new-tokens 128 \
+"$bin/sits-bench" "$engine" --batch 1,32,64 --context 512 --new-tokens 128 \
   --json "$FINAL/sits-bench.json" >"$FINAL/sits-bench.log" 2>&1
 say "sits-bench: $(grep -E '^ *[0-9]' "$FINAL/sits-bench.log" | tr -s ' ' | tr '\n' ';')"
 b1=$(python3 -c "import json; print([r['decode_ms_per_token'] for r in json.load(open('$FINAL/sits-bench.json'))['results'] if r['batch'] == 1][0])")

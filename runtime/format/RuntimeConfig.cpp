@@ -17,6 +17,17 @@
 namespace sits {
 namespace format {
 
+std::vector<uint32_t> getDefaultBatchBuckets(uint32_t maxBatch) {
+  std::vector<uint32_t> buckets;
+  for (uint32_t b : {1u, 2u, 4u})
+    if (b < maxBatch)
+      buckets.push_back(b);
+  for (uint32_t b = 8; b < maxBatch; b += 8)
+    buckets.push_back(b);
+  buckets.push_back(maxBatch);
+  return buckets;
+}
+
 namespace {
 
 /// Reads an integer member in [minValue, maxValue].
@@ -265,9 +276,9 @@ bool parseRuntimeConfig(const std::string &text, RuntimeConfig *config,
     }
   }
 
-  // Graph buckets: from the metadata, else 1, 2, 4, 8; always ending with
+  // Graph buckets: from the metadata, else the default; always ending with
   // max_batch so that every batch size has a bucket.
-  std::vector<uint32_t> buckets = {1, 2, 4, 8};
+  std::vector<uint32_t> buckets = getDefaultBatchBuckets(c.maxBatch);
   if (const json::Value *decode = root.find("decode")) {
     if (const json::Value *list = decode->find("batch_buckets")) {
       if (!list->isArray() || list->elements().empty() ||

@@ -87,11 +87,11 @@ struct ScheduleDecodeTasksPass
       signalPassFailure();
   }
 
-  /// The buckets the runtime captures: --batch-buckets or 1, 2, 4, 8, those
-  /// up to max_batch, and max_batch (format/Validate.cpp's rule).
+  /// The buckets the runtime captures: --batch-buckets or the default
+  /// (format::getDefaultBatchBuckets), those up to max_batch, and max_batch.
   FailureOr<SmallVector<int64_t>> getBuckets(func::FuncOp func,
                                              int64_t maxBatch) {
-    std::vector<uint32_t> given = {1, 2, 4, 8};
+    std::vector<uint32_t> given = format::getDefaultBatchBuckets(maxBatch);
     if (!batchBuckets.empty()) {
       std::string error;
       std::optional<std::vector<uint32_t>> parsed =

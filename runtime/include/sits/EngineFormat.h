@@ -432,6 +432,13 @@ struct RuntimeConfig {
   }
 };
 
+/// The decode batch sizes an engine captures CUDA graphs for when its
+/// metadata names none: 1, 2, 4, 8, then every multiple of 8 below
+/// `maxBatch`, and `maxBatch`. The decode GEMV multiplies tokens in groups
+/// of 8 (docs/codegen.md), so a step pads its batch by at most 7 rows: a
+/// bucket of 64 for a batch of 32 would pass over the weights twice.
+std::vector<uint32_t> getDefaultBatchBuckets(uint32_t maxBatch);
+
 /// Reads the fields above from the metadata JSON and checks them against
 /// each other (see docs/engine-format.md for the keys).
 bool parseRuntimeConfig(const std::string &json, RuntimeConfig *config,

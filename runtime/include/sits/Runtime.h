@@ -88,7 +88,8 @@ struct SessionOptions {
   /// dependent launch; sm_90 and newer, engines whose kernels support it).
   /// Off: every kernel starts after the previous one ended (for comparison).
   bool useProgrammaticLaunch = true;
-  /// Decode batch buckets; empty: the engine's (1, 2, 4, 8 by default).
+  /// Decode batch buckets; empty: the engine's (by default 1, 2, 4, 8 and
+  /// the multiples of 8 up to max_batch: format::getDefaultBatchBuckets).
   std::vector<uint32_t> batchBuckets;
 };
 

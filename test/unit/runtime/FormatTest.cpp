@@ -229,6 +229,16 @@ TEST(EngineFormat, RoundTripPreservesEverything) {
   EXPECT_EQ(again, bytes);
 }
 
+TEST(EngineFormat, DefaultBatchBucketsAreGroupsOfEight) {
+  using Buckets = std::vector<uint32_t>;
+  EXPECT_EQ(getDefaultBatchBuckets(1), (Buckets{1}));
+  EXPECT_EQ(getDefaultBatchBuckets(3), (Buckets{1, 2, 3}));
+  EXPECT_EQ(getDefaultBatchBuckets(8), (Buckets{1, 2, 4, 8}));
+  EXPECT_EQ(getDefaultBatchBuckets(12), (Buckets{1, 2, 4, 8, 12}));
+  EXPECT_EQ(getDefaultBatchBuckets(64),
+            (Buckets{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64}));
+}
+
 TEST(EngineFormat, DescribeSummarizes) {
   test::ToyConfig config;
   EngineContents e = test::buildToyEngine(config, test::makeToyWeights(config),

@@ -423,6 +423,13 @@ TEST_F(ValidateTest, BatchBuckets) {
   const_cast<json::Value *>(meta.find("kv_cache"))->set("max_batch", 6);
   ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
   EXPECT_EQ(rc.batchBuckets, (std::vector<uint32_t>{1, 2, 4, 6}));
+  // Without a list, the default: groups of 8 past 8, then max_batch.
+  const_cast<json::Value *>(meta.find("limits"))->set("max_batch", 20);
+  const_cast<json::Value *>(meta.find("kv_cache"))->set("max_batch", 20);
+  ASSERT_TRUE(parseRuntimeConfig(meta.write(), &rc, &error)) << error;
+  EXPECT_EQ(rc.batchBuckets, (std::vector<uint32_t>{1, 2, 4, 8, 16, 20}));
+  const_cast<json::Value *>(meta.find("limits"))->set("max_batch", 6);
+  const_cast<json::Value *>(meta.find("kv_cache"))->set("max_batch", 6);
   json::Value &decode = meta.set("decode", json::Value::object());
   json::Value &list = decode.set("batch_buckets", json::Value::array());
   list.push(3);
