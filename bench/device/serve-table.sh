@@ -9,7 +9,7 @@
 #   table   streamed requests with prompts of 128-2048 tokens and 128-512 new
 #           tokens, Poisson arrivals at c per second (more than the server
 #           completes, so the c streams stay busy) and at most c in flight,
-#           c = 1, 8, 32, 64 (each level stops after SECONDS_PER_LEVEL,
+#           c = 1, 8, 32, 64 or TABLE_LEVELS (each level stops after SECONDS_PER_LEVEL,
 #           default 60, or 256 requests); sits-bench batch 1 and 64 on the
 #           engine.
 #   prefix  TTFT of requests sharing a 1024-token prefix, prefix cache off
@@ -79,7 +79,7 @@ SERVE_ENGINE=$engine SERVE_MAX_QUEUE=512
 if [[ $parts == *" table "* ]]; then
   start_server
   load warmup --requests 8 --concurrency 8 --prompt-len 64,64 --output-len 16,16 --max-seconds 30 >/dev/null
-  for c in 1 8 32 64; do
+  for c in ${TABLE_LEVELS:-1 8 32 64}; do
     load "c$c" --requests 256 --concurrency "$c" --rate "$c" \
       --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds"
   done
