@@ -335,41 +335,50 @@ uint32_t Session::Impl::bucketFor(uint32_t batch) const {
   return buckets.back();
 }
 
-void Session::Impl::decodeStep(uint32_t bucket) {
-  uploadTable(); // outside the graph: its launches read the buffer
+const PreparedProgram &Session::Impl::preparedDecode(uint32_t bucket) {
   auto prepared = decodeByBucket.find(bucket);
   if (prepared == decodeByBucket.end())
     prepared =
         decodeByBucket.emplace(bucket, prepare(decodeProgram, bucket, 1)).first;
+  return prepared->second;
+}
+
+cudaGraphExec_t Session::Impl::decodeGraph(uint32_t bucket) {
+  auto graph = graphs.find(bucket);
+  if (graph != graphs.end())
+    return graph->second;
+  const PreparedProgram &program = preparedDecode(bucket);
+  // Capturing records the launches; nothing runs until the graph does.
+  checkCuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+            "starting CUDA graph capture");
+  cudaGraph_t captured = nullptr;
+  try {
+    run(program);
+    stepTail(bucket, true);
+  } catch (...) {
+    cudaStreamEndCapture(stream, &captured);
+    if (captured)
+      cudaGraphDestroy(captured);
+    cudaGetLastError();
+    throw;
+  }
+  checkCuda(cudaStreamEndCapture(stream, &captured),
+            "capturing the decode step");
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t rc = cudaGraphInstantiate(&exec, captured, 0);
+  cudaGraphDestroy(captured);
+  checkCuda(rc, "instantiating the decode graph");
+  return graphs.emplace(bucket, exec).first->second;
+}
+
+void Session::Impl::decodeStep(uint32_t bucket) {
+  uploadTable(); // outside the graph: its launches read the buffer
   if (!options.useCudaGraphs) {
-    run(prepared->second);
+    run(preparedDecode(bucket));
     stepTail(bucket, true);
     return;
   }
-  auto graph = graphs.find(bucket);
-  if (graph == graphs.end()) {
-    checkCuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
-              "starting CUDA graph capture");
-    cudaGraph_t captured = nullptr;
-    try {
-      run(prepared->second);
-      stepTail(bucket, true);
-    } catch (...) {
-      cudaStreamEndCapture(stream, &captured);
-      if (captured)
-        cudaGraphDestroy(captured);
-      cudaGetLastError();
-      throw;
-    }
-    checkCuda(cudaStreamEndCapture(stream, &captured),
-              "capturing the decode step");
-    cudaGraphExec_t exec = nullptr;
-    cudaError_t rc = cudaGraphInstantiate(&exec, captured, 0);
-    cudaGraphDestroy(captured);
-    checkCuda(rc, "instantiating the decode graph");
-    graph = graphs.emplace(bucket, exec).first;
-  }
-  checkCuda(cudaGraphLaunch(graph->second, stream),
+  checkCuda(cudaGraphLaunch(decodeGraph(bucket), stream),
             "launching the decode graph");
 }
 
@@ -467,6 +476,16 @@ std::vector<uint64_t> Session::kvCalibrationWords() {
 }
 uint32_t Session::capturedGraphs() const {
   return static_cast<uint32_t>(state->graphs.size());
+}
+
+uint32_t Session::captureDecodeGraphs() {
+  for (uint32_t bucket : state->buckets) {
+    if (state->options.useCudaGraphs)
+      state->decodeGraph(bucket);
+    else
+      state->preparedDecode(bucket);
+  }
+  return capturedGraphs();
 }
 
 Session::TvcCounts Session::tvcCounts() const {

@@ -103,6 +103,10 @@ struct Session::Impl {
   /// pageable memory: staged before the call returns).
   void upload(void *to, const void *from, uint64_t bytes, const char *what);
   void decodeStep(uint32_t bucket);
+  /// The bucket's decode launches, prepared on first use.
+  const PreparedProgram &preparedDecode(uint32_t bucket);
+  /// The bucket's decode graph, captured on first use.
+  cudaGraphExec_t decodeGraph(uint32_t bucket);
   uint32_t bucketFor(uint32_t batch) const;
   uint32_t prefill(const std::vector<std::vector<int32_t>> &prompts,
                    bool sampleLast);

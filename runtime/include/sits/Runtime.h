@@ -342,6 +342,12 @@ public:
   std::vector<uint64_t> kvCalibrationWords();
   /// Decode graphs captured so far (one per bucket used).
   uint32_t capturedGraphs() const;
+  /// Captures the decode graph of every batch bucket now (nothing runs on
+  /// the GPU), which a bucket's first step does otherwise: a server calls
+  /// it at startup so that no request's token waits for a capture. Without
+  /// CUDA graphs it prepares the buckets' launches. Returns
+  /// capturedGraphs().
+  uint32_t captureDecodeGraphs();
 
   struct Impl;
 

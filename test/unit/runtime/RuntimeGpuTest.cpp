@@ -120,6 +120,31 @@ TEST_F(ToyEngineTest, CudaGraphAndDirectLaunchesGiveIdenticalTokens) {
   EXPECT_EQ(plain.capturedGraphs(), 0u);
 }
 
+TEST_F(ToyEngineTest, GraphsCapturedUpFrontGiveTheSameTokens) {
+  // Every bucket captured before any step (as sits-serve does at startup):
+  // nothing ran while capturing, and the replays give the tokens of graphs
+  // captured at their first step; no step captures another.
+  auto engine = Engine::load(writeToy(toyConfig()));
+  Session upFront(engine), lazy(engine);
+  const uint32_t buckets =
+      static_cast<uint32_t>(engine->config().batchBuckets.size());
+  EXPECT_EQ(upFront.captureDecodeGraphs(), buckets);
+  std::vector<std::vector<int32_t>> prompts = {bytes("one"), bytes("two two"),
+                                               bytes("three")};
+  for (size_t batch : {size_t(1), size_t(3)}) {
+    std::vector<std::vector<int32_t>> some(prompts.begin(),
+                                           prompts.begin() + batch);
+    EXPECT_EQ(upFront.generate(some, greedy(30)).tokens,
+              lazy.generate(some, greedy(30)).tokens)
+        << "batch " << batch;
+  }
+  EXPECT_EQ(upFront.capturedGraphs(), buckets);
+  SessionOptions direct;
+  direct.useCudaGraphs = false;
+  Session plain(engine, direct);
+  EXPECT_EQ(plain.captureDecodeGraphs(), 0u);
+}
+
 TEST_F(ToyEngineTest, SeededSamplingIsReproducible) {
   test::ToyConfig config = toyConfig();
   auto engine = Engine::load(writeToy(config));
