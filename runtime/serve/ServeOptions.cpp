@@ -142,7 +142,7 @@ static const std::vector<OptionSpec> &specs() {
           "Prompt tokens fed per request per step at most (longer "
           "prompts are prefilled over several steps, between the "
           "decode steps of running requests), at most the engine's "
-          "prefill chunk; 0: 256, or the engine's chunk if that is smaller",
+          "prefill chunk; 0: 512, or the engine's chunk if that is smaller",
           &ServeOptions::maxPrefillChunk, 0, 1u << 20),
       numberOption("max-step-prefill-tokens",
                    "Prompt tokens fed per step at most, over all requests, "
