@@ -332,9 +332,55 @@ std::string buildMetadata(const EnginePlan &plan, const EngineSource &source) {
   return root.write(2);
 }
 
-llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
-                                                   CompiledModule module,
-                                                   const EngineSource &source) {
+/// The persistent decode section: per bucket its kernel (module 1) and
+/// where each decode launch's arguments lie in its table, checked against
+/// the layout the runtime computes from the launch's arguments.
+static llvm::Error addPersistentDecode(const EnginePlan &plan,
+                                       format::EngineContents &contents) {
+  const PersistentDecodePlan &persistent = *plan.persistentDecode;
+  const format::Program &decode =
+      contents.programs[contents.findProgram(format::kDecodeProgram)];
+  format::PersistentDecode &out = contents.persistentDecode;
+  out.blocks = persistent.blocks;
+  std::vector<uint32_t> offsets;
+  for (const PersistentDecodePlan::Bucket &bucket : persistent.buckets) {
+    format::PersistentBucket entry;
+    entry.batch = bucket.batch;
+    entry.kernel = static_cast<uint32_t>(contents.kernels.size());
+    contents.kernels.push_back(
+        {1, "sits_decode_b" + std::to_string(bucket.batch)});
+    entry.threads = static_cast<uint32_t>(bucket.threads);
+    entry.sharedBytes = static_cast<uint32_t>(bucket.sharedBytes);
+    entry.argBytes = static_cast<uint32_t>(bucket.argBytes);
+    if (bucket.tasks.size() != decode.launches.size())
+      return llvm::createStringError(
+          "the persistent decode plan has " +
+          std::to_string(bucket.tasks.size()) + " tasks for " +
+          std::to_string(decode.launches.size()) + " decode launches");
+    for (auto [t, task] : llvm::enumerate(bucket.tasks)) {
+      const KernelSpec &spec = plan.kernels[task.kernel];
+      std::optional<ArgumentBlock> planned = getArgumentBlock(spec);
+      uint64_t bytes =
+          format::getArgumentBlockLayout(decode.launches[t], &offsets);
+      if (!planned || planned->bytes != bytes ||
+          !std::equal(offsets.begin(), offsets.end(), planned->offsets.begin(),
+                      planned->offsets.end()))
+        return llvm::createStringError(
+            "task " + std::to_string(t) + " (" + spec.name +
+            "): the engine's launch arguments do not lay out as the "
+            "persistent kernel's argument block");
+      entry.argOffsets.push_back(static_cast<uint32_t>(task.argOffset));
+    }
+    out.buckets.push_back(std::move(entry));
+  }
+  contents.formatMinor = format::kPersistentDecodeMinor;
+  return llvm::Error::success();
+}
+
+llvm::Expected<format::StreamedEngine>
+buildEngine(const EnginePlan &plan, CompiledModule module,
+            const EngineSource &source,
+            std::optional<CompiledModule> persistent) {
   const ModelConfig &m = plan.model;
   format::StreamedEngine engine;
   format::EngineContents &contents = engine.contents;
@@ -356,6 +402,17 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
   contents.modules.push_back(std::move(image));
   for (const KernelSpec &spec : plan.kernels)
     contents.kernels.push_back({0, spec.name});
+  if (plan.persistentDecode) {
+    if (!persistent)
+      return llvm::createStringError(
+          "the persistent decode kernels were not compiled");
+    format::ModuleImage second;
+    second.name = "persistent_decode";
+    second.sm = contents.targetSm;
+    second.cubin = std::move(persistent->cubin);
+    second.ptx = std::move(persistent->ptx);
+    contents.modules.push_back(std::move(second));
+  }
 
   // Weights: laid out here, made from the model's constants (converted to
   // their storage type) while the engine is written.
@@ -466,6 +523,9 @@ llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
 
   for (const ProgramPlan *program : plan.programs())
     contents.programs.push_back(buildProgram(*program, weightBuffers, buffers));
+  if (plan.persistentDecode)
+    if (llvm::Error error = addPersistentDecode(plan, contents))
+      return std::move(error);
 
   format::RuntimeConfig config;
   std::string error;

@@ -17,6 +17,8 @@
 
 #include "llvm/Support/Error.h"
 
+#include <optional>
+
 namespace sits::codegen {
 
 /// What the engine records about where it came from.
@@ -37,10 +39,13 @@ struct EngineSource {
 /// Builds the engine: its contents, and the weights section as a fill
 /// function that reads the plan's weight constants (which must outlive it)
 /// while the engine is written. `module` holds the compiled kernels of
-/// emitCudaSource(plan).
-llvm::Expected<format::StreamedEngine> buildEngine(const EnginePlan &plan,
-                                                   CompiledModule module,
-                                                   const EngineSource &source);
+/// emitCudaSource(plan); `persistent`, with plan.persistentDecode, the same
+/// source compiled with SITS_PERSISTENT_DECODE (the persistent decode
+/// kernels, a module of their own).
+llvm::Expected<format::StreamedEngine>
+buildEngine(const EnginePlan &plan, CompiledModule module,
+            const EngineSource &source,
+            std::optional<CompiledModule> persistent = std::nullopt);
 
 /// The metadata JSON of the engine (also used by tests).
 std::string buildMetadata(const EnginePlan &plan, const EngineSource &source);

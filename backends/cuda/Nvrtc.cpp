@@ -185,9 +185,10 @@ llvm::Expected<uint32_t> getNvrtcVersion() {
   return static_cast<uint32_t>(major * 1000 + minor * 10);
 }
 
-llvm::Expected<CompiledModule> compileWithNvrtc(const std::string &source,
-                                                const std::string &fileName,
-                                                const Target &target) {
+llvm::Expected<CompiledModule>
+compileWithNvrtc(const std::string &source, const std::string &fileName,
+                 const Target &target,
+                 const std::vector<std::string> &defines) {
   const Loaded &loaded = nvrtc();
   if (!loaded.error.empty())
     return llvm::createStringError(loaded.error);
@@ -213,14 +214,15 @@ llvm::Expected<CompiledModule> compileWithNvrtc(const std::string &source,
 
   // -arch=sm_XX gives both the cubin and the PTX of one compilation.
   std::string arch = "-arch=" + target.getName();
-  const char *options[] = {arch.c_str(), "--std=c++17", "-lineinfo",
-                           "-DNDEBUG"};
+  std::vector<const char *> options = {arch.c_str(), "--std=c++17", "-lineinfo",
+                                       "-DNDEBUG"};
+  for (const std::string &define : defines)
+    options.push_back(define.c_str());
   int compiled;
   {
     InRootDirectory root;
-    compiled = api.compileProgram(
-        program, static_cast<int>(sizeof(options) / sizeof(options[0])),
-        options);
+    compiled = api.compileProgram(program, static_cast<int>(options.size()),
+                                  options.data());
   }
   CompiledModule module;
   size_t logSize = 0;

@@ -39,10 +39,12 @@ bool isNvrtcAvailable();
 
 /// Compiles `source` (with the kernel library as named headers) for
 /// `target`, keeping both the cubin and the PTX. A compile error returns
-/// NVRTC's log.
-llvm::Expected<CompiledModule> compileWithNvrtc(const std::string &source,
-                                                const std::string &fileName,
-                                                const Target &target);
+/// NVRTC's log. `defines` are more options (`-DNAME`), such as the
+/// persistent decode kernels' translation unit's SITS_PERSISTENT_DECODE.
+llvm::Expected<CompiledModule>
+compileWithNvrtc(const std::string &source, const std::string &fileName,
+                 const Target &target,
+                 const std::vector<std::string> &defines = {});
 
 } // namespace sits::codegen
 

@@ -326,11 +326,6 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   planTimer.stop();
   if (failed(planned))
     return 1;
-  if (planned->persistentDecode)
-    return fail("--decode-kernels=persistent: the persistent decode kernel is "
-                "generated (--emit=cuda, run by sits-emulate "
-                "--persistent-decode), but engines and the runtime do not "
-                "take it yet; an engine needs --decode-kernels=graph");
 
   codegen::EngineSource source;
   FailureOr<std::shared_ptr<const sits::ModelTokenizer>> tokenizer =
@@ -376,6 +371,10 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       (given.decodeSplitKeys != defaults.decodeSplitKeys
            ? " --decode-split-keys=" + std::to_string(given.decodeSplitKeys)
            : std::string()) +
+      (planned->persistentDecode
+           ? " --decode-kernels=persistent --persistent-blocks=" +
+                 std::to_string(planned->persistentDecode->blocks)
+           : std::string()) +
       (planned->kvCache.paged()
            ? " --kv-layout=paged --kv-block-tokens=" +
                  std::to_string(planned->kvCache.blockTokens) +
@@ -397,10 +396,23 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
   nvrtcTimer.stop();
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
+  // The persistent decode kernels: the same source's second translation
+  // unit, a module of its own (the runtime loads it once per session).
+  std::optional<codegen::CompiledModule> persistent;
+  if (planned->persistentDecode) {
+    TimingScope persistentTimer = timing.nest("compile the persistent kernels");
+    llvm::Expected<codegen::CompiledModule> second = codegen::compileWithNvrtc(
+        cuda, source.modelName + ".cu", codegenOptions.target,
+        {"-DSITS_PERSISTENT_DECODE"});
+    if (!second)
+      return fail("--decode-kernels=persistent: " +
+                  llvm::toString(second.takeError()));
+    persistent = std::move(*second);
+  }
 
   TimingScope buildTimer = timing.nest("build the engine");
-  llvm::Expected<format::StreamedEngine> engine =
-      codegen::buildEngine(*planned, std::move(*compiled), source);
+  llvm::Expected<format::StreamedEngine> engine = codegen::buildEngine(
+      *planned, std::move(*compiled), source, std::move(persistent));
   buildTimer.stop();
   if (!engine)
     return fail(llvm::toString(engine.takeError()));

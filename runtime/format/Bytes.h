@@ -163,6 +163,7 @@ public:
   }
   bool ok() const { return !failed; }
   bool atEnd() const { return pos == size; }
+  uint64_t remaining() const { return size - pos; }
   uint64_t position() const { return pos; }
   const std::string &error() const { return message; }
 

@@ -131,6 +131,24 @@ std::string describeEngine(const Header &header, const EngineContents &contents,
   for (const Program &p : contents.programs)
     line("program " + p.name + ": " + std::to_string(p.launches.size()) +
          " launches");
+  const PersistentDecode &pd = contents.persistentDecode;
+  if (!pd.empty()) {
+    std::string batches;
+    for (const PersistentBucket &bucket : pd.buckets)
+      batches += (batches.empty() ? "" : ", ") + std::to_string(bucket.batch);
+    line("persistent decode: " + std::to_string(pd.buckets.size()) +
+         " kernels of " + std::to_string(pd.blocks) + " blocks, buckets " +
+         batches);
+    for (const PersistentBucket &bucket : pd.buckets)
+      line("  batch " + std::to_string(bucket.batch) + ": " +
+           (bucket.kernel < contents.kernels.size()
+                ? contents.kernels[bucket.kernel].function
+                : std::string("?")) +
+           " block(" + std::to_string(bucket.threads) + ") smem " +
+           std::to_string(bucket.sharedBytes) + ", " +
+           std::to_string(bucket.argOffsets.size()) + " tasks, arguments " +
+           std::to_string(bucket.argBytes) + " B");
+  }
 
   if (!verbose)
     return out;

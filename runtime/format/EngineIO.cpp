@@ -60,6 +60,12 @@ bool encodePrefix(const EngineContents &contents, uint64_t weightBytes,
     pieces.push_back(
         {SectionKind::Tokenizer, tokenizer.data(), tokenizer.size()});
   }
+  std::vector<uint8_t> persistent;
+  if (!contents.persistentDecode.empty()) {
+    persistent = encodePersistent(contents);
+    pieces.push_back(
+        {SectionKind::PersistentDecode, persistent.data(), persistent.size()});
+  }
   // The weights come last: the writer streams them after the prefix.
   pieces.push_back({SectionKind::Weights, nullptr, weightBytes});
 
@@ -372,6 +378,11 @@ bool readEngine(const EngineFile &file, const ReadOptions &options,
                    "engine holds no tokenizer.json in a tokenizer section";
     return false;
   }
+  if (const SectionEntry *persistent =
+          findSection(*header, SectionKind::PersistentDecode))
+    if (!decodePersistent(data + persistent->offset, persistent->bytes,
+                          contents, error))
+      return false;
   const SectionEntry *weights = findSection(*header, SectionKind::Weights);
   contents->weightsData = data + weights->offset;
   contents->weightsBytes = weights->bytes;

@@ -23,6 +23,8 @@ const char *sectionKindName(uint32_t kind) {
     return "weights";
   case SectionKind::Tokenizer:
     return "tokenizer";
+  case SectionKind::PersistentDecode:
+    return "persistent decode";
   }
   return "unknown";
 }

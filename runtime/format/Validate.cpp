@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "format/Bytes.h"
+#include "format/Codec.h"
 #include "sits/EngineFormat.h"
 #include "sits/Json.h"
 
@@ -485,6 +486,9 @@ bool validateContents(const EngineContents &contents,
           return false;
     }
   }
+  if (!contents.persistentDecode.empty() &&
+      !validatePersistent(contents, config, error))
+    return false;
   return true;
 }
 

@@ -41,6 +41,8 @@ const DriverApi &driver() {
     resolve("cuLaunchKernel", &api.launchKernel, &missing);
     resolve("cuFuncSetAttribute", &api.funcSetAttribute, &missing);
     resolve("cuFuncGetAttribute", &api.funcGetAttribute, &missing);
+    resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            &api.occupancyMaxActiveBlocksPerMultiprocessor, &missing);
     resolve("cuGetErrorName", &api.getErrorName, &missing);
     resolve("cuGetErrorString", &api.getErrorString, &missing);
     std::string optional;

@@ -26,6 +26,9 @@ struct DriverApi {
   decltype(&::cuLaunchKernelEx) launchKernelEx = nullptr;
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
   decltype(&::cuFuncGetAttribute) funcGetAttribute = nullptr;
+  /// For the persistent decode kernels' residency check.
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor)
+      occupancyMaxActiveBlocksPerMultiprocessor = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
 };

@@ -33,7 +33,15 @@ namespace {
 
 void loadModules(Engine::Impl &e) {
   const runtime::DriverApi &api = driver();
+  const format::PersistentDecode &persistent = e.contents.persistentDecode;
+  if (!persistent.empty())
+    e.persistentModule = static_cast<int>(
+        e.contents.kernels[persistent.buckets[0].kernel].module);
   for (const format::ModuleImage &image : e.contents.modules) {
+    if (static_cast<int>(e.modules.size()) == e.persistentModule) {
+      e.modules.push_back(nullptr); // loaded by each session
+      continue;
+    }
     bool jit = e.usePtx || image.cubin.empty();
     const void *data = jit ? static_cast<const void *>(image.ptx.c_str())
                            : static_cast<const void *>(image.cubin.data());
@@ -57,6 +65,10 @@ void loadModules(Engine::Impl &e) {
   }
   for (const format::KernelRef &kernel : e.contents.kernels) {
     CUfunction function = nullptr;
+    if (static_cast<int>(kernel.module) == e.persistentModule) {
+      e.functions.push_back(nullptr);
+      continue;
+    }
     CUresult rc = api.moduleGetFunction(&function, e.modules[kernel.module],
                                         kernel.function.c_str());
     if (rc != CUDA_SUCCESS) {

@@ -30,8 +30,12 @@ struct Engine::Impl {
   /// Largest dynamic shared memory a block may opt into on this device.
   uint64_t maxSharedOptin = 0;
 
+  /// Loaded modules, but for the persistent decode kernels' (null here:
+  /// each session loads its own copy, for counters of its own).
   std::vector<CUmodule> modules;
   std::vector<CUfunction> functions; ///< one per contents.kernels entry
+  /// The persistent decode kernels' module, or -1.
+  int persistentModule = -1;
   /// Dynamic shared memory each function has been opted into (> 48 KiB).
   std::vector<uint64_t> sharedOptedIn;
 

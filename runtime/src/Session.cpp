@@ -5,7 +5,9 @@
 // kernel (lengths += step lengths, sampled tokens become the next input),
 // then a copy of the sampled tokens to pinned host memory.
 // A decode step is captured once per batch bucket into a CUDA graph and
-// replayed: everything that changes between steps is in device memory.
+// replayed: everything that changes between steps is in device memory. A
+// bucket with a persistent decode kernel (SessionPersistent.cpp) captures
+// that one launch in place of the decode program's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +76,14 @@ Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
   checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
             "creating a CUDA stream");
   allocate();
+  if (options.usePersistentDecode && !e.contents.persistentDecode.empty()) {
+    try {
+      loadPersistentDecode();
+    } catch (...) {
+      releasePersistentDecode();
+      throw;
+    }
+  }
   int init = e.contents.findProgram(format::kInitProgram);
   if (init >= 0) {
     run(prepare(init, config.maxBatch, 1));
@@ -84,6 +94,7 @@ Session::Impl::Impl(std::shared_ptr<Engine> engineIn,
 Session::Impl::~Impl() {
   for (auto &entry : graphs)
     cudaGraphExecDestroy(entry.second);
+  releasePersistentDecode();
   if (arena)
     cudaFree(arena);
   if (blockPool)
@@ -274,7 +285,7 @@ void Session::Impl::run(const PreparedProgram &program) {
   overlap.value.programmaticStreamSerializationAllowed = 1;
   for (const PreparedLaunch &l : program) {
     CUresult result;
-    if (programmaticLaunch) {
+    if (programmaticLaunch && l.programmatic) {
       CUlaunchConfig launch = {};
       launch.gridDimX = l.grid[0];
       launch.gridDimY = l.grid[1];
@@ -476,6 +487,9 @@ std::vector<uint64_t> Session::kvCalibrationWords() {
 }
 uint32_t Session::capturedGraphs() const {
   return static_cast<uint32_t>(state->graphs.size());
+}
+std::vector<uint32_t> Session::persistentBuckets() const {
+  return state->persistentBuckets;
 }
 
 uint32_t Session::captureDecodeGraphs() {

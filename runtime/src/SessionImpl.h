@@ -31,6 +31,9 @@ struct PreparedLaunch {
   unsigned sharedBytes = 0;
   std::vector<uint64_t> values; ///< one 8-byte slot per argument
   std::vector<void *> params;   ///< pointers to the slots
+  /// Launch with programmatic dependent launch where the session does: not
+  /// a persistent decode kernel, which waits for nothing before it starts.
+  bool programmatic = true;
 };
 
 using PreparedProgram = std::vector<PreparedLaunch>;
@@ -68,6 +71,13 @@ struct Session::Impl {
   int decodeProgram = -1;
   std::map<uint32_t, PreparedProgram> decodeByBucket;
   std::map<uint32_t, cudaGraphExec_t> graphs;
+  /// The persistent decode kernels (SessionPersistent.cpp): this session's
+  /// copy of their module (their counters are this session's), and the
+  /// buckets' argument tables on the device; their launches are in
+  /// decodeByBucket.
+  CUmodule persistentModule = nullptr;
+  void *persistentTables = nullptr;
+  std::vector<uint32_t> persistentBuckets;
   /// Launch the engine's kernels with programmatic dependent launch.
   bool programmaticLaunch = false;
   /// Tokens each slot's sequence holds in the cache (Session::step); all
@@ -93,6 +103,11 @@ struct Session::Impl {
   /// A packed step's program: T tokens, at most S of each of B sequences.
   PreparedProgram prepare(int program, uint32_t batch, uint32_t seq,
                           uint64_t tokens);
+  /// Loads the persistent decode kernels for the session's buckets that
+  /// have one: checks that every block is resident, fills the argument
+  /// tables, puts the kernel's launch in decodeByBucket.
+  void loadPersistentDecode();
+  void releasePersistentDecode();
   void run(const PreparedProgram &program);
   /// The program a prefill step of `rows` token rows runs.
   int prefillProgramFor(uint64_t rows) const {

@@ -6,7 +6,8 @@
 //   sits-run ENGINE (--prompt-ids 1,2,3 | --prompt-bytes TEXT)
 //            [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
 //            [--seed S] [--batch B] [--no-cuda-graph]
-//            [--no-programmatic-launch] [--ignore-eos] [--device D]
+//            [--no-programmatic-launch] [--no-persistent-decode]
+//            [--ignore-eos] [--device D]
 //            [--calibration-log FILE.json]
 //   sits-run --check ENGINE [--target-sm SM]
 //   sits-run --inspect ENGINE [--verbose]
@@ -33,6 +34,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -83,7 +85,8 @@ const char *kUsage =
     "options: [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
     "         [--seed S] [--batch B] [--no-cuda-graph] "
     "[--no-programmatic-launch]\n"
-    "         [--ignore-eos] [--device D] [--calibration-log FILE.json]\n"
+    "         [--no-persistent-decode] [--ignore-eos] [--device D] "
+    "[--calibration-log FILE.json]\n"
     "  --prompt TEXT    text, encoded with the engine's tokenizer; the\n"
     "                   continuation streams to stdout\n"
     "  --chat MESSAGE   a user message, through the model's chat template\n"
@@ -114,6 +117,7 @@ struct Options {
   uint64_t targetSm = 0;
   bool noCudaGraph = false;
   bool noProgrammaticLaunch = false;
+  bool noPersistentDecode = false;
   bool ignoreEos = false;
   bool verbose = false;
   std::string calibrationLog;
@@ -184,6 +188,8 @@ Options parseArgs(int argc, char **argv) {
       o.noCudaGraph = true;
     } else if (a == "--no-programmatic-launch") {
       o.noProgrammaticLaunch = true;
+    } else if (a == "--no-persistent-decode") {
+      o.noPersistentDecode = true;
     } else if (a == "--ignore-eos") {
       o.ignoreEos = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -320,6 +326,12 @@ std::string escapeBytes(const std::vector<int32_t> &tokens) {
 
 double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
+/// Whether the session runs `bucket`'s decode steps as one persistent kernel.
+bool isPersistent(const sits::Session &session, uint32_t bucket) {
+  std::vector<uint32_t> buckets = session.persistentBuckets();
+  return std::find(buckets.begin(), buckets.end(), bucket) != buckets.end();
+}
+
 std::string idList(const std::vector<int32_t> &ids) {
   std::string out;
   for (int32_t id : ids)
@@ -428,6 +440,7 @@ int runEngine(const Options &o) {
     sits::SessionOptions sessionOptions;
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
     sessionOptions.useProgrammaticLaunch = !o.noProgrammaticLaunch;
+    sessionOptions.usePersistentDecode = !o.noPersistentDecode;
     sits::Session session(engine, sessionOptions);
     sits::GenerateParams params;
     params.maxNewTokens =
@@ -471,10 +484,11 @@ int runEngine(const Options &o) {
     std::printf("prefill: %u tokens in %u chunk(s), %.3f ms\n", st.promptTokens,
                 st.prefillChunks, st.prefillMs);
     std::printf("decode: %u steps, %.4f ms/token, %.1f tokens/s "
-                "(batch %u, %s%s, bucket %u)\n",
+                "(batch %u, %s%s%s, bucket %u)\n",
                 st.decodeSteps, st.decodeMsPerStep, st.tokensPerSecond,
                 st.batch, st.cudaGraph ? "cuda graph" : "no cuda graph",
                 st.programmaticLaunch ? ", programmatic launch" : "",
+                isPersistent(session, st.bucket) ? ", persistent kernel" : "",
                 st.bucket);
     std::printf("gpu memory: weights %.2f MiB, session %.2f MiB, device "
                 "used %.0f of %.0f MiB (%s, sm_%u%s)\n",

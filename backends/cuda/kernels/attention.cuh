@@ -42,9 +42,8 @@ __host__ __device__ constexpr int attentionSharedFloats() {
 /// row's running maximum and sum.
 template <class Cfg, int kRows>
 __device__ __forceinline__ void
-loadTileQueries(const float *__restrict__ query, float *qs, float *rowMax,
-                float *rowSum, int kvHead, int i0, int iEnd,
-                long firstRow) {
+loadTileQueries(const float *SITS_RESTRICT query, float *qs, float *rowMax,
+                float *rowSum, int kvHead, int i0, int iEnd, long firstRow) {
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int D = Cfg::kHeadDim;
   constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
@@ -52,10 +51,7 @@ loadTileQueries(const float *__restrict__ query, float *qs, float *rowMax,
   for (int idx = tid; idx < kRows * D; idx += Cfg::kThreads) {
     const int r = idx / D, d = idx % D;
     const int i = i0 + r / kGroup, head = kvHead * kGroup + r % kGroup;
-    qs[idx] =
-        i < iEnd
-            ? query[(firstRow + i) * kWidth + head * D + d]
-            : 0.0f;
+    qs[idx] = i < iEnd ? query[(firstRow + i) * kWidth + head * D + d] : 0.0f;
   }
   for (int r = tid; r < kRows; r += Cfg::kThreads) {
     rowMax[r] = __int_as_float(0xff800000u);
@@ -106,7 +102,7 @@ __device__ __forceinline__ void tileSoftmax(float *ps, float *rowMax,
 template <class Cfg, int kRows, int kAccPerThread>
 __device__ __forceinline__ void
 storeTileRows(const float (&acc)[kAccPerThread], const float *rowSum,
-              float *__restrict__ out, int kvHead, int i0, int iEnd,
+              float *SITS_RESTRICT out, int kvHead, int i0, int iEnd,
               long firstRow, int ownedRows) {
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int D = Cfg::kHeadDim;
@@ -131,11 +127,11 @@ storeTileRows(const float (&acc)[kAccPerThread], const float *rowSum,
 /// `blockTable`.
 template <class Cfg>
 __device__ void
-attention(const float *__restrict__ query,
-          const typename Cfg::Cache::Storage *__restrict__ keyCache,
-          const typename Cfg::Cache::Storage *__restrict__ valueCache,
-          float *__restrict__ out, const int *__restrict__ pastLengths,
-          StepRows steps, const int *__restrict__ blockTable = nullptr) {
+attention(const float *SITS_RESTRICT query,
+          const typename Cfg::Cache::Storage *SITS_RESTRICT keyCache,
+          const typename Cfg::Cache::Storage *SITS_RESTRICT valueCache,
+          float *SITS_RESTRICT out, const int *SITS_RESTRICT pastLengths,
+          StepRows steps, const int *SITS_RESTRICT blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int kRows = Cfg::kQueryTokens * kGroup;

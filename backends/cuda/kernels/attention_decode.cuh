@@ -107,8 +107,7 @@ attentionDecodeSharedBytes(int headDim, int group, int unroll, int stages) {
 /// thread (kThreads of them) after a barrier that follows the stores.
 template <class Cfg, int G, int kParts, int kThreads = kDecodeThreads>
 __device__ __forceinline__ void mergeSplitPartial(const float *merge,
-                                                  float *myPartial,
-                                                  int split) {
+                                                  float *myPartial, int split) {
   constexpr int D = Cfg::kHeadDim;
   constexpr int kPartial = decodePartialFloats(D);
   const float kNegInf = __int_as_float(0xff800000u);
@@ -151,14 +150,14 @@ storeSplitPartial(void *sharedBytes, const float (&rowMax)[G],
   const int keyGroup = tid / P, part = tid % P, d0 = part * 8;
   // [keyGroup][head][values, max, sum].
   float *merge = reinterpret_cast<float *>(sharedBytes);
-  #pragma unroll
+#pragma unroll
   for (int h = 0; h < G; ++h) {
     float *slot = merge + (keyGroup * G + h) * kPartial;
     if (part == 0) {
       slot[D] = rowMax[h];
       slot[D + 1] = rowSum[h];
     }
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 8; ++e)
       slot[d0 + e] = acc[h][e];
   }
@@ -175,8 +174,8 @@ storeSplitPartial(void *sharedBytes, const float (&rowMax)[G],
 template <class Cfg, int kThreads = kDecodeThreads>
 __device__ __forceinline__ void
 combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
-              const float *myPartial, int *__restrict__ counters,
-              float *__restrict__ out) {
+              const float *myPartial, int *SITS_RESTRICT counters,
+              float *SITS_RESTRICT out) {
   constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int D = Cfg::kHeadDim;
   constexpr int kPartial = decodePartialFloats(D);
@@ -336,22 +335,22 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
 /// sum per head, this lane's 8 channels of the weighted values).
 template <class Cfg, int G>
 __device__ __forceinline__ void
-startGroup(const float *__restrict__ query, int b, int kvHead, int d0,
+startGroup(const float *SITS_RESTRICT query, int b, int kvHead, int d0,
            float (&q)[G][8], float (&rowMax)[G], float (&rowSum)[G],
            float (&acc)[G][8]) {
   constexpr int D = Cfg::kHeadDim;
   constexpr long kWidth = static_cast<long>(Cfg::kHeads) * D;
-  #pragma unroll
+#pragma unroll
   for (int h = 0; h < G; ++h) {
     const float *row =
         query + static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d0;
     loadFloats<8>(row, q[h]);
   }
-  #pragma unroll
+#pragma unroll
   for (int h = 0; h < G; ++h) {
     rowMax[h] = __int_as_float(0xff800000u);
     rowSum[h] = 0.0f;
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 8; ++e)
       acc[h][e] = 0.0f;
   }
@@ -364,14 +363,14 @@ template <class Cfg, int G, int P>
 __device__ __forceinline__ void scoreKey(const float (&q)[G][8],
                                          const float (&k)[8], bool visible,
                                          float (&score)[G]) {
-  #pragma unroll
+#pragma unroll
   for (int h = 0; h < G; ++h) {
     float dot = 0.0f;
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 8; ++e)
       dot += q[h][e] * k[e];
-    // The key group's lanes are consecutive: finish the dot product.
-    #pragma unroll
+// The key group's lanes are consecutive: finish the dot product.
+#pragma unroll
     for (int offset = P / 2; offset > 0; offset >>= 1)
       dot += __shfl_xor_sync(kFullMask, dot, offset);
     score[h] = visible ? attentionScore<Cfg>(dot) : __int_as_float(0xff800000u);
@@ -386,10 +385,10 @@ __device__ __forceinline__ void
 foldScores(const float (&score)[U][G], float (&rowMax)[G], float (&rowSum)[G],
            float (&acc)[G][8], ValueOf valueOf) {
   const float kNegInf = __int_as_float(0xff800000u);
-  #pragma unroll
+#pragma unroll
   for (int h = 0; h < G; ++h) {
     float stepMax = score[0][h];
-    #pragma unroll
+#pragma unroll
     for (int u = 1; u < U; ++u)
       stepMax = fmaxf(stepMax, score[u][h]);
     const float newMax = fmaxf(rowMax[h], stepMax);
@@ -399,17 +398,17 @@ foldScores(const float (&score)[U][G], float (&rowMax)[G], float (&rowSum)[G],
         rowMax[h] == kNegInf ? 0.0f : expf(rowMax[h] - newMax);
     rowMax[h] = newMax;
     rowSum[h] *= rescale;
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 8; ++e)
       acc[h][e] *= rescale;
-    #pragma unroll
+#pragma unroll
     for (int u = 0; u < U; ++u) {
       const float p =
           score[u][h] == kNegInf ? 0.0f : expf(score[u][h] - newMax);
       rowSum[h] += p;
       float v[8];
       valueOf(u, v);
-      #pragma unroll
+#pragma unroll
       for (int e = 0; e < 8; ++e)
         acc[h][e] += p * v[e];
     }
@@ -418,13 +417,14 @@ foldScores(const float (&score)[U][G], float (&rowMax)[G], float (&rowSum)[G],
 
 template <class Cfg>
 __device__ void
-attentionDecode(const float *__restrict__ query,
-                const typename Cfg::Cache::Storage *__restrict__ keyCache,
-                const typename Cfg::Cache::Storage *__restrict__ valueCache,
-                float *__restrict__ out, float *__restrict__ partial,
-                int *__restrict__ counters, const int *__restrict__ pastLengths,
-                const int *__restrict__ stepLengths,
-                const int *__restrict__ blockTable = nullptr) {
+attentionDecode(const float *SITS_RESTRICT query,
+                const typename Cfg::Cache::Storage *SITS_RESTRICT keyCache,
+                const typename Cfg::Cache::Storage *SITS_RESTRICT valueCache,
+                float *SITS_RESTRICT out, float *SITS_RESTRICT partial,
+                int *SITS_RESTRICT counters,
+                const int *SITS_RESTRICT pastLengths,
+                const int *SITS_RESTRICT stepLengths,
+                const int *SITS_RESTRICT blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   typedef typename C::Storage Storage;
   constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
@@ -451,8 +451,10 @@ attentionDecode(const float *__restrict__ query,
   const int k0 = keys.k0, k1 = keys.k1;
   const bool active = keys.active;
   const KVRows<Cfg> rows(blockTable, b, kvHead);
-  float *myPartial = partial + ((static_cast<long>(b) * Cfg::kHeads +
-                                 kvHead * G) * Cfg::kSplits) * kPartial;
+  float *myPartial =
+      partial +
+      ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
+          kPartial;
 
   if (active) {
     float q[G][8], rowMax[G], rowSum[G], acc[G][8];
@@ -467,7 +469,7 @@ attentionDecode(const float *__restrict__ query,
     auto issue = [&](int step) {
       if (step < steps) {
         uint4 *slot = shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
-        #pragma unroll
+#pragma unroll
         for (int u = 0; u < U; ++u) {
           const int key = keyOf(step, u);
           const bool valid = key < k1;
@@ -489,7 +491,7 @@ attentionDecode(const float *__restrict__ query,
       const uint4 *slot =
           shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
       float score[U][G];
-      #pragma unroll
+#pragma unroll
       for (int u = 0; u < U; ++u) {
         float k[8];
         const uint4 raw = slot[(2 * u) * kDecodeThreads];
@@ -504,8 +506,8 @@ attentionDecode(const float *__restrict__ query,
     syncTile(); // every lane has read its ring slots
     storeSplitPartial<Cfg, G>(shared, rowMax, rowSum, acc, myPartial, split);
   }
-  combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial,
-                     counters, out);
+  combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial, counters,
+                     out);
 }
 
 } // namespace sits

@@ -32,15 +32,16 @@ namespace sits {
 /// are in the pool's blocks, ColdRows).
 template <class Cfg>
 __device__ void attentionDecodeKVQ(
-    const float *__restrict__ query,
-    const typename Cfg::Cache::Storage *__restrict__ keyHot,
-    const typename Cfg::Cache::Storage *__restrict__ valueHot,
-    const signed char *__restrict__ keyCold, const u16 *__restrict__ keyScales,
-    const signed char *__restrict__ valueCold,
-    const u16 *__restrict__ valueScales, float *__restrict__ out,
-    float *__restrict__ partial, int *__restrict__ counters,
-    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths,
-    const int *__restrict__ blockTable = nullptr) {
+    const float *SITS_RESTRICT query,
+    const typename Cfg::Cache::Storage *SITS_RESTRICT keyHot,
+    const typename Cfg::Cache::Storage *SITS_RESTRICT valueHot,
+    const signed char *SITS_RESTRICT keyCold,
+    const u16 *SITS_RESTRICT keyScales,
+    const signed char *SITS_RESTRICT valueCold,
+    const u16 *SITS_RESTRICT valueScales, float *SITS_RESTRICT out,
+    float *SITS_RESTRICT partial, int *SITS_RESTRICT counters,
+    const int *SITS_RESTRICT pastLengths, const int *SITS_RESTRICT stepLengths,
+    const int *SITS_RESTRICT blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   typedef typename C::Storage Storage;
   constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
@@ -109,7 +110,7 @@ __device__ void attentionDecodeKVQ(
     auto issue = [&](int step) {
       if (step < steps) {
         uint4 *slot = shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
-        #pragma unroll
+#pragma unroll
         for (int u = 0; u < U; ++u) {
           const int key = keyOf(step, u);
           const bool valid = key < k1;
@@ -125,11 +126,10 @@ __device__ void attentionDecodeKVQ(
             copyAsyncSmall<kColdBytes>(slot + (2 * u) * kDecodeThreads,
                                        keyCold + cold);
             if constexpr (!Cfg::kPerChannelKeys)
-              copyAsyncSmall<4>(
-                  reinterpret_cast<unsigned char *>(slot +
-                                                    (2 * u) * kDecodeThreads) +
-                      8,
-                  keyScales + (scale & ~1L));
+              copyAsyncSmall<4>(reinterpret_cast<unsigned char *>(
+                                    slot + (2 * u) * kDecodeThreads) +
+                                    8,
+                                keyScales + (scale & ~1L));
           } else {
             copyAsync16<false>(slot + (2 * u) * kDecodeThreads, keyHot + hot,
                                valid);
@@ -158,7 +158,7 @@ __device__ void attentionDecodeKVQ(
       const uint4 *slot =
           shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
       float score[U][G];
-      #pragma unroll
+#pragma unroll
       for (int u = 0; u < U; ++u) {
         float k[8];
         const uint4 raw = slot[(2 * u) * kDecodeThreads];
@@ -167,10 +167,10 @@ __device__ void attentionDecodeKVQ(
           if constexpr (Cfg::kPerChannelKeys) {
             if (key / CB != scaleBlock) {
               scaleBlock = key / CB;
-              unpack16<F16>(__ldg(reinterpret_cast<const uint4 *>(
-                                keyScales + coldRows.channelScale(scaleBlock) +
-                                d0)),
-                            blockScales);
+              unpack16<F16>(
+                  __ldg(reinterpret_cast<const uint4 *>(
+                      keyScales + coldRows.channelScale(scaleBlock) + d0)),
+                  blockScales);
             }
             unpackCold<Cfg::kBits>(raw, blockScales, k);
           } else {
@@ -199,8 +199,8 @@ __device__ void attentionDecodeKVQ(
     syncTile(); // every lane has read its ring slots
     storeSplitPartial<Cfg, G>(shared, rowMax, rowSum, acc, myPartial, split);
   }
-  combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial,
-                     counters, out);
+  combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial, counters,
+                     out);
 }
 
 } // namespace sits

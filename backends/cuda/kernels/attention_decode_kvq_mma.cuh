@@ -81,14 +81,14 @@ namespace sits {
 /// (ColdRows: a tile of 16 keys lies in one block).
 template <class Cfg>
 __device__ void attentionDecodeKVQMma(
-    const float *__restrict__ query, const u16 *__restrict__ keyHot,
-    const u16 *__restrict__ valueHot, const signed char *__restrict__ keyCold,
-    const u16 *__restrict__ keyScales,
-    const signed char *__restrict__ valueCold,
-    const u16 *__restrict__ valueScales, float *__restrict__ out,
-    float *__restrict__ partial, int *__restrict__ counters,
-    const int *__restrict__ pastLengths, const int *__restrict__ stepLengths,
-    const int *__restrict__ blockTable = nullptr) {
+    const float *SITS_RESTRICT query, const u16 *SITS_RESTRICT keyHot,
+    const u16 *SITS_RESTRICT valueHot, const signed char *SITS_RESTRICT keyCold,
+    const u16 *SITS_RESTRICT keyScales,
+    const signed char *SITS_RESTRICT valueCold,
+    const u16 *SITS_RESTRICT valueScales, float *SITS_RESTRICT out,
+    float *SITS_RESTRICT partial, int *SITS_RESTRICT counters,
+    const int *SITS_RESTRICT pastLengths, const int *SITS_RESTRICT stepLengths,
+    const int *SITS_RESTRICT blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr int G = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int D = Cfg::kHeadDim;
@@ -262,8 +262,8 @@ __device__ void attentionDecodeKVQMma(
         const int key = min(r0 + 4 * t + e, lastRow);
 #pragma unroll
         for (int h = 0; h < kGroups; ++h) {
-          const signed char *src = valueCold + coldRows.row(key) +
-                                   h * kGroupBytes + g * kValueBytes;
+          const signed char *src =
+              valueCold + coldRows.row(key) + h * kGroupBytes + g * kValueBytes;
           if constexpr (kAsyncValues)
             copyAsyncBytes<kValueBytes>(valueSlot(stage, e, h), src);
           else

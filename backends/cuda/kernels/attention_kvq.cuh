@@ -38,15 +38,15 @@ __host__ __device__ constexpr int attentionKVQSharedFloats() {
 /// kBlockTokens and kMaxBlocks, and `blockTable` (ColdRows).
 template <class Cfg>
 __device__ void
-attentionKVQ(const float *__restrict__ query,
-             const typename Cfg::Cache::Storage *__restrict__ keyHot,
-             const typename Cfg::Cache::Storage *__restrict__ valueHot,
-             const signed char *__restrict__ keyCold,
-             const u16 *__restrict__ keyScales,
-             const signed char *__restrict__ valueCold,
-             const u16 *__restrict__ valueScales, float *__restrict__ out,
-             const int *__restrict__ pastLengths,
-             StepRows steps, const int *__restrict__ blockTable = nullptr) {
+attentionKVQ(const float *SITS_RESTRICT query,
+             const typename Cfg::Cache::Storage *SITS_RESTRICT keyHot,
+             const typename Cfg::Cache::Storage *SITS_RESTRICT valueHot,
+             const signed char *SITS_RESTRICT keyCold,
+             const u16 *SITS_RESTRICT keyScales,
+             const signed char *SITS_RESTRICT valueCold,
+             const u16 *SITS_RESTRICT valueScales, float *SITS_RESTRICT out,
+             const int *SITS_RESTRICT pastLengths, StepRows steps,
+             const int *SITS_RESTRICT blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr int kGroup = Cfg::kHeads / Cfg::kKvHeads;
   constexpr int kRows = Cfg::kQueryTokens * kGroup;
@@ -112,10 +112,10 @@ attentionKVQ(const float *__restrict__ query,
         if (pLo - last < N)
           kh = C::load(keyHot[hot]);
         if (pHi - last >= N) {
-          const float s = halfToFloat(
-              Cfg::kPerChannelKeys
-                  ? keyScales[coldRows.channelScale(key / CB) + d]
-                  : keyScales[tokenScale]);
+          const float s =
+              halfToFloat(Cfg::kPerChannelKeys
+                              ? keyScales[coldRows.channelScale(key / CB) + d]
+                              : keyScales[tokenScale]);
           kq = s *
                static_cast<float>(coldLevel<Cfg::kBits>(keyCold + coldRow, d));
         }

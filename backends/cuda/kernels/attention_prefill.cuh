@@ -27,8 +27,8 @@
 
 namespace sits {
 
-constexpr int kFlashRows = 64;    ///< query tokens per block
-constexpr int kFlashKeys = 64;    ///< keys per tile
+constexpr int kFlashRows = 64; ///< query tokens per block
+constexpr int kFlashKeys = 64; ///< keys per tile
 constexpr int kFlashThreads = 128;
 
 /// Halves per shared row of head_dim elements (padded by 16 bytes).
@@ -46,11 +46,12 @@ __host__ __device__ constexpr int attentionPrefillSharedBytes(int headDim) {
 /// cache adds kBlockTokens and kMaxBlocks, and `blockTable`.
 template <class Cfg>
 __device__ void
-attentionPrefill(const float *__restrict__ query,
-                 const typename Cfg::Cache::Storage *__restrict__ keyCache,
-                 const typename Cfg::Cache::Storage *__restrict__ valueCache,
-                 float *__restrict__ out, const int *__restrict__ pastLengths,
-                 StepRows steps, const int *__restrict__ blockTable = nullptr) {
+attentionPrefill(const float *SITS_RESTRICT query,
+                 const typename Cfg::Cache::Storage *SITS_RESTRICT keyCache,
+                 const typename Cfg::Cache::Storage *SITS_RESTRICT valueCache,
+                 float *SITS_RESTRICT out, const int *SITS_RESTRICT pastLengths,
+                 StepRows steps,
+                 const int *SITS_RESTRICT blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   typedef typename C::Storage Storage;
   constexpr int D = Cfg::kHeadDim;
@@ -96,8 +97,7 @@ attentionPrefill(const float *__restrict__ query,
   const int keyBegin =
       Cfg::kWindow > 0 ? max(0, past + i0 - Cfg::kWindow + 1) : 0;
   const int tiles =
-      keyEnd > keyBegin ? (keyEnd - keyBegin + kFlashKeys - 1) / kFlashKeys
-                        : 0;
+      keyEnd > keyBegin ? (keyEnd - keyBegin + kFlashKeys - 1) / kFlashKeys : 0;
   auto copyTile = [&](int tile, int buffer) {
     const int j0 = keyBegin + tile * kFlashKeys;
     for (int c = tid; c < kFlashKeys * D / 8; c += kFlashThreads) {
@@ -152,8 +152,7 @@ attentionPrefill(const float *__restrict__ query,
       for (int nj = 0; nj < 4; ++nj) {
         u32 kf[4];
         const int row = nj * 16 + lane % 8 + 8 * (lane / 16);
-        loadMatrix4(kt + row * kStride + step * 16 + 8 * ((lane / 8) % 2),
-                    kf);
+        loadMatrix4(kt + row * kStride + step * 16 + 8 * ((lane / 8) % 2), kf);
         mma16816<C>(s[2 * nj], qf[step][0], qf[step][1], qf[step][2],
                     qf[step][3], kf[0], kf[1]);
         mma16816<C>(s[2 * nj + 1], qf[step][0], qf[step][1], qf[step][2],
@@ -168,8 +167,8 @@ attentionPrefill(const float *__restrict__ query,
       for (int i = 0; i < 4; ++i) {
         const int r = i / 2, key = j0 + n * 8 + 2 * t + (i % 2);
         const int position = past + rowI[r];
-        const bool visible = rowI[r] < iEnd && key < keyEnd &&
-                             keyIsVisible<Cfg>(key, position);
+        const bool visible =
+            rowI[r] < iEnd && key < keyEnd && keyIsVisible<Cfg>(key, position);
         s[n][i] = visible ? attentionScore<Cfg>(s[n][i]) : kNegInf;
         tileMax[r] = fmaxf(tileMax[r], s[n][i]);
       }
@@ -200,8 +199,8 @@ attentionPrefill(const float *__restrict__ query,
       for (int i = 0; i < 4; ++i)
         o[n][i] *= rescale[i / 2];
 
-    // O += P V: the S accumulators of key tiles 2kk and 2kk + 1 are the A
-    // fragment of keys 16kk..16kk+15.
+        // O += P V: the S accumulators of key tiles 2kk and 2kk + 1 are the A
+        // fragment of keys 16kk..16kk+15.
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       const u32 a0 = packPair<C>(s[2 * kk][0], s[2 * kk][1]);

@@ -170,7 +170,7 @@ __device__ __forceinline__ uint4 load16IfUsed(bool predicate, const void *p) {
 #else
   uint4 v;
   asm("{\n  .reg .pred p;\n  setp.ne.b32 p, %5, 0;\n"
-      "  @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+      "  @p ld.global" SITS_LD_NC ".v4.u32 {%0, %1, %2, %3}, [%4];\n}"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p), "r"(static_cast<int>(predicate)));
   return v;
@@ -198,7 +198,7 @@ __device__ __forceinline__ uint4 load16If(bool predicate, const void *p) {
     asm volatile("{\n  .reg .pred p;\n  setp.ne.b32 p, %5, 0;\n"
                  "  mov.b32 %0, 0;\n  mov.b32 %1, 0;\n"
                  "  mov.b32 %2, 0;\n  mov.b32 %3, 0;\n"
-                 "  @p ld.global.nc.L1::no_allocate.v4.u32 "
+                 "  @p ld.global" SITS_LD_NC ".L1::no_allocate.v4.u32 "
                  "{%0, %1, %2, %3}, [%4];\n}"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p), "r"(static_cast<int>(predicate)));
@@ -206,7 +206,8 @@ __device__ __forceinline__ uint4 load16If(bool predicate, const void *p) {
     asm volatile("{\n  .reg .pred p;\n  setp.ne.b32 p, %5, 0;\n"
                  "  mov.b32 %0, 0;\n  mov.b32 %1, 0;\n"
                  "  mov.b32 %2, 0;\n  mov.b32 %3, 0;\n"
-                 "  @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+                 "  @p ld.global" SITS_LD_NC
+                 ".v4.u32 {%0, %1, %2, %3}, [%4];\n}"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p), "r"(static_cast<int>(predicate)));
   return v;
@@ -644,7 +645,8 @@ __device__ __forceinline__ float warpMax(float value) {
 
 /// A query-key dot product as a score: scaled, then soft-capped
 /// (softcap * tanh(score / softcap)) when the config has a softcap.
-template <class Cfg> __device__ __forceinline__ float attentionScore(float dot) {
+template <class Cfg>
+__device__ __forceinline__ float attentionScore(float dot) {
   float value = Cfg::kScale * dot;
   if constexpr (Cfg::kSoftcap > 0.0f)
     value = Cfg::kSoftcap * tanhf(value / Cfg::kSoftcap);

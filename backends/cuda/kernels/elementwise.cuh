@@ -28,8 +28,8 @@ __device__ __forceinline__ void forEachOfFour(long count, Op op) {
 
 /// Config: kWidth, kThreads, kVec4.
 template <class Cfg>
-__device__ void add(const float *__restrict__ lhs,
-                    const float *__restrict__ rhs, float *__restrict__ out,
+__device__ void add(const float *SITS_RESTRICT lhs,
+                    const float *SITS_RESTRICT rhs, float *SITS_RESTRICT out,
                     int tokens) {
   forEachOfFour<Cfg::kVec4>(
       static_cast<long>(tokens) * Cfg::kWidth, [&](long e, bool four) {
@@ -53,8 +53,8 @@ __device__ void add(const float *__restrict__ lhs,
 
 /// Config: kWidth, kThreads, kVec4, kActivation.
 template <class Cfg>
-__device__ void activation(const float *__restrict__ input,
-                           float *__restrict__ out, int tokens) {
+__device__ void activation(const float *SITS_RESTRICT input,
+                           float *SITS_RESTRICT out, int tokens) {
   forEachOfFour<false>(
       static_cast<long>(tokens) * Cfg::kWidth,
       [&](long e, bool) { out[e] = activate<Cfg::kActivation>(input[e]); });
@@ -62,8 +62,8 @@ __device__ void activation(const float *__restrict__ input,
 
 /// `out = act(gate) * up`. Config: kWidth, kThreads, kVec4, kActivation.
 template <class Cfg>
-__device__ void glu(const float *__restrict__ gate,
-                    const float *__restrict__ up, float *__restrict__ out,
+__device__ void glu(const float *SITS_RESTRICT gate,
+                    const float *SITS_RESTRICT up, float *SITS_RESTRICT out,
                     int tokens) {
   forEachOfFour<false>(static_cast<long>(tokens) * Cfg::kWidth,
                        [&](long e, bool) {

@@ -18,9 +18,9 @@ namespace sits {
 /// (elements per 16-byte load, or 1 when rows are not 16-byte aligned).
 template <class Cfg>
 __device__ void
-embedding(const int *__restrict__ tokenIds,
-          const typename Cfg::Weight::Storage *__restrict__ table,
-          float *__restrict__ out) {
+embedding(const int *SITS_RESTRICT tokenIds,
+          const typename Cfg::Weight::Storage *SITS_RESTRICT table,
+          float *SITS_RESTRICT out) {
   typedef typename Cfg::Weight W;
   const int t = tileIndex().x;
   const int id = tokenIds[t];

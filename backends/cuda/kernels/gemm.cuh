@@ -30,7 +30,7 @@ constexpr int kGemmThreads = 256;
 /// Loads 8 consecutive weights of `row` from column `k` (zeros past kK).
 template <class Cfg>
 __device__ __forceinline__ void
-gemmLoadWeights(const typename Cfg::Weight::Storage *__restrict__ row, int k,
+gemmLoadWeights(const typename Cfg::Weight::Storage *SITS_RESTRICT row, int k,
                 float *out) {
   typedef typename Cfg::Weight W;
   if (Cfg::kVecW && k + 8 <= Cfg::kK) {
@@ -44,7 +44,7 @@ gemmLoadWeights(const typename Cfg::Weight::Storage *__restrict__ row, int k,
 
 /// Loads 8 consecutive inputs of `row` from column `k` (zeros past kK).
 template <class Cfg>
-__device__ __forceinline__ void gemmLoadInputs(const float *__restrict__ row,
+__device__ __forceinline__ void gemmLoadInputs(const float *SITS_RESTRICT row,
                                                int k, float *out) {
   if (Cfg::kVecX && k + 8 <= Cfg::kK) {
     loadFloats<8>(row + k, out);
@@ -58,10 +58,10 @@ __device__ __forceinline__ void gemmLoadInputs(const float *__restrict__ row,
 /// kActivation) plus tiles(s) (column tiles of segment s), kVecW (weight
 /// rows are 16-byte aligned), kVecX (input rows are).
 template <class Cfg>
-__device__ void gemm(const float *__restrict__ x,
+__device__ void gemm(const float *SITS_RESTRICT x,
                      const typename Cfg::Weight::Storage *const *weights,
                      const float *const *biases, float *const *outs,
-                     const float *__restrict__ residual, int tokens) {
+                     const float *SITS_RESTRICT residual, int tokens) {
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
   constexpr int kMats = kGated ? 2 : 1;
   __shared__ float xs[kGemmTileK][kGemmTileM];
@@ -215,8 +215,8 @@ __host__ __device__ constexpr int gemmTensorCoreSharedBytes(int stages) {
 /// false). Called by every thread of the block.
 template <class Cfg>
 __device__ __forceinline__ bool
-sumSplits(float (&acc)[4][8][4], float *__restrict__ partial,
-          int *__restrict__ counters, int tokens, int tokenTile,
+sumSplits(float (&acc)[4][8][4], float *SITS_RESTRICT partial,
+          int *SITS_RESTRICT counters, int tokens, int tokenTile,
           int columnTile) {
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int wm = warp / 2, wn = warp % 2;
@@ -229,8 +229,8 @@ sumSplits(float (&acc)[4][8][4], float *__restrict__ partial,
   const int rowBase = tokenTile * kTcGemmM + wm * 64 + g;
   const long columnBase = columnTile * kTcGemmN + wn * 64 + 2 * t;
   auto at = [&](int s, int mi, int half, int ni) {
-    return partial + s * slab +
-           (rowBase + mi * 16 + half * 8) * kColumns + columnBase + ni * 8;
+    return partial + s * slab + (rowBase + mi * 16 + half * 8) * kColumns +
+           columnBase + ni * 8;
   };
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
@@ -244,8 +244,8 @@ sumSplits(float (&acc)[4][8][4], float *__restrict__ partial,
             make_float2(acc[mi][ni][2 * half], acc[mi][ni][2 * half + 1]);
     }
 
-  if (!lastBlockToArrive(
-          counters + tokenTile * Cfg::kTotalTiles + columnTile, splits))
+  if (!lastBlockToArrive(counters + tokenTile * Cfg::kTotalTiles + columnTile,
+                         splits))
     return false;
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
@@ -276,12 +276,12 @@ sumSplits(float (&acc)[4][8][4], float *__restrict__ partial,
 /// Arguments as for gemm.
 template <class Cfg>
 __device__ void
-gemmTensorCore(const float *__restrict__ x,
+gemmTensorCore(const float *SITS_RESTRICT x,
                const typename Cfg::Weight::Storage *const *weights,
                const float *const *biases, float *const *outs,
-               const float *__restrict__ residual, int tokens,
-               float *__restrict__ partial = nullptr,
-               int *__restrict__ counters = nullptr) {
+               const float *SITS_RESTRICT residual, int tokens,
+               float *SITS_RESTRICT partial = nullptr,
+               int *SITS_RESTRICT counters = nullptr) {
   typedef typename Cfg::Weight W;
   typedef typename W::Storage Storage;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
@@ -436,8 +436,8 @@ gemmTensorCore(const float *__restrict__ x,
     }
   }
 
-// acc[mi][ni][i]: token row g + 8 (i / 2) of m-tile mi, tile row
-// wn * 64 + ni * 8 + 2t + i % 2.
+  // acc[mi][ni][i]: token row g + 8 (i / 2) of m-tile mi, tile row
+  // wn * 64 + ni * 8 + 2t + i % 2.
   if constexpr (Cfg::kSplitK) {
     if (tileGridDim().z > 1 &&
         !sumSplits<Cfg>(acc, partial, counters, tokens, tokenTile, columnTile))

@@ -32,7 +32,7 @@ enum Epilogue { kPlain = 0, kResidual = 1, kGlu = 2 };
 /// Adds this lane's share of `row . x[token]` for each token of a tile.
 template <class Cfg>
 __device__ __forceinline__ void
-gemvAccumulate(const typename Cfg::Weight::Storage *__restrict__ row,
+gemvAccumulate(const typename Cfg::Weight::Storage *SITS_RESTRICT row,
                const float *const *xRows, int count, float *acc) {
   typedef typename Cfg::Weight W;
   const int lane = threadIdx.x % kWarpSize;
@@ -64,9 +64,9 @@ gemvAccumulate(const typename Cfg::Weight::Storage *__restrict__ row,
 /// the row of `segment` times each of the tile's `count` x rows into `acc`.
 template <class Cfg, class Accumulate>
 __device__ __forceinline__ void
-gemvWarpRows(const float *__restrict__ x, const float *const *biases,
-             float *const *outs, const float *__restrict__ residual, int tokens,
-             StepRows stepRows, Accumulate accumulate) {
+gemvWarpRows(const float *SITS_RESTRICT x, const float *const *biases,
+             float *const *outs, const float *SITS_RESTRICT residual,
+             int tokens, StepRows stepRows, Accumulate accumulate) {
   const int lane = threadIdx.x % kWarpSize;
   int row = tileIndex().x * Cfg::kWarps + threadIdx.x / kWarpSize;
   if (row >= Cfg::kTotalRows)
@@ -151,10 +151,10 @@ gemvWarpRows(const float *__restrict__ x, const float *const *biases,
 /// `tokens` is T (or B in gather mode); `stepRows` is read only in gather mode
 /// (sequence b's last real token).
 template <class Cfg>
-__device__ void gemv(const float *__restrict__ x,
+__device__ void gemv(const float *SITS_RESTRICT x,
                      const typename Cfg::Weight::Storage *const *weights,
                      const float *const *biases, float *const *outs,
-                     const float *__restrict__ residual, int tokens,
+                     const float *SITS_RESTRICT residual, int tokens,
                      StepRows stepRows) {
   gemvWarpRows<Cfg>(x, biases, outs, residual, tokens, stepRows,
                     [&](int segment, int row, const float *const *xRows,
@@ -323,7 +323,7 @@ __device__ __forceinline__ bool tcItemElement(int e, int firstTile, int t0,
 /// (loaded when the item starts, so that its end does not wait for them).
 template <class Cfg, int M>
 __device__ __forceinline__ void
-tcLoadResidual(int firstTile, int t0, const float *__restrict__ residual,
+tcLoadResidual(int firstTile, int t0, const float *SITS_RESTRICT residual,
                int tokens, float (&values)[kTcItemElements<M>]) {
   if constexpr (Cfg::kEpilogue == kResidual) {
     int j = 0;
@@ -350,7 +350,7 @@ __device__ __forceinline__ void
 tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
              int t0, const float *const *biases, float *const *outs,
              const float (&residualValues)[kTcItemElements<M>], int tokens,
-             const int *__restrict__ stepLengths) {
+             const int *SITS_RESTRICT stepLengths) {
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
   static_assert(Cfg::kOutOperandBits == 0 || kGated,
                 "only act(gate) * up goes out as GEMV operands");
@@ -419,11 +419,11 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
 /// result depends neither on G nor on U.
 template <class Cfg, int G, int U, int kStages>
 __device__ void
-gemvTensorCorePasses(const float *__restrict__ x,
+gemvTensorCorePasses(const float *SITS_RESTRICT x,
                      const typename Cfg::Weight::Storage *const *weights,
                      const float *const *biases, float *const *outs,
-                     const float *__restrict__ residual, int tokens,
-                     StepRows stepRows, const float *__restrict__ normWeight) {
+                     const float *SITS_RESTRICT residual, int tokens,
+                     StepRows stepRows, const float *SITS_RESTRICT normWeight) {
   typedef typename Cfg::Weight W;
   typedef typename W::Storage Storage;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
@@ -645,12 +645,12 @@ gemvTensorCorePasses(const float *__restrict__ x,
 /// larger of the two rings, with the partial sums.
 template <class Cfg>
 __device__ void
-gemvTensorCore(const float *__restrict__ x,
+gemvTensorCore(const float *SITS_RESTRICT x,
                const typename Cfg::Weight::Storage *const *weights,
                const float *const *biases, float *const *outs,
-               const float *__restrict__ residual, int tokens,
+               const float *SITS_RESTRICT residual, int tokens,
                StepRows stepRows,
-               const float *__restrict__ normWeight = nullptr) {
+               const float *SITS_RESTRICT normWeight = nullptr) {
   if constexpr (Cfg::kTokenGroups > 1) {
     if (tokens > 8) {
       gemvTensorCorePasses<Cfg, Cfg::kTokenGroups, Cfg::kGroupsUnroll,

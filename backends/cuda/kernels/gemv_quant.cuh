@@ -157,8 +157,9 @@ __host__ __device__ constexpr int levelInput(int t, int e) {
 /// each token of a tile.
 template <class Cfg>
 __device__ __forceinline__ void
-gemvQuantAccumulate(const u8 *__restrict__ row, const u16 *__restrict__ scales,
-                    const float *const *xRows, int count, float *acc) {
+gemvQuantAccumulate(const u8 *SITS_RESTRICT row,
+                    const u16 *SITS_RESTRICT scales, const float *const *xRows,
+                    int count, float *acc) {
   constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
   constexpr int kPieces = Cfg::kRowBytes / 16;
   const int lane = threadIdx.x % kWarpSize;
@@ -200,22 +201,21 @@ gemvQuantAccumulate(const u8 *__restrict__ row, const u16 *__restrict__ scales,
 /// weight given as its data and scales. Launch: grid ceil(kTotalRows / kWarps),
 /// block kWarps * 32.
 template <class Cfg>
-__device__ void gemvQuant(const float *__restrict__ x, const u8 *const *data,
+__device__ void gemvQuant(const float *SITS_RESTRICT x, const u8 *const *data,
                           const u16 *const *scales, const float *const *biases,
                           float *const *outs,
-                          const float *__restrict__ residual, int tokens,
+                          const float *SITS_RESTRICT residual, int tokens,
                           StepRows stepRows) {
-  gemvWarpRows<Cfg>(
-      x, biases, outs, residual, tokens, stepRows,
-      [&](int segment, int row, const float *const *xRows, int count,
-          float *acc) {
-        gemvQuantAccumulate<Cfg>(
-            select<Cfg::kSegments>(data, segment) +
-                static_cast<long>(row) * Cfg::kRowBytes,
-            select<Cfg::kSegments>(scales, segment) +
-                static_cast<long>(row) * Cfg::kGroups,
-            xRows, count, acc);
-      });
+  gemvWarpRows<Cfg>(x, biases, outs, residual, tokens, stepRows,
+                    [&](int segment, int row, const float *const *xRows,
+                        int count, float *acc) {
+                      gemvQuantAccumulate<Cfg>(
+                          select<Cfg::kSegments>(data, segment) +
+                              static_cast<long>(row) * Cfg::kRowBytes,
+                          select<Cfg::kSegments>(scales, segment) +
+                              static_cast<long>(row) * Cfg::kGroups,
+                          xRows, count, acc);
+                    });
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,9 +263,9 @@ gemvQuantTensorCoreSharedBytes(int mats, int tilesPerBlock, int unroll,
 /// 256, dynamic shared memory gemvQuantTensorCoreSharedBytes(...).
 template <class Cfg>
 __device__ void
-gemvQuantTensorCore(const void *__restrict__ xInput, const u8 *const *data,
+gemvQuantTensorCore(const void *SITS_RESTRICT xInput, const u8 *const *data,
                     const u16 *const *scales, const float *const *biases,
-                    float *const *outs, const float *__restrict__ residual,
+                    float *const *outs, const float *SITS_RESTRICT residual,
                     int tokens, StepRows stepRows) {
   typedef typename Cfg::Weight W;
   constexpr bool kGated = Cfg::kEpilogue == kGlu;
@@ -582,8 +582,8 @@ gemvQuantTensorCore(const void *__restrict__ xInput, const u8 *const *data,
 /// thread. Launch: grid ceil(kRows * kRowBytes / 16 / 256), block 256.
 template <class Cfg>
 __device__ void
-dequantizeWeights(const u8 *__restrict__ data, const u16 *__restrict__ scales,
-                  typename Cfg::Weight::Storage *__restrict__ out) {
+dequantizeWeights(const u8 *SITS_RESTRICT data, const u16 *SITS_RESTRICT scales,
+                  typename Cfg::Weight::Storage *SITS_RESTRICT out) {
   typedef typename Cfg::Weight W;
   constexpr int V = qweights::quantPieceValues<Cfg::kBits>();
   constexpr int kPieces = Cfg::kRowBytes / 16;

@@ -29,13 +29,14 @@ namespace sits {
 /// and never read.
 template <class Cfg>
 __device__ void
-appendKV(const float *__restrict__ key, const float *__restrict__ value,
-         const float *__restrict__ keyTable,
-         typename Cfg::Cache::Storage *__restrict__ keyCache,
-         typename Cfg::Cache::Storage *__restrict__ valueCache,
-         const float *__restrict__ query, const float *__restrict__ queryTable,
-         float *__restrict__ queryOut, const int *__restrict__ pastLengths,
-         StepRows rows, const int *__restrict__ blockTable = nullptr) {
+appendKV(const float *SITS_RESTRICT key, const float *SITS_RESTRICT value,
+         const float *SITS_RESTRICT keyTable,
+         typename Cfg::Cache::Storage *SITS_RESTRICT keyCache,
+         typename Cfg::Cache::Storage *SITS_RESTRICT valueCache,
+         const float *SITS_RESTRICT query,
+         const float *SITS_RESTRICT queryTable, float *SITS_RESTRICT queryOut,
+         const int *SITS_RESTRICT pastLengths, StepRows rows,
+         const int *SITS_RESTRICT blockTable = nullptr) {
   typedef typename Cfg::Cache C;
   constexpr long kWidth = Cfg::kKvHeads * Cfg::kHeadDim;
   const int t = tileIndex().x;

@@ -120,11 +120,9 @@ template <class Cfg> struct ColdRows {
             kvBlockTokensOf<Cfg>(0), kvMaxBlocksOf<Cfg>(0)>
       tokenScales;
   PagedRows<Cfg::kKvHeads, Cfg::kHeadDim, Cfg::kScaleBlocks,
-            kvBlockTokensOf<Cfg>(0) / Cfg::kChannelBlock,
-            kvMaxBlocksOf<Cfg>(0)>
+            kvBlockTokensOf<Cfg>(0) / Cfg::kChannelBlock, kvMaxBlocksOf<Cfg>(0)>
       channelScales;
-  __device__ __forceinline__ ColdRows(const int *blockTable, int b,
-                                      int kvHead)
+  __device__ __forceinline__ ColdRows(const int *blockTable, int b, int kvHead)
       : rows(blockTable, b, kvHead), tokenScales(blockTable, b, kvHead),
         channelScales(blockTable, b, kvHead) {}
   /// Byte offset of token t's cold row.
@@ -169,13 +167,13 @@ __device__ __forceinline__ void addStats(u64 *slot, u64 tokens, u64 groups,
 /// and `blockTable`. grid (S, kv_heads, B).
 template <class Cfg>
 __device__ void
-quantizeKV(const typename Cfg::Hot::Storage *__restrict__ keyHot,
-           const typename Cfg::Hot::Storage *__restrict__ valueHot,
-           signed char *__restrict__ keyCold, u16 *__restrict__ keyScales,
-           signed char *__restrict__ valueCold, u16 *__restrict__ valueScales,
-           u64 *__restrict__ stats, const int *__restrict__ pastLengths,
-           const int *__restrict__ stepLengths, int seqLen,
-           const int *__restrict__ blockTable = nullptr) {
+quantizeKV(const typename Cfg::Hot::Storage *SITS_RESTRICT keyHot,
+           const typename Cfg::Hot::Storage *SITS_RESTRICT valueHot,
+           signed char *SITS_RESTRICT keyCold, u16 *SITS_RESTRICT keyScales,
+           signed char *SITS_RESTRICT valueCold, u16 *SITS_RESTRICT valueScales,
+           u64 *SITS_RESTRICT stats, const int *SITS_RESTRICT pastLengths,
+           const int *SITS_RESTRICT stepLengths, int seqLen,
+           const int *SITS_RESTRICT blockTable = nullptr) {
   typedef typename Cfg::Hot H;
   constexpr int D = Cfg::kHeadDim, G = Cfg::kGroup, kBits = Cfg::kBits;
   constexpr int kWarps = Cfg::kThreads / kWarpSize;

@@ -20,8 +20,8 @@ namespace sits {
 /// operands of the quantized GEMV that reads them (operandHalfIndex),
 /// rounded to Operand (F16/BF16) as that GEMV would round them; else f32.
 template <class Cfg>
-__device__ void rmsNorm(const float *__restrict__ input,
-                        const float *__restrict__ weight, void *out) {
+__device__ void rmsNorm(const float *SITS_RESTRICT input,
+                        const float *SITS_RESTRICT weight, void *out) {
   const long base = static_cast<long>(tileIndex().x) * Cfg::kHidden;
   const float *x = input + base;
   // The thread's elements and their weights are loaded at once and kept in
@@ -56,8 +56,8 @@ __device__ void rmsNorm(const float *__restrict__ input,
 /// kHasBias.
 template <class Cfg>
 __device__ void
-layerNorm(const float *__restrict__ input, const float *__restrict__ weight,
-          const float *__restrict__ bias, float *__restrict__ out) {
+layerNorm(const float *SITS_RESTRICT input, const float *SITS_RESTRICT weight,
+          const float *SITS_RESTRICT bias, float *SITS_RESTRICT out) {
   const long base = static_cast<long>(tileIndex().x) * Cfg::kHidden;
   const float *x = input + base;
   float *y = out + base;

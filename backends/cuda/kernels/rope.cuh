@@ -20,7 +20,7 @@ namespace sits {
 /// padding token may sit past it; the runtime keeps real tokens inside).
 template <class Rope>
 __device__ __forceinline__ const float *
-ropeTableRow(const float *__restrict__ table, const int *__restrict__ past,
+ropeTableRow(const float *SITS_RESTRICT table, const int *SITS_RESTRICT past,
              int b, int i) {
   int position = positionOf(past, b, i);
   position = max(0, min(position, Rope::kTableRows - 1));
@@ -30,8 +30,9 @@ ropeTableRow(const float *__restrict__ table, const int *__restrict__ past,
 /// Element d of one rotated head; `x` is the head's input row.
 /// Rope: kRotary, kInterleaved.
 template <class Rope>
-__device__ __forceinline__ float ropeElement(const float *__restrict__ x, int d,
-                                             const float *__restrict__ row) {
+__device__ __forceinline__ float ropeElement(const float *SITS_RESTRICT x,
+                                             int d,
+                                             const float *SITS_RESTRICT row) {
   constexpr int kHalf = Rope::kRotary / 2;
   if (d >= Rope::kRotary)
     return x[d];
@@ -52,8 +53,8 @@ __device__ __forceinline__ float ropeElement(const float *__restrict__ x, int d,
 /// first, first + stride, ... (by default the block's threads).
 template <class Rope, int kThreads>
 __device__ __forceinline__ void
-ropeRow(const float *__restrict__ in, const float *__restrict__ tableRow,
-        float *__restrict__ out, int first = threadIdx.x,
+ropeRow(const float *SITS_RESTRICT in, const float *SITS_RESTRICT tableRow,
+        float *SITS_RESTRICT out, int first = threadIdx.x,
         int stride = kThreads) {
   constexpr int kWidth = Rope::kHeads * Rope::kHeadDim;
   for (int e = first; e < kWidth; e += stride) {
@@ -66,9 +67,9 @@ ropeRow(const float *__restrict__ in, const float *__restrict__ tableRow,
 /// per token. Config: kHeads, kHeadDim, kRotary, kInterleaved, kTableRows,
 /// kThreads.
 template <class Cfg>
-__device__ void rope(const float *__restrict__ input,
-                     const float *__restrict__ table, float *__restrict__ out,
-                     const int *__restrict__ pastLengths, StepRows rows) {
+__device__ void rope(const float *SITS_RESTRICT input,
+                     const float *SITS_RESTRICT table, float *SITS_RESTRICT out,
+                     const int *SITS_RESTRICT pastLengths, StepRows rows) {
   constexpr long kWidth = Cfg::kHeads * Cfg::kHeadDim;
   const int t = tileIndex().x;
   int i;

@@ -24,6 +24,23 @@
 #ifndef SITS_KERNELS_TILE_CUH
 #define SITS_KERNELS_TILE_CUH
 
+// Reads of bytes other blocks of the same kernel may have written. Graph
+// mode: every such byte was written by an earlier launch, so kernels take
+// `const SITS_RESTRICT` pointers and explicit `.nc` loads, the read-only
+// (non-coherent) path. Persistent mode: a task reads what other blocks of
+// the same launch wrote (activations, the workspace, the KV cache), which
+// that path may serve stale, so pointers lose `__restrict__` (the compiler
+// may no longer turn their loads into ld.global.nc) and the explicit loads
+// drop `.nc` (the streaming ones too: they read the KV cache as well as
+// weights). Only weight rows keep it there, through load16's __ldg.
+#ifndef SITS_PERSISTENT_DECODE
+#define SITS_RESTRICT __restrict__
+#define SITS_LD_NC ".nc"
+#else
+#define SITS_RESTRICT
+#define SITS_LD_NC ""
+#endif
+
 namespace sits {
 
 #ifndef SITS_PERSISTENT_DECODE

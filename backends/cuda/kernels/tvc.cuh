@@ -56,8 +56,8 @@ namespace sits {
 constexpr int kTvcProjectSplit = 4; ///< warps per rank row
 
 template <class Cfg>
-__device__ void tvcProject(const float *__restrict__ x,
-                           const float *__restrict__ right, void *scratch,
+__device__ void tvcProject(const float *SITS_RESTRICT x,
+                           const float *SITS_RESTRICT right, void *scratch,
                            StepRows stepRows) {
   constexpr int kSplit = kTvcProjectSplit;
   __shared__ float zParts[kTvcWarps];
@@ -129,8 +129,8 @@ __device__ void tvcProject(const float *__restrict__ x,
 //===----------------------------------------------------------------------===//
 
 template <class Cfg>
-__device__ void tvcResidual(const float *__restrict__ x,
-                            const float *__restrict__ right, void *scratch,
+__device__ void tvcResidual(const float *SITS_RESTRICT x,
+                            const float *SITS_RESTRICT right, void *scratch,
                             StepRows stepRows) {
   __shared__ float z[Cfg::kRank];
   __shared__ double parts[kTvcWarps][kWarpSize];
@@ -221,9 +221,9 @@ tvcTransposeSum(const float (&values)[kRows][kTile]) {
 }
 
 template <class Cfg>
-__device__ void tvcPreview(const float *__restrict__ left,
-                           const float *__restrict__ bounds, void *scratch,
-                           int tokens, const int *__restrict__ stepLengths) {
+__device__ void tvcPreview(const float *SITS_RESTRICT left,
+                           const float *SITS_RESTRICT bounds, void *scratch,
+                           int tokens, const int *SITS_RESTRICT stepLengths) {
   static_assert(sizeof(TvcRadix) == 24 && sizeof(TvcNorms) == 32,
                 "tvcPreviewSharedBytes's sizes");
   SITS_DYNAMIC_SHARED(unsigned char, shared);
@@ -432,7 +432,7 @@ __host__ __device__ constexpr long tvcSelectSharedBytes(long kept) {
 }
 
 template <class Cfg>
-__device__ void tvcSelect(void *scratch, const int *__restrict__ stepLengths) {
+__device__ void tvcSelect(void *scratch, const int *SITS_RESTRICT stepLengths) {
   SITS_DYNAMIC_SHARED(unsigned char, shared);
   constexpr int kKept = Cfg::kChunks * Cfg::kKeep;
   unsigned char *next = shared;
@@ -512,7 +512,7 @@ __device__ void tvcSelect(void *scratch, const int *__restrict__ stepLengths) {
 /// warp in the same order (kUnroll as the plain head's config), the same
 /// operands, the token in its column b % 8, the warps added in order.
 template <class Cfg>
-__device__ void tvcExactTensorCore(const float *__restrict__ x,
+__device__ void tvcExactTensorCore(const float *SITS_RESTRICT x,
                                    const typename Cfg::Weight::Storage *weight,
                                    void *scratch, StepRows stepRows) {
   typedef typename Cfg::Weight W;
@@ -591,7 +591,7 @@ __device__ void tvcExactTensorCore(const float *__restrict__ x,
 /// CUDA-core head (grid (ceil(kCandidates / kWarps), B), block kWarps * 32):
 /// a warp per candidate, with gemv's accumulation and warp sum.
 template <class Cfg>
-__device__ void tvcExactSimple(const float *__restrict__ x,
+__device__ void tvcExactSimple(const float *SITS_RESTRICT x,
                                const typename Cfg::Weight::Storage *weight,
                                void *scratch, StepRows stepRows) {
   const int b = tileIndex().y;
@@ -619,7 +619,7 @@ __device__ void tvcExactSimple(const float *__restrict__ x,
 /// benchmark only) takes every row as proved.
 template <class Cfg>
 __device__ void tvcDecide(void *scratch, u64 *counters,
-                          const int *__restrict__ stepLengths) {
+                          const int *SITS_RESTRICT stepLengths) {
   __shared__ int bad;
   __shared__ float threshold;
   const int b = tileIndex().x;
@@ -667,7 +667,7 @@ __device__ void tvcDecide(void *scratch, u64 *counters,
 //===----------------------------------------------------------------------===//
 
 template <class Cfg>
-__device__ void tvcHead(const float *__restrict__ x,
+__device__ void tvcHead(const float *SITS_RESTRICT x,
                         const typename Cfg::Weight::Storage *const *weights,
                         float *logits, int tokens, StepRows stepRows,
                         void *scratch) {
@@ -729,7 +729,7 @@ __device__ void tvcHead(const float *__restrict__ x,
 
 template <class Cfg>
 __device__ void tvcScatter(void *scratch, float *logits,
-                           const int *__restrict__ stepLengths) {
+                           const int *SITS_RESTRICT stepLengths) {
   const int b = tileIndex().x;
   if (stepLengths[b] <= 0 ||
       tvcRegion<int>(scratch, Cfg::kOffFlags, b, 2)[0] > 0)

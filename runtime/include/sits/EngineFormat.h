@@ -35,10 +35,12 @@ constexpr std::array<uint8_t, 8> kMagic = {0x89, 'S',  'I',  'T',
 /// A reader accepts a file of the same major version and a minor version not
 /// newer than its own. Minor versions only add optional content.
 constexpr uint16_t kFormatMajor = 1;
-constexpr uint16_t kFormatMinor = 2;
+constexpr uint16_t kFormatMinor = 3;
 /// The minor version an engine with a paged KV cache (format 1.2) is written
 /// with; other engines keep 1.1, so that their bytes do not change.
 constexpr uint16_t kPagedKVCacheMinor = 2;
+/// The minor version of an engine with a persistent decode section (1.3).
+constexpr uint16_t kPersistentDecodeMinor = 3;
 
 constexpr uint64_t kHeaderBytes = 128;
 constexpr uint64_t kSectionEntryBytes = 32;
@@ -71,6 +73,9 @@ constexpr uint32_t kMaxNameBytes = 4096;
 /// (Gemma's tokenizer.json, the largest in use, is about 33 MB).
 constexpr uint32_t kMaxTokenizerFiles = 8;
 constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(1) << 29;
+/// The persistent decode section: buckets, and each bucket's argument table.
+constexpr uint32_t kMaxPersistentBuckets = 64;
+constexpr uint32_t kMaxPersistentArgBytes = 1u << 20;
 
 using Hash = std::array<uint8_t, kHashBytes>;
 
@@ -86,6 +91,9 @@ enum class SectionKind : uint32_t {
   /// Optional (format 1.1): the model's text files (tokenizer.json,
   /// tokenizer_config.json, ...), verbatim.
   Tokenizer = 5,
+  /// Optional (format 1.3): per decode batch bucket, one persistent kernel
+  /// that runs the decode program's launches as its tasks.
+  PersistentDecode = 6,
 };
 const char *sectionKindName(uint32_t kind);
 
@@ -337,6 +345,44 @@ struct Program {
 };
 
 //===----------------------------------------------------------------------===//
+// The persistent decode kernels (format 1.3, optional)
+//===----------------------------------------------------------------------===//
+
+/// A decode batch bucket's persistent kernel: `blocks` blocks of `threads`
+/// threads, all resident at once, that run the decode program's launches as
+/// tasks, launch t as task t (docs/codegen.md). Its one parameter is a
+/// device table of `argBytes` bytes: launch t's arguments at
+/// `argOffsets[t]`, laid out by getArgumentBlockLayout, evaluated for a
+/// step of B = `batch` (S = 1, T = B) with M = the section's `blocks`.
+struct PersistentBucket {
+  uint32_t batch = 0;
+  uint32_t kernel = 0; ///< index into EngineContents::kernels
+  uint32_t threads = 0;
+  uint32_t sharedBytes = 0; ///< dynamic shared memory of the launch
+  uint32_t argBytes = 0;
+  std::vector<uint32_t> argOffsets; ///< one per decode launch
+};
+
+struct PersistentDecode {
+  /// Blocks of every bucket's kernel (the schedule's); 0: no section.
+  uint32_t blocks = 0;
+  std::vector<PersistentBucket> buckets; ///< by increasing batch
+  bool empty() const { return blocks == 0; }
+  /// The bucket of this batch, or nullptr.
+  const PersistentBucket *find(uint32_t batch) const;
+};
+
+/// Argument blocks start at multiples of this in a bucket's table.
+constexpr uint32_t kPersistentArgAlignment = 16;
+
+/// Where a launch's arguments lie in its argument block: in order, each at
+/// its natural alignment (pointers and int64 8 bytes, int32 and float32 4),
+/// the size rounded up to the largest alignment: the struct the generated
+/// kernel declares. Returns the block's size.
+uint64_t getArgumentBlockLayout(const Launch &launch,
+                                std::vector<uint32_t> *offsets);
+
+//===----------------------------------------------------------------------===//
 // Metadata the runtime relies on (parsed from the metadata JSON)
 //===----------------------------------------------------------------------===//
 
@@ -458,7 +504,8 @@ struct TextFile {
 /// (weights then point into the file's mapping rather than owning bytes).
 struct EngineContents {
   /// The header's minor version: the oldest that has everything the engine
-  /// uses (1.1, or kPagedKVCacheMinor with a paged KV cache).
+  /// uses (1.1, kPagedKVCacheMinor with a paged KV cache,
+  /// kPersistentDecodeMinor with persistent decode kernels).
   uint16_t formatMinor = 1;
   uint32_t targetSm = 0;
   uint32_t cudaVersion = 0;
@@ -482,12 +529,24 @@ struct EngineContents {
   }
   /// The tokenizer section's files (name, content); empty: no section.
   std::vector<TextFile> tokenizerFiles;
+  /// The persistent decode section (format 1.3); empty: none.
+  PersistentDecode persistentDecode;
 
   /// Index of the program with this name, or -1.
   int findProgram(const std::string &name) const;
   /// The tokenizer file of this name, or nullptr.
   const TextFile *findTokenizerFile(const std::string &name) const;
 };
+
+/// Fills `bucket`'s argument table (argBytes bytes, zero padding) from the
+/// decode program's launches, evaluated for a step of the bucket with M =
+/// the section's blocks; buffer b is at `addresses[b]` (device addresses,
+/// fixed for a session). False with an error naming the task and argument
+/// when a value does not fit its type. Contents must have been validated.
+bool fillPersistentArguments(const EngineContents &contents,
+                             const PersistentBucket &bucket,
+                             const std::vector<uint64_t> &addresses,
+                             std::vector<uint8_t> *table, std::string *error);
 
 /// Appends tensors to a weights section at kWeightAlignment boundaries.
 class WeightPacker {

@@ -91,6 +91,11 @@ struct SessionOptions {
   /// Decode batch buckets; empty: the engine's (by default 1, 2, 4, 8 and
   /// the multiples of 8 up to max_batch: format::getDefaultBatchBuckets).
   std::vector<uint32_t> batchBuckets;
+  /// Run the decode step of each bucket the engine has a persistent decode
+  /// kernel for (sitsc --decode-kernels=persistent) as that one kernel,
+  /// all of its blocks resident. Off, or for other buckets: the decode
+  /// program's launches, as for any engine.
+  bool usePersistentDecode = true;
 };
 
 struct SamplingParams {
@@ -348,6 +353,9 @@ public:
   /// CUDA graphs it prepares the buckets' launches. Returns
   /// capturedGraphs().
   uint32_t captureDecodeGraphs();
+  /// The buckets whose decode steps run as one persistent kernel
+  /// (SessionOptions::usePersistentDecode); empty: none.
+  std::vector<uint32_t> persistentBuckets() const;
 
   struct Impl;
 
