@@ -29,6 +29,29 @@ Engine::Impl::~Impl() {
 Engine::Engine() : state(new Impl()) {}
 Engine::~Engine() = default;
 
+CUmodule Engine::Impl::loadModule(const format::ModuleImage &image) const {
+  const bool jit = usePtx || image.cubin.empty();
+  const void *data = jit ? static_cast<const void *>(image.ptx.c_str())
+                         : static_cast<const void *>(image.cubin.data());
+  char log[4096] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1)};
+  CUmodule module = nullptr;
+  CUresult rc = driver().moduleLoadDataEx(&module, data, 2, options, values);
+  if (rc != CUDA_SUCCESS) {
+    if (runtime::isStickyError(rc))
+      checkDriver(rc, "loading a kernel module");
+    throw Error(
+        ErrorCode::InvalidEngine,
+        "cannot load kernel module \"" + image.name + "\" (" +
+            (jit ? "PTX JIT" : "cubin for sm_" + std::to_string(image.sm)) +
+            "): " + runtime::driverErrorText(rc) +
+            (log[0] ? std::string(": ") + log : std::string()));
+  }
+  return module;
+}
+
 namespace {
 
 void loadModules(Engine::Impl &e) {
@@ -42,26 +65,7 @@ void loadModules(Engine::Impl &e) {
       e.modules.push_back(nullptr); // loaded by each session
       continue;
     }
-    bool jit = e.usePtx || image.cubin.empty();
-    const void *data = jit ? static_cast<const void *>(image.ptx.c_str())
-                           : static_cast<const void *>(image.cubin.data());
-    char log[4096] = {0};
-    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1)};
-    CUmodule module = nullptr;
-    CUresult rc = api.moduleLoadDataEx(&module, data, 2, options, values);
-    if (rc != CUDA_SUCCESS) {
-      if (runtime::isStickyError(rc))
-        checkDriver(rc, "loading a kernel module");
-      throw Error(
-          ErrorCode::InvalidEngine,
-          "cannot load kernel module \"" + image.name + "\" (" +
-              (jit ? "PTX JIT" : "cubin for sm_" + std::to_string(image.sm)) +
-              "): " + runtime::driverErrorText(rc) +
-              (log[0] ? std::string(": ") + log : std::string()));
-    }
-    e.modules.push_back(module);
+    e.modules.push_back(e.loadModule(image));
   }
   for (const format::KernelRef &kernel : e.contents.kernels) {
     CUfunction function = nullptr;

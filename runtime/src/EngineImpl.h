@@ -41,6 +41,10 @@ struct Engine::Impl {
 
   void *weights = nullptr; ///< the weights section, on the device
   uint64_t weightBytes = 0;
+
+  /// Loads one of the engine's modules (its cubin, or its PTX by JIT with
+  /// usePtx or no cubin); an engine whose module does not load is invalid.
+  CUmodule loadModule(const format::ModuleImage &image) const;
 };
 
 } // namespace sits

@@ -29,29 +29,6 @@ namespace {
 constexpr uint64_t kTableAlignment = 256;
 constexpr uint64_t kDefaultSharedLimit = 48 * 1024;
 
-CUmodule loadModule(const Engine::Impl &e, const format::ModuleImage &image) {
-  const runtime::DriverApi &api = runtime::driver();
-  const bool jit = e.usePtx || image.cubin.empty();
-  const void *data = jit ? static_cast<const void *>(image.ptx.c_str())
-                         : static_cast<const void *>(image.cubin.data());
-  char log[4096] = {0};
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1)};
-  CUmodule module = nullptr;
-  CUresult rc = api.moduleLoadDataEx(&module, data, 2, options, values);
-  if (rc != CUDA_SUCCESS) {
-    if (runtime::isStickyError(rc))
-      checkDriver(rc, "loading the persistent decode kernels");
-    throw Error(ErrorCode::InvalidEngine,
-                "cannot load the persistent decode kernels' module \"" +
-                    image.name + "\" (" + (jit ? "PTX JIT" : "cubin") +
-                    "): " + runtime::driverErrorText(rc) +
-                    (log[0] ? std::string(": ") + log : std::string()));
-  }
-  return module;
-}
-
 } // namespace
 
 void Session::Impl::loadPersistentDecode() {
@@ -63,7 +40,7 @@ void Session::Impl::loadPersistentDecode() {
       used.push_back(entry);
   if (used.empty())
     return;
-  persistentModule = loadModule(e, e.contents.modules[e.persistentModule]);
+  persistentModule = e.loadModule(e.contents.modules[e.persistentModule]);
 
   // One table per bucket, in one allocation.
   std::vector<uint64_t> offsets;
