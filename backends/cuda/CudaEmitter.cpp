@@ -66,11 +66,21 @@ static void emitKernel(const KernelSpec &spec, std::string &out) {
 static std::string str(uint64_t value) { return std::to_string(value); }
 
 /// The kernels the tasks of any bucket run, by index.
+/// The kernels a bucket's tasks run, each once.
+static std::set<unsigned>
+getTaskKernels(const PersistentDecodePlan::Bucket &bucket) {
+  std::set<unsigned> kernels;
+  for (const PersistentDecodePlan::Task &task : bucket.tasks)
+    kernels.insert(task.kernel);
+  return kernels;
+}
+
+/// The kernels any bucket's tasks run, each once.
 static std::set<unsigned> getTaskKernels(const PersistentDecodePlan &plan) {
   std::set<unsigned> kernels;
   for (const PersistentDecodePlan::Bucket &bucket : plan.buckets)
-    for (const PersistentDecodePlan::Task &task : bucket.tasks)
-      kernels.insert(task.kernel);
+    for (unsigned k : getTaskKernels(bucket))
+      kernels.insert(k);
   return kernels;
 }
 
@@ -133,10 +143,7 @@ static void emitEmulation(const EnginePlan &plan,
          "    unsigned char *sits_out = sits_table + "
          "sits_plan::kTasks[t].argOffset;\n"
          "    switch (sits_plan::kTasks[t].kernel) {\n";
-  std::set<unsigned> kernels;
-  for (const PersistentDecodePlan::Task &task : bucket.tasks)
-    kernels.insert(task.kernel);
-  for (unsigned k : kernels) {
+  for (unsigned k : getTaskKernels(bucket)) {
     const KernelSpec &spec = plan.kernels[k];
     out += "    case " + std::to_string(k) +
            ": {\n      sits_args::" + spec.name +
@@ -217,10 +224,7 @@ static void emitBucket(const EnginePlan &plan,
          "        const unsigned char *sits_a = sits_args_table + "
          "sits_task.argOffset;\n"
          "        switch (sits_task.kernel) {\n";
-  std::set<unsigned> kernels;
-  for (const PersistentDecodePlan::Task &task : bucket.tasks)
-    kernels.insert(task.kernel);
-  for (unsigned k : kernels)
+  for (unsigned k : getTaskKernels(bucket))
     emitTaskCase(k, plan.kernels[k], out);
   out += "        }\n      }\n      sits_block.leaveTile(sits_t);\n    }\n  "
          "}\n  sits_block.finish();\n}\n";
