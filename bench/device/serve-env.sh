@@ -54,3 +54,16 @@ export_8b() {
   fi
   say "exported"
 }
+# archive_on_exit: at most 8 files come back from a call, so on exit (also
+# when a signal or the call's timeout ends the script) everything in $FINAL
+# but $NAME.log goes into one archive, $NAME-files.tar.gz.
+archive_on_exit() {
+  trap archive EXIT
+  trap 'say "stopped by a signal"; exit 143' TERM INT
+}
+archive() {
+  # Made beside $FINAL, not in it: tar refuses a folder that changes.
+  (cd "$FINAL" && tar czf "$W/files.tar.gz" --exclude="$NAME.log" . &&
+    find . -mindepth 1 -maxdepth 1 ! -name "$NAME.log" -exec rm -rf {} + &&
+    mv "$W/files.tar.gz" "$NAME-files.tar.gz")
+}

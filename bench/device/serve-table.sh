@@ -41,16 +41,7 @@ set -uo pipefail
 NAME=serve-table
 . bench/device/serve-env.sh
 say "$(nvidia-smi -L | head -1)"
-# At most 8 files come back: this log, and the rest in one archive (also
-# when a signal or the call's timeout ends the script).
-archive() {
-  # Made beside $FINAL, not in it: tar refuses a folder that changes.
-  (cd "$FINAL" && tar czf "$W/files.tar.gz" --exclude="$NAME.log" . &&
-    find . -maxdepth 1 -type f ! -name "$NAME.log" -delete &&
-    mv "$W/files.tar.gz" "$NAME-files.tar.gz")
-}
-trap archive EXIT
-trap 'say "stopped by a signal"; exit 143' TERM INT
+archive_on_exit
 parts=" ${PARTS:-table prefix} "
 seconds=${SECONDS_PER_LEVEL:-60}
 targets="sits-serve sits-bench sits-score"

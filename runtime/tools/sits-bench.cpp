@@ -3,7 +3,7 @@
 //   sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]
 //              [--new-tokens 128] [--repeats 3] [--seed S] [--json FILE]
 //              [--no-cuda-graph] [--no-programmatic-launch] [--device D]
-//              [--tvc-no-fallback]
+//              [--tvc-no-fallback] [--no-persistent-decode]
 //
 // For every batch size and context length: a prompt of `context` random
 // tokens per sequence, prefilled, then `new-tokens` greedy decode steps (EOS
@@ -47,7 +47,8 @@ const char *kUsage =
     "usage: sits-bench ENGINE [--batch 1,4,8] [--context 128,2048,8192]\n"
     "                  [--new-tokens 128] [--repeats 3] [--seed S]\n"
     "                  [--json FILE] [--no-cuda-graph] [--device D]\n"
-    "                  [--no-programmatic-launch] [--tvc-no-fallback]\n";
+    "                  [--no-programmatic-launch] [--tvc-no-fallback]\n"
+    "                  [--no-persistent-decode]\n";
 
 struct Options {
   std::string engine;
@@ -60,6 +61,7 @@ struct Options {
   std::string jsonPath;
   bool noCudaGraph = false;
   bool noProgrammaticLaunch = false;
+  bool noPersistentDecode = false;
   bool tvcNoFallback = false; ///< benchmark only: tokens may differ
 };
 
@@ -88,6 +90,8 @@ Options parseArgs(int argc, char **argv) {
       o.noCudaGraph = true;
     else if (a == "--no-programmatic-launch")
       o.noProgrammaticLaunch = true;
+    else if (a == "--no-persistent-decode")
+      o.noPersistentDecode = true;
     else if (a == "--tvc-no-fallback")
       o.tvcNoFallback = true;
     else if (a.size() > 1 && a[0] == '-')
@@ -168,6 +172,7 @@ struct Result {
   double lmHeadMs = 0;
   bool cudaGraph = false;
   bool programmaticLaunch = false;
+  bool persistentDecode = false;
   std::string calibration; ///< JSON of the last run (quantized KV cache)
   bool tvc = false;
   uint64_t tvcProved = 0, tvcFallback = 0;
@@ -190,6 +195,7 @@ std::string toJson(const Options &o, const sits::Engine &engine,
     item.set("bucket", r.bucket);
     item.set("cuda_graph", r.cudaGraph);
     item.set("programmatic_launch", r.programmaticLaunch);
+    item.set("persistent_decode", r.persistentDecode);
     item.set("prefill_ms", r.prefillMs);
     item.set("prefill_tokens_per_s", r.prefillTokensPerSecond);
     item.set("decode_ms_per_token", r.decodeMsPerStep);
@@ -237,6 +243,7 @@ int main(int argc, char **argv) {
     sits::SessionOptions sessionOptions;
     sessionOptions.useCudaGraphs = !o.noCudaGraph;
     sessionOptions.useProgrammaticLaunch = !o.noProgrammaticLaunch;
+    sessionOptions.usePersistentDecode = !o.noPersistentDecode;
     sits::Session session(engine, sessionOptions);
     if (o.tvcNoFallback)
       session.disableTvcFallbackForBenchmark(true);
@@ -252,9 +259,9 @@ int main(int argc, char **argv) {
     if (o.tvcNoFallback)
       std::printf("TVC fallback disabled (benchmark only: tokens may differ "
                   "from the plain head's)\n");
-    std::printf("%6s %8s %7s %12s %12s %12s %12s %12s %9s\n", "batch",
+    std::printf("%6s %8s %7s %12s %12s %12s %12s %12s %9s %11s\n", "batch",
                 "context", "bucket", "prefill t/s", "decode ms", "decode t/s",
-                "GB/s", "lm head us", "tvc fb %");
+                "GB/s", "lm head us", "tvc fb %", "decode step");
     std::vector<Result> results;
     for (uint64_t batch : o.batches)
       for (uint64_t context : o.contexts) {
@@ -283,6 +290,7 @@ int main(int argc, char **argv) {
           r.bucket = result.stats.bucket;
           r.cudaGraph = result.stats.cudaGraph;
           r.programmaticLaunch = result.stats.programmaticLaunch;
+          r.persistentDecode = result.stats.persistentDecode;
         }
         std::string summary;
         if (config.kvCache.coldBits) {
@@ -310,10 +318,11 @@ int main(int argc, char **argv) {
                         100.0 * double(r.tvcFallback) /
                             double(r.tvcProved + r.tvcFallback));
         std::printf("%6" PRIu64 " %8" PRIu64 " %7" PRIu64
-                    " %12.0f %12.4f %12.1f %12.1f %12.2f %9s\n",
+                    " %12.0f %12.4f %12.1f %12.1f %12.2f %9s %11s\n",
                     batch, context, r.bucket, r.prefillTokensPerSecond,
                     r.decodeMsPerStep, r.tokensPerSecond, r.gigabytesPerSecond,
-                    r.lmHeadMs * 1e3, fallback);
+                    r.lmHeadMs * 1e3, fallback,
+                    r.persistentDecode ? "persistent" : "kernels");
         std::fputs(summary.c_str(), stdout);
         results.push_back(r);
       }

@@ -326,12 +326,6 @@ std::string escapeBytes(const std::vector<int32_t> &tokens) {
 
 double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
-/// Whether the session runs `bucket`'s decode steps as one persistent kernel.
-bool isPersistent(const sits::Session &session, uint32_t bucket) {
-  std::vector<uint32_t> buckets = session.persistentBuckets();
-  return std::find(buckets.begin(), buckets.end(), bucket) != buckets.end();
-}
-
 std::string idList(const std::vector<int32_t> &ids) {
   std::string out;
   for (int32_t id : ids)
@@ -488,8 +482,7 @@ int runEngine(const Options &o) {
                 st.decodeSteps, st.decodeMsPerStep, st.tokensPerSecond,
                 st.batch, st.cudaGraph ? "cuda graph" : "no cuda graph",
                 st.programmaticLaunch ? ", programmatic launch" : "",
-                isPersistent(session, st.bucket) ? ", persistent kernel" : "",
-                st.bucket);
+                st.persistentDecode ? ", persistent kernel" : "", st.bucket);
     std::printf("gpu memory: weights %.2f MiB, session %.2f MiB, device "
                 "used %.0f of %.0f MiB (%s, sm_%u%s)\n",
                 mib(st.weightBytes), mib(st.sessionBytes),

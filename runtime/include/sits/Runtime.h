@@ -132,6 +132,9 @@ struct GenerateStats {
   bool cudaGraph = false;
   /// Whether the kernels were launched with programmatic dependent launch.
   bool programmaticLaunch = false;
+  /// Whether each decode step ran as the bucket's one persistent kernel
+  /// (an engine of sitsc --decode-kernels=persistent).
+  bool persistentDecode = false;
   double prefillMs = 0;
   double decodeMs = 0;
   double decodeMsPerStep = 0;

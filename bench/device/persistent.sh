@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One device call for the persistent decode kernel (sitsc
+# --decode-kernels=persistent), then the runtime's GPU tests:
+#   1. the engines: llama_gqa (test/models) and the TinyLlama-1.1B shape
+#      (random fp16 weights, exported by bench/llama_bench.py), each compiled
+#      once with --decode-kernels=persistent: the engine carries both the
+#      persistent kernels and the graph-mode decode, so
+#      --no-persistent-decode runs the same weights the other way.
+#   2. correctness: greedy tokens of the persistent steps against the
+#      graph-mode steps (sits-run, batch 1 and 8, 96 new tokens).
+#   3. speed: sits-bench at batch 1, 2, 4, 8, context 32 and 1024, 128 new
+#      tokens, persistent and graph mode one after the other.
+#   4. RUN_TESTS=1 (default): bench/device/runtime-gpu-tests.sh, which
+#      includes test/runtime/persistent-decode-gpu.test.
+# Here, before the call: bench/device/prepare.sh, `rm -rf .device/models`,
+# `tar -cJf .device-pack/device.tar.xz .device`; carry [".device-pack",
+# ".device-serve"]. $OUT gets persistent.log and the logs of each step.
+set -uo pipefail
+NAME=persistent
+. bench/device/serve-env.sh
+archive_on_exit
+say "$(nvidia-smi -L | head -1)"
+build_tools sits-run sits-bench &
+build_pid=$!
+
+tl=$W/tinyllama
+python3 bench/llama_bench.py --shape tinyllama --work "$tl" --json "$W/tl.json" \
+  --export-dtype fp16 --contexts 512 --batches 1 --deadline "$(date +%s)" \
+  >"$FINAL/export.log" 2>&1 || { say "TinyLlama export FAILED"; tail -5 "$FINAL/export.log"; }
+say "exported"
+
+compile() { # NAME MODEL
+  local log=$FINAL/sitsc-$1.log
+  if sitsc "$2" -o "$W/$1.sits" --force --dtype=fp16 --max-batch=8 \
+       --max-seq-len=2048 --decode-kernels=persistent >"$log" 2>&1; then
+    sitsc --inspect "$W/$1.sits" >"$FINAL/inspect-$1.txt" 2>&1
+    say "compiled $1: $(grep -iE 'persistent' "$FINAL/inspect-$1.txt" | head -3 | tr '\n' ';')"
+  else
+    say "sitsc $1 FAILED: $(tail -3 "$log" | tr '\n' ' ')"
+    return 1
+  fi
+}
+models=()
+compile gqa test/models/llama_gqa/model.onnx && models+=(gqa)
+[ -f "$tl/onnx/model.onnx" ] && compile tinyllama "$tl/onnx/model.onnx" && models+=(tinyllama)
+wait "$build_pid" || exit 1 # build_tools said why
+
+for m in "${models[@]}"; do
+  for batch in 1 8; do
+    for mode in persistent graph; do
+      flag=()
+      [ $mode = graph ] && flag=(--no-persistent-decode)
+      timeout 120 "$bin/sits-run" "$W/$m.sits" --prompt-ids 1,2,3,4,5,6,7,8,9,10,11 \
+        --max-new-tokens 96 --batch $batch --ignore-eos "${flag[@]}" \
+        >"$FINAL/run-$m-b$batch-$mode.txt" 2>&1
+      say "sits-run $m batch $batch $mode: exit $? $(grep '^decode:' "$FINAL/run-$m-b$batch-$mode.txt")"
+    done
+    if diff <(grep '^tokens' "$FINAL/run-$m-b$batch-persistent.txt") \
+            <(grep '^tokens' "$FINAL/run-$m-b$batch-graph.txt") >/dev/null; then
+      say "$m batch $batch: tokens IDENTICAL"
+    else
+      say "$m batch $batch: tokens DIFFER"
+    fi
+  done
+  for mode in persistent graph; do
+    flag=()
+    [ $mode = graph ] && flag=(--no-persistent-decode)
+    timeout 240 "$bin/sits-bench" "$W/$m.sits" --batch 1,2,4,8 --context 32,1024 \
+      --new-tokens 128 --repeats 3 "${flag[@]}" --json "$FINAL/bench-$m-$mode.json" \
+      >"$FINAL/bench-$m-$mode.log" 2>&1
+    say "sits-bench $m $mode (exit $?):"
+    grep -E '^ *[0-9]' "$FINAL/bench-$m-$mode.log" | tee -a "$FINAL/$NAME.log"
+  done
+done
+
+if [ "${RUN_TESTS:-1}" = 1 ]; then
+  say "runtime GPU tests"
+  OUT=$FINAL/tests bench/device/runtime-gpu-tests.sh >"$FINAL/runtime-gpu-tests.out" 2>&1
+  say "runtime GPU tests: exit $? $(grep -E 'gtest|python|lit test|run-gpu-tests:' "$FINAL/runtime-gpu-tests.out" | tail -6 | tr '\n' ';')"
+fi
+say "done"
