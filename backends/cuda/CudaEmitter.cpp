@@ -27,6 +27,18 @@ static void emitConfig(const KernelSpec &spec, std::string &out) {
   out += "};\n} // namespace sits_config\n";
 }
 
+/// A kernel's statements and call, as its entry and the persistent kernel's
+/// task case run them: the wait for what came before first, unless the call
+/// waits itself (after starting its weight copies).
+static void emitKernelBody(const KernelSpec &spec, const std::string &indent,
+                           std::string &out) {
+  if (!spec.callWaitsForPredecessors)
+    out += indent + "sits::waitForPrecedingKernels();\n";
+  for (const std::string &line : spec.body)
+    out += indent + line + "\n";
+  out += indent + spec.call + ";\n";
+}
+
 static void emitKernel(const KernelSpec &spec, std::string &out) {
   out += "\n// " + spec.name + ": ";
   for (size_t i = 0; i < spec.uses.size(); ++i)
@@ -45,11 +57,8 @@ static void emitKernel(const KernelSpec &spec, std::string &out) {
   // Programmatic dependent launch: the next kernel may start now; this one
   // touches no buffer before the previous kernel has finished.
   out += "  sits::allowDependentLaunch();\n";
-  if (!spec.callWaitsForPredecessors)
-    out += "  sits::waitForPrecedingKernels();\n";
-  for (const std::string &line : spec.body)
-    out += "  " + line + "\n";
-  out += "  " + spec.call + ";\n}\n";
+  emitKernelBody(spec, "  ", out);
+  out += "}\n";
 
   out += "#ifdef SITS_EMULATE\nextern \"C\" void " + spec.name +
          "__emulate(void **args) {\n  " + spec.name + "(";
@@ -108,9 +117,8 @@ static void emitTaskCase(unsigned index, const KernelSpec &spec,
   for (const KernelParam &param : spec.params)
     out += indent + param.type + (param.type.back() == '*' ? "" : " ") +
            param.name + " = sits_arg." + param.name + ";\n";
-  for (const std::string &line : spec.body)
-    out += indent + line + "\n";
-  out += indent + spec.call + ";\n" + indent + "break;\n        }\n";
+  emitKernelBody(spec, indent, out);
+  out += indent + "break;\n        }\n";
 }
 
 /// sits-emulate's entry: checks the tasks it was given against the table,
@@ -164,6 +172,12 @@ static void emitEmulation(const EnginePlan &plan,
          "      sits_error, sits_error_bytes);\n}\n#endif\n";
 }
 
+/// Registers for two blocks of the persistent kernel per SM (at most 128 a
+/// thread at 256 threads), as the graph-mode GEMVs and attention are
+/// compiled, so that --persistent-blocks may ask for twice the SMs: more
+/// warps to hide latency. Without spills on the test models (ptxas -v).
+constexpr unsigned kPersistentMinBlocksPerSM = 2;
+
 static void emitBucket(const EnginePlan &plan,
                        const PersistentDecodePlan::Bucket &bucket,
                        std::string &out) {
@@ -203,7 +217,8 @@ static void emitBucket(const EnginePlan &plan,
          ns + "\n";
 
   out += "extern \"C\" __global__ void __launch_bounds__(" +
-         str(bucket.threads) + ", 1)\n" + name +
+         str(bucket.threads) + ", " + str(kPersistentMinBlocksPerSM) + ")\n" +
+         name +
          "(const unsigned char *sits_args_table) {\n"
          "  namespace sits_plan = " +
          ns +

@@ -120,6 +120,9 @@ struct Launch {
   std::vector<float> mmaSums;      ///< four per thread, mma accumulators
   std::vector<char> mmaDone;       ///< per warp: this mma's sums are made
   std::vector<char> dynamicShared;
+  /// Bytes of blockShared<T>(): one block's own __shared__ state where
+  /// blocks switch mid-tile (the persistent kernel's running tile).
+  alignas(16) unsigned char blockBytes[128] = {};
   unsigned namedCounts[kNamedBarriers] = {};
   std::string waitsFor; ///< what its spinning thread waits for
   Fiber *current = nullptr;
@@ -144,6 +147,17 @@ constexpr size_t kStackStride = kStackBytes + 4096 + 64;
 
 inline Launch &launch() { return *activeLaunch; }
 inline Fiber &current() { return *launch().current; }
+
+/// A __shared__ variable of the running block's own. A plain `__shared__`
+/// is a static shared by every block, right only while no other block runs
+/// between its write and its reads: the persistent kernel's blocks switch
+/// while a tile waits for its dependencies, after the tile was set.
+template <class T> T &blockShared() {
+  static_assert(sizeof(T) <= sizeof(Launch::blockBytes) &&
+                    alignof(T) <= 16,
+                "Launch::blockBytes holds it");
+  return *reinterpret_cast<T *>(launch().blockBytes);
+}
 
 #if defined(__x86_64__)
 // Saves the callee-saved registers and the stack pointer of the running

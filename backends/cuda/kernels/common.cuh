@@ -713,4 +713,11 @@ template <int kKind> __device__ __forceinline__ float activate(float x) {
 // Where a step's tokens and a sequence's cache rows lie.
 #include "sits/rows.cuh"
 
+// Persistent mode: tile.cuh's wait for the preceding kernels is the walk's
+// wait for a tile's dependencies, which every kernel of the translation
+// unit calls.
+#ifdef SITS_PERSISTENT_DECODE
+#include "sits/persistent.cuh"
+#endif
+
 #endif // SITS_KERNELS_COMMON_CUH

@@ -8,10 +8,15 @@
 // its graph-mode entry makes; this header is the rest:
 //
 //   for each task t, for each tile j of t dealt to this block:
-//     waitForTask(each dependency of t)  thread 0, acquire loads
 //     enterTile(t, j)                    the tile's coordinates, a barrier
-//     if (threadIdx.x < t.threads) the task's kernel body
+//     if (threadIdx.x < t.threads) the task's kernel body, which calls
+//       waitForPrecedingKernels() once:  thread 0 waits for each dependency
+//                                        of t (acquire loads), a barrier
 //     leaveTile(t)                       a barrier, then thread 0 releases
+//
+// The body waits where its graph-mode kernel waits for the kernels before
+// it: the GEMVs after starting their first weight copies, so that those
+// are in flight while the tile waits; the other kernels at once.
 //
 // Counters: `sync` (one array per bucket, in global memory, zero when the
 // module loads) holds the epoch, the blocks that finished this step, and
@@ -72,12 +77,15 @@ class PersistentBlock {
 public:
   __device__ PersistentBlock(const PersistentTask *tasks, const unsigned *deps,
                              unsigned *sync, unsigned blocks)
-      : tasks(tasks), deps(deps), sync(sync), blocks(blocks),
-        block(persistentBlockIndex()) {
+      : deps(deps), sync(sync), blocks(blocks), block(persistentBlockIndex()) {
     // The step's epoch: the last block of the previous step raised it
     // before that launch ended.
-    if (threadIdx.x == 0)
-      epoch = loadAcquire(&sync[0]);
+    if (threadIdx.x == 0) {
+      RunningTile &running = sitsRunningTile;
+      running.epoch = loadAcquire(&sync[0]);
+      running.tasks = tasks;
+      running.sync = sync;
+    }
   }
 
   /// The first tile of `task` this block runs (then every blocks-th).
@@ -85,13 +93,11 @@ public:
     return (block + blocks - task.firstBlock) % blocks;
   }
 
-  /// Waits for the task's dependencies, then gives the tile its launch's
-  /// coordinates and sizes.
+  /// Gives the tile its launch's coordinates and sizes, and its
+  /// dependencies for waitForTileDependencies.
   __device__ void enterTile(const PersistentTask &task, unsigned id,
                             unsigned tile) {
     if (threadIdx.x == 0) {
-      for (unsigned d = task.firstDep; d < task.firstDep + task.depCount; ++d)
-        waitForTask(deps[d], id, tile);
       RunningTile &running = sitsRunningTile;
       running.index[0] = tile % task.grid[0];
       running.index[1] = tile / task.grid[0] % task.grid[1];
@@ -101,6 +107,10 @@ public:
       for (int i = 0; i < 3; ++i)
         running.grid[i] = task.grid[i];
       running.threads = task.threads;
+      running.task = id;
+      running.tile = tile;
+      running.deps = deps + task.firstDep;
+      running.depsEnd = deps + task.firstDep + task.depCount;
     }
     syncPersistentBlock();
   }
@@ -127,28 +137,37 @@ public:
   }
 
 private:
-  /// Spins until every tile of task `dep` has finished this step.
-  __device__ void waitForTask(unsigned dep, unsigned id, unsigned tile) {
-    const unsigned tiles = tasks[dep].tiles, target = (epoch + 1) * tiles;
-    const unsigned *counter = &sync[kPersistentSyncHeader + dep];
-    for (unsigned seen;
-         static_cast<int>((seen = loadAcquire(counter)) - target) < 0;) {
-#ifdef SITS_EMULATE
-      // Lets the other blocks run; a wait no block can end is reported.
-      sits_emu::spinWait(id, tile, dep, seen - epoch * tiles, tiles);
-#else
-      (void)seen;
-      asm volatile("nanosleep.u32 32;");
-#endif
-    }
-  }
-
-  const PersistentTask *tasks;
   const unsigned *deps;
   unsigned *sync;
   unsigned blocks, block;
-  unsigned epoch = 0; ///< thread 0's
 };
+
+/// Thread 0 spins until every tile of each dependency of the running tile's
+/// task has finished this step (a step waits for (epoch + 1) x tiles), then
+/// the tile's threads meet at its barrier: what thread 0 acquired is then
+/// visible to all of them.
+__device__ void waitForTileDependencies() {
+  if (threadIdx.x == 0) {
+    const RunningTile &running = sitsRunningTile;
+    for (const unsigned *dep = running.deps; dep != running.depsEnd; ++dep) {
+      const unsigned tiles = running.tasks[*dep].tiles;
+      const unsigned target = (running.epoch + 1) * tiles;
+      const unsigned *counter = &running.sync[kPersistentSyncHeader + *dep];
+      for (unsigned seen;
+           static_cast<int>((seen = loadAcquire(counter)) - target) < 0;) {
+#ifdef SITS_EMULATE
+        // Lets the other blocks run; a wait no block can end is reported.
+        sits_emu::spinWait(running.task, running.tile, *dep,
+                           seen - running.epoch * tiles, tiles);
+#else
+        (void)seen;
+        asm volatile("nanosleep.u32 32;");
+#endif
+      }
+    }
+  }
+  syncTile();
+}
 
 } // namespace sits
 

@@ -16,8 +16,9 @@
 // mode (SITS_PERSISTENT_DECODE, the translation unit of the persistent
 // decode kernels, persistent.cuh): the running tile's coordinates and sizes
 // are in shared memory, set per tile by the persistent kernel, syncTile is
-// a barrier over the tile's threads only, and the dependent-launch waits
-// are no-ops.
+// a barrier over the tile's threads only, the wait for the preceding
+// kernels waits for the tile's dependencies, and letting dependents launch
+// is a no-op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,19 +71,32 @@ __device__ __forceinline__ void syncTile() { __syncthreads(); }
 
 #else // SITS_PERSISTENT_DECODE
 
+struct PersistentTask;
+
 /// The tile a block of the persistent kernel runs: what its launch's block
 /// would have had; its first `threads` threads run it. Plain words, as a
-/// __shared__ variable takes no constructor (dim3 has one).
+/// __shared__ variable takes no constructor (dim3 has one). The rest is
+/// what waitForPrecedingKernels needs to wait for the tile's dependencies
+/// (persistent.cuh).
 struct RunningTile {
   unsigned index[3];
   unsigned size[3];
   unsigned grid[3];
   unsigned threads;
+  unsigned task, tile; ///< the task's id and the tile's index in it
+  unsigned epoch;      ///< the step's, as the block read it
+  const PersistentTask *tasks;
+  const unsigned *deps, *depsEnd; ///< the task's dependencies
+  unsigned *sync;                 ///< the bucket's counters
 };
 
-/// One per block. (In the emulator a static shared by every block: blocks
-/// switch only while one waits for a dependency, between tiles.)
+/// One per block. (In the emulator the block's own bytes: blocks switch
+/// while a tile waits for its dependencies, after the tile was set.)
+#ifdef SITS_EMULATE
+#define sitsRunningTile (::sits_emu::blockShared<::sits::RunningTile>())
+#else
 __shared__ RunningTile sitsRunningTile;
+#endif
 
 __device__ __forceinline__ uint3 tileIndex() {
   const RunningTile &tile = sitsRunningTile;
@@ -114,6 +128,10 @@ __device__ __forceinline__ unsigned persistentBlockIndex() {
 }
 __device__ __forceinline__ void syncPersistentBlock() { __syncthreads(); }
 
+/// Waits until every tile of the running tile's dependencies has finished
+/// (persistent.cuh, which common.cuh includes in persistent mode).
+__device__ void waitForTileDependencies();
+
 #endif // SITS_PERSISTENT_DECODE
 
 //===----------------------------------------------------------------------===//
@@ -127,8 +145,11 @@ __device__ __forceinline__ void syncPersistentBlock() { __syncthreads(); }
 // buffer another kernel touches; only constant weights may be read before.
 // Every kernel waits unconditionally, so that finishing a kernel implies
 // that all kernels before it have finished. Without the launch attribute,
-// or before sm_90, both are no-ops, and so they are in the persistent
-// kernel, whose tiles wait for their dependencies instead.
+// or before sm_90, both are no-ops. In the persistent kernel the wait is
+// for the tile's dependencies (the tasks that write what it reads, or read
+// what it writes), so that a tile starts its weight copies before them as a
+// kernel does before its predecessors; every thread of the tile calls it
+// once.
 
 /// Lets the next kernel of the stream start launching its blocks.
 __device__ __forceinline__ void allowDependentLaunch() {
@@ -141,8 +162,9 @@ __device__ __forceinline__ void allowDependentLaunch() {
 /// Waits until the previous kernel of the stream has finished and its
 /// writes are visible.
 __device__ __forceinline__ void waitForPrecedingKernels() {
-#if !defined(SITS_EMULATE) && !defined(SITS_PERSISTENT_DECODE) &&              \
-    defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(SITS_PERSISTENT_DECODE)
+  waitForTileDependencies();
+#elif !defined(SITS_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }

@@ -90,6 +90,9 @@ void kernel(Buffers *b, int step) {
          tile += gBlocks) {
       block.enterTile(task, t, tile);
       if (threadIdx.x < task.threads) {
+        // As the generated task cases: the tile waits for its dependencies
+        // here, after enterTile (other blocks run meanwhile).
+        sits::waitForPrecedingKernels();
         if (t == 0)
           fill(b, step);
         else if (t == 1)
