@@ -153,8 +153,7 @@ inline Fiber &current() { return *launch().current; }
 /// between its write and its reads: the persistent kernel's blocks switch
 /// while a tile waits for its dependencies, after the tile was set.
 template <class T> T &blockShared() {
-  static_assert(sizeof(T) <= sizeof(Launch::blockBytes) &&
-                    alignof(T) <= 16,
+  static_assert(sizeof(T) <= sizeof(Launch::blockBytes) && alignof(T) <= 16,
                 "Launch::blockBytes holds it");
   return *reinterpret_cast<T *>(launch().blockBytes);
 }
