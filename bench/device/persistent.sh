@@ -5,8 +5,9 @@
 #      (random fp16 weights, exported by bench/llama_bench.py), each compiled
 #      once with --decode-kernels=persistent: the engine carries both the
 #      persistent kernels and the graph-mode decode, so
-#      --no-persistent-decode runs the same weights the other way; the
-#      TinyLlama shape also on 264 blocks (two per SM).
+#      --no-persistent-decode runs the same weights the other way. The
+#      TinyLlama shape on 264 blocks (two per SM), and with BLOCKS_132=1
+#      also on the default 132.
 #   2. correctness: greedy tokens of the persistent steps against the
 #      graph-mode steps (sits-run, batch 1 and 8, 96 new tokens).
 #   3. speed: sits-bench at batch 1, 2, 4, 8, context 32 and 1024, 128 new
@@ -45,7 +46,7 @@ compile() { # NAME MODEL [SITSC OPTION...]
 models=()
 compile gqa test/models/llama_gqa/model.onnx && models+=(gqa)
 if [ -f "$tl/onnx/model.onnx" ]; then
-  compile tinyllama "$tl/onnx/model.onnx" && models+=(tinyllama)
+  [ "${BLOCKS_132:-0}" = 1 ] && compile tinyllama "$tl/onnx/model.onnx" && models+=(tinyllama)
   # Two blocks per SM (the kernel's registers allow it).
   compile tinyllama-264 "$tl/onnx/model.onnx" --persistent-blocks=264 && models+=(tinyllama-264)
 fi

@@ -72,6 +72,20 @@ __device__ __forceinline__ unsigned loadAcquire(const unsigned *address) {
 #endif
 }
 
+/// Adds 1 to `counter` after every write the block made before the barrier
+/// that precedes it (the wait's acquire load pairs with it): a release
+/// fence at GPU scope, lighter than __threadfence's sequentially
+/// consistent one, and a reduction that returns nothing to wait for.
+__device__ __forceinline__ void addRelease(unsigned *counter) {
+#ifdef SITS_EMULATE
+  atomicAdd(counter, 1u);
+#else
+  asm volatile("fence.acq_rel.gpu;\n\t"
+               "red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(counter)
+               : "memory");
+#endif
+}
+
 /// The walk of one block of the persistent kernel.
 class PersistentBlock {
 public:
@@ -118,10 +132,8 @@ public:
   /// Counts the tile as finished once every thread is done with it.
   __device__ void leaveTile(unsigned id) {
     syncPersistentBlock();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      atomicAdd(&sync[kPersistentSyncHeader + id], 1u);
-    }
+    if (threadIdx.x == 0)
+      addRelease(&sync[kPersistentSyncHeader + id]);
   }
 
   /// After the last tile: the last block of the step raises the epoch.
