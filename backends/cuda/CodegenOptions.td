@@ -100,10 +100,15 @@ def DecodeKernelsOption : CodegenOption<"decodeKernels", "decode-kernels",
     "Kernels of a decode step: graph (one launch per kernel.launch, "
     "captured in a CUDA graph) or persistent (the step of each batch bucket "
     "as one task graph for one persistent kernel, which the engine carries "
-    "beside the graph-mode decode; not yet run on a GPU)", "kind">;
+    "beside the graph-mode decode; slower than graph so far)", "kind">;
 def PersistentBlocksOption : CodegenOption<"persistentBlocks",
     "persistent-blocks", "int64_t", "132",
     "Blocks of the persistent decode kernel, all resident at once (1 to "
     "1024; the H100's and H200's SMs by default)">;
+def PersistentTraceOption : CodegenOption<"persistentTrace",
+    "persistent-trace", "bool", "false",
+    "Record in the persistent decode kernels when each tile starts, has its "
+    "dependencies and ends (the GPU's clock), for sits-bench "
+    "--persistent-trace: a profile, at the cost of a few stores a tile">;
 
 #endif // SITS_BACKENDS_CUDA_CODEGENOPTIONS_TD

@@ -16,6 +16,7 @@
 
 #include "backends/cuda/Plan.h"
 
+#include <algorithm>
 #include <set>
 
 namespace sits::codegen {
@@ -172,6 +173,23 @@ static void emitEmulation(const EnginePlan &plan,
          "      sits_error, sits_error_bytes);\n}\n#endif\n";
 }
 
+/// The most tiles one block of the persistent kernel runs in a step: its
+/// records in a trace. Tile j of a task runs on block (first + j) % blocks.
+static uint64_t getTraceSlots(const PersistentDecodePlan::Bucket &bucket,
+                              uint64_t blocks) {
+  uint64_t most = 0;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    uint64_t tiles = 0;
+    for (const PersistentDecodePlan::Task &task : bucket.tasks) {
+      const uint64_t first = (b + blocks - task.firstBlock % blocks) % blocks;
+      if (first < task.tiles)
+        tiles += (task.tiles - first - 1) / blocks + 1;
+    }
+    most = std::max(most, tiles);
+  }
+  return most;
+}
+
 /// Registers for two blocks of the persistent kernel per SM (at most 128 a
 /// thread at 256 threads), as the graph-mode GEMVs and attention are
 /// compiled, so that --persistent-blocks may ask for twice the SMs: more
@@ -213,8 +231,20 @@ static void emitBucket(const EnginePlan &plan,
          "};\n"
          "// The epoch, the blocks done with it, each task's finished tiles.\n"
          "__device__ unsigned sync[sits::kPersistentSyncHeader + kTaskCount];"
-         "\n} // namespace " +
-         ns + "\n";
+         "\n";
+  const std::string trace = name + "_trace";
+  if (persistent.trace)
+    out += "// --persistent-trace: records of the tiles a block runs.\n"
+           "constexpr unsigned kTraceSlots = " +
+           str(getTraceSlots(bucket, persistent.blocks)) +
+           ";\n} // namespace " + ns +
+           "\n// Each block's records of its last step's tiles "
+           "(sits::PersistentBlock), read\n// by the runtime by name.\n"
+           "extern \"C\" {\n__device__ unsigned long long " +
+           trace + "[" + str(persistent.blocks) + " * " + ns +
+           "::kTraceSlots * sits::kPersistentTraceWords];\n}\n";
+  else
+    out += "} // namespace " + ns + "\n";
 
   out += "extern \"C\" __global__ void __launch_bounds__(" +
          str(bucket.threads) + ", " + str(kPersistentMinBlocksPerSM) + ")\n" +
@@ -226,7 +256,11 @@ static void emitBucket(const EnginePlan &plan,
          "  sits::PersistentBlock sits_block(sits_plan::kTasks, "
          "sits_plan::kDeps,\n"
          "                                   sits_plan::sync, "
-         "sits_plan::kBlocks);\n"
+         "sits_plan::kBlocks" +
+         (persistent.trace ? ",\n                                   " + trace +
+                                 ", sits_plan::kTraceSlots"
+                           : std::string()) +
+         ");\n"
          "  for (unsigned sits_t = 0; sits_t < sits_plan::kTaskCount; "
          "++sits_t) {\n"
          "    const sits::PersistentTask &sits_task = "

@@ -86,6 +86,7 @@ FailureOr<PersistentDecodePlan> planPersistentDecode(func::FuncOp decode,
   }
   PersistentDecodePlan persistent;
   persistent.blocks = static_cast<uint32_t>(schedule.getBlocks());
+  persistent.trace = plan.options.persistentTrace;
   const std::vector<LaunchPlan> &launches = plan.decode.launches;
   std::vector<TaskAttr> tasks;
   for (size_t t = 0; t < launches.size(); ++t) {

@@ -165,6 +165,8 @@ struct PersistentDecodePlan {
     uint64_t argBytes = 0;    ///< the table of argument blocks
   };
   uint32_t blocks = 0;
+  /// Each tile's times recorded (--persistent-trace).
+  bool trace = false;
   std::vector<Bucket> buckets;
 };
 

@@ -207,10 +207,13 @@ parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
     return std::nullopt;
   }
   options.persistentBlocks = values.persistentBlocks;
-  if (!options.persistentDecode && given.count("persistent-blocks")) {
-    *error = "--persistent-blocks needs --decode-kernels=persistent";
-    return std::nullopt;
-  }
+  options.persistentTrace = values.persistentTrace;
+  for (const char *option : {"persistent-blocks", "persistent-trace"})
+    if (!options.persistentDecode && given.count(option)) {
+      *error = std::string("--") + option +
+               " needs --decode-kernels=persistent";
+      return std::nullopt;
+    }
   return options;
 }
 

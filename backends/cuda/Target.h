@@ -111,6 +111,8 @@ struct CodegenOptions {
   /// #kernel.decode_schedule and #kernel.task.
   bool persistentDecode = getDefault().persistentDecode;
   int64_t persistentBlocks = getDefault().persistentBlocks;
+  /// The persistent kernels record each tile's times (--persistent-trace).
+  bool persistentTrace = getDefault().persistentTrace;
 
 private:
   /// CodegenOptionValues() parsed once.
@@ -122,7 +124,7 @@ private:
         fewRowPrefillTokens(0), batchBuckets(), fuseNorms(false),
         quantGemvTiles(0), gemvTokenGroups(0), gemmKSplits(0),
         decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0),
-        persistentDecode(false), persistentBlocks(0) {}
+        persistentDecode(false), persistentBlocks(0), persistentTrace(false) {}
   friend std::optional<CodegenOptions>
   parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
                       const std::set<std::string> &given);

@@ -152,6 +152,13 @@ inline Fiber &current() { return *launch().current; }
 /// is a static shared by every block, right only while no other block runs
 /// between its write and its reads: the persistent kernel's blocks switch
 /// while a tile waits for its dependencies, after the tile was set.
+/// The persistent kernel's clock (--persistent-trace): one tick a reading,
+/// so that a trace of an emulated step orders its events as they ran.
+inline unsigned long long nextTick() {
+  static unsigned long long ticks = 0;
+  return ++ticks;
+}
+
 template <class T> T &blockShared() {
   static_assert(sizeof(T) <= sizeof(Launch::blockBytes) && alignof(T) <= 16,
                 "Launch::blockBytes holds it");

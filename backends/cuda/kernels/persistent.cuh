@@ -86,11 +86,32 @@ __device__ __forceinline__ void addRelease(unsigned *counter) {
 #endif
 }
 
+/// Words of a tile's record in a trace (sitsc --persistent-trace): its
+/// task << 32 | its tile, then the times (ns) it was entered, had its
+/// dependencies, and was left.
+constexpr unsigned kPersistentTraceWords = 4;
+
+/// The GPU's clock in ns (the emulator's: one tick a reading).
+__device__ __forceinline__ unsigned long long persistentClock() {
+#ifdef SITS_EMULATE
+  return sits_emu::nextTick();
+#else
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+#endif
+}
+
 /// The walk of one block of the persistent kernel.
 class PersistentBlock {
 public:
+  /// `trace`, when not null, has `traceSlots` records a block (the most
+  /// tiles a block runs), block b's from record b x traceSlots: each step
+  /// writes its tiles' in the order the block runs them.
   __device__ PersistentBlock(const PersistentTask *tasks, const unsigned *deps,
-                             unsigned *sync, unsigned blocks)
+                             unsigned *sync, unsigned blocks,
+                             unsigned long long *trace = nullptr,
+                             unsigned traceSlots = 0)
       : deps(deps), sync(sync), blocks(blocks), block(persistentBlockIndex()) {
     // The step's epoch: the last block of the previous step raised it
     // before that launch ended.
@@ -99,6 +120,13 @@ public:
       running.epoch = loadAcquire(&sync[0]);
       running.tasks = tasks;
       running.sync = sync;
+      // Thread 0 keeps the trace in shared memory, not in every thread's
+      // registers.
+      running.trace = nullptr;
+      running.nextTrace = trace
+                              ? trace + static_cast<unsigned long long>(block) *
+                                            traceSlots * kPersistentTraceWords
+                              : nullptr;
     }
   }
 
@@ -125,6 +153,11 @@ public:
       running.tile = tile;
       running.deps = deps + task.firstDep;
       running.depsEnd = deps + task.firstDep + task.depCount;
+      if (unsigned long long *record = running.nextTrace) {
+        record[0] = static_cast<unsigned long long>(id) << 32 | tile;
+        record[1] = persistentClock();
+        running.trace = record;
+      }
     }
     syncPersistentBlock();
   }
@@ -132,8 +165,14 @@ public:
   /// Counts the tile as finished once every thread is done with it.
   __device__ void leaveTile(unsigned id) {
     syncPersistentBlock();
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
+      RunningTile &running = sitsRunningTile;
+      if (unsigned long long *record = running.trace) {
+        record[3] = persistentClock();
+        running.nextTrace = record + kPersistentTraceWords;
+      }
       addRelease(&sync[kPersistentSyncHeader + id]);
+    }
   }
 
   /// After the last tile: the last block of the step raises the epoch.
@@ -177,6 +216,8 @@ __device__ void waitForTileDependencies() {
 #endif
       }
     }
+    if (running.trace)
+      running.trace[2] = persistentClock();
   }
   syncTile();
 }

@@ -88,6 +88,8 @@ struct RunningTile {
   const PersistentTask *tasks;
   const unsigned *deps, *depsEnd; ///< the task's dependencies
   unsigned *sync;                 ///< the bucket's counters
+  unsigned long long *trace;      ///< the tile's record, or null
+  unsigned long long *nextTrace;  ///< the block's next record, or null
 };
 
 /// One per block. (In the emulator the block's own bytes: blocks switch

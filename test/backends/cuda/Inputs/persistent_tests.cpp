@@ -14,6 +14,7 @@
 
 #include "sits/persistent.cuh"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -81,9 +82,14 @@ sits::PersistentTask gTasks[4];
 unsigned gDeps[3];
 unsigned gBlocks = 1;
 unsigned gSync[sits::kPersistentSyncHeader + 4];
+// The trace (sitsc --persistent-trace): each block's records, as many as
+// the tiles one block runs on one block.
+constexpr unsigned kTraceSlots = 2 * kFillTiles + 6 + 1;
+unsigned long long gTrace[8 * kTraceSlots * sits::kPersistentTraceWords];
 
 void kernel(Buffers *b, int step) {
-  sits::PersistentBlock block(gTasks, gDeps, gSync, gBlocks);
+  sits::PersistentBlock block(gTasks, gDeps, gSync, gBlocks, gTrace,
+                              kTraceSlots);
   for (unsigned t = 0; t < 4; ++t) {
     const sits::PersistentTask &task = gTasks[t];
     for (unsigned tile = block.firstTile(task); tile < task.tiles;
@@ -154,12 +160,59 @@ int expectedTotal(int step) {
   return all;
 }
 
+/// The trace of a step: each tile once, in the block it was dealt to,
+/// entered before it had its dependencies and left after; and no tile of a
+/// task had its dependencies before every tile of each had been left (the
+/// emulator's clock ticks once a reading, in the order the blocks ran).
+std::string checkTrace(unsigned blocks) {
+  std::vector<unsigned long long> firstReady(4, ~0ull), lastLeave(4, 0);
+  std::vector<std::vector<int>> seen(4);
+  for (unsigned t = 0; t < 4; ++t)
+    seen[t].assign(gTasks[t].tiles, 0);
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned slot = 0; slot < kTraceSlots; ++slot) {
+      const unsigned long long *r =
+          &gTrace[(b * kTraceSlots + slot) * sits::kPersistentTraceWords];
+      if (r[1] == 0)
+        continue;
+      const unsigned task = static_cast<unsigned>(r[0] >> 32);
+      const unsigned tile = static_cast<unsigned>(r[0]);
+      if (task >= 4 || tile >= gTasks[task].tiles)
+        return "a record of task " + std::to_string(task) + " tile " +
+               std::to_string(tile);
+      if ((gTasks[task].firstBlock + tile) % blocks != b)
+        return "task " + std::to_string(task) + " tile " +
+               std::to_string(tile) + " recorded by block " +
+               std::to_string(b);
+      if (!(r[1] < r[2] && r[2] < r[3]))
+        return "task " + std::to_string(task) + " tile " +
+               std::to_string(tile) + " out of order";
+      ++seen[task][tile];
+      firstReady[task] = std::min(firstReady[task], r[2]);
+      lastLeave[task] = std::max(lastLeave[task], r[3]);
+    }
+  for (unsigned t = 0; t < 4; ++t) {
+    for (int count : seen[t])
+      if (count != 1)
+        return "task " + std::to_string(t) + " has a tile recorded " +
+               std::to_string(count) + " times";
+    for (unsigned d = 0; d < gTasks[t].depCount; ++d) {
+      const unsigned dep = gDeps[gTasks[t].firstDep + d];
+      if (firstReady[t] < lastLeave[dep])
+        return "task " + std::to_string(t) + " started before task " +
+               std::to_string(dep) + " ended";
+    }
+  }
+  return "";
+}
+
 int failures = 0;
 
 void run(unsigned blocks, int step, bool expectError,
          const std::string &label) {
   Buffers b;
   std::memset(&b, 0xff, sizeof(b));
+  std::memset(gTrace, 0, sizeof(gTrace));
   Buffers *pointer = &b;
   void *args[] = {&pointer, &step};
   char error[1024] = {0};
@@ -170,10 +223,14 @@ void run(unsigned blocks, int step, bool expectError,
     ok = status != 0;
     std::printf("%s: %s\n", label.c_str(), error);
   } else {
+    const std::string trace = checkTrace(blocks);
     ok = status == 0 && b.total == expectedTotal(step) &&
-         gSync[0] == static_cast<unsigned>(step + 1) && gSync[1] == 0;
+         gSync[0] == static_cast<unsigned>(step + 1) && gSync[1] == 0 &&
+         trace.empty();
     if (status)
       std::printf("%s: %s\n", label.c_str(), error);
+    if (!trace.empty())
+      std::printf("%s: trace: %s\n", label.c_str(), trace.c_str());
   }
   std::printf("%s %s\n", label.c_str(), ok ? "ok" : "FAIL");
   failures += !ok;
