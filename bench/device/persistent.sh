@@ -12,7 +12,9 @@
 #      graph-mode steps (sits-run, batch 1 and 8, 96 new tokens).
 #   3. speed: sits-bench at batch 1, 2, 4, 8, context 32 and 1024, 128 new
 #      tokens, persistent and graph mode one after the other.
-#   4. RUN_TESTS=1 (default): bench/device/runtime-gpu-tests.sh, which
+#   4. the TinyLlama shape's persistent step by task: an engine of sitsc
+#      --persistent-trace, sits-bench --persistent-trace (trace-tinyllama.json).
+#   5. RUN_TESTS=1 (default): bench/device/runtime-gpu-tests.sh, which
 #      includes test/runtime/persistent-decode-gpu.test.
 # Here, before the call: bench/device/prepare.sh, `rm -rf .device/models`,
 # `tar -cJf .device-pack/device.tar.xz .device`; carry [".device-pack",
@@ -49,6 +51,7 @@ if [ -f "$tl/onnx/model.onnx" ]; then
   [ "${BLOCKS_132:-0}" = 1 ] && compile tinyllama "$tl/onnx/model.onnx" && models+=(tinyllama)
   # Two blocks per SM (the kernel's registers allow it).
   compile tinyllama-264 "$tl/onnx/model.onnx" --persistent-blocks=264 && models+=(tinyllama-264)
+  compile tinyllama-trace "$tl/onnx/model.onnx" --persistent-blocks=264 --persistent-trace
 fi
 wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin
@@ -80,6 +83,16 @@ for m in "${models[@]}"; do
     grep -E '^ *[0-9]' "$FINAL/bench-$m-$mode.log" | tee -a "$FINAL/$NAME.log"
   done
 done
+
+# Where a persistent step's time goes: each task's tiles (sits-bench
+# --persistent-trace on the traced engine).
+if [ -f "$W/tinyllama-trace.sits" ]; then
+  timeout 120 "$bin/sits-bench" "$W/tinyllama-trace.sits" --batch 1,8 --context 32,1024 \
+    --new-tokens 32 --repeats 1 --persistent-trace "$FINAL/trace-tinyllama.json" \
+    >"$FINAL/bench-tinyllama-trace.log" 2>&1
+  say "traced (exit $?):"
+  grep -E '^ *[0-9]|persistent step' "$FINAL/bench-tinyllama-trace.log" | tee -a "$FINAL/$NAME.log"
+fi
 
 if [ "${RUN_TESTS:-1}" = 1 ]; then
   say "runtime GPU tests"

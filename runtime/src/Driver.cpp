@@ -38,6 +38,7 @@ const DriverApi &driver() {
     resolve("cuModuleLoadDataEx", &api.moduleLoadDataEx, &missing);
     resolve("cuModuleUnload", &api.moduleUnload, &missing);
     resolve("cuModuleGetFunction", &api.moduleGetFunction, &missing);
+    resolve("cuModuleGetGlobal", &api.moduleGetGlobal, &missing);
     resolve("cuLaunchKernel", &api.launchKernel, &missing);
     resolve("cuFuncSetAttribute", &api.funcSetAttribute, &missing);
     resolve("cuFuncGetAttribute", &api.funcGetAttribute, &missing);

@@ -20,6 +20,9 @@ struct DriverApi {
   decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
   decltype(&::cuModuleUnload) moduleUnload = nullptr;
   decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  /// For the persistent decode kernels' traces (a module's `__device__`
+  /// array by name).
+  decltype(&::cuModuleGetGlobal) moduleGetGlobal = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
   /// Optional (null when the driver lacks it): launches with attributes,
   /// for programmatic dependent launch.

@@ -127,6 +127,63 @@ void Session::Impl::loadPersistentDecode() {
   }
 }
 
+PersistentTrace Session::persistentTrace(uint32_t batch) {
+  Impl &s = *state;
+  const format::PersistentDecode &pd = s.e.contents.persistentDecode;
+  const format::PersistentBucket *bucket = pd.find(batch);
+  if (!bucket ||
+      std::find(s.persistentBuckets.begin(), s.persistentBuckets.end(),
+                batch) == s.persistentBuckets.end())
+    throw Error(ErrorCode::InvalidArgument,
+                "bucket " + std::to_string(batch) +
+                    " has no persistent decode kernel in this session");
+  // The kernel's records: `blocks` x slots of kPersistentTraceWords words
+  // (backends/cuda/kernels/persistent.cuh), under the kernel's name.
+  constexpr uint64_t kWords = 4;
+  const std::string name =
+      s.e.contents.kernels[bucket->kernel].function + "_trace";
+  CUdeviceptr records = 0;
+  size_t bytes = 0;
+  CUresult rc = runtime::driver().moduleGetGlobal(
+      &records, &bytes, s.persistentModule, name.c_str());
+  if (rc == CUDA_ERROR_NOT_FOUND)
+    throw Error(ErrorCode::InvalidArgument,
+                "this engine's persistent decode kernels keep no trace "
+                "(compile with sitsc --persistent-trace)");
+  checkDriver(rc, "looking up a persistent decode kernel's trace");
+  const uint64_t recordBytes = kWords * sizeof(uint64_t);
+  if (bytes % (recordBytes * pd.blocks) != 0)
+    throw Error(ErrorCode::InvalidEngine,
+                name + " has " + std::to_string(bytes) +
+                    " bytes, not whole records for " +
+                    std::to_string(pd.blocks) + " blocks");
+  std::vector<uint64_t> words(bytes / sizeof(uint64_t));
+  checkCuda(cudaStreamSynchronize(s.stream), "waiting for the session");
+  checkCuda(cudaMemcpy(words.data(), reinterpret_cast<void *>(records), bytes,
+                       cudaMemcpyDeviceToHost),
+            "reading a persistent decode kernel's trace");
+
+  PersistentTrace trace;
+  const format::Program &decode = s.e.contents.programs[s.decodeProgram];
+  for (const format::Launch &launch : decode.launches)
+    trace.taskKernels.push_back(s.e.contents.kernels[launch.kernel].function);
+  const uint64_t slots = bytes / recordBytes / pd.blocks;
+  for (uint64_t r = 0; r < words.size() / kWords; ++r) {
+    const uint64_t *record = &words[r * kWords];
+    if (record[1] == 0) // a slot no tile of the last step used
+      continue;
+    PersistentTileTime tile;
+    tile.task = static_cast<uint32_t>(record[0] >> 32);
+    tile.tile = static_cast<uint32_t>(record[0]);
+    tile.block = static_cast<uint32_t>(r / slots);
+    tile.enterNs = record[1];
+    tile.readyNs = record[2];
+    tile.leaveNs = record[3];
+    trace.tiles.push_back(tile);
+  }
+  return trace;
+}
+
 void Session::Impl::releasePersistentDecode() {
   // Teardown ignores errors: it may run while an exception unwinds.
   if (persistentTables)

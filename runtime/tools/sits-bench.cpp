@@ -4,6 +4,7 @@
 //              [--new-tokens 128] [--repeats 3] [--seed S] [--json FILE]
 //              [--no-cuda-graph] [--no-programmatic-launch] [--device D]
 //              [--tvc-no-fallback] [--no-persistent-decode]
+//              [--persistent-trace FILE]
 //
 // For every batch size and context length: a prompt of `context` random
 // tokens per sequence, prefilled, then `new-tokens` greedy decode steps (EOS
@@ -20,6 +21,10 @@
 // head. --tvc-no-fallback (benchmark only: tokens may differ from the plain
 // head's) takes every TVC row as proved, so the head's time with the proof
 // succeeding can be measured on random weights, whose proofs rarely hold.
+// --persistent-trace FILE (an engine of sitsc --persistent-trace): per
+// configuration, the last decode step's tiles by task (when each task's
+// first tile had its dependencies, when its last one ended, its tiles' mean
+// wait and run) into FILE as JSON, and the kernels that took longest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,7 +53,7 @@ const char *kUsage =
     "                  [--new-tokens 128] [--repeats 3] [--seed S]\n"
     "                  [--json FILE] [--no-cuda-graph] [--device D]\n"
     "                  [--no-programmatic-launch] [--tvc-no-fallback]\n"
-    "                  [--no-persistent-decode]\n";
+    "                  [--no-persistent-decode] [--persistent-trace FILE]\n";
 
 struct Options {
   std::string engine;
@@ -59,6 +64,7 @@ struct Options {
   uint64_t seed = 0;
   uint64_t device = 0;
   std::string jsonPath;
+  std::string tracePath;
   bool noCudaGraph = false;
   bool noProgrammaticLaunch = false;
   bool noPersistentDecode = false;
@@ -86,6 +92,8 @@ Options parseArgs(int argc, char **argv) {
       o.device = cl.parseUnsigned(a, cl.value(i), 1024);
     else if (a == "--json")
       o.jsonPath = cl.value(i);
+    else if (a == "--persistent-trace")
+      o.tracePath = cl.value(i);
     else if (a == "--no-cuda-graph")
       o.noCudaGraph = true;
     else if (a == "--no-programmatic-launch")
@@ -178,6 +186,79 @@ struct Result {
   uint64_t tvcProved = 0, tvcFallback = 0;
 };
 
+/// A persistent step's trace by task, as JSON (times in us from the step's
+/// first tile), and in `summary` the step's length and the kernels whose
+/// tasks took longest (from a task's first tile with its dependencies to
+/// its last tile's end, summed over the kernel's tasks).
+sits::json::Value summarizeTrace(const sits::PersistentTrace &trace,
+                                 std::string *summary) {
+  using sits::json::Value;
+  struct Task {
+    uint64_t tiles = 0, firstEnter = UINT64_MAX, firstReady = UINT64_MAX;
+    uint64_t lastLeave = 0;
+    double waitNs = 0, runNs = 0;
+  };
+  std::vector<Task> tasks(trace.taskKernels.size());
+  uint64_t start = UINT64_MAX, end = 0;
+  for (const sits::PersistentTileTime &tile : trace.tiles) {
+    if (tile.task >= tasks.size())
+      continue;
+    Task &task = tasks[tile.task];
+    ++task.tiles;
+    task.firstEnter = std::min(task.firstEnter, tile.enterNs);
+    task.firstReady = std::min(task.firstReady, tile.readyNs);
+    task.lastLeave = std::max(task.lastLeave, tile.leaveNs);
+    task.waitNs += double(tile.readyNs - tile.enterNs);
+    task.runNs += double(tile.leaveNs - tile.readyNs);
+    start = std::min(start, tile.enterNs);
+    end = std::max(end, tile.leaveNs);
+  }
+  Value root = Value::object();
+  root.set("step_us", start < end ? (end - start) / 1e3 : 0.0);
+  Value &list = root.set("tasks", Value::array());
+  std::vector<std::pair<double, std::string>> byKernel;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const Task &task = tasks[t];
+    if (!task.tiles)
+      continue;
+    Value item = Value::object();
+    item.set("task", uint64_t(t));
+    item.set("kernel", trace.taskKernels[t]);
+    item.set("tiles", task.tiles);
+    item.set("first_enter_us", (task.firstEnter - start) / 1e3);
+    item.set("first_ready_us", (task.firstReady - start) / 1e3);
+    item.set("last_leave_us", (task.lastLeave - start) / 1e3);
+    item.set("mean_wait_us", task.waitNs / task.tiles / 1e3);
+    item.set("mean_run_us", task.runNs / task.tiles / 1e3);
+    list.push(std::move(item));
+    const double span = (task.lastLeave - task.firstReady) / 1e3;
+    auto found =
+        std::find_if(byKernel.begin(), byKernel.end(), [&](const auto &entry) {
+          return entry.second == trace.taskKernels[t];
+        });
+    if (found == byKernel.end())
+      byKernel.push_back({span, trace.taskKernels[t]});
+    else
+      found->first += span;
+  }
+  std::sort(byKernel.begin(), byKernel.end(),
+            [](const auto &a, const auto &b) { return a.first > b.first; });
+  char line[160];
+  std::snprintf(line, sizeof(line),
+                "  persistent step: %.1f us from its first tile to its last;"
+                " by kernel:",
+                start < end ? (end - start) / 1e3 : 0.0);
+  *summary = line;
+  for (size_t k = 0; k < byKernel.size() && k < 6; ++k) {
+    std::snprintf(line, sizeof(line), " %s %.1f us%s",
+                  byKernel[k].second.c_str(), byKernel[k].first,
+                  k + 1 < byKernel.size() ? "," : "");
+    *summary += line;
+  }
+  *summary += "\n";
+  return root;
+}
+
 std::string toJson(const Options &o, const sits::Engine &engine,
                    const std::vector<Result> &results) {
   using sits::json::Value;
@@ -247,6 +328,16 @@ int main(int argc, char **argv) {
     sits::Session session(engine, sessionOptions);
     if (o.tvcNoFallback)
       session.disableTvcFallbackForBenchmark(true);
+    if (!o.tracePath.empty()) {
+      // Before any run: an engine without the trace fails now.
+      std::vector<uint32_t> buckets = session.persistentBuckets();
+      if (buckets.empty())
+        fail(kExitBadInput,
+             "--persistent-trace: no decode step of this session runs a "
+             "persistent kernel (an engine of sitsc "
+             "--decode-kernels=persistent, without --no-persistent-decode)");
+      session.persistentTrace(buckets.front());
+    }
     uint64_t weightBytes = weightBytesPerStep(*engine);
     double kvPerToken = kvBytesRead(config.kvCache, 1e9) / 1e9;
     std::mt19937_64 random(o.seed);
@@ -263,6 +354,7 @@ int main(int argc, char **argv) {
                 "context", "bucket", "prefill t/s", "decode ms", "decode t/s",
                 "GB/s", "lm head us", "tvc fb %", "decode step");
     std::vector<Result> results;
+    sits::json::Value traces = sits::json::Value::array();
     for (uint64_t batch : o.batches)
       for (uint64_t context : o.contexts) {
         std::vector<double> prefillMs, stepMs;
@@ -324,9 +416,24 @@ int main(int argc, char **argv) {
                     r.lmHeadMs * 1e3, fallback,
                     r.persistentDecode ? "persistent" : "kernels");
         std::fputs(summary.c_str(), stdout);
+        if (!o.tracePath.empty() && r.persistentDecode) {
+          sits::json::Value item = summarizeTrace(
+              session.persistentTrace(static_cast<uint32_t>(r.bucket)),
+              &summary);
+          item.set("batch", batch);
+          item.set("context", context);
+          item.set("bucket", r.bucket);
+          traces.push(std::move(item));
+          std::fputs(summary.c_str(), stdout);
+        }
         results.push_back(r);
       }
 
+    if (!o.tracePath.empty()) {
+      std::string error;
+      if (!sits::writeFileAtomic(o.tracePath, traces.write(2) + "\n", &error))
+        fail(kExitBadInput, "--persistent-trace: " + error);
+    }
     if (!o.jsonPath.empty()) {
       std::string error;
       if (!sits::writeFileAtomic(o.jsonPath, toJson(o, *engine, results),

@@ -121,6 +121,23 @@ struct GenerateParams {
   bool stopAtEos = true;
 };
 
+/// One tile of a persistent decode kernel's step (sitsc
+/// --persistent-trace): the GPU's clock (ns) when its block entered it, when
+/// its dependencies were met, and when it was done.
+struct PersistentTileTime {
+  uint32_t task = 0; ///< decode launch `task` of the engine's program
+  uint32_t tile = 0; ///< the block of that launch's grid it stands for
+  uint32_t block = 0;
+  uint64_t enterNs = 0, readyNs = 0, leaveNs = 0;
+};
+
+/// A persistent decode step's trace: its tiles in the order each block ran
+/// them (block by block), and each task's kernel.
+struct PersistentTrace {
+  std::vector<std::string> taskKernels;
+  std::vector<PersistentTileTime> tiles;
+};
+
 struct GenerateStats {
   uint32_t batch = 0;
   /// The decode graph bucket (batch rounded up to a bucket size).
@@ -359,6 +376,11 @@ public:
   /// The buckets whose decode steps run as one persistent kernel
   /// (SessionOptions::usePersistentDecode); empty: none.
   std::vector<uint32_t> persistentBuckets() const;
+  /// The times of the last decode step of `bucket`'s persistent kernel,
+  /// from an engine of sitsc --persistent-trace (waits for the session's
+  /// work first). Throws InvalidArgument for a bucket without a persistent
+  /// kernel or an engine without the trace.
+  PersistentTrace persistentTrace(uint32_t bucket);
 
   struct Impl;
 
