@@ -53,11 +53,13 @@ BatchController::BatchController(BatchControlOptions options,
                 "the tail ledger needs at least one gap");
 }
 
-void BatchController::recordTokenLatency(double seconds, bool afterBulkStep) {
+void BatchController::recordTokenLatency(double seconds, StepKind endedBy) {
   if (!(seconds >= 0 && std::isfinite(seconds)))
     return;
-  if (!afterBulkStep)
+  if (endedBy != StepKind::Bulk)
     samples.push_back(seconds);
+  if (endedBy == StepKind::Prefill)
+    rowGaps.push_back(seconds);
   if (options.targetSeconds <= 0)
     return; // no target, no slow gap
   const bool slow = seconds > options.targetSeconds;
@@ -96,6 +98,16 @@ uint32_t BatchController::update(Clock::time_point now) {
   const uint32_t prefilled = mostPrefilled;
   limited = budgetHeld = false;
   mostPrefilled = 0;
+  // Whether steps with prompt rows ended their gaps within the margin (the
+  // median of the window's, nearest rank).
+  bool rowsFit = true;
+  if (!rowGaps.empty()) {
+    std::nth_element(rowGaps.begin(), rowGaps.begin() + rowGaps.size() / 2,
+                     rowGaps.end());
+    rowsFit =
+        rowGaps[rowGaps.size() / 2] <= options.margin * options.targetSeconds;
+    rowGaps.clear();
+  }
   if (samples.empty())
     return current; // no token, no evidence either way
   lastP99 = p99(samples);
@@ -113,11 +125,13 @@ uint32_t BatchController::update(Clock::time_point now) {
                prefilled > 0) {
       // Even the fewest prompt rows cost the target: none in normal steps.
       // Off again soon after coming back: the load has not changed, wait
-      // twice as long before the next try.
+      // twice as long before the next try. Steps with rows as long as
+      // the target's margin: the longest wait at once.
       const bool relapse =
           rowsCameBack && closed - rowsOnAt <= options.rowsRelapseWindows;
-      backoff = relapse ? std::min(options.maxRowsOffWindows, backoff * 2)
-                        : options.rowsOffWindows;
+      backoff = !rowsFit  ? options.maxRowsOffWindows
+                : relapse ? std::min(options.maxRowsOffWindows, backoff * 2)
+                          : options.rowsOffWindows;
       rowsOff = true;
       rowsOffAt = closed;
     } else {

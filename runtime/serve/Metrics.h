@@ -9,6 +9,8 @@
 #ifndef SITS_RUNTIME_SERVE_METRICS_H
 #define SITS_RUNTIME_SERVE_METRICS_H
 
+#include "StepKind.h"
+
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -34,12 +36,6 @@ private:
   double sum = 0;
   uint64_t total = 0;
 };
-
-/// What a backend step carried: only one token per running stream
-/// (`Decode`), prompt rows too within the step's budget (`Prefill`), or
-/// prompt rows past the SLA budget (`Bulk`, BatchController.h).
-enum class StepKind { Decode, Prefill, Bulk };
-constexpr int kStepKinds = 3;
 
 class Metrics {
 public:

@@ -237,8 +237,8 @@ private:
               std::string error = {});
   /// Ends a request with its last event and frees its slot.
   void end(Running &running, const RequestEvent &last);
-  /// `afterBulkStep`: the token came from a bulk step.
-  bool deliver(Running &running, int32_t token, bool afterBulkStep);
+  /// `endedBy`: what the step that sampled the token carried.
+  bool deliver(Running &running, int32_t token, StepKind endedBy);
   Clock::time_point now() const {
     return options.clock ? options.clock() : Clock::now();
   }

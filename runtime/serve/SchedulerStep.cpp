@@ -34,7 +34,7 @@ void Scheduler::preempt(Running &request) {
 }
 
 /// Delivers a sampled token; false when the request ended with it.
-bool Scheduler::deliver(Running &request, int32_t token, bool afterBulkStep) {
+bool Scheduler::deliver(Running &request, int32_t token, StepKind endedBy) {
   const Clock::time_point at = now();
   if (metrics) {
     if (request.generated == 0)
@@ -47,7 +47,7 @@ bool Scheduler::deliver(Running &request, int32_t token, bool afterBulkStep) {
   if (request.generated > 0)
     controller.recordTokenLatency(
         std::chrono::duration<double>(at - request.lastTokenTime).count(),
-        afterBulkStep);
+        endedBy);
   request.lastTokenTime = at;
   request.sequence.push_back(token);
   ++request.generated;
@@ -228,10 +228,10 @@ bool Scheduler::runOnce() {
   } catch (const std::exception &error) {
     failure = error.what();
   }
+  const StepKind kind = plan.bulk                ? StepKind::Bulk
+                        : plan.prefillTokens > 0 ? StepKind::Prefill
+                                                 : StepKind::Decode;
   if (metrics) {
-    const StepKind kind = plan.bulk                ? StepKind::Bulk
-                          : plan.prefillTokens > 0 ? StepKind::Prefill
-                                                   : StepKind::Decode;
     uint32_t sampled = 0;
     for (const SlotStep &step : steps)
       sampled += step.sample ? 1 : 0;
@@ -257,7 +257,7 @@ bool Scheduler::runOnce() {
         savePrefix(request);
     }
     if (steps[i].sample)
-      deliver(request, tokens[i], plan.bulk);
+      deliver(request, tokens[i], kind);
   }
   publishQueue();
   publishBlocks();

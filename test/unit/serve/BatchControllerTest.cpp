@@ -323,11 +323,11 @@ TEST(BatchController, TheBudgetGoesDownToAFewTokens) {
 }
 
 namespace {
-/// Feeds `count` gaps of `ms` (from normal steps unless `bulk`).
+/// Feeds `count` gaps of `ms`, ended by steps of kind `endedBy`.
 void gaps(BatchController &controller, int count, double ms,
-          bool bulk = false) {
+          StepKind endedBy = StepKind::Decode) {
   for (int i = 0; i < count; ++i)
-    controller.recordTokenLatency(ms / 1000, bulk);
+    controller.recordTokenLatency(ms / 1000, endedBy);
 }
 
 BatchControlOptions tail(double share, uint32_t horizon = 20000) {
@@ -390,7 +390,7 @@ TEST(BatchController, NormalSlowGapsStopBulkSteps) {
   // A bulk step's slow gaps count the same.
   BatchController other(tail(0.01), Clock::time_point{});
   gaps(other, 1000, 5);
-  gaps(other, 7, 12, /*bulk=*/true);
+  gaps(other, 7, 12, StepKind::Bulk);
   EXPECT_FALSE(other.bulkAllowed(4));
   EXPECT_DOUBLE_EQ(other.ledgerSlowShare(), 7.0 / 1007);
 }
@@ -439,7 +439,7 @@ BatchController afterAStall(bool markGaps, bool markPrefill,
   EXPECT_EQ(controller.limit(), 8u);
 
   gaps(controller, 100, normalMs);
-  gaps(controller, 4, 200, markGaps);
+  gaps(controller, 4, 200, markGaps ? StepKind::Bulk : StepKind::Decode);
   controller.recordPrefill(512, /*held=*/true, markPrefill);
   controller.recordPrefill(normalPrefill, /*held=*/true);
   controller.recordLimited();
@@ -581,6 +581,26 @@ TEST(BatchController, PromptRowsBackOffExponentially) {
   window(controller, now, 12, 4);
   EXPECT_EQ(controller.promptRowsBackoff(), 4u);
   EXPECT_EQ(windowsOff(controller, now), 4);
+}
+
+TEST(BatchController, PromptRowsThatCannotFitStayOffTheLongest) {
+  // Target 10 ms, margin 8 ms, budget 4: a window over the target whose
+  // steps with prompt rows ended their gaps at a median of 9.5 ms (over the
+  // margin) turns rows off for the longest backoff at once; one where they
+  // took 5 ms (the p99 is the decode steps') for the first backoff.
+  for (double rowMs : {9.5, 5.0}) {
+    BatchController controller(rowsOptions(), Clock::time_point{});
+    Clock::time_point now{};
+    gaps(controller, 60, 7);
+    gaps(controller, 40, rowMs, StepKind::Prefill);
+    gaps(controller, 2, 12); // the p99 (rank 101 of 102) over the target
+    controller.recordPrefill(4, /*held=*/true);
+    controller.update(now += milliseconds(100));
+    const bool fit = rowMs < 8;
+    ASSERT_TRUE(controller.promptRowsOff()) << rowMs;
+    EXPECT_EQ(controller.promptRowsBackoff(), fit ? 4u : 64u) << rowMs;
+    EXPECT_EQ(windowsOff(controller, now), fit ? 4 : 64) << rowMs;
+  }
 }
 
 TEST(BatchController, WithPromptRowsOffTheBatchHalves) {
