@@ -261,7 +261,10 @@ TEST(Scheduler, PromptRowsOffLeavePromptsToBulkSteps) {
   // at the least budget. Prompt rows go off; normal steps beside decoding
   // streams then carry no prompt token, and prompts are prefilled in bulk
   // steps (or with nothing decoding), each request still getting its
-  // lone tokens.
+  // lone tokens. The steps with prompt rows end their gaps over the
+  // target's margin (4 ms), so rows go off for the longest backoff (64
+  // windows, 6.4 s) at once and stay off for the rest of the run (about
+  // 1,500 steps of 3 ms).
   TimedBackend backend(4, 2048);
   backend.base = std::chrono::microseconds(3000);
   backend.perRow = std::chrono::microseconds(2100);
@@ -273,9 +276,10 @@ TEST(Scheduler, PromptRowsOffLeavePromptsToBulkSteps) {
   Scheduler scheduler(backend, bytes(), options, &metrics);
   std::vector<StepRecord> steps = work.run(scheduler, metrics);
   work.expectLoneTokens();
-  int offBesideStreams = 0, bulkWhileOff = 0;
+  int offBesideStreams = 0, bulkWhileOff = 0, backOn = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const StepRecord &step = steps[i];
+    backOn += i > 0 && steps[i - 1].rowsOff && !step.rowsOff;
     if (!step.rowsOff)
       continue;
     EXPECT_EQ(step.budget, 0u) << "step " << i;
@@ -287,6 +291,7 @@ TEST(Scheduler, PromptRowsOffLeavePromptsToBulkSteps) {
     }
   }
   EXPECT_GT(offBesideStreams, 0) << "prompt rows never went off";
+  EXPECT_EQ(backOn, 0) << "prompt rows came back on";
   EXPECT_GT(bulkWhileOff, 0) << "no prompt moved with rows off";
   EXPECT_EQ(metric(metrics, "sits_prompt_tokens_total"),
             metric(metrics, "sits_prefill_tokens_total"));
