@@ -240,6 +240,9 @@ static void emitBucket(const EnginePlan &plan,
            ";\n} // namespace " + ns +
            "\n// Each block's records of its last step's tiles "
            "(sits::PersistentBlock), read\n// by the runtime by name.\n"
+           "static_assert(sits::kPersistentTraceWords == " +
+           str(format::kPersistentTraceWords) +
+           ", \"the record the runtime reads (EngineFormat.h)\");\n"
            "extern \"C\" {\n__device__ unsigned long long " +
            trace + "[" + str(persistent.blocks) + " * " + ns +
            "::kTraceSlots * sits::kPersistentTraceWords];\n}\n";

@@ -621,9 +621,7 @@ Session::generate(const std::vector<std::vector<int32_t>> &prompts,
   stats.bucket = bucket;
   stats.cudaGraph = s.options.useCudaGraphs;
   stats.programmaticLaunch = s.programmaticLaunch;
-  stats.persistentDecode =
-      std::find(s.persistentBuckets.begin(), s.persistentBuckets.end(),
-                bucket) != s.persistentBuckets.end();
+  stats.persistentDecode = s.isPersistentBucket(bucket);
 
   s.resetSequences(batch, params.sampling);
   // A paged cache: the blocks of each sequence's longest run up front.

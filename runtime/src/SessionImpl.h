@@ -13,6 +13,7 @@
 #include "src/EngineImpl.h"
 #include "src/Sampling.h"
 
+#include <algorithm>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <map>
@@ -78,6 +79,11 @@ struct Session::Impl {
   CUmodule persistentModule = nullptr;
   void *persistentTables = nullptr;
   std::vector<uint32_t> persistentBuckets;
+  /// Whether `bucket`'s decode steps run its persistent kernel.
+  bool isPersistentBucket(uint32_t bucket) const {
+    return std::find(persistentBuckets.begin(), persistentBuckets.end(),
+                     bucket) != persistentBuckets.end();
+  }
   /// Launch the engine's kernels with programmatic dependent launch.
   bool programmaticLaunch = false;
   /// Tokens each slot's sequence holds in the cache (Session::step); all

@@ -131,15 +131,13 @@ PersistentTrace Session::persistentTrace(uint32_t batch) {
   Impl &s = *state;
   const format::PersistentDecode &pd = s.e.contents.persistentDecode;
   const format::PersistentBucket *bucket = pd.find(batch);
-  if (!bucket ||
-      std::find(s.persistentBuckets.begin(), s.persistentBuckets.end(),
-                batch) == s.persistentBuckets.end())
+  if (!bucket || !s.isPersistentBucket(batch))
     throw Error(ErrorCode::InvalidArgument,
                 "bucket " + std::to_string(batch) +
                     " has no persistent decode kernel in this session");
   // The kernel's records: `blocks` x slots of kPersistentTraceWords words
   // (backends/cuda/kernels/persistent.cuh), under the kernel's name.
-  constexpr uint64_t kWords = 4;
+  constexpr uint64_t kWords = format::kPersistentTraceWords;
   const std::string name =
       s.e.contents.kernels[bucket->kernel].function + "_trace";
   CUdeviceptr records = 0;

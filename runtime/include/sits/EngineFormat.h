@@ -375,6 +375,12 @@ struct PersistentDecode {
 /// Argument blocks start at multiples of this in a bucket's table.
 constexpr uint32_t kPersistentArgAlignment = 16;
 
+/// Words (64-bit) of a tile's record in a persistent kernel's trace (sitsc
+/// --persistent-trace): task << 32 | tile, then the times it was entered,
+/// had its dependencies and was left. The generated source asserts that
+/// the kernels' sits::kPersistentTraceWords is this.
+constexpr uint32_t kPersistentTraceWords = 4;
+
 /// Where a launch's arguments lie in its argument block: in order, each at
 /// its natural alignment (pointers and int64 8 bytes, int32 and float32 4),
 /// the size rounded up to the largest alignment: the struct the generated
