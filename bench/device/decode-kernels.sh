@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One device call: where a decode step of more than 8 sequences goes.
+# sits-bench gives the 8B shape 6.7 ms a step at batch 1 and 8, but 10.6 at
+# 16 and 11.2 at 32 (several token groups a pass), 23.5 at 16 with one group
+# a pass: this call splits such steps by kernel on the TinyLlama-1.1B shape
+# (random fp16 weights, bench/llama_bench.py), where the same code runs.
+#   1. two engines, --max-batch=32: token groups as max_batch needs (four)
+#      and one group a pass (--gemv-token-groups=1);
+#   2. sits-bench at batch 1, 8, 16, 32, context 512, both engines;
+#   3. Nsight Compute (clocks left alone) on the GEMVs of a step of batch 8,
+#      16 and 32 of each engine: duration, memory and warp-stall sections
+#      (ncu-*.csv), summed by kernel in decode-kernels.log.
+# Here, before the call: bench/device/prepare.sh, `rm -rf .device/models`,
+# `tar -cJf .device-pack/device.tar.xz .device`; carry [".device-pack",
+# ".device-serve"].
+set -uo pipefail
+NAME=decode-kernels
+. bench/device/serve-env.sh
+archive_on_exit
+say "$(nvidia-smi -L | head -1); ncu: $(command -v ncu || echo none)"
+build_tools sits-run sits-bench &
+build_pid=$!
+
+tl=$W/tinyllama
+python3 bench/llama_bench.py --shape tinyllama --work "$tl" --json "$W/tl.json" \
+  --export-dtype fp16 --contexts 512 --batches 1 --deadline "$(date +%s)" \
+  >"$FINAL/export.log" 2>&1 || { say "export FAILED"; tail -5 "$FINAL/export.log"; exit 1; }
+say "exported"
+for engine in groups one; do
+  extra=()
+  [ $engine = one ] && extra=(--gemv-token-groups=1)
+  sitsc "$tl/onnx/model.onnx" -o "$W/$engine.sits" --force --dtype=fp16 \
+    --max-batch=32 --max-seq-len=1024 --no-tokenizer "${extra[@]}" \
+    >"$FINAL/sitsc-$engine.log" 2>&1 || { say "sitsc $engine FAILED"; exit 1; }
+done
+wait "$build_pid" || exit 1
+say "built"
+
+for engine in groups one; do
+  "$bin/sits-bench" "$W/$engine.sits" --batch 1,8,16,32 --context 512 \
+    --new-tokens 64 --repeats 3 --json "$FINAL/bench-$engine.json" \
+    >"$FINAL/bench-$engine.log" 2>&1
+  say "sits-bench $engine (exit $?):"
+  grep -E '^ *[0-9]' "$FINAL/bench-$engine.log" | tee -a "$FINAL/$NAME.log"
+done
+
+ids=1,2,3,4,5,6,7,8,9,10,11
+for engine in groups one; do
+  for batch in 8 16 32; do
+    timeout 150 ncu --clock-control none -k regex:gemv --launch-count 100 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section WarpStateStats --section LaunchStats --csv --page details \
+      "$bin/sits-run" "$W/$engine.sits" --prompt-ids $ids --batch "$batch" \
+      --max-new-tokens 3 --ignore-eos >"$FINAL/ncu-$engine-b$batch.csv" \
+      2>"$FINAL/ncu-$engine-b$batch.err"
+    say "ncu $engine batch $batch: exit $? $(wc -l <"$FINAL/ncu-$engine-b$batch.csv") lines"
+  done
+done
+python3 bench/device/ncu_summary.py "$FINAL"/ncu-*.csv | tee -a "$FINAL/$NAME.log"
+say "done"
