@@ -58,6 +58,12 @@ def NormFusionOption : CodegenOption<"normFusion", "norm-fusion", "bool",
     "false",
     "Normalize in the decode GEMV that reads each rms_norm instead of a "
     "launch of its own (measured slower on the H200: docs/performance.md)">;
+def HalfOperandsOption : CodegenOption<"halfOperands", "half-operands",
+    "bool", "true",
+    "Write the input of the tensor-core decode GEMVs (an rms_norm's or a "
+    "gate/up GEMV's result that only such GEMVs read) as the 16-bit mma "
+    "operands they load: half the bytes of x and no conversion in the GEMV, "
+    "with the same rounding; false: f32 (for measurements)">;
 def GemvQuantTilesOption : CodegenOption<"gemvQuantTiles",
     "gemv-quant-tiles", "int64_t", "1",
     "16-row tiles per item of the int8/int4 decode GEMVs: 1 (what was "

@@ -214,15 +214,16 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kGroups", quantGroups);
     b.intConstant("kRowBytes", quant.rowBytes);
     b.boolConstant("kInterleaved", quant.interleaved);
-    if (tensorGemv)
-      b.boolConstant("kHalfX", desc.halfInput);
   }
+  if (tensorGemv)
+    b.boolConstant("kHalfX", desc.halfInput);
   // The planner asks for f16 operands only where these hold
-  // (quantGemvReadsHalfOperands, ProgramPlanner::halfOperandBits).
-  if (desc.halfInput && !(tensorGemv && quantized && quant.interleaved))
+  // (kernel-choose-operand-layout, quantGemvReadsHalfOperands).
+  if (desc.halfInput &&
+      !(tensorGemv && (!quantized || quant.interleaved) && !desc.norm))
     llvm::report_fatal_error("codegen: a GEMV reads f16 operands that only "
-                             "the interleaved quantized tensor-core GEMV "
-                             "reads");
+                             "the 16-bit and the interleaved quantized "
+                             "tensor-core GEMVs read (without a fused norm)");
   if (desc.outputOperandBits && !(tensorGemv && gated))
     llvm::report_fatal_error("codegen: only a gate/up GEMV on tensor cores "
                              "writes f16 operands");

@@ -117,12 +117,15 @@ struct LinearLaunch {
   /// prefill GEMM reads them dequantized (planDequantize), so bits is 0.
   LinearQuant quant;
   /// The input is f16 (bf16) operand rows (common.cuh's
-  /// operandHalfIndex), written by an rms_norm (NormLaunch::operandBits) or
-  /// a gate/up GEMV (outputOperandBits); quantized tensor-core GEMVs over
-  /// interleaved rows only (quantGemvReadsHalfOperands).
+  /// operandHalfIndex) in the order of inputOperandBits-bit weights,
+  /// written by an rms_norm (NormLaunch::operandBits) or a gate/up GEMV
+  /// (outputOperandBits): read by the 16-bit tensor-core GEMV (16) and the
+  /// quantized one over interleaved rows (8, 4; quantGemvReadsHalfOperands).
   bool halfInput = false;
+  int inputOperandBits = 0;
   /// Glu on tensor cores: act(gate) * up goes out as the f16 (bf16) operand
-  /// rows of the quantized GEMVs of these level bits that read it; 0: f32.
+  /// rows of the tensor-core GEMVs over weights of these bits that read it
+  /// (16, 8 or 4); 0: f32.
   int outputOperandBits = 0;
   /// The kernel and its 16-row tiles per block, as the launch's
   /// #kernel.config says (selectLinearKernel chose them).

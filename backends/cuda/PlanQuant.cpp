@@ -153,11 +153,19 @@ LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
   // can ask it of a kernel that cannot give it).
   const bool quantTensorCore =
       desc.kernel == kernel::KernelKind::GemvQuantTensorCore;
-  if (desc.halfInput && !(quantTensorCore && desc.quant.interleaved))
+  const bool halfTensorCore =
+      desc.kernel == kernel::KernelKind::GemvTensorCore && !desc.norm;
+  const int readsBits = quantTensorCore && desc.quant.interleaved
+                            ? desc.quant.bits
+                        : halfTensorCore ? 16
+                                         : 0;
+  if (desc.halfInput && desc.inputOperandBits != readsBits)
     return owner->emitError()
-           << "codegen: its input is written as 16-bit operands "
-              "(output_operand_bits), which only gemv_quant_tc over "
-              "interleaved rows reads";
+           << "codegen: its input is written as the 16-bit operands of "
+           << desc.inputOperandBits
+           << "-bit weights (output_operand_bits), which only gemv_tc (16) "
+              "and gemv_quant_tc over interleaved rows (8, 4) read, "
+              "without a fused norm";
   if (desc.outputOperandBits &&
       !(desc.epilogue == LinearEpilogue::Glu &&
         (quantTensorCore || desc.kernel == kernel::KernelKind::GemvTensorCore)))

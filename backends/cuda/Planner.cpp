@@ -275,7 +275,8 @@ int ProgramPlanner::getOperandBits(Value value) {
 
 FailureOr<ArgBinding> ProgramPlanner::linearInput(Value value, Operation *user,
                                                   LinearLaunch &desc) {
-  desc.halfInput = getOperandBits(value) != 0;
+  desc.inputOperandBits = getOperandBits(value);
+  desc.halfInput = desc.inputOperandBits != 0;
   auto norm = value.getDefiningOp<RMSNormOp>();
   if (!norm || !kernel::getEnclosingLaunch(norm) ||
       kernel::getEnclosingLaunch(norm) != kernel::getEnclosingLaunch(user))

@@ -133,6 +133,7 @@ parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
   }
   options.fewRowPrefillTokens = values.fewRowPrefillTokens;
   options.fuseNorms = values.normFusion;
+  options.halfOperands = values.halfOperands;
   if (values.gemvQuantTiles != 1 && values.gemvQuantTiles != 2 &&
       values.gemvQuantTiles != 4) {
     *error = "--gemv-quant-tiles must be 1, 2 or 4, got " +
@@ -210,8 +211,8 @@ parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
   options.persistentTrace = values.persistentTrace;
   for (const char *option : {"persistent-blocks", "persistent-trace"})
     if (!options.persistentDecode && given.count(option)) {
-      *error = std::string("--") + option +
-               " needs --decode-kernels=persistent";
+      *error =
+          std::string("--") + option + " needs --decode-kernels=persistent";
       return std::nullopt;
     }
   return options;

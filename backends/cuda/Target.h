@@ -82,6 +82,9 @@ struct CodegenOptions {
   /// Off by default: the fused GEMVs ran at a third to a half of the plain
   /// ones' bandwidth on the H200 (docs/performance.md).
   bool fuseNorms = getDefault().fuseNorms;
+  /// Producers write a tensor-core decode GEMV's input as its 16-bit
+  /// operands (kernel-choose-operand-layout; sitsc --half-operands).
+  bool halfOperands = getDefault().halfOperands;
   /// 16-row tiles per item of the quantized tensor-core decode GEMVs (1, 2
   /// or 4; the LM head picks its own): more tiles feed each load of x to
   /// more rows (x is read per 32 int4 levels), at the cost of shared
@@ -122,9 +125,10 @@ private:
   explicit CodegenOptions(FromValues)
       : target(), weightType(format::DType::F16), maxPrefillTokens(0),
         fewRowPrefillTokens(0), batchBuckets(), fuseNorms(false),
-        quantGemvTiles(0), gemvTokenGroups(0), gemmKSplits(0),
-        decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0), kvPoolBlocks(0),
-        persistentDecode(false), persistentBlocks(0), persistentTrace(false) {}
+        halfOperands(false), quantGemvTiles(0), gemvTokenGroups(0),
+        gemmKSplits(0), decodeSplitKeys(0), pagedKV(false), kvBlockTokens(0),
+        kvPoolBlocks(0), persistentDecode(false), persistentBlocks(0),
+        persistentTrace(false) {}
   friend std::optional<CodegenOptions>
   parseCodegenOptions(const CodegenOptionValues &values, std::string *error,
                       const std::set<std::string> &given);

@@ -4,11 +4,13 @@
 # 16 and 11.2 at 32 (several token groups a pass), 23.5 at 16 with one group
 # a pass: this call splits such steps by kernel on the TinyLlama-1.1B shape
 # (random fp16 weights, bench/llama_bench.py), where the same code runs.
-#   1. two engines, --max-batch=32: token groups as max_batch needs (four)
-#      and one group a pass (--gemv-token-groups=1);
-#   2. sits-bench at batch 1, 8, 16, 32, context 512, both engines;
-#   3. Nsight Compute (clocks left alone) on the GEMVs of a step of batch 8,
-#      16 and 32 of each engine: duration, memory and warp-stall sections
+#   1. three engines, --max-batch=32: token groups as max_batch needs (four)
+#      with the GEMVs' inputs as 16-bit operands (the default), the same
+#      with f32 inputs (--half-operands=false), and one group a pass
+#      (--gemv-token-groups=1); greedy tokens of each at batch 1 and 32;
+#   2. sits-bench at batch 1, 8, 16, 32, context 512, each engine;
+#   3. Nsight Compute (clocks left alone) on the GEMVs of a step of batch 8
+#      and 32 of the two engines with four groups: duration, memory and warp-stall sections
 #      (ncu-*.csv), summed by kernel in decode-kernels.log.
 # Here, before the call: bench/device/prepare.sh, `rm -rf .device/models`,
 # `tar -cJf .device-pack/device.tar.xz .device`; carry [".device-pack",
@@ -26,9 +28,11 @@ python3 bench/llama_bench.py --shape tinyllama --work "$tl" --json "$W/tl.json" 
   --export-dtype fp16 --contexts 512 --batches 1 --deadline "$(date +%s)" \
   >"$FINAL/export.log" 2>&1 || { say "export FAILED"; tail -5 "$FINAL/export.log"; exit 1; }
 say "exported"
-for engine in groups one; do
+engines="groups f32x one"
+for engine in $engines; do
   extra=()
   [ $engine = one ] && extra=(--gemv-token-groups=1)
+  [ $engine = f32x ] && extra=(--half-operands=false)
   sitsc "$tl/onnx/model.onnx" -o "$W/$engine.sits" --force --dtype=fp16 \
     --max-batch=32 --max-seq-len=1024 --no-tokenizer "${extra[@]}" \
     >"$FINAL/sitsc-$engine.log" 2>&1 || { say "sitsc $engine FAILED"; exit 1; }
@@ -36,18 +40,30 @@ done
 wait "$build_pid" || exit 1
 say "built"
 
-for engine in groups one; do
-  "$bin/sits-bench" "$W/$engine.sits" --batch 1,8,16,32 --context 512 \
-    --new-tokens 64 --repeats 3 --json "$FINAL/bench-$engine.json" \
-    >"$FINAL/bench-$engine.log" 2>&1
-  say "sits-bench $engine (exit $?):"
-  grep -E '^ *[0-9]' "$FINAL/bench-$engine.log" | tee -a "$FINAL/$NAME.log"
+ids=1,2,3,4,5,6,7,8,9,10,11
+for batch in 1 32; do
+  for engine in $engines; do
+    timeout 60 "$bin/sits-run" "$W/$engine.sits" --prompt-ids $ids --batch $batch \
+      --max-new-tokens 48 --ignore-eos >"$FINAL/run-$engine-b$batch.txt" 2>&1
+    grep '^tokens' "$FINAL/run-$engine-b$batch.txt" >"$W/tokens-$engine-b$batch"
+  done
+  same=$(cat "$W"/tokens-*-b$batch | sort | uniq -c | wc -l)
+  say "batch $batch: $(wc -l <"$W/tokens-groups-b$batch") token lines; distinct across engines: $same (1 = identical)"
 done
 
-ids=1,2,3,4,5,6,7,8,9,10,11
-for engine in groups one; do
-  for batch in 8 16 32; do
-    timeout 150 ncu --clock-control none -k regex:gemv --launch-count 100 \
+for round in 1 2; do
+for engine in $engines; do
+  "$bin/sits-bench" "$W/$engine.sits" --batch 1,8,16,32 --context 512 \
+    --new-tokens 64 --repeats 3 --json "$FINAL/bench-$engine-$round.json" \
+    >"$FINAL/bench-$engine-$round.log" 2>&1
+  say "sits-bench $engine round $round (exit $?):"
+  grep -E '^ *[0-9]' "$FINAL/bench-$engine-$round.log" | tee -a "$FINAL/$NAME.log"
+done
+done
+
+for engine in groups f32x; do
+  for batch in 8 32; do
+    timeout 100 ncu --clock-control none -k regex:gemv --launch-count 100 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section WarpStateStats --section LaunchStats --csv --page details \
       "$bin/sits-run" "$W/$engine.sits" --prompt-ids $ids --batch "$batch" \

@@ -359,6 +359,7 @@ int sits::sitsc::writeEngine(ModuleOp module, llvm::StringRef inputPath,
       (given.batchBuckets.empty() ? ""
                                   : " --batch-buckets=" + given.batchBuckets) +
       (given.normFusion ? " --norm-fusion" : "") +
+      (given.halfOperands ? std::string() : " --half-operands=false") +
       (given.gemvQuantTiles != defaults.gemvQuantTiles
            ? " --gemv-quant-tiles=" + std::to_string(given.gemvQuantTiles)
            : std::string()) +

@@ -229,8 +229,9 @@ LogicalResult LaunchOp::verify() {
         getFusion() != FusionKind::Norm)
       return emitOpError("output_operand_bits is for <gated_linear> and "
                          "<norm> launches only");
-    if (*bits != 4 && *bits != 8)
-      return emitOpError("output_operand_bits must be 4 or 8, got ") << *bits;
+    if (*bits != 16 && *bits != 8 && *bits != 4)
+      return emitOpError("output_operand_bits must be 16, 8 or 4, got ")
+             << *bits;
   }
   // What the region computes for the rest of the program leaves only
   // through the yield.

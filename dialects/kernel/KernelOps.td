@@ -31,8 +31,10 @@ def Kernel_LaunchOp : Kernel_Op<"launch", [
 
     `output_operand_bits` (`gated_linear` and `norm` only): the result is
     written as the 16-bit operands, in the tensor-core order, of the
-    quantized GEMVs of this many weight bits that read it (and only they
-    read it), so that they load half the bytes and convert nothing.
+    tensor-core GEMVs over weights of this many bits that read it (and only
+    they read it), so that they load half the bytes and convert nothing:
+    16 (16-bit weights: the input order), 8 or 4 (int8/int4 levels over
+    interleaved rows).
 
     Example:
 

@@ -423,15 +423,25 @@ template <u32 kMask> __device__ __forceinline__ u32 andXor(u32 a, u32 b) {
 #endif
 }
 
+/// The element of a GEMV's input rows: f32, or (kHalfX) the 16-bit mma
+/// operands a producer wrote (operandHalfIndex).
+template <bool kHalves> struct InputElement { typedef float Type; };
+template <> struct InputElement<true> { typedef u16 Type; };
+
 /// Where input k of a row of x goes when it is written as the B operands
-/// of the quantized tensor-core GEMV over interleaved `kBits`-bit rows
-/// (gemv_quant.cuh, kHalfX): lane t of chunk c (128 int4 or 64 int8
+/// of the tensor-core GEMV over `kBits`-bit weights (kHalfX). 16 (gemv.cuh):
+/// in input order, lane t of a chunk loading its 8 inputs as its 4
+/// registers. 8 and 4, interleaved rows (gemv_quant.cuh): lane t of chunk c
+/// (128 int4 or 64 int8
 /// inputs) finds its registers b[m][r] as 16 consecutive halves (int8) or
 /// 32 (int4) at (4 c + t) times that, register 2 m + r; each register holds
 /// the pair levelPairsF16 gives for the same word. int4: input
 /// 32 w + 16 h + 4 t + j is half h of register 4 w + j; int8: input
 /// 16 w + 4 t + j is half j % 2 of register 2 w + j / 2.
 template <int kBits> __host__ __device__ constexpr int operandHalfIndex(int k) {
+  static_assert(kBits == 16 || kBits == 8 || kBits == 4, "16, 8 or 4 bits");
+  if (kBits == 16)
+    return k;
   constexpr int kChunk = kBits == 8 ? 64 : 128;
   const int c = k / kChunk, r = k % kChunk;
   const int t = r / 4 % 4, j = r % 4;

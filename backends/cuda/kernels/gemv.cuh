@@ -342,9 +342,10 @@ tcLoadResidual(int firstTile, int t0, const float *SITS_RESTRICT residual,
 /// are added in warp order (deterministic) and go through the epilogue
 /// (bias, the residual values of tcLoadResidual, or act(gate) * up) for
 /// tokens t0 .. t0 + 7; `partial` is free again on return. With
-/// Cfg::kOutOperandBits (8 or 4; gated only), act(gate) * up goes out as
-/// rows of f16 (bf16) halves in the operand order of the quantized GEMV of
-/// those bits that reads it (common.cuh's operandHalfIndex; kHalfX).
+/// Cfg::kOutOperandBits (16, 8 or 4; gated only), act(gate) * up goes out
+/// as rows of f16 (bf16) halves in the operand order of the tensor-core
+/// GEMV over weights of those bits that reads it (common.cuh's
+/// operandHalfIndex; kHalfX).
 template <class Cfg, int kMats, int M>
 __device__ __forceinline__ void
 tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
@@ -386,7 +387,7 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
       const float out = activate<Cfg::kActivation>(value[0]) * value[kMats - 1];
       const long base = static_cast<long>(token) * Cfg::rows(0);
       if constexpr (Cfg::kOutOperandBits != 0)
-        // The quantized GEMV reading it would round it so (packPairRn).
+        // The GEMV reading it would round it so (packPair, packPairRn).
         reinterpret_cast<u16 *>(
             outs[0])[base + operandHalfIndex<Cfg::kOutOperandBits>(row)] =
             Cfg::Weight::store(out);
@@ -419,7 +420,7 @@ tcFinishItem(const float (&acc)[kMats][M][4], float4 *partial, int firstTile,
 /// result depends neither on G nor on U.
 template <class Cfg, int G, int U, int kStages>
 __device__ void
-gemvTensorCorePasses(const float *SITS_RESTRICT x,
+gemvTensorCorePasses(const void *SITS_RESTRICT xInput,
                      const typename Cfg::Weight::Storage *const *weights,
                      const float *const *biases, float *const *outs,
                      const float *SITS_RESTRICT residual, int tokens,
@@ -434,6 +435,13 @@ gemvTensorCorePasses(const float *SITS_RESTRICT x,
   static_assert(Cfg::kK % 8 == 0, "rows must be 16-byte aligned");
   static_assert(W::kBytes == 2, "tensor cores take f16 or bf16 weights");
   static_assert(kStages >= 2, "a ring of at least two steps");
+  static_assert(!Cfg::kHalfX || !Cfg::kNorm,
+                "a fused norm reads its input as f32 rows");
+  // x: rows of f32, or with kHalfX of the B operands themselves (16-bit, in
+  // input order: lane t's 8 inputs of a chunk are its 4 B registers).
+  typedef typename InputElement<Cfg::kHalfX>::Type XElem;
+  const XElem *x = static_cast<const XElem *>(xInput);
+  constexpr int kXLoads = Cfg::kHalfX ? 1 : 2; ///< 16-byte loads a chunk
 
   SITS_DYNAMIC_SHARED(uint4, shared);
   uint4 *ring = shared; // [kStages][kPieces][kTcThreads]
@@ -494,7 +502,7 @@ gemvTensorCorePasses(const float *SITS_RESTRICT x,
   waitForPrecedingKernels();
 
   // The input row of `token` (null: a padding row or past the tokens).
-  auto inputRow = [&](int token) -> const float * {
+  auto inputRow = [&](int token) -> const XElem * {
     if (token >= tokens)
       return nullptr;
     long source = token;
@@ -515,7 +523,7 @@ gemvTensorCorePasses(const float *SITS_RESTRICT x,
     auto active = [&](int group) { return group == 0 || group < groups; };
     // Token g of each group: its input row at this lane's k offset (null: a
     // zero column), and with kNorm its rms.
-    const float *xRow[G];
+    const XElem *xRow[G];
     float rms[G];
     for (int group = 0; group < G; ++group) {
       xRow[group] = inputRow(t0 + 8 * group + g);
@@ -561,7 +569,7 @@ gemvTensorCorePasses(const float *SITS_RESTRICT x,
       for (int step = 0; step < steps; ++step) {
         const int index = item * steps + step;
         issue(index + kStages - 1);
-        uint4 xv[G][U][2];
+        uint4 xv[G][U][kXLoads];
         // With kNorm, the norm weights of the same k (loaded with x, before
         // the wait, so that no load is left in the loop of mmas).
         uint4 gamma[Cfg::kNorm ? U : 1][2];
@@ -571,9 +579,9 @@ gemvTensorCorePasses(const float *SITS_RESTRICT x,
           const bool inRow = c < kChunks && c * kTcChunk + 8 * t < Cfg::kK;
           for (int group = 0; group < G; ++group) {
             const bool hasX = xRow[group] && inRow;
-            const float *p = xRow[group] + static_cast<long>(c) * kTcChunk;
-            xv[group][u][0] = load16If<false>(hasX, p);
-            xv[group][u][1] = load16If<false>(hasX, p + 4);
+            const XElem *p = xRow[group] + static_cast<long>(c) * kTcChunk;
+            for (int v = 0; v < kXLoads; ++v)
+              xv[group][u][v] = load16If<false>(hasX, p + 4 * v);
           }
           if constexpr (Cfg::kNorm) {
             const float *w =
@@ -590,18 +598,26 @@ gemvTensorCorePasses(const float *SITS_RESTRICT x,
         for (int u = 0; u < U; ++u) {
           u32 b[G][4]; // each group's x as B operands
           for (int group = 0; group < G; ++group) {
-            if constexpr (Cfg::kNorm)
-              normalize8(xv[group][u], gamma[u], rms[group],
-                         Cfg::kNormWeightOffset);
-            const uint4(&v)[2] = xv[group][u];
-            b[group][0] =
-                packPair<W>(__uint_as_float(v[0].x), __uint_as_float(v[0].y));
-            b[group][1] =
-                packPair<W>(__uint_as_float(v[0].z), __uint_as_float(v[0].w));
-            b[group][2] =
-                packPair<W>(__uint_as_float(v[1].x), __uint_as_float(v[1].y));
-            b[group][3] =
-                packPair<W>(__uint_as_float(v[1].z), __uint_as_float(v[1].w));
+            if constexpr (Cfg::kHalfX) {
+              const uint4 &v = xv[group][u][0];
+              b[group][0] = v.x;
+              b[group][1] = v.y;
+              b[group][2] = v.z;
+              b[group][3] = v.w;
+            } else {
+              if constexpr (Cfg::kNorm)
+                normalize8(xv[group][u], gamma[u], rms[group],
+                           Cfg::kNormWeightOffset);
+              const uint4(&v)[2] = xv[group][u];
+              b[group][0] =
+                  packPair<W>(__uint_as_float(v[0].x), __uint_as_float(v[0].y));
+              b[group][1] =
+                  packPair<W>(__uint_as_float(v[0].z), __uint_as_float(v[0].w));
+              b[group][2] =
+                  packPair<W>(__uint_as_float(v[1].x), __uint_as_float(v[1].y));
+              b[group][3] =
+                  packPair<W>(__uint_as_float(v[1].z), __uint_as_float(v[1].w));
+            }
           }
           for (int mat = 0; mat < kMats; ++mat)
             for (int m = 0; m < M; ++m) {
@@ -636,7 +652,10 @@ gemvTensorCorePasses(const float *SITS_RESTRICT x,
 /// hasBias(s), tiles(s) (ceil(rows(s) / 16)), kTotalTiles (all segments',
 /// or the gate's with kGlu), kEpilogue, kActivation, kTilesPerBlock,
 /// kUnroll and kStages (the ring of one group of 8 tokens a pass),
-/// kGatherLast, kOutOperandBits (tcFinishItem), kTokenGroups (with more
+/// kGatherLast, kOutOperandBits (tcFinishItem), kHalfX (x is rows of kK
+/// 16-bit operands in input order, written by rms_norm or a gate/up GEMV
+/// with operand bits 16: one 16-byte load per chunk and token, no
+/// conversion; not with kNorm), kTokenGroups (with more
 /// than one, kGroupsUnroll and kGroupsStages: their ring), kNorm (and with
 /// it kNormEpsilon, kNormWeightOffset). Arguments as for gemv, and the
 /// RMSNorm weight [kK] with kNorm. A step of at most 8 tokens takes the
@@ -645,7 +664,7 @@ gemvTensorCorePasses(const float *SITS_RESTRICT x,
 /// larger of the two rings, with the partial sums.
 template <class Cfg>
 __device__ void
-gemvTensorCore(const float *SITS_RESTRICT x,
+gemvTensorCore(const void *SITS_RESTRICT x,
                const typename Cfg::Weight::Storage *const *weights,
                const float *const *biases, float *const *outs,
                const float *SITS_RESTRICT residual, int tokens,

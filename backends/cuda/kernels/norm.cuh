@@ -16,8 +16,9 @@
 namespace sits {
 
 /// Config: kHidden, kEpsilon, kWeightOffset, kThreads, kOperandBits,
-/// Operand. With kOperandBits (8 or 4), `out` is rows of kHidden halves: the
-/// operands of the quantized GEMV that reads them (operandHalfIndex),
+/// Operand. With kOperandBits (16, 8 or 4), `out` is rows of kHidden
+/// halves: the operands of the tensor-core GEMV over weights of those bits
+/// that reads them (operandHalfIndex),
 /// rounded to Operand (F16/BF16) as that GEMV would round them; else f32.
 template <class Cfg>
 __device__ void rmsNorm(const float *SITS_RESTRICT input,

@@ -1,10 +1,12 @@
 //===- ChooseOperandLayout.cpp - GEMV inputs written as mma operands ------===//
 //
-// The quantized tensor-core GEMV rounds its input x to the engine's 16-bit
-// type in the order of its mma operands. When every reader of a value is
+// The tensor-core GEMVs round their input x to the engine's 16-bit type in
+// the order of their mma operands (the input order over 16-bit weights,
+// interleaved runs over int8/int4 levels). When every reader of a value is
 // such a GEMV, its producer can write exactly that instead of f32: the
 // GEMVs then load half the bytes of x and convert nothing, with the same
-// rounding.
+// rounding. For a step of more than 8 tokens, x is most of the bytes a
+// 16-bit GEMV loads (each item of 16 rows reads every token's x again).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,8 @@ struct ChooseOperandLayoutPass
 
   void runOnOperation() override {
     PassAudit audit(&getContext(), getArgument(), {"norms", "gated"});
+    if (!halfOperands)
+      return;
     type = parseWeightTypeOption(dtype);
     targetSm = parseTargetSmOption(target);
     for (RMSNormOp norm : getUnfusedDecodeNorms(getOperation()))
@@ -47,9 +51,9 @@ struct ChooseOperandLayoutPass
     });
   }
 
-  /// The level bits of the quantized weights of every reader of `value`
-  /// when each is a decode GEMV that reads its input as 16-bit operands,
-  /// all of the same bits; else 0.
+  /// The weight bits of every reader of `value` (16, or the levels' 8 or
+  /// 4) when each is a decode GEMV that reads its input as 16-bit
+  /// operands, all of the same bits; else 0.
   int getOperandBits(Value value) {
     auto valueType = dyn_cast<RankedTensorType>(value.getType());
     if (targetSm < 80 || type == format::DType::F32 || !valueType ||
@@ -69,6 +73,14 @@ struct ChooseOperandLayoutPass
       else
         return 0;
       auto [userBits, group] = getQuantKey(weight);
+      if (userBits == 0) {
+        // 16-bit weights: the tensor-core GEMV reads x in input order.
+        if (!codegen::decodeGemvOnTensorCores(true, type, k) ||
+            (bits && bits != 16))
+          return 0;
+        bits = 16;
+        continue;
+      }
       auto layout =
           weight.getDefiningOp()
               ? weight.getDefiningOp()->getAttrOfType<WeightLayoutAttr>(
@@ -113,8 +125,9 @@ struct ChooseOperandLayoutPass
     if (!input || input.getRank() != 3 || input.isDynamicDim(2) ||
         !codegen::decodeGemvOnTensorCores(targetSm >= 80, type,
                                           input.getDimSize(2)) ||
-        !codegen::quantGemvOnTensorCores(bits, group, input.getDimSize(2),
-                                         /*gated=*/true))
+        (bits &&
+         !codegen::quantGemvOnTensorCores(bits, group, input.getDimSize(2),
+                                          /*gated=*/true)))
       return;
     Value result = launch.getResultFor(glus.front().getResult());
     int outBits = result ? getOperandBits(result) : 0;

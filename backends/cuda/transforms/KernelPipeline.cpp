@@ -33,6 +33,7 @@ void sits::kernel::buildKernelPipeline(OpPassManager &pm,
   ChooseOperandLayoutOptions chooseLayout;
   chooseLayout.target = target;
   chooseLayout.dtype = dtype;
+  chooseLayout.halfOperands = options.halfOperands;
   pm.addPass(createChooseOperandLayout(chooseLayout));
   SelectLinearKernelsOptions selectLinear;
   selectLinear.target = target;

@@ -140,15 +140,21 @@ def ChooseOperandLayout
   let summary = "Write a GEMV input as the 16-bit operands its readers load";
   let description = [{
     In `@decode`, when every reader of an unfused `sits.rms_norm`'s result,
-    or of a `<gated_linear>` launch's result, is the input of a quantized
-    tensor-core GEMV of the same weight bits over interleaved rows, the producer writes the value
-    as those GEMVs' 16-bit mma operands (rounded as they would round it):
-    they then load half the bytes of x and convert nothing. The norm
-    becomes a `kernel.launch <norm>`; both get `output_operand_bits`.
+    or of a `<gated_linear>` launch's result (itself on tensor cores), is
+    the input of a tensor-core GEMV of the same weight bits (16-bit
+    weights, or int8/int4 levels over interleaved rows), the producer
+    writes the value as those GEMVs' 16-bit mma operands (rounded as they
+    would round it): they then load half the bytes of x and convert
+    nothing. The norm becomes a `kernel.launch <norm>`; both get
+    `output_operand_bits`: the readers' weight bits, which name the order
+    of the halves (16: the input order; 8 and 4: common.cuh's
+    operandHalfIndex).
+
+    Off with `half-operands=false` (as sitsc's), for measurements.
 
     Audit: `norms`, `gated` (producers that write operands).
   }];
-  let options = [TargetOption, DTypeOption];
+  let options = [TargetOption, DTypeOption, HalfOperandsOption];
   let dependentDialects = ["sits::kernel::KernelDialect"];
 }
 

@@ -68,7 +68,7 @@ func.func @bits_on_linear_group(%x: tensor<?x?x8xf32>) {
 // -----
 
 func.func @bad_bits(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) {
-  // expected-error @+1 {{'kernel.launch' op output_operand_bits must be 4 or 8, got 3}}
+  // expected-error @+1 {{'kernel.launch' op output_operand_bits must be 16, 8 or 4, got 3}}
   %n = kernel.launch <norm> attributes {output_operand_bits = 3 : i64} {
     %0 = sits.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : tensor<?x?x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
     kernel.yield %0 : tensor<?x?x8xf32>

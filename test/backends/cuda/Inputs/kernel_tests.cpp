@@ -51,7 +51,7 @@ template <class T> double rounded(float v) { return T::load(T::store(v)); }
 template <class WeightT, int K, int Rows0, int Rows1, int Rows2, int Segments,
           int Epi, bool Gather, int TilesPerBlock, int Unroll,
           bool Norm = false, int TokenGroups = 1, int GroupsUnroll = 1,
-          int GroupsStages = 3>
+          int GroupsStages = 3, bool HalfX = false>
 struct GemvConfig {
   typedef WeightT Weight;
   static constexpr int kK = K;
@@ -81,6 +81,8 @@ struct GemvConfig {
   static constexpr bool kNorm = Norm;
   static constexpr float kNormEpsilon = 1e-5f;
   static constexpr float kNormWeightOffset = 0.25f;
+  // x as the 16-bit operands a producer wrote (operandHalfIndex<16>).
+  static constexpr bool kHalfX = HalfX;
 };
 
 template <class Cfg> void gemvEntry(void **args) {
@@ -95,7 +97,7 @@ template <class Cfg> void gemvEntry(void **args) {
                     sits_emu::arg<float *>(args[8]),
                     sits_emu::arg<float *>(args[9])};
   sits::gemvTensorCore<Cfg>(
-      sits_emu::arg<const float *>(args[0]), weights, biases, outs,
+      sits_emu::arg<const void *>(args[0]), weights, biases, outs,
       sits_emu::arg<const float *>(args[10]), sits_emu::arg<int>(args[11]),
       sits::StepRows{sits_emu::arg<const int *>(args[13]),
                      sits_emu::arg<int>(args[12]), 0},
@@ -137,7 +139,13 @@ template <class Cfg> void checkGemv(const std::string &name, int tokens) {
   if (Cfg::kEpilogue == sits::kResidual)
     residual = randomFloats(size_t(tokens) * Cfg::rows(0));
   void *pointers[15];
-  const float *xp = x.data();
+  // With kHalfX, x goes in as its operands: rounded to W in input order.
+  std::vector<typename W::Storage> xHalves(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    xHalves[sits::operandHalfIndex<16>(static_cast<int>(i % K)) + i / K * K] =
+        W::store(x[i]);
+  const void *xp = Cfg::kHalfX ? static_cast<const void *>(xHalves.data())
+                               : static_cast<const void *>(x.data());
   const void *wp[3], *bp[3];
   float *op[3];
   for (int s = 0; s < 3; ++s) {
@@ -268,6 +276,27 @@ void gemvCases() {
       NormHead3;
   checkGemv<NormHead3>("gemv f16 rmsnorm+lm_head gather K=264 3 token groups",
                        21);
+  // x as 16-bit operands (kernel-choose-operand-layout), one group a pass
+  // and several, gated, residual, and gathered by the LM head.
+  typedef GemvConfig<F16, 88, 40, 24, 24, 3, sits::kPlain, false, 1, 4, false,
+                     4, 1, 9, true>
+      QkvHalves;
+  for (int b : {1, 8, 9, 32, 37})
+    checkGemv<QkvHalves>("gemv f16 qkv K=88 16-bit x 4 token groups", b);
+  typedef GemvConfig<BF16, 1048, 344, 344, 0, 2, sits::kGlu, false, 1, 2, false,
+                     4, 1, 5, true>
+      GluHalves;
+  for (int b : {5, 20})
+    checkGemv<GluHalves>("gemv bf16 gate/up K=1048 16-bit x 4 token groups", b);
+  typedef GemvConfig<F16, 344, 136, 0, 0, 1, sits::kResidual, false, 2, 2,
+                     false, 2, 1, 5, true>
+      DownHalves;
+  checkGemv<DownHalves>("gemv f16 residual K=344 16-bit x 2 token groups", 17);
+  typedef GemvConfig<BF16, 264, 300, 0, 0, 1, sits::kPlain, true, 2, 2, false,
+                     3, 1, 5, true>
+      HeadHalves;
+  for (int b : {8, 21})
+    checkGemv<HeadHalves>("gemv bf16 lm_head gather K=264 16-bit x", b);
 }
 
 //===----------------------------------------------------------------------===//
