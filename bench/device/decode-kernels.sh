@@ -9,8 +9,8 @@
 #      with f32 inputs (--half-operands=false), and one group a pass
 #      (--gemv-token-groups=1); greedy tokens of each at batch 1 and 32;
 #   2. sits-bench at batch 1, 8, 16, 32, context 512, each engine;
-#   3. Nsight Compute (clocks left alone) on the GEMVs of a step of batch 8
-#      and 32 of the two engines with four groups: duration, memory and warp-stall sections
+#   3. Nsight Compute (clocks left alone) on the GEMVs of a step of batch
+#      32 of the two engines with four groups: duration, memory and warp-stall sections
 #      (ncu-*.csv), summed by kernel in decode-kernels.log.
 # Here, before the call: bench/device/prepare.sh, `rm -rf .device/models`,
 # `tar -cJf .device-pack/device.tar.xz .device`; carry [".device-pack",
@@ -54,7 +54,7 @@ done
 for round in 1 2; do
 for engine in $engines; do
   "$bin/sits-bench" "$W/$engine.sits" --batch 1,8,16,32 --context 512 \
-    --new-tokens 64 --repeats 3 --json "$FINAL/bench-$engine-$round.json" \
+    --new-tokens 64 --repeats 2 --json "$FINAL/bench-$engine-$round.json" \
     >"$FINAL/bench-$engine-$round.log" 2>&1
   say "sits-bench $engine round $round (exit $?):"
   grep -E '^ *[0-9]' "$FINAL/bench-$engine-$round.log" | tee -a "$FINAL/$NAME.log"
@@ -62,8 +62,8 @@ done
 done
 
 for engine in groups f32x; do
-  for batch in 8 32; do
-    timeout 100 ncu --clock-control none -k regex:gemv --launch-count 100 \
+  for batch in 32; do
+    timeout 90 ncu --clock-control none -k regex:gemv --launch-count 100 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section WarpStateStats --section LaunchStats --csv --page details \
       "$bin/sits-run" "$W/$engine.sits" --prompt-ids $ids --batch "$batch" \

@@ -39,11 +39,18 @@ struct ChooseOperandLayoutPass
       return;
     type = parseWeightTypeOption(dtype);
     targetSm = parseTargetSmOption(target);
-    for (RMSNormOp norm : getUnfusedDecodeNorms(getOperation()))
-      chooseForNorm(norm, audit);
+    // The programs whose linear layers are GEMVs: decode, and the few-row
+    // prefill (the steps of a few prompt rows beside decoding streams).
     getOperation().walk([&](func::FuncOp func) {
-      if (!isDecodeProgram(func))
+      if (!isDecodeProgram(func) && !getFewRowTokens(func))
         return;
+      SmallVector<RMSNormOp> norms;
+      func.walk([&](RMSNormOp norm) {
+        if (!getEnclosingLaunch(norm))
+          norms.push_back(norm);
+      });
+      for (RMSNormOp norm : norms)
+        chooseForNorm(norm, audit);
       func.walk([&](LaunchOp launch) {
         if (launch.getFusion() == FusionKind::GatedLinear)
           chooseForGated(launch, audit);

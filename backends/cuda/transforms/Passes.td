@@ -139,8 +139,10 @@ def ChooseOperandLayout
     : Pass<"kernel-choose-operand-layout", "mlir::ModuleOp"> {
   let summary = "Write a GEMV input as the 16-bit operands its readers load";
   let description = [{
-    In `@decode`, when every reader of an unfused `sits.rms_norm`'s result,
-    or of a `<gated_linear>` launch's result (itself on tensor cores), is
+    In `@decode` and the few-row `@prefill_few` (the programs whose linear
+    layers are GEMVs), when every reader of an unfused `sits.rms_norm`'s
+    result, or of a `<gated_linear>` launch's result (itself on tensor
+    cores), is
     the input of a tensor-core GEMV of the same weight bits (16-bit
     weights, or int8/int4 levels over interleaved rows), the producer
     writes the value as those GEMVs' 16-bit mma operands (rounded as they

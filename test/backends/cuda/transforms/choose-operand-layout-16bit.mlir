@@ -10,7 +10,8 @@
 // (output_operand_bits = 16), and so does the gated launch whose product
 // only the down projection reads. A norm that another op also reads, or
 // whose rows (K = 100) are not 16-byte aligned, keeps f32; so does every
-// value at prefill.
+// value at prefill, but not at the few-row prefill, whose linear layers
+// are the same GEMVs.
 
 // CHECK-LABEL: func.func @decode
 // CHECK: %[[N:.*]] = kernel.launch <norm> attributes {output_operand_bits = 16 : i64} {
@@ -22,11 +23,13 @@
 // CHECK-NEXT: sits.add %[[SHARED]]
 // CHECK-LABEL: func.func @decode_unaligned
 // CHECK-NOT: output_operand_bits
-// CHECK-LABEL: func.func @prefill
+// CHECK-LABEL: func.func @prefill(
 // CHECK-NOT: output_operand_bits
+// CHECK-LABEL: func.func @prefill_few
+// CHECK: kernel.launch <norm> attributes {output_operand_bits = 16 : i64} {
 
 // AUDIT: pass kernel-choose-operand-layout
-// AUDIT-NEXT: norms: 1
+// AUDIT-NEXT: norms: 2
 // AUDIT-NEXT: gated: 1
 // AUDIT-NEXT: - sits.rms_norm -> kernel.launch <norm> {output_operand_bits = 16}
 // AUDIT-NEXT: rule: every reader is a tensor-core GEMV over 16-bit weights
@@ -60,6 +63,14 @@ func.func @decode_unaligned(%x: tensor<?x?x100xf32>) -> tensor<?x?x100xf32> {
 func.func @prefill(%x: tensor<?x?x128xf32>) -> tensor<?x?x128xf32> {
   %nw = sits.weight "norm_p" dense<1.0> : tensor<128xf32>
   %w = sits.weight "w_p" dense<0.5> : tensor<128x128xf32>
+  %n = sits.rms_norm %x, %nw {epsilon = 1.0e-6 : f32} : tensor<?x?x128xf32>, tensor<128xf32> -> tensor<?x?x128xf32>
+  %y = sits.linear %n, %w : tensor<?x?x128xf32>, tensor<128x128xf32> -> tensor<?x?x128xf32>
+  return %y : tensor<?x?x128xf32>
+}
+
+func.func @prefill_few(%x: tensor<?x?x128xf32>) -> tensor<?x?x128xf32> attributes {kernel.few_row_tokens = 32 : i64} {
+  %nw = sits.weight "norm_f" dense<1.0> : tensor<128xf32>
+  %w = sits.weight "w_f" dense<0.5> : tensor<128x128xf32>
   %n = sits.rms_norm %x, %nw {epsilon = 1.0e-6 : f32} : tensor<?x?x128xf32>, tensor<128xf32> -> tensor<?x?x128xf32>
   %y = sits.linear %n, %w : tensor<?x?x128xf32>, tensor<128x128xf32> -> tensor<?x?x128xf32>
   return %y : tensor<?x?x128xf32>
