@@ -37,7 +37,8 @@ for engine in $engines; do
     --max-batch=32 --max-seq-len=1024 --no-tokenizer "${extra[@]}" \
     >"$FINAL/sitsc-$engine.log" 2>&1 || { say "sitsc $engine FAILED"; exit 1; }
 done
-wait "$build_pid" || exit 1
+wait "$build_pid" || exit 1 # build_tools said why
+bin=$W/build/bin
 say "built"
 
 ids=1,2,3,4,5,6,7,8,9,10,11
