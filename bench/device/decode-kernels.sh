@@ -29,11 +29,17 @@ python3 bench/llama_bench.py --shape tinyllama --work "$tl" --json "$W/tl.json" 
   >"$FINAL/export.log" 2>&1 || { say "export FAILED"; tail -5 "$FINAL/export.log"; exit 1; }
 say "exported"
 engines="groups f32x one"
+# BASE_SITSC=NAME (a sitsc in .device, say an earlier build): a fourth
+# engine, "base", compiled as "groups" by that sitsc, for an A/B of kernel
+# changes in one call.
+[ -n "${BASE_SITSC:-}" ] && engines="$engines base"
 for engine in $engines; do
   extra=()
+  compiler=sitsc
   [ $engine = one ] && extra=(--gemv-token-groups=1)
   [ $engine = f32x ] && extra=(--half-operands=false)
-  sitsc "$tl/onnx/model.onnx" -o "$W/$engine.sits" --force --dtype=fp16 \
+  [ $engine = base ] && compiler=".device/$BASE_SITSC"
+  "$compiler" "$tl/onnx/model.onnx" -o "$W/$engine.sits" --force --dtype=fp16 \
     --max-batch=32 --max-seq-len=1024 --no-tokenizer "${extra[@]}" \
     >"$FINAL/sitsc-$engine.log" 2>&1 || { say "sitsc $engine FAILED"; exit 1; }
 done
@@ -62,7 +68,7 @@ for engine in $engines; do
 done
 done
 
-for engine in groups f32x; do
+for engine in ${NCU_ENGINES:-groups f32x}; do
   for batch in 32; do
     timeout 90 ncu --clock-control none -k regex:gemv --launch-count 100 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis \
