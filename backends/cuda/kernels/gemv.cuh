@@ -442,10 +442,6 @@ gemvTensorCorePasses(const void *SITS_RESTRICT xInput,
   typedef typename InputElement<Cfg::kHalfX>::Type XElem;
   const XElem *x = static_cast<const XElem *>(xInput);
   constexpr int kXLoads = Cfg::kHalfX ? 1 : 2; ///< 16-byte loads a chunk
-  /// The next step's x is loaded during this one (below), where its
-  /// registers fit beside the accumulators: not for a gate/up pair (it
-  /// spills), nor for more than 16 registers of x.
-  constexpr bool kPrefetchX = !Cfg::kNorm && !kGated && G * U * kXLoads <= 4;
 
   SITS_DYNAMIC_SHARED(uint4, shared);
   uint4 *ring = shared; // [kStages][kPieces][kTcThreads]
@@ -570,10 +566,13 @@ gemvTensorCorePasses(const void *SITS_RESTRICT xInput,
           tcLoadResidual<Cfg, M>(firstTile(item), t0 + 8 * group, residual,
                                  tokens, residualValues[group]);
 
-      // This lane's x (with kNorm, and the norm weights of the same k) for
-      // step `step` of the item.
-      auto loadInputs = [&](int step, uint4(&xv)[G][U][kXLoads],
-                            uint4(&gamma)[Cfg::kNorm ? U : 1][2]) {
+      for (int step = 0; step < steps; ++step) {
+        const int index = item * steps + step;
+        issue(index + kStages - 1);
+        uint4 xv[G][U][kXLoads];
+        // With kNorm, the norm weights of the same k (loaded with x, before
+        // the wait, so that no load is left in the loop of mmas).
+        uint4 gamma[Cfg::kNorm ? U : 1][2];
         const int c0 = warp + step * kTcWarps * U;
         for (int u = 0; u < U; ++u) {
           const int c = c0 + u * kTcWarps;
@@ -592,28 +591,6 @@ gemvTensorCorePasses(const void *SITS_RESTRICT xInput,
             gamma[u][0] = load16If<false>(hasX, w);
             gamma[u][1] = load16If<false>(hasX, w + 4);
           }
-        }
-      };
-      // x comes from L2 (every item reads all of it), so a step that loads
-      // its own x waits that long after its weights have landed; a GEMV of
-      // few items has few warps to hide it (one block per SM for 2048
-      // rows). Where the registers allow (kPrefetchX), the next step's x
-      // is loaded before this step's wait instead.
-      uint4 xv[G][U][kXLoads];
-      // With kNorm, the norm weights of the same k (loaded with x, before
-      // the wait, so that no load is left in the loop of mmas).
-      uint4 gamma[Cfg::kNorm ? U : 1][2];
-      if constexpr (kPrefetchX)
-        loadInputs(0, xv, gamma);
-      for (int step = 0; step < steps; ++step) {
-        const int index = item * steps + step;
-        issue(index + kStages - 1);
-        uint4 xNext[kPrefetchX ? G : 1][U][kXLoads];
-        if constexpr (kPrefetchX) {
-          if (step + 1 < steps)
-            loadInputs(step + 1, xNext, gamma);
-        } else {
-          loadInputs(step, xv, gamma);
         }
         copyAsyncWait<kStages - 1>(); // this step's copies have landed
         const uint4 *slot =
@@ -658,11 +635,6 @@ gemvTensorCorePasses(const void *SITS_RESTRICT xInput,
               }
             }
         }
-        if constexpr (kPrefetchX)
-          for (int group = 0; group < G; ++group)
-            for (int u = 0; u < U; ++u)
-              for (int v = 0; v < kXLoads; ++v)
-                xv[group][u][v] = xNext[group][u][v];
       }
 
       // The next item's first copies are in flight meanwhile.
