@@ -23,10 +23,7 @@ say "$(nvidia-smi -L | head -1); ncu: $(command -v ncu || echo none)"
 build_tools sits-run sits-bench &
 build_pid=$!
 
-tl=$W/tinyllama
-python3 bench/llama_bench.py --shape tinyllama --work "$tl" --json "$W/tl.json" \
-  --export-dtype fp16 --contexts 512 --batches 1 --deadline "$(date +%s)" \
-  >"$FINAL/export.log" 2>&1 || { say "export FAILED"; tail -5 "$FINAL/export.log"; exit 1; }
+export_tinyllama || exit 1
 say "exported"
 engines="groups f32x one"
 # BASE_SITSC=NAME (a sitsc in .device, say an earlier build): a fourth

@@ -27,11 +27,7 @@ say "$(nvidia-smi -L | head -1)"
 build_tools sits-run sits-bench &
 build_pid=$!
 
-tl=$W/tinyllama
-[ -f "$tl/onnx/model.onnx" ] || python3 bench/llama_bench.py --shape tinyllama --work "$tl" --json "$W/tl.json" \
-  --export-dtype fp16 --contexts 512 --batches 1 --deadline "$(date +%s)" \
-  >"$FINAL/export.log" 2>&1 || { say "TinyLlama export FAILED"; tail -5 "$FINAL/export.log"; }
-say "exported"
+export_tinyllama && say "exported"
 
 compile() { # NAME MODEL [SITSC OPTION...]
   local log=$FINAL/sitsc-$1.log name=$1 model=$2

@@ -54,6 +54,19 @@ export_8b() {
   fi
   say "exported"
 }
+# export_tinyllama: the TinyLlama-1.1B shape's fp16 export (random weights,
+# bench/llama_bench.py) in $tl, reused when there. On failure it logs why
+# and returns 1.
+tl=$W/tinyllama
+export_tinyllama() {
+  [ -f "$tl/onnx/model.onnx" ] && return 0
+  python3 bench/llama_bench.py --shape tinyllama --work "$tl" \
+    --json "$W/tl.json" --export-dtype fp16 --contexts 512 --batches 1 \
+    --deadline "$(date +%s)" >"$FINAL/export.log" 2>&1 && return 0
+  say "TinyLlama export FAILED"
+  tail -5 "$FINAL/export.log"
+  return 1
+}
 # archive_on_exit: at most 8 files come back from a call, so on exit (also
 # when a signal or the call's timeout ends the script) everything in $FINAL
 # but $NAME.log goes into one archive, $NAME-files.tar.gz.
