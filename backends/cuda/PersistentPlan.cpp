@@ -30,7 +30,8 @@ std::string getPersistentUnsupportedReason(Operation *op) {
         (launch.getFusion() != FusionKind::Norm &&
          !launch.getOpsOfType<RMSNormOp>().empty()))
       return "an rms_norm fused into a GEMV (--norm-fusion)";
-    if (launch.getOutputOperandBits().value_or(16) != 16)
+    if (std::optional<uint64_t> bits = launch.getOutputOperandBits();
+        bits && *bits != KernelDialect::kInputOrderOperandBits)
       return "16-bit operands for quantized GEMVs";
   }
   auto config = op->getAttrOfType<ConfigAttr>(KernelDialect::kConfigAttrName);

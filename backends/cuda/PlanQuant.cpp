@@ -155,10 +155,10 @@ LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
       desc.kernel == kernel::KernelKind::GemvQuantTensorCore;
   const bool halfTensorCore =
       desc.kernel == kernel::KernelKind::GemvTensorCore && !desc.norm;
-  const int readsBits = quantTensorCore && desc.quant.interleaved
-                            ? desc.quant.bits
-                        : halfTensorCore ? 16
-                                         : 0;
+  const int readsBits =
+      quantTensorCore && desc.quant.interleaved ? desc.quant.bits
+      : halfTensorCore ? kernel::KernelDialect::kInputOrderOperandBits
+                       : 0;
   if (desc.halfInput && desc.inputOperandBits != readsBits)
     return owner->emitError()
            << "codegen: its input is written as the 16-bit operands of "

@@ -83,6 +83,10 @@ def Kernel_Dialect : Dialect {
     /// The most ways gemm_tc splits K (#kernel.config's k_splits): past 8 a
     /// split's partial slab costs more traffic than its blocks win.
     static constexpr int64_t kMaxKSplits = 8;
+    /// The output_operand_bits of a value read by GEMVs over 16-bit
+    /// weights: their operands in input order (common.cuh's
+    /// operandHalfIndex<16>); 8 and 4 name the interleaved int8/int4 orders.
+    static constexpr int64_t kInputOrderOperandBits = 16;
   }];
 }
 

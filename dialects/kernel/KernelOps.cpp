@@ -229,7 +229,8 @@ LogicalResult LaunchOp::verify() {
         getFusion() != FusionKind::Norm)
       return emitOpError("output_operand_bits is for <gated_linear> and "
                          "<norm> launches only");
-    if (*bits != 16 && *bits != 8 && *bits != 4)
+    if (*bits != KernelDialect::kInputOrderOperandBits && *bits != 8 &&
+        *bits != 4)
       return emitOpError("output_operand_bits must be 16, 8 or 4, got ")
              << *bits;
   }

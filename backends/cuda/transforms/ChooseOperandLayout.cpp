@@ -82,10 +82,11 @@ struct ChooseOperandLayoutPass
       auto [userBits, group] = getQuantKey(weight);
       if (userBits == 0) {
         // 16-bit weights: the tensor-core GEMV reads x in input order.
+        constexpr int kInputOrder = KernelDialect::kInputOrderOperandBits;
         if (!codegen::decodeGemvOnTensorCores(true, type, k) ||
-            (bits && bits != 16))
+            (bits && bits != kInputOrder))
           return 0;
-        bits = 16;
+        bits = kInputOrder;
         continue;
       }
       auto layout =
