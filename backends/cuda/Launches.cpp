@@ -216,10 +216,10 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.boolConstant("kInterleaved", quant.interleaved);
   }
   if (tensorGemv)
-    b.boolConstant("kHalfX", desc.halfInput);
+    b.boolConstant("kHalfX", desc.halfInput());
   // The planner asks for f16 operands only where these hold
   // (kernel-choose-operand-layout, quantGemvReadsHalfOperands).
-  if (desc.halfInput &&
+  if (desc.halfInput() &&
       !(tensorGemv && (!quantized || quant.interleaved) && !desc.norm))
     llvm::report_fatal_error("codegen: a GEMV reads f16 operands that only "
                              "the 16-bit and the interleaved quantized "
@@ -273,7 +273,7 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.boolConstant("kVecX", desc.k % 4 == 0);
   }
 
-  b.param(desc.halfInput ? "const unsigned short *" : "const float *", "x",
+  b.param(desc.halfInput() ? "const unsigned short *" : "const float *", "x",
           desc.input);
   std::string weightList, scaleList, biasList, outList;
   std::string weightType =

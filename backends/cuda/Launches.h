@@ -116,13 +116,13 @@ struct LinearLaunch {
   /// Decode GEMVs read quantized weights directly (gemv_quant.cuh); the
   /// prefill GEMM reads them dequantized (planDequantize), so bits is 0.
   LinearQuant quant;
-  /// The input is f16 (bf16) operand rows (common.cuh's
-  /// operandHalfIndex) in the order of inputOperandBits-bit weights,
-  /// written by an rms_norm (NormLaunch::operandBits) or a gate/up GEMV
+  /// Nonzero: the input is f16 (bf16) operand rows (common.cuh's
+  /// operandHalfIndex) in the order of weights of these bits, written by an
+  /// rms_norm (NormLaunch::operandBits) or a gate/up GEMV
   /// (outputOperandBits): read by the 16-bit tensor-core GEMV (16) and the
   /// quantized one over interleaved rows (8, 4; quantGemvReadsHalfOperands).
-  bool halfInput = false;
   int inputOperandBits = 0;
+  bool halfInput() const { return inputOperandBits != 0; }
   /// Glu on tensor cores: act(gate) * up goes out as the f16 (bf16) operand
   /// rows of the tensor-core GEMVs over weights of these bits that read it
   /// (16, 8 or 4); 0: f32.

@@ -159,7 +159,7 @@ LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
       quantTensorCore && desc.quant.interleaved ? desc.quant.bits
       : halfTensorCore ? kernel::KernelDialect::kInputOrderOperandBits
                        : 0;
-  if (desc.halfInput && desc.inputOperandBits != readsBits)
+  if (desc.halfInput() && desc.inputOperandBits != readsBits)
     return owner->emitError()
            << "codegen: its input is written as the 16-bit operands of "
            << desc.inputOperandBits

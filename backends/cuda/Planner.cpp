@@ -276,7 +276,6 @@ int ProgramPlanner::getOperandBits(Value value) {
 FailureOr<ArgBinding> ProgramPlanner::linearInput(Value value, Operation *user,
                                                   LinearLaunch &desc) {
   desc.inputOperandBits = getOperandBits(value);
-  desc.halfInput = desc.inputOperandBits != 0;
   auto norm = value.getDefiningOp<RMSNormOp>();
   if (!norm || !kernel::getEnclosingLaunch(norm) ||
       kernel::getEnclosingLaunch(norm) != kernel::getEnclosingLaunch(user))

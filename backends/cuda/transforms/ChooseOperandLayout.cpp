@@ -44,12 +44,7 @@ struct ChooseOperandLayoutPass
     getOperation().walk([&](func::FuncOp func) {
       if (!isDecodeProgram(func) && !getFewRowTokens(func))
         return;
-      SmallVector<RMSNormOp> norms;
-      func.walk([&](RMSNormOp norm) {
-        if (!getEnclosingLaunch(norm))
-          norms.push_back(norm);
-      });
-      for (RMSNormOp norm : norms)
+      for (RMSNormOp norm : getUnfusedNorms(func))
         chooseForNorm(norm, audit);
       func.walk([&](LaunchOp launch) {
         if (launch.getFusion() == FusionKind::GatedLinear)

@@ -28,14 +28,20 @@ KVCacheType sits::kernel::getKVCacheArgType(func::FuncOp func) {
   return {};
 }
 
+SmallVector<RMSNormOp> sits::kernel::getUnfusedNorms(func::FuncOp func) {
+  SmallVector<RMSNormOp> norms;
+  func.walk([&](RMSNormOp norm) {
+    if (!getEnclosingLaunch(norm))
+      norms.push_back(norm);
+  });
+  return norms;
+}
+
 SmallVector<RMSNormOp> sits::kernel::getUnfusedDecodeNorms(ModuleOp module) {
   SmallVector<RMSNormOp> norms;
   module.walk([&](func::FuncOp func) {
     if (isDecodeProgram(func))
-      func.walk([&](RMSNormOp norm) {
-        if (!getEnclosingLaunch(norm))
-          norms.push_back(norm);
-      });
+      norms.append(getUnfusedNorms(func));
   });
   return norms;
 }

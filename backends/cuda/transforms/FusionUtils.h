@@ -33,6 +33,8 @@ int64_t getFewRowTokens(mlir::func::FuncOp func);
 /// The type of the step function's KV cache argument (null without one).
 KVCacheType getKVCacheArgType(mlir::func::FuncOp func);
 
+/// The sits.rms_norm ops of `func` that no launch holds yet, in order.
+llvm::SmallVector<RMSNormOp> getUnfusedNorms(mlir::func::FuncOp func);
 /// The sits.rms_norm ops of @decode that no launch holds yet, in order.
 llvm::SmallVector<RMSNormOp> getUnfusedDecodeNorms(mlir::ModuleOp module);
 
