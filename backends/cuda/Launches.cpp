@@ -215,18 +215,21 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kRowBytes", quant.rowBytes);
     b.boolConstant("kInterleaved", quant.interleaved);
   }
-  if (tensorGemv)
+  if (tensorGemv || tensorGemm)
     b.boolConstant("kHalfX", desc.halfInput());
   // The planner asks for f16 operands only where these hold
   // (kernel-choose-operand-layout, quantGemvReadsHalfOperands).
   if (desc.halfInput() &&
-      !(tensorGemv && (!quantized || quant.interleaved) && !desc.norm))
-    llvm::report_fatal_error("codegen: a GEMV reads f16 operands that only "
-                             "the 16-bit and the interleaved quantized "
-                             "tensor-core GEMVs read (without a fused norm)");
-  if (desc.outputOperandBits && !(tensorGemv && gated))
-    llvm::report_fatal_error("codegen: only a gate/up GEMV on tensor cores "
-                             "writes f16 operands");
+      !((tensorGemv && (!quantized || quant.interleaved) && !desc.norm) ||
+        (tensorGemm && desc.inputOperandBits ==
+                           kernel::KernelDialect::kInputOrderOperandBits)))
+    llvm::report_fatal_error("codegen: a linear layer reads f16 operands that "
+                             "only the 16-bit and the interleaved quantized "
+                             "tensor-core GEMVs (without a fused norm) and "
+                             "the tensor-core GEMM read");
+  if (desc.outputOperandBits && !((tensorGemv || tensorGemm) && gated))
+    llvm::report_fatal_error("codegen: only a gate/up GEMV or GEMM on tensor "
+                             "cores writes f16 operands");
   const int64_t tilesPerBlock = desc.tiles;
   if (tensorGemv) {
     const GemvRing ring = gemvTensorCoreRing(mats, tilesPerBlock, 1);
@@ -265,7 +268,9 @@ PlannedLaunch planLinear(const LinearLaunch &desc) {
     b.intConstant("kTotalTiles", totalTiles);
     b.intConstant("kStages", kGemmTensorCoreStages);
     b.boolConstant("kSplitK", desc.kSplits > 1);
-    b.setShared(gemmTensorCoreSharedBytes(kGemmTensorCoreStages));
+    b.intConstant("kOutOperandBits", desc.outputOperandBits);
+    b.setShared(
+        gemmTensorCoreSharedBytes(kGemmTensorCoreStages, desc.halfInput()));
     b.setMinBlocks(kGemmTensorCoreBlocksPerSM);
   } else {
     b.constant(segmentFunction("int", "tiles", tiles));

@@ -228,8 +228,9 @@ constexpr int64_t kGemmTensorCoreStages = 3;
 /// Its blocks resident per SM (8 warps to hide latency), which a split over
 /// K aims to fill.
 constexpr int64_t kGemmTensorCoreBlocksPerSM = 2;
-/// gemm.cuh's gemmTensorCoreSharedBytes.
-int64_t gemmTensorCoreSharedBytes(int64_t stages);
+/// gemm.cuh's gemmTensorCoreSharedBytes: f32 input rows, or (halfInput)
+/// 16-bit operand rows.
+int64_t gemmTensorCoreSharedBytes(int64_t stages, bool halfInput);
 /// Its column tiles: 128 output rows, or 64 gate and 64 up rows with a GLU.
 int64_t gemmTensorCoreColumnTiles(const std::vector<int64_t> &segmentRows,
                                   bool gated);

@@ -25,10 +25,11 @@ int64_t gemvTensorCoreSharedBytes(int64_t mats, int64_t tilesPerBlock,
                kWarps * mats * tilesPerBlock * 32);
 }
 
-int64_t gemmTensorCoreSharedBytes(int64_t stages) {
-  // A stage: 128 token rows of 40 floats and 128 weight rows of 40 halves.
+int64_t gemmTensorCoreSharedBytes(int64_t stages, bool halfInput) {
+  // A stage: 128 token rows of 40 floats (or halves) and 128 weight rows of
+  // 40 halves.
   constexpr int64_t kRows = 128, kStride = 32 + 8;
-  return stages * kRows * kStride * (4 + 2);
+  return stages * kRows * kStride * ((halfInput ? 2 : 4) + 2);
 }
 
 int64_t gemmTensorCoreColumnTiles(const std::vector<int64_t> &segmentRows,

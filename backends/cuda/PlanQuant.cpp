@@ -153,8 +153,10 @@ LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
   // can ask it of a kernel that cannot give it).
   const bool quantTensorCore =
       desc.kernel == kernel::KernelKind::GemvQuantTensorCore;
+  const bool tensorGemm = desc.kernel == kernel::KernelKind::GemmTensorCore;
   const bool halfTensorCore =
-      desc.kernel == kernel::KernelKind::GemvTensorCore && !desc.norm;
+      (desc.kernel == kernel::KernelKind::GemvTensorCore && !desc.norm) ||
+      tensorGemm;
   const int readsBits =
       quantTensorCore && desc.quant.interleaved ? desc.quant.bits
       : halfTensorCore ? kernel::KernelDialect::kInputOrderOperandBits
@@ -163,15 +165,22 @@ LogicalResult ProgramPlanner::addLinearLaunch(LinearLaunch desc,
     return owner->emitError()
            << "codegen: its input is written as the 16-bit operands of "
            << desc.inputOperandBits
-           << "-bit weights (output_operand_bits), which only gemv_tc (16) "
-              "and gemv_quant_tc over interleaved rows (8, 4) read, "
-              "without a fused norm";
+           << "-bit weights (output_operand_bits), which only gemv_tc and "
+              "gemm_tc (16) and gemv_quant_tc over interleaved rows (8, 4) "
+              "read, without a fused norm";
   if (desc.outputOperandBits &&
       !(desc.epilogue == LinearEpilogue::Glu &&
-        (quantTensorCore || desc.kernel == kernel::KernelKind::GemvTensorCore)))
+        (quantTensorCore || tensorGemm ||
+         desc.kernel == kernel::KernelKind::GemvTensorCore)))
     return owner->emitError()
            << "codegen: output_operand_bits needs a gate/up launch on a "
-              "tensor-core GEMV";
+              "tensor-core GEMV or GEMM";
+  if (desc.outputOperandBits && tensorGemm &&
+      desc.outputOperandBits != kernel::KernelDialect::kInputOrderOperandBits)
+    return owner->emitError()
+           << "codegen: a gate/up gemm_tc writes its output as the operands "
+              "of 16-bit weights, not of "
+           << desc.outputOperandBits << "-bit ones (output_operand_bits)";
   if (desc.quant.bits && !desc.decode) {
     SmallVector<unsigned> scratches;
     for (LinearSegment &segment : desc.segments) {

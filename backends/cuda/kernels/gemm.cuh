@@ -169,19 +169,24 @@ __device__ void gemm(const float *SITS_RESTRICT x,
 // accumulators), 4 warps of 64 x 64 each (2 x 2: a warp's operands are as
 // many bytes per mma as a square tile allows). K advances in steps of 32
 // through a ring of Cfg::kStages stages in dynamic shared memory, all
-// filled by cp.async: the weights as they are, the activations as f32. A
-// step waits only for its own stage (cp.async.wait_group kStages - 2), so
-// the copies of the next kStages - 1 steps are in flight during its mma;
-// one barrier per step. The warps round their A fragments to the weights'
-// type as they read them (as the decode GEMV rounds its inputs); the f32
-// rows are padded to 40 floats so that a warp's 8-byte fragment reads fall
-// in distinct banks, the weight rows to 40 halves so that its ldmatrix rows
-// do. With kGlu the 128 rows are 64 gate rows and the same 64 up rows,
-// interleaved by 16, so that a thread holds gate and up of the same output.
+// filled by cp.async: the weights as they are, the activations as f32, or
+// (Cfg::kHalfX) as the 16-bit operands their producer wrote in input order
+// (an rms_norm or a gate/up GEMM with output_operand_bits = 16). A step
+// waits only for its own stage (cp.async.wait_group kStages - 2), so the
+// copies of the next kStages - 1 steps are in flight during its mma; one
+// barrier per step. From f32 rows the warps round their A fragments to the
+// weights' type as they read them (as the decode GEMV rounds its inputs),
+// the rows padded to 40 floats so that a warp's 8-byte fragment reads fall
+// in distinct banks; 16-bit rows (half the shared-memory bytes, no
+// conversion, the same rounding) and the weight rows are padded to 40
+// halves so that ldmatrix rows do. With kGlu the 128 rows are 64 gate rows
+// and the same 64 up rows, interleaved by 16, so that a thread holds gate
+// and up of the same output; with Cfg::kOutOperandBits = 16 act(gate) * up
+// goes out as 16-bit operand rows for the GEMM that reads it.
 //
 // Launch: grid = (ceil(T / 128), kTotalTiles, splits) (in groups of
 // kTcGemmGroup token tiles, see below), block kTcGemmThreads, dynamic shared
-// memory gemmTensorCoreSharedBytes(kStages).
+// memory gemmTensorCoreSharedBytes(kStages, kHalfX).
 //
 // Split over K (Cfg::kSplitK, grid.z > 1): a step of few token tiles has
 // as few blocks as column tiles (32 for a 4096-wide output), too few to
@@ -198,15 +203,22 @@ constexpr int kTcGemmK = 32;
 constexpr int kTcGemmWarps = 4;
 constexpr int kTcGemmGroup = 8; ///< token tiles a block group shares
 constexpr int kTcGemmThreads = kTcGemmWarps * kWarpSize;
-constexpr int kTcGemmXStride = kTcGemmK + 8; ///< floats per shared x row
+constexpr int kTcGemmXStride = kTcGemmK + 8; ///< elements per shared x row
 constexpr int kTcGemmWStride = kTcGemmK + 8; ///< halves per shared W row
-constexpr int kTcGemmXBytes = kTcGemmM * kTcGemmXStride * 4;
-constexpr int kTcGemmStageBytes = kTcGemmXBytes + kTcGemmN * kTcGemmWStride * 2;
+
+/// A stage's activation bytes: f32 rows, or (halfX) 16-bit ones.
+__host__ __device__ constexpr int gemmTensorCoreXBytes(bool halfX) {
+  return kTcGemmM * kTcGemmXStride * (halfX ? 2 : 4);
+}
+__host__ __device__ constexpr int gemmTensorCoreStageBytes(bool halfX) {
+  return gemmTensorCoreXBytes(halfX) + kTcGemmN * kTcGemmWStride * 2;
+}
 
 /// Dynamic shared memory of gemmTensorCore (also computed by
 /// LinearKernels.cpp).
-__host__ __device__ constexpr int gemmTensorCoreSharedBytes(int stages) {
-  return stages * kTcGemmStageBytes;
+__host__ __device__ constexpr int gemmTensorCoreSharedBytes(int stages,
+                                                            bool halfX) {
+  return stages * gemmTensorCoreStageBytes(halfX);
 }
 
 /// Split over K: stores this block's sums into its split's partial slab;
@@ -272,11 +284,13 @@ sumSplits(float (&acc)[4][8][4], float *SITS_RESTRICT partial,
 /// Config: Weight (F16/BF16), kK (a multiple of 8), kSegments, rows(s),
 /// hasBias(s), tiles(s) (ceil(rows(s) / 128), or / 64 with kGlu),
 /// kTotalTiles, kEpilogue, kActivation, kStages (of the ring, at least 2),
-/// kSplitK (grid.z may be more than 1: `partial` and `counters` are used).
-/// Arguments as for gemm.
+/// kSplitK (grid.z may be more than 1: `partial` and `counters` are used),
+/// kHalfX (x is rows of kK 16-bit operands of the weights' type, else f32),
+/// kOutOperandBits (0, or 16 with kGlu: the output is such rows). Arguments
+/// as for gemm.
 template <class Cfg>
 __device__ void
-gemmTensorCore(const float *SITS_RESTRICT x,
+gemmTensorCore(const void *SITS_RESTRICT xRows,
                const typename Cfg::Weight::Storage *const *weights,
                const float *const *biases, float *const *outs,
                const float *SITS_RESTRICT residual, int tokens,
@@ -289,6 +303,13 @@ gemmTensorCore(const float *SITS_RESTRICT x,
   constexpr int kSteps = (Cfg::kK + kTcGemmK - 1) / kTcGemmK;
   static_assert(Cfg::kK % 8 == 0, "rows must be 16-byte aligned");
   static_assert(kStages >= 2, "the ring overlaps a copy with an mma");
+  static_assert(Cfg::kOutOperandBits == 0 ||
+                    (Cfg::kOutOperandBits == 16 && kGated),
+                "a gate/up GEMM writes the input-order operands of a GEMM");
+  typedef typename InputElement<Cfg::kHalfX>::Type XElem;
+  constexpr int kXBytes = gemmTensorCoreXBytes(Cfg::kHalfX);
+  constexpr int kStageBytes = gemmTensorCoreStageBytes(Cfg::kHalfX);
+  const XElem *SITS_RESTRICT x = static_cast<const XElem *>(xRows);
   SITS_DYNAMIC_SHARED(unsigned char, shared);
 
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
@@ -322,21 +343,28 @@ gemmTensorCore(const float *SITS_RESTRICT x,
   const int width = Cfg::rows(segment);
   const int n0 = tile * (kGated ? kTcGemmN / 2 : kTcGemmN);
 
-  // Loader. Activations: 16-byte chunk tid % 8 of tile rows tid / 8 + 16 j
-  // (j < 8). Weights: chunk tid % 4 of tile rows r = tid / 4 + 32 j (j < 4);
-  // with kGlu tile row r is row 16 (r / 32) + r % 16 of the gate (r % 32 <
-  // 16) or the up matrix, so all of a thread's rows are of one matrix.
-  const int xK = (tid % 8) * 4, wK = (tid % 4) * 8;
-  const int xRows = tokens - (m0 + tid / 8); // j valid while 16 j < xRows
-  const float *xRow = x + static_cast<long>(m0 + tid / 8) * Cfg::kK + xK;
+  // Loader. Activations: 16-byte chunk tid % kXChunks of tile rows
+  // tid / kXChunks + kXRowStep j (f32: 8 chunks a row, 16 rows a pass, 8
+  // passes; 16-bit: 4, 32, 4). Weights: chunk tid % 4 of tile rows r =
+  // tid / 4 + 32 j (j < 4); with kGlu tile row r is row 16 (r / 32) + r % 16
+  // of the gate (r % 32 < 16) or the up matrix, so all of a thread's rows
+  // are of one matrix.
+  constexpr int kXElemBytes = static_cast<int>(sizeof(XElem));
+  constexpr int kXChunks = kTcGemmK * kXElemBytes / 16;
+  constexpr int kXRowStep = kTcGemmThreads / kXChunks;
+  constexpr int kXPasses = kTcGemmM / kXRowStep;
+  const int xK = (tid % kXChunks) * (16 / kXElemBytes), wK = (tid % 4) * 8;
+  const int xRow0 = tid / kXChunks;
+  const int xRowsLeft = tokens - (m0 + xRow0); // j valid while step j < it
+  const XElem *xRow = x + static_cast<long>(m0 + xRow0) * Cfg::kK + xK;
   constexpr int kWRowStep = kGated ? 16 : 32;
   const int matrix = kGated ? (tid / 4 < 16 ? 0 : 1) : segment;
   const int wRow0 = n0 + (kGated ? (tid / 4) % 16 : tid / 4);
   const int wRows = Cfg::rows(matrix) - wRow0; // valid while step j < wRows
   const Storage *wRow = select<Cfg::kSegments>(weights, matrix) +
                         static_cast<long>(wRow0) * Cfg::kK + wK;
-  const int xOffset = ((tid / 8) * kTcGemmXStride + xK) * 4;
-  const int wOffset = kTcGemmXBytes + ((tid / 4) * kTcGemmWStride + wK) * 2;
+  const int xOffset = (xRow0 * kTcGemmXStride + xK) * kXElemBytes;
+  const int wOffset = kXBytes + ((tid / 4) * kTcGemmWStride + wK) * 2;
   const SharedAddress ring = sharedAddressOf(shared);
 
   // The K steps of this block: all, or its split's share.
@@ -352,15 +380,16 @@ gemmTensorCore(const float *SITS_RESTRICT x,
   // steps.
   auto copyStage = [&](int step) {
     if (step < steps) {
-      const SharedAddress stage = ring + (step % kStages) * kTcGemmStageBytes;
+      const SharedAddress stage = ring + (step % kStages) * kStageBytes;
       const int k0 = (firstStep + step) * kTcGemmK;
       const bool xIn = k0 + xK < Cfg::kK, wIn = k0 + wK < Cfg::kK;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const bool valid = xIn && 16 * j < xRows;
+      for (int j = 0; j < kXPasses; ++j) {
+        const bool valid = xIn && kXRowStep * j < xRowsLeft;
         copyAsync16At(
-            stage, xOffset + j * 16 * kTcGemmXStride * 4,
-            valid ? xRow + static_cast<long>(16 * j) * Cfg::kK + k0 : x, valid);
+            stage, xOffset + j * kXRowStep * kTcGemmXStride * kXElemBytes,
+            valid ? xRow + static_cast<long>(kXRowStep * j) * Cfg::kK + k0 : x,
+            valid);
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -396,9 +425,9 @@ gemmTensorCore(const float *SITS_RESTRICT x,
     copyAsyncWait<kStages - 2>();
     syncTile(); // stage `step` is in place; step - 1's is read
     copyStage(step + kStages - 1); // into step - 1's stage
-    const unsigned char *stage = shared + (step % kStages) * kTcGemmStageBytes;
-    const float *xs = reinterpret_cast<const float *>(stage);
-    const u16 *ws = reinterpret_cast<const u16 *>(stage + kTcGemmXBytes);
+    const unsigned char *stage = shared + (step % kStages) * kStageBytes;
+    const XElem *xs = reinterpret_cast<const XElem *>(stage);
+    const u16 *ws = reinterpret_cast<const u16 *>(stage + kXBytes);
 #pragma unroll
     for (int kk = 0; kk < kTcGemmK; kk += 16) {
       // A fragments (PTX layout): rows g and g + 8, k 2t and 2t + 8.
@@ -409,13 +438,20 @@ gemmTensorCore(const float *SITS_RESTRICT x,
       for (int mi = 0; mi < 4; ++mi) {
         if (mi * 16 >= warpRows)
           continue;
-        const float *row =
-            xs + (wm * 64 + mi * 16 + g) * kTcGemmXStride + kk + 2 * t;
+        if constexpr (Cfg::kHalfX) {
+          // Lanes 0-15 address rows 0-15 at k, 16-31 the same at k + 8.
+          loadMatrix4(&xs[(wm * 64 + mi * 16 + lane % 16) * kTcGemmXStride +
+                          kk + 8 * (lane / 16)],
+                      a[mi]);
+        } else {
+          const float *row =
+              xs + (wm * 64 + mi * 16 + g) * kTcGemmXStride + kk + 2 * t;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 pair = *reinterpret_cast<const float2 *>(
-              row + (i % 2) * 8 * kTcGemmXStride + (i / 2) * 8);
-          a[mi][i] = packPairRn<W>(pair.x, pair.y);
+          for (int i = 0; i < 4; ++i) {
+            const float2 pair = *reinterpret_cast<const float2 *>(
+                row + (i % 2) * 8 * kTcGemmXStride + (i / 2) * 8);
+            a[mi][i] = packPairRn<W>(pair.x, pair.y);
+          }
         }
       }
 #pragma unroll
@@ -464,8 +500,15 @@ gemmTensorCore(const float *SITS_RESTRICT x,
             gate += biases[0][row];
           if (Cfg::hasBias(1))
             up += biases[1][row];
-          outs[0][static_cast<long>(token) * width + row] =
-              activate<Cfg::kActivation>(gate) * up;
+          const float out = activate<Cfg::kActivation>(gate) * up;
+          const long base = static_cast<long>(token) * width;
+          if constexpr (Cfg::kOutOperandBits != 0)
+            // The GEMM reading it would round it so (packPairRn).
+            reinterpret_cast<u16 *>(
+                outs[0])[base + operandHalfIndex<Cfg::kOutOperandBits>(row)] =
+                W::store(out);
+          else
+            outs[0][base + row] = out;
         } else {
           const int row = n0 + wn * 64 + ni * 8 + 2 * t + (i % 2);
           if (row >= width)

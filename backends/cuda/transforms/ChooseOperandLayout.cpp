@@ -1,12 +1,14 @@
-//===- ChooseOperandLayout.cpp - GEMV inputs written as mma operands ------===//
+//===- ChooseOperandLayout.cpp - Linear inputs written as mma operands ----===//
 //
-// The tensor-core GEMVs round their input x to the engine's 16-bit type in
-// the order of their mma operands (the input order over 16-bit weights,
-// interleaved runs over int8/int4 levels). When every reader of a value is
-// such a GEMV, its producer can write exactly that instead of f32: the
-// GEMVs then load half the bytes of x and convert nothing, with the same
-// rounding. For a step of more than 8 tokens, x is most of the bytes a
-// 16-bit GEMV loads (each item of 16 rows reads every token's x again).
+// The tensor-core GEMVs and the prefill GEMM round their input x to the
+// engine's 16-bit type in the order of their mma operands (the input order
+// over 16-bit weights and in the GEMM, interleaved runs over int8/int4
+// levels). When every reader of a value is such a kernel, its producer can
+// write exactly that instead of f32: the readers then load half the bytes
+// of x and convert nothing, with the same rounding. For a step of more than
+// 8 tokens, x is most of the bytes a 16-bit GEMV loads (each item of 16
+// rows reads every token's x again); in the GEMM, f32 rows are half its
+// shared-memory traffic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,45 +41,59 @@ struct ChooseOperandLayoutPass
       return;
     type = parseWeightTypeOption(dtype);
     targetSm = parseTargetSmOption(target);
-    // The programs whose linear layers are GEMVs: decode, and the few-row
-    // prefill (the steps of a few prompt rows beside decoding streams).
+    // The linear layers of decode and of the few-row prefill (the steps of
+    // a few prompt rows beside decoding streams) are GEMVs, those of the
+    // other programs (prefill) GEMMs; LM heads are GEMVs everywhere.
     getOperation().walk([&](func::FuncOp func) {
-      if (!isDecodeProgram(func) && !getFewRowTokens(func))
-        return;
+      const bool gemvs = isDecodeProgram(func) || getFewRowTokens(func);
       for (RMSNormOp norm : getUnfusedNorms(func))
-        chooseForNorm(norm, audit);
+        chooseForNorm(norm, gemvs, audit);
       func.walk([&](LaunchOp launch) {
         if (launch.getFusion() == FusionKind::GatedLinear)
-          chooseForGated(launch, audit);
+          chooseForGated(launch, gemvs, audit);
       });
     });
   }
 
   /// The weight bits of every reader of `value` (16, or the levels' 8 or
-  /// 4) when each is a decode GEMV that reads its input as 16-bit
-  /// operands, all of the same bits; else 0.
-  int getOperandBits(Value value) {
+  /// 4) when each is a tensor-core GEMV (`gemvs`, and every LM head) or
+  /// GEMM that reads its input as 16-bit operands, all of the same bits;
+  /// else 0. The GEMM reads weights dequantized to 16 bits, so its inputs
+  /// are always in input order.
+  int getOperandBits(Value value, bool gemvs) {
     auto valueType = dyn_cast<RankedTensorType>(value.getType());
     if (targetSm < 80 || type == format::DType::F32 || !valueType ||
         valueType.getRank() != 3 || valueType.isDynamicDim(2))
       return 0;
     const int64_t k = valueType.getDimSize(2);
+    constexpr int kInputOrder = KernelDialect::kInputOrderOperandBits;
     int bits = 0;
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       Value weight;
+      bool gemm = false;
       if (auto linear = dyn_cast<LinearOp>(user);
-          linear && &use == &linear.getInputMutable())
+          linear && &use == &linear.getInputMutable()) {
         weight = linear.getWeight();
-      else if (auto head = dyn_cast<LMHeadOp>(user);
-               head && &use == &head.getInputMutable())
+        gemm = !gemvs;
+      } else if (auto head = dyn_cast<LMHeadOp>(user);
+                 head && &use == &head.getInputMutable()) {
         weight = head.getWeight();
-      else
+      } else {
         return 0;
+      }
       auto [userBits, group] = getQuantKey(weight);
+      if (gemm) {
+        // gemm_tc (LinearKernels.cpp's choice: the same conditions as the
+        // 16-bit tensor-core GEMV's).
+        if (!codegen::decodeGemvOnTensorCores(true, type, k) ||
+            (bits && bits != kInputOrder))
+          return 0;
+        bits = kInputOrder;
+        continue;
+      }
       if (userBits == 0) {
         // 16-bit weights: the tensor-core GEMV reads x in input order.
-        constexpr int kInputOrder = KernelDialect::kInputOrderOperandBits;
         if (!codegen::decodeGemvOnTensorCores(true, type, k) ||
             (bits && bits != kInputOrder))
           return 0;
@@ -98,13 +114,13 @@ struct ChooseOperandLayoutPass
     return bits;
   }
 
-  void chooseForNorm(RMSNormOp norm, PassAudit &audit) {
+  void chooseForNorm(RMSNormOp norm, bool gemvs, PassAudit &audit) {
     auto weight = dyn_cast<ShapedType>(norm.getWeight().getType());
     auto input = dyn_cast<RankedTensorType>(norm.getInput().getType());
     if (!weight || weight.getRank() != 1 || !input || input.getRank() != 3 ||
         input.getDimSize(2) != weight.getDimSize(0))
       return;
-    int bits = getOperandBits(norm.getResult());
+    int bits = getOperandBits(norm.getResult(), gemvs);
     if (!bits)
       return;
     LaunchOp launch = formLaunch(FusionKind::Norm, {norm}, norm);
@@ -113,11 +129,17 @@ struct ChooseOperandLayoutPass
     audit.change(norm.getLoc(), "sits.rms_norm",
                  "kernel.launch <norm> {output_operand_bits = " +
                      std::to_string(bits) + "}",
-                 "every reader is a tensor-core GEMV over " +
-                     std::to_string(bits) + "-bit weights");
+                 describeReaders(gemvs, bits));
   }
 
-  void chooseForGated(LaunchOp launch, PassAudit &audit) {
+  static std::string describeReaders(bool gemvs, int bits) {
+    return gemvs ? "every reader is a tensor-core GEMV over " +
+                       std::to_string(bits) + "-bit weights"
+                 : "every reader is a tensor-core GEMM (or LM head GEMV) "
+                   "over 16-bit weights";
+  }
+
+  void chooseForGated(LaunchOp launch, bool gemvs, PassAudit &audit) {
     SmallVector<LinearOp> linears = launch.getOpsOfType<LinearOp>();
     SmallVector<GLUOp> glus = launch.getOpsOfType<GLUOp>();
     if (linears.empty() || glus.size() != 1)
@@ -125,24 +147,26 @@ struct ChooseOperandLayoutPass
     LinearOp gate = linears.front();
     auto input = dyn_cast<RankedTensorType>(gate.getInput().getType());
     auto [bits, group] = getQuantKey(gate.getWeight());
+    // On tensor cores itself: a GEMM (dequantized weights) or GEMV.
     if (!input || input.getRank() != 3 || input.isDynamicDim(2) ||
         !codegen::decodeGemvOnTensorCores(targetSm >= 80, type,
                                           input.getDimSize(2)) ||
-        (bits &&
+        (bits && gemvs &&
          !codegen::quantGemvOnTensorCores(bits, group, input.getDimSize(2),
                                           /*gated=*/true)))
       return;
     Value result = launch.getResultFor(glus.front().getResult());
-    int outBits = result ? getOperandBits(result) : 0;
-    if (!outBits)
+    int outBits = result ? getOperandBits(result, gemvs) : 0;
+    // The GEMM writes its output in input order only.
+    if (!outBits ||
+        (!gemvs && outBits != KernelDialect::kInputOrderOperandBits))
       return;
     launch.setOutputOperandBits(static_cast<uint64_t>(outBits));
     audit.add("gated");
     audit.change(launch.getLoc(), "kernel.launch <gated_linear>",
                  "kernel.launch <gated_linear> {output_operand_bits = " +
                      std::to_string(outBits) + "}",
-                 "every reader of act(gate) * up is a tensor-core GEMV over " +
-                     std::to_string(outBits) + "-bit weights");
+                 "act(gate) * up: " + describeReaders(gemvs, outBits));
   }
 
   format::DType type = format::DType::F16;

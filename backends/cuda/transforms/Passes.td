@@ -137,20 +137,21 @@ def ChooseWeightLayout
 
 def ChooseOperandLayout
     : Pass<"kernel-choose-operand-layout", "mlir::ModuleOp"> {
-  let summary = "Write a GEMV input as the 16-bit operands its readers load";
+  let summary = "Write a linear input as the 16-bit operands its readers load";
   let description = [{
-    In `@decode` and the few-row `@prefill_few` (the programs whose linear
-    layers are GEMVs), when every reader of an unfused `sits.rms_norm`'s
-    result, or of a `<gated_linear>` launch's result (itself on tensor
-    cores), is
-    the input of a tensor-core GEMV of the same weight bits (16-bit
-    weights, or int8/int4 levels over interleaved rows), the producer
-    writes the value as those GEMVs' 16-bit mma operands (rounded as they
-    would round it): they then load half the bytes of x and convert
-    nothing. The norm becomes a `kernel.launch <norm>`; both get
-    `output_operand_bits`: the readers' weight bits, which name the order
-    of the halves (16: the input order; 8 and 4: common.cuh's
-    operandHalfIndex).
+    When every reader of an unfused `sits.rms_norm`'s result, or of a
+    `<gated_linear>` launch's result (itself on tensor cores), is the
+    input of a tensor-core linear kernel reading the same operand order,
+    the producer writes the value as those kernels' 16-bit mma operands
+    (rounded as they would round it): they then load half the bytes of x
+    and convert nothing. In `@decode` and the few-row `@prefill_few` the
+    readers are GEMVs over 16-bit weights or int8/int4 levels over
+    interleaved rows (all of the same bits); in the other programs
+    (prefill) they are tensor-core GEMMs, which read int8/int4 weights
+    dequantized to 16 bits (and LM heads, GEMVs everywhere). The norm
+    becomes a `kernel.launch <norm>`; both get `output_operand_bits`: the
+    readers' weight bits, which name the order of the halves (16: the
+    input order; 8 and 4: common.cuh's operandHalfIndex).
 
     Off with `half-operands=false` (as sitsc's), for measurements.
 

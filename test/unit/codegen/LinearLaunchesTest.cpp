@@ -347,9 +347,35 @@ TEST(GemmTensorCoreTest, LaunchHasTheRingAndTwoBlocksFitAnSM) {
   // Three stages of 128 f32 token rows and 128 16-bit weight rows, each
   // padded from 32 to 40 elements: 90 KiB, two blocks in an H100 SM's
   // 228 KiB (1 KiB of it reserved per block).
-  EXPECT_EQ(bytes, gemmTensorCoreSharedBytes(kGemmTensorCoreStages));
+  EXPECT_EQ(bytes, gemmTensorCoreSharedBytes(kGemmTensorCoreStages, false));
   EXPECT_EQ(bytes, 3 * 128 * 40 * (4 + 2));
   EXPECT_LE(2 * (bytes + 1024), 228 * 1024);
+  auto hasMember = [](const PlannedLaunch &launch, const std::string &text) {
+    for (const std::string &member : launch.spec.config)
+      if (member.find(text) != std::string::npos)
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(hasMember(planned, "kHalfX = false"));
+  EXPECT_TRUE(hasMember(planned, "kOutOperandBits = 0"));
+
+  // Its input as 16-bit operand rows (an rms_norm's), its output too (for
+  // the down projection's GEMM): the x rows of a stage take half the bytes.
+  desc.inputOperandBits = 16;
+  desc.outputOperandBits = 16;
+  const PlannedLaunch halves = planLinear(desc);
+  EXPECT_TRUE(format::evalExpr(halves.launch.sharedBytes,
+                               format::makeSymbols(1, 1, 132), &bytes, &error))
+      << error;
+  EXPECT_EQ(bytes, gemmTensorCoreSharedBytes(kGemmTensorCoreStages, true));
+  EXPECT_EQ(bytes, 3 * 128 * 40 * (2 + 2));
+  EXPECT_TRUE(hasMember(halves, "kHalfX = true"));
+  EXPECT_TRUE(hasMember(halves, "kOutOperandBits = 16"));
+  EXPECT_EQ(halves.spec.params.front().type, "const unsigned short *");
+  bool halfOut = false;
+  for (const KernelParam &param : halves.spec.params)
+    halfOut |= param.name == "out0" && param.type == "unsigned short *";
+  EXPECT_TRUE(halfOut);
 }
 
 TEST(DecodeSplitTest, DefaultIs256KeysFewerForSmallCaches) {

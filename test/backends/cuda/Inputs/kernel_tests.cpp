@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -303,8 +304,10 @@ void gemvCases() {
 // Tensor-core GEMM (prefill)
 //===----------------------------------------------------------------------===//
 
+/// HalfX: x as 16-bit operand rows; OutBits 16 (with kGlu): the output too.
 template <class WeightT, int K, int Rows0, int Rows1, int Segments, int Epi,
-          int Stages = 3, bool SplitK = false>
+          int Stages = 3, bool SplitK = false, bool HalfX = false,
+          int OutBits = 0>
 struct GemmConfig {
   typedef WeightT Weight;
   static constexpr int kK = K;
@@ -323,6 +326,8 @@ struct GemmConfig {
   static constexpr int kActivation = sits::kSilu;
   static constexpr int kStages = Stages;
   static constexpr bool kSplitK = SplitK;
+  static constexpr bool kHalfX = HalfX;
+  static constexpr int kOutOperandBits = OutBits;
 };
 
 template <class Cfg> void gemmEntry(void **args) {
@@ -333,7 +338,7 @@ template <class Cfg> void gemmEntry(void **args) {
   float *outs[2] = {sits_emu::arg<float *>(args[4]),
                     sits_emu::arg<float *>(args[5])};
   sits::gemmTensorCore<Cfg>(
-      sits_emu::arg<const float *>(args[0]), weights, biases, outs,
+      sits_emu::arg<const void *>(args[0]), weights, biases, outs,
       sits_emu::arg<const float *>(args[6]), sits_emu::arg<int>(args[7]),
       sits_emu::arg<float *>(args[8]), sits_emu::arg<int *>(args[9]));
 }
@@ -355,7 +360,13 @@ void checkGemm(const std::string &name, int tokens, int splits = 1) {
   }
   std::vector<float> bias = randomFloats(Cfg::rows(0));
   std::vector<float> residual = randomFloats(size_t(tokens) * Cfg::rows(0));
-  const float *xp = x.data(), *bp = bias.data(), *rp = residual.data();
+  // With kHalfX, x goes in as its operands: rounded to W in input order.
+  std::vector<typename W::Storage> xHalves(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    xHalves[i] = W::store(x[i]);
+  const void *xp = Cfg::kHalfX ? static_cast<const void *>(xHalves.data())
+                               : static_cast<const void *>(x.data());
+  const float *bp = bias.data(), *rp = residual.data();
   const void *w0 = w[0].data(), *w1 = segments > 1 ? w[1].data() : nullptr;
   const int tokenTiles = (tokens + 127) / 128;
   std::vector<float> partial(
@@ -364,14 +375,19 @@ void checkGemm(const std::string &name, int tokens, int splits = 1) {
   float *pp = partial.data();
   int *cp = counters.data();
   bool written = true;
+  // Unwritten outputs: all bits set, a NaN as f32 and as each 16-bit half.
+  float kAllOnes;
+  const unsigned ones = ~0u;
+  std::memcpy(&kAllOnes, &ones, sizeof ones);
   for (int run = 0; run < (splits > 1 ? 2 : 1); ++run) {
     for (int s = 0; s < segments; ++s)
-      std::fill(out[s].begin(), out[s].end(), NAN);
+      std::fill(out[s].begin(), out[s].end(), kAllOnes);
     float *o0 = out[0].data(), *o1 = segments > 1 ? out[1].data() : nullptr;
     void *args[10] = {&xp, &w0, &w1, &bp, &o0, &o1, &rp, &tokens, &pp, &cp};
     if (!launch(gemmEntry<Cfg>, tokenTiles, Cfg::kTotalTiles, splits,
                 sits::kTcGemmThreads,
-                sits::gemmTensorCoreSharedBytes(Cfg::kStages), args)) {
+                sits::gemmTensorCoreSharedBytes(Cfg::kStages, Cfg::kHalfX),
+                args)) {
       report(name, INFINITY, 0, false);
       return;
     }
@@ -398,13 +414,25 @@ void checkGemm(const std::string &name, int tokens, int splits = 1) {
           if (Cfg::kEpilogue == sits::kResidual)
             want += residual[size_t(m) * Cfg::rows(0) + r];
         }
-        const float got = out[s][size_t(m) * Cfg::rows(s) + r];
+        const size_t at = size_t(m) * Cfg::rows(s) + r;
+        // kOutOperandBits: 16-bit rows in the f32 buffer's first half (NaN
+        // bytes until written), compared with the output rounded as the
+        // kernel rounds it.
+        float got = out[s][at];
+        if (Cfg::kOutOperandBits) {
+          got = W::load(reinterpret_cast<const typename W::Storage *>(
+              out[s].data())[at]);
+          want = rounded<W>(static_cast<float>(want));
+        }
         written &= !std::isnan(got);
         worst = std::max(worst, std::fabs(got - want));
         scale = std::max(scale, std::fabs(want));
       }
+  // 16-bit outputs: an f32 sum a few ulps off may round to the next half.
+  const double tolerance =
+      !Cfg::kOutOperandBits ? 2e-6 : W::kIsBf16 ? 1.0 / 128 : 1.0 / 1024;
   report(name + " T=" + std::to_string(tokens), worst / std::max(scale, 1.0),
-         2e-6, written);
+         tolerance, written);
 }
 
 void gemmCases() {
@@ -441,6 +469,21 @@ void gemmCases() {
   typedef GemmConfig<F16, 200, 72, 0, 1, sits::kResidual, 2, true> SplitRes;
   checkGemm<SplitRes>("gemm f16 residual K=200 rows 72 2 stages 2 splits", 9,
                       2);
+  // x as 16-bit operand rows (ldmatrix A fragments), an output as such rows
+  // (a gate/up pair for the down projection's GEMM): the ring wraps, tokens
+  // and rows past a tile, split K.
+  typedef GemmConfig<BF16, 232, 200, 72, 2, sits::kPlain, 3, false, true>
+      HalfX;
+  checkGemm<HalfX>("gemm bf16 2 segments K=232 rows 200/72 16-bit x", 131);
+  typedef GemmConfig<F16, 264, 136, 136, 2, sits::kGlu, 3, false, true, 16>
+      HalfGlu;
+  checkGemm<HalfGlu>("gemm f16 gate/up K=264 rows 136 16-bit x and out", 150);
+  typedef GemmConfig<BF16, 104, 88, 88, 2, sits::kGlu, 4, false, false, 16>
+      HalfOutGlu;
+  checkGemm<HalfOutGlu>("gemm bf16 gate/up K=104 rows 88 16-bit out", 37);
+  typedef GemmConfig<F16, 200, 72, 0, 1, sits::kResidual, 2, true, true>
+      HalfSplit;
+  checkGemm<HalfSplit>("gemm f16 residual K=200 16-bit x 3 splits", 40, 3);
 }
 
 //===----------------------------------------------------------------------===//
