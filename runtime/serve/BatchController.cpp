@@ -18,7 +18,8 @@ BatchController::BatchController(BatchControlOptions options,
              : options.targetSeconds > 0
                  ? std::min(options.minBudget, options.maxBudget)
                  : options.maxBudget),
-      backoff(options.rowsOffWindows), current(options.maxLimit) {
+      backoff(options.rowsOffWindows), current(options.maxLimit),
+      lastUpdate(start) {
   if (options.maxLimit < 1)
     throw Error(ErrorCode::InvalidArgument,
                 "the batch limit needs at least one slot");
@@ -48,9 +49,14 @@ BatchController::BatchController(BatchControlOptions options,
     throw Error(ErrorCode::InvalidArgument,
                 "the prompt rows' backoff must be at least one window, and "
                 "its longest at least its first");
-  if (options.tailHorizon < 1)
+  if (options.tailHorizon < 1 || options.tailSpan.count() <= 0)
     throw Error(ErrorCode::InvalidArgument,
-                "the tail ledger needs at least one gap");
+                "the tail ledger needs at least one gap and a positive span");
+}
+
+void BatchController::forgetOldestGap() {
+  ledgerSlow -= ledger.front().slow;
+  ledger.pop_front();
 }
 
 void BatchController::recordTokenLatency(double seconds, StepKind endedBy) {
@@ -63,13 +69,9 @@ void BatchController::recordTokenLatency(double seconds, StepKind endedBy) {
   if (options.targetSeconds <= 0)
     return; // no target, no slow gap
   const bool slow = seconds > options.targetSeconds;
-  if (ledger.size() < options.tailHorizon) {
-    ledger.push_back(slow);
-  } else {
-    ledgerSlow -= ledger[ledgerNext];
-    ledger[ledgerNext] = slow;
-    ledgerNext = (ledgerNext + 1) % ledger.size();
-  }
+  if (ledger.size() == options.tailHorizon)
+    forgetOldestGap();
+  ledger.push_back({lastUpdate, slow});
   ledgerSlow += slow;
 }
 
@@ -90,6 +92,9 @@ double BatchController::p99(std::vector<double> &values) {
 }
 
 uint32_t BatchController::update(Clock::time_point now) {
+  lastUpdate = now;
+  while (!ledger.empty() && now - ledger.front().at >= options.tailSpan)
+    forgetOldestGap();
   if (now - windowStart < options.window)
     return current;
   ++closed;

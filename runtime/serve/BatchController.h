@@ -43,8 +43,9 @@
 //
 // The budget keeps the steps fast, but prompts then move a few tokens a
 // step. A p99 lets 1 % of the gaps be slow; the controller spends part of
-// that on purpose: a tail ledger of the last tailHorizon inter-token gaps
-// counts those over the target, and a bulk step (one that prefills past
+// that on purpose: a tail ledger of the inter-token gaps of the last
+// tailSpan (at most tailHorizon of them) counts those over the target, and
+// a bulk step (one that prefills past
 // the budget, up to maxBudget, stalling each decoding stream once) is
 // allowed while
 //
@@ -69,6 +70,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace sits::serve {
@@ -118,13 +120,21 @@ struct BatchControlOptions {
   /// window or two of rows coming back, a second of rows on is a load
   /// that fits them.
   uint32_t rowsRelapseWindows = 10;
-  /// Inter-token gaps the tail ledger holds (>= 1). A p99 is a share of
-  /// gaps, so the ledger counts gaps, not time. 20,000 is about 6 s of 64
-  /// streams at 20 ms a step: its 0.5 % (100 gaps) pays for a bulk step
+  /// Inter-token gaps the tail ledger holds at most (>= 1). A p99 is a
+  /// share of gaps, so the ledger counts gaps: 20,000 is about 6 s of 64
+  /// streams at 20 ms a step, whose 0.5 % (100 gaps) pays for a bulk step
   /// over all 64, and a burst of slow steps is forgotten within seconds
-  /// under load (with fewer streams it lasts longer, but a bulk step then
-  /// stalls fewer gaps).
+  /// under load.
   uint32_t tailHorizon = 20000;
+  /// The ledger also forgets gaps older than this (> 0): the tail a bulk
+  /// step spends must have been earned lately. Counted in gaps alone, the
+  /// ledger of a quiet load spans minutes (20,000 gaps of one stream at 7
+  /// ms a step), and when the load rises those fast gaps paid for stalls
+  /// of many streams at once: on the 8B shape, rising from 1 to 8 streams,
+  /// bulk steps of 86 ms at the new level's start made its p99 29.6 ms
+  /// against a 10.1 ms target. Within 5 s, slow gaps of bulk steps stay
+  /// near tailShare of the gaps of any few seconds.
+  std::chrono::nanoseconds tailSpan = std::chrono::seconds(5);
 };
 
 class BatchController {
@@ -135,7 +145,8 @@ public:
   BatchController(BatchControlOptions options, Clock::time_point start);
 
   /// One inter-token latency (seconds) of some request, in the open window
-  /// and the tail ledger (with a target), ended by a step of kind `endedBy`.
+  /// and the tail ledger (with a target, stamped with the time of the last
+  /// update), ended by a step of kind `endedBy`.
   /// A bulk step's gap is a stall spent from the tail on purpose: the
   /// ledger counts it, the window's p99 does not. A gap a step with prompt
   /// rows ended also tells whether such steps fit the target at all.
@@ -155,8 +166,9 @@ public:
   /// each) now: always when none decodes, else while the ledger's slow
   /// gaps and those would stay within tailShare of its gaps and those.
   bool bulkAllowed(uint32_t decodingRequests) const;
-  /// Closes the open window when it is `window` old or more at `now` (the
-  /// next one opens at `now`) and applies the rule; returns the limit.
+  /// Forgets the ledger's gaps older than tailSpan at `now`; closes the
+  /// open window when it is `window` old or more at `now` (the next one
+  /// opens at `now`) and applies the rule; returns the limit.
   uint32_t update(Clock::time_point now);
 
   uint32_t limit() const { return current; }
@@ -207,11 +219,16 @@ private:
   uint32_t current;
   double lastP99 = 0;
   uint64_t closed = 0;
-  /// The tail ledger, a ring of the last tailHorizon gaps (1: slow);
-  /// `ledgerNext` is the oldest once it is full.
-  std::vector<uint8_t> ledger;
-  size_t ledgerNext = 0;
+  /// The tail ledger, oldest first: when each gap was recorded (the last
+  /// update's time) and whether it was slow.
+  struct LedgerGap {
+    Clock::time_point at;
+    bool slow;
+  };
+  std::deque<LedgerGap> ledger;
   uint64_t ledgerSlow = 0;
+  Clock::time_point lastUpdate;
+  void forgetOldestGap();
 };
 
 } // namespace sits::serve

@@ -495,7 +495,46 @@ TEST(BatchController, BadTailOptionsAreRefused) {
     EXPECT_EQ(error.code(), sits::ErrorCode::InvalidArgument);
     EXPECT_NE(std::string(error.what()).find("tail ledger"), std::string::npos);
   }
+  for (std::chrono::nanoseconds span :
+       {std::chrono::nanoseconds(0), std::chrono::nanoseconds(-1)}) {
+    BatchControlOptions o = tail(0.005);
+    o.tailSpan = span;
+    try {
+      BatchController controller(o, Clock::time_point{});
+      ADD_FAILURE() << "a ledger spanning no time";
+    } catch (const sits::Error &error) {
+      EXPECT_EQ(error.code(), sits::ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(error.what()).find("positive span"),
+                std::string::npos);
+    }
+  }
   EXPECT_NO_THROW(BatchController(tail(0.5, 1), Clock::time_point{}));
+}
+
+TEST(BatchController, TheSpanForgetsGapsOlderThanIt) {
+  // 2000 fast gaps of a quiet load pay for a stall of 10 streams (10 <=
+  // 0.005 * 2010); once they are older than the span (5 s) they pay for
+  // nothing: the 10 gaps recorded since do not pay for one stream.
+  BatchControlOptions o = tail(0.005);
+  ASSERT_EQ(o.tailSpan, std::chrono::seconds(5)); // the default
+  const Clock::time_point start{};
+  BatchController controller(o, start);
+  gaps(controller, 2000, 5); // stamped at the start
+  EXPECT_TRUE(controller.bulkAllowed(10));
+  EXPECT_FALSE(controller.bulkAllowed(11));
+  controller.update(start + milliseconds(4900));
+  EXPECT_EQ(controller.ledgerGaps(), 2000u);
+  gaps(controller, 10, 30); // stamped at 4.9 s, slow
+  controller.update(start + milliseconds(4999));
+  EXPECT_EQ(controller.ledgerGaps(), 2010u);
+  controller.update(start + milliseconds(5000));
+  EXPECT_EQ(controller.ledgerGaps(), 10u);
+  EXPECT_DOUBLE_EQ(controller.ledgerSlowShare(), 1);
+  EXPECT_FALSE(controller.bulkAllowed(1));
+  EXPECT_TRUE(controller.bulkAllowed(0));
+  controller.update(start + milliseconds(9900));
+  EXPECT_EQ(controller.ledgerGaps(), 0u);
+  EXPECT_EQ(controller.ledgerSlowShare(), 0);
 }
 
 namespace {
