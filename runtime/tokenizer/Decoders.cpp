@@ -50,6 +50,12 @@ public:
         return true;
     return false;
   }
+  bool keepsWindowsExact(bool &afterFuse) const override {
+    for (const auto &member : members)
+      if (!member->keepsWindowsExact(afterFuse))
+        return false;
+    return true;
+  }
 
 private:
   std::vector<std::unique_ptr<Decoder>> members;
@@ -180,6 +186,10 @@ public:
 
 class FuseDecoder : public Decoder {
 public:
+  bool keepsWindowsExact(bool &afterFuse) const override {
+    afterFuse = true;
+    return true;
+  }
   void decodeChain(std::vector<std::string> &tokens) const override {
     std::string joined;
     for (const std::string &token : tokens)
@@ -209,6 +219,9 @@ public:
       if (begin != 0 || end != token.size())
         token = token.substr(begin, end - begin);
     }
+  }
+  bool keepsWindowsExact(bool &afterFuse) const override {
+    return !afterFuse || (start <= 1 && stop == 0);
   }
 
 private:

@@ -26,6 +26,13 @@ public:
   /// `<0xAB>` tokens decodes as a whole (all U+FFFD if any part is invalid).
   virtual bool hasByteFallback() const { return false; }
   virtual bool hasByteLevel() const { return false; }
+  /// Whether this step, run after a Fuse when `afterFuse` (set when it
+  /// fuses), decodes a window of a sequence's tokens that starts at a token
+  /// to the matching part of the whole sequence's text, as
+  /// TokenStreamDecoder needs: not a Strip of trailing characters, or of
+  /// more than one leading one, from the joined text (its window's ends are
+  /// not the sequence's: a run of spaces inside the text would lose them).
+  virtual bool keepsWindowsExact(bool &afterFuse) const { return true; }
 };
 
 /// Parses a non-null `decoder` node.

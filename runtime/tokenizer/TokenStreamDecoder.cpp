@@ -6,10 +6,14 @@
 // both times keeps position-dependent decoders (Metaspace and Strip drop the
 // first token's leading space) consistent, and holding back while the text
 // ends in U+FFFD keeps byte-level characters split across tokens whole.
-// One rule more than DecodeStream: while the last token is a byte-fallback
+// Two rules more than DecodeStream: while the last token is a byte-fallback
 // token `<0xAB>` nothing is emitted, because ByteFallback decodes a run of
-// them as a whole and one invalid byte turns the entire run into U+FFFD; so
-// the pieces always add up to decode() of all the ids.
+// them as a whole and one invalid byte turns the entire run into U+FFFD;
+// and a decoder that strips the ends of the joined text beyond one leading
+// character (a Strip with `stop`, after a Fuse) decodes the whole sequence
+// every time instead of a window, since a window's ends are not the
+// sequence's (each token of a run of spaces would lose some). So the pieces
+// always add up to decode() of all the ids.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +94,12 @@ std::string TokenStreamDecoder::push(int32_t id) {
       !startsWith(text, s.prefixText))
     return {};
   std::string fresh = text.substr(s.prefixText.size());
+  if (s.impl && !s.impl->decodesWindowsExactly()) {
+    // The window stays the whole sequence.
+    s.readIndex = s.ids.size();
+    s.prefixText = std::move(text);
+    return fresh;
+  }
   // The new window starts where the emitted part of this one ended.
   s.ids.erase(s.ids.begin(), s.ids.begin() + s.readIndex);
   s.readIndex = s.ids.size();

@@ -223,6 +223,11 @@ std::string TokenizerImpl::decode(const std::vector<int32_t> &ids,
   return decodeRange(ids.data(), ids.data() + ids.size(), skipSpecialTokens);
 }
 
+bool TokenizerImpl::decodesWindowsExactly() const {
+  bool afterFuse = false;
+  return !decoder || decoder->keepsWindowsExact(afterFuse);
+}
+
 bool TokenizerImpl::continuesByteRun(int32_t id, bool skipSpecialTokens) const {
   if (!decoder || !decoder->hasByteFallback())
     return false;
