@@ -28,6 +28,9 @@ struct TokenStreamDecoder::State {
   std::shared_ptr<const Tokenizer> tokenizer;
   const TokenizerImpl *impl = nullptr; // null for other implementations
   bool skipSpecialTokens = true;
+  /// The decoder strips the joined text's ends: the window is always the
+  /// whole sequence (TokenizerImpl::decodesWindowsExactly, asked once).
+  bool wholeSequence = false;
   // ids[0, readIndex) decoded to `prefixText` (the window's already emitted
   // part); ids[readIndex, end) are not emitted yet.
   std::vector<int32_t> ids;
@@ -65,6 +68,7 @@ TokenStreamDecoder::TokenStreamDecoder(
     throw Error(ErrorCode::InvalidArgument,
                 "TokenStreamDecoder needs a tokenizer");
   state->impl = dynamic_cast<const TokenizerImpl *>(tokenizer.get());
+  state->wholeSequence = state->impl && !state->impl->decodesWindowsExactly();
   state->tokenizer = std::move(tokenizer);
   state->skipSpecialTokens = skipSpecialTokens;
 }
@@ -94,8 +98,7 @@ std::string TokenStreamDecoder::push(int32_t id) {
       !startsWith(text, s.prefixText))
     return {};
   std::string fresh = text.substr(s.prefixText.size());
-  if (s.impl && !s.impl->decodesWindowsExactly()) {
-    // The window stays the whole sequence.
+  if (s.wholeSequence) {
     s.readIndex = s.ids.size();
     s.prefixText = std::move(text);
     return fresh;

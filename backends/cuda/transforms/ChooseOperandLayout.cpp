@@ -83,17 +83,10 @@ struct ChooseOperandLayoutPass
         return 0;
       }
       auto [userBits, group] = getQuantKey(weight);
-      if (gemm) {
-        // gemm_tc (LinearKernels.cpp's choice: the same conditions as the
-        // 16-bit tensor-core GEMV's).
-        if (!codegen::decodeGemvOnTensorCores(true, type, k) ||
-            (bits && bits != kInputOrder))
-          return 0;
-        bits = kInputOrder;
-        continue;
-      }
-      if (userBits == 0) {
-        // 16-bit weights: the tensor-core GEMV reads x in input order.
+      // 16-bit weights: the tensor-core GEMV reads x in input order, and so
+      // does gemm_tc, over dequantized levels too (under the same
+      // conditions, LinearKernels.cpp).
+      if (gemm || userBits == 0) {
         if (!codegen::decodeGemvOnTensorCores(true, type, k) ||
             (bits && bits != kInputOrder))
           return 0;
