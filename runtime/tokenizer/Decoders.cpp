@@ -50,11 +50,9 @@ public:
         return true;
     return false;
   }
-  bool keepsWindowsExact(bool &afterFuse) const override {
+  void addStreamWindowNeeds(StreamWindowNeeds &needs) const override {
     for (const auto &member : members)
-      if (!member->keepsWindowsExact(afterFuse))
-        return false;
-    return true;
+      member->addStreamWindowNeeds(needs);
   }
 
 private:
@@ -186,9 +184,8 @@ public:
 
 class FuseDecoder : public Decoder {
 public:
-  bool keepsWindowsExact(bool &afterFuse) const override {
-    afterFuse = true;
-    return true;
+  void addStreamWindowNeeds(StreamWindowNeeds &needs) const override {
+    needs.afterFuse = true;
   }
   void decodeChain(std::vector<std::string> &tokens) const override {
     std::string joined;
@@ -220,8 +217,10 @@ public:
         token = token.substr(begin, end - begin);
     }
   }
-  bool keepsWindowsExact(bool &afterFuse) const override {
-    return !afterFuse || (start <= 1 && stop == 0);
+  void addStreamWindowNeeds(StreamWindowNeeds &needs) const override {
+    // Before a Fuse it strips each token alone.
+    if (needs.afterFuse && (start != 0 || stop != 0))
+      ++needs.endStrips;
   }
 
 private:

@@ -17,6 +17,19 @@ namespace sits::tok {
 
 class JsonNode;
 
+/// What a decoder chain needs of the windows TokenStreamDecoder decodes
+/// (a window: the ids from some token of the sequence to its end).
+struct StreamWindowNeeds {
+  /// A Fuse came earlier in the chain: later steps see the joined text.
+  bool afterFuse = false;
+  /// Strips (of one character) from the joined text's ends. With one, a
+  /// window decodes to the matching part of the sequence's text when the
+  /// part of it already emitted decodes to a non-empty text
+  /// (TokenStreamDecoder.cpp says why); with more, not shown, the stream
+  /// decodes the whole sequence.
+  unsigned endStrips = 0;
+};
+
 class Decoder {
 public:
   virtual ~Decoder();
@@ -26,13 +39,9 @@ public:
   /// `<0xAB>` tokens decodes as a whole (all U+FFFD if any part is invalid).
   virtual bool hasByteFallback() const { return false; }
   virtual bool hasByteLevel() const { return false; }
-  /// Whether this step, run after a Fuse when `afterFuse` (set when it
-  /// fuses), decodes a window of a sequence's tokens that starts at a token
-  /// to the matching part of the whole sequence's text, as
-  /// TokenStreamDecoder needs: not a Strip of trailing characters, or of
-  /// more than one leading one, from the joined text (its window's ends are
-  /// not the sequence's: a run of spaces inside the text would lose them).
-  virtual bool keepsWindowsExact(bool &afterFuse) const { return true; }
+  /// Adds what this step needs of the windows of a sequence's tokens that
+  /// TokenStreamDecoder decodes (StreamWindowNeeds).
+  virtual void addStreamWindowNeeds(StreamWindowNeeds &needs) const {}
 };
 
 /// Parses a non-null `decoder` node.

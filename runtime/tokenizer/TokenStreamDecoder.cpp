@@ -9,11 +9,18 @@
 // Two rules more than DecodeStream: while the last token is a byte-fallback
 // token `<0xAB>` nothing is emitted, because ByteFallback decodes a run of
 // them as a whole and one invalid byte turns the entire run into U+FFFD;
-// and a decoder that strips the ends of the joined text beyond one leading
-// character (a Strip with `stop`, after a Fuse) decodes the whole sequence
-// every time instead of a window, since a window's ends are not the
-// sequence's (each token of a run of spaces would lose some). So the pieces
-// always add up to decode() of all the ids.
+// and a new window starts at the latest token from which the ids already
+// emitted decode to a non-empty text. That rule is for a Strip of a
+// character c from the joined text's ends (after a Fuse): a window's ends
+// are not the sequence's. With such a window, when the emitted part's text
+// holds a character other than c, its leading and trailing runs of c are
+// its own, so both decodes strip them alike, and the trailing c held back
+// are the ones the last piece held back; when it is all c, being non-empty
+// after the strip it has more c than the strip takes from both ends
+// (without the rule, each token of a run of spaces lost some). A decoder
+// that strips the joined text more than once decodes the whole sequence
+// every time. So the pieces always add up to decode() of all the
+// ids.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +35,9 @@ struct TokenStreamDecoder::State {
   std::shared_ptr<const Tokenizer> tokenizer;
   const TokenizerImpl *impl = nullptr; // null for other implementations
   bool skipSpecialTokens = true;
-  /// The decoder strips the joined text's ends: the window is always the
-  /// whole sequence (TokenizerImpl::decodesWindowsExactly, asked once).
+  /// The decoder strips the joined text's ends so that no window is exact:
+  /// the window is always the whole sequence
+  /// (TokenizerImpl::decodesWindowsExactly, asked once).
   bool wholeSequence = false;
   // ids[0, readIndex) decoded to `prefixText` (the window's already emitted
   // part); ids[readIndex, end) are not emitted yet.
@@ -38,11 +46,13 @@ struct TokenStreamDecoder::State {
   std::string prefixText;
   bool inByteRun = false;
 
-  std::string decodeFrom(size_t end) const {
+  /// The text of ids[begin, end).
+  std::string decodeRange(size_t begin, size_t end) const {
     if (impl)
-      return impl->decodeRange(ids.data(), ids.data() + end, skipSpecialTokens);
+      return impl->decodeRange(ids.data() + begin, ids.data() + end,
+                               skipSpecialTokens);
     return tokenizer->decode(
-        std::vector<int32_t>(ids.begin(), ids.begin() + end),
+        std::vector<int32_t>(ids.begin() + begin, ids.begin() + end),
         skipSpecialTokens);
   }
 };
@@ -93,26 +103,38 @@ std::string TokenStreamDecoder::push(int32_t id) {
   if (s.inByteRun)
     return {};
 
-  std::string text = s.decodeFrom(s.ids.size());
+  std::string text = s.decodeRange(0, s.ids.size());
   if (text.size() <= s.prefixText.size() || endsWithReplacement(text) ||
       !startsWith(text, s.prefixText))
     return {};
   std::string fresh = text.substr(s.prefixText.size());
-  if (s.wholeSequence) {
-    s.readIndex = s.ids.size();
-    s.prefixText = std::move(text);
-    return fresh;
+  // The new window starts where the emitted part of this one ended, or up
+  // to kMostTokensBack earlier where that part decodes to nothing (else
+  // this window goes on: a strip of thousands of characters would
+  // otherwise search the whole window at every token).
+  constexpr size_t kMostTokensBack = 64;
+  std::string windowText;
+  size_t start = s.wholeSequence ? 0 : s.readIndex;
+  for (size_t back = 0; start > 0; --start, ++back) {
+    if (back == kMostTokensBack) {
+      start = 0;
+      break;
+    }
+    windowText = s.decodeRange(start, s.ids.size());
+    if (!windowText.empty())
+      break;
   }
-  // The new window starts where the emitted part of this one ended.
-  s.ids.erase(s.ids.begin(), s.ids.begin() + s.readIndex);
+  if (start == 0)
+    windowText = std::move(text);
+  s.ids.erase(s.ids.begin(), s.ids.begin() + start);
   s.readIndex = s.ids.size();
-  s.prefixText = s.decodeFrom(s.readIndex);
+  s.prefixText = std::move(windowText);
   return fresh;
 }
 
 std::string TokenStreamDecoder::finish() {
   State &s = *state;
-  std::string text = s.decodeFrom(s.ids.size());
+  std::string text = s.decodeRange(0, s.ids.size());
   std::string rest;
   if (startsWith(text, s.prefixText)) {
     rest = text.substr(s.prefixText.size());

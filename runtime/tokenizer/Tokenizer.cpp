@@ -224,8 +224,11 @@ std::string TokenizerImpl::decode(const std::vector<int32_t> &ids,
 }
 
 bool TokenizerImpl::decodesWindowsExactly() const {
-  bool afterFuse = false;
-  return !decoder || decoder->keepsWindowsExact(afterFuse);
+  if (!decoder)
+    return true;
+  StreamWindowNeeds needs;
+  decoder->addStreamWindowNeeds(needs);
+  return needs.endStrips <= 1;
 }
 
 bool TokenizerImpl::continuesByteRun(int32_t id, bool skipSpecialTokens) const {

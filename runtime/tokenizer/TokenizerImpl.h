@@ -46,8 +46,9 @@ public:
   /// Whether decoding `id` yields no token at all (a skipped special token
   /// or an id the vocabulary does not name).
   bool decodesToNothing(int32_t id, bool skipSpecialTokens) const;
-  /// Whether a window of a sequence's ids decodes to the matching part of
-  /// the whole sequence's text (Decoder::keepsWindowsExact).
+  /// Whether a window of a sequence's ids whose already emitted part
+  /// decodes to a non-empty text decodes to the matching part of the whole
+  /// sequence's text (StreamWindowNeeds).
   bool decodesWindowsExactly() const;
 
 private:

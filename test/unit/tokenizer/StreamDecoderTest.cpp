@@ -108,24 +108,44 @@ TEST(TokenStreamDecoderTest, FirstTokenSpaceAndSpecialTokens) {
 }
 
 TEST(TokenStreamDecoderTest, StripsOfTheJoinedTextsEndsKeepInnerSpaces) {
-  // A Strip after the Fuse that takes trailing spaces, or more than one
-  // leading one, strips the ends of the joined text: a window's ends are
-  // not the sequence's, so the stream decodes the whole sequence, and runs
-  // of space tokens inside the text keep every space (with windows, each
-  // space token of a run lost some; found by the fuzz target).
+  // A Strip after the Fuse strips the ends of the joined text, and a
+  // window's ends are not the sequence's: a window starts only where the
+  // ids already emitted decode to some text, and runs of space tokens
+  // inside the text keep every space (with any window, each space token of
+  // a run lost some; found by the fuzz target). Long runs reach the 64
+  // tokens a new window's start is looked for.
   constexpr int32_t kSpace = 259, kA = 260;
-  for (auto [start, stop] :
-       {std::pair{1, 5}, std::pair{3, 0}, std::pair{0, 2}}) {
+  // With `twice`, a second Strip after it, of 'a' (the id kA).
+  struct Strip {
+    const char *content;
+    int start, stop;
+    bool twice = false;
+  };
+  for (Strip strip : {Strip{" ", 1, 5}, Strip{" ", 3, 0}, Strip{" ", 0, 2},
+                      Strip{" ", 1, 0}, Strip{" ", 2, 2}, Strip{" ", 90, 70},
+                      Strip{"a", 2, 1}, Strip{" ", 1, 2, true}}) {
     json config = sentencePieceJson();
-    config["decoder"]["decoders"][3]["start"] = start;
-    config["decoder"]["decoders"][3]["stop"] = stop;
+    json &decoders = config["decoder"]["decoders"];
+    decoders[3]["content"] = strip.content;
+    decoders[3]["start"] = strip.start;
+    decoders[3]["stop"] = strip.stop;
+    if (strip.twice) {
+      decoders.push_back(decoders[3]);
+      decoders[4]["content"] = "a";
+    }
     auto tok = load(config);
-    Ids ids = {kA};
-    ids.insert(ids.end(), 12, kSpace);
-    ids.push_back(kA);
-    ids.insert(ids.end(), 7, kSpace);
-    EXPECT_EQ(join(streamPieces(tok, ids, true)), tok->decode(ids, true))
-        << "start " << start << ", stop " << stop;
+    std::string name = "'" + std::string(strip.content) + "' start " +
+                       std::to_string(strip.start) + ", stop " +
+                       std::to_string(strip.stop) +
+                       (strip.twice ? ", twice" : "");
+    for (int run : {12, 100}) {
+      Ids ids = {kA};
+      ids.insert(ids.end(), run, kSpace);
+      ids.push_back(kA);
+      ids.insert(ids.end(), run / 2 + 1, kSpace);
+      EXPECT_EQ(join(streamPieces(tok, ids, true)), tok->decode(ids, true))
+          << name << ", runs of " << run;
+    }
     std::mt19937 rng(7);
     std::uniform_int_distribution<int32_t> anyId(
         0, static_cast<int32_t>(tok->vocabSize()) - 1);
@@ -137,7 +157,7 @@ TEST(TokenStreamDecoderTest, StripsOfTheJoinedTextsEndsKeepInnerSpaces) {
       for (bool skip : {true, false})
         ASSERT_EQ(join(streamPieces(tok, random, skip)),
                   tok->decode(random, skip))
-            << "start " << start << ", stop " << stop << ", trial " << trial;
+            << name << ", trial " << trial;
     }
   }
 }
