@@ -108,22 +108,22 @@ std::string TokenStreamDecoder::push(int32_t id) {
       !startsWith(text, s.prefixText))
     return {};
   std::string fresh = text.substr(s.prefixText.size());
-  // The new window starts where the emitted part of this one ended, or up
-  // to kMostTokensBack earlier where that part decodes to nothing (else
-  // this window goes on: a strip of thousands of characters would
-  // otherwise search the whole window at every token).
+  // The new window starts where the emitted part of this one ended, or
+  // 1, 2, 4, ... 64 tokens earlier where that part decodes to nothing (any
+  // start whose part decodes to some text will do), else this window goes
+  // on.
   constexpr size_t kMostTokensBack = 64;
   std::string windowText;
-  size_t start = s.wholeSequence ? 0 : s.readIndex;
-  for (size_t back = 0; start > 0; --start, ++back) {
-    if (back == kMostTokensBack) {
-      start = 0;
-      break;
+  size_t start = 0;
+  if (!s.wholeSequence)
+    for (size_t back = 0; back <= kMostTokensBack && back < s.readIndex;
+         back = back ? 2 * back : 1) {
+      windowText = s.decodeRange(s.readIndex - back, s.ids.size());
+      if (!windowText.empty()) {
+        start = s.readIndex - back;
+        break;
+      }
     }
-    windowText = s.decodeRange(start, s.ids.size());
-    if (!windowText.empty())
-      break;
-  }
   if (start == 0)
     windowText = std::move(text);
   s.ids.erase(s.ids.begin(), s.ids.begin() + start);
