@@ -13,9 +13,12 @@
 #   3. speed: sits-bench at batch 1, 2, 4, 8, context 32 and 1024, 128 new
 #      tokens, persistent and graph mode one after the other.
 #   4. the TinyLlama shape's persistent step by task: an engine of sitsc
-#      --persistent-trace, sits-bench --persistent-trace (trace-tinyllama.json).
+#      --persistent-trace, sits-bench --persistent-trace (trace-tinyllama-trace.json).
 #   5. RUN_TESTS=1 (default): bench/device/runtime-gpu-tests.sh, which
 #      includes test/runtime/persistent-decode-gpu.test.
+# With .device/sitsc-alt (another build of sitsc, e.g. with a changed
+# persistent.cuh), the TinyLlama engines are made by it too (NAME-alt) and
+# steps 2-4 run on them as well. ONLY_TINYLLAMA=1 leaves llama_gqa out.
 # Here, before the call: bench/device/prepare.sh, `rm -rf .device/models`,
 # `tar -cJf .device-pack/device.tar.xz .device`; carry [".device-pack",
 # ".device-serve"]. $OUT gets persistent.log and the logs of each step.
@@ -42,12 +45,21 @@ compile() { # NAME MODEL [SITSC OPTION...]
   fi
 }
 models=()
-compile gqa test/models/llama_gqa/model.onnx && models+=(gqa)
+traced=()
+[ "${ONLY_TINYLLAMA:-0}" = 1 ] ||
+  { compile gqa test/models/llama_gqa/model.onnx && models+=(gqa); }
+variants=("")
+[ -x .device/sitsc-alt ] && variants+=(-alt)
 if [ -f "$tl/onnx/model.onnx" ]; then
-  [ "${BLOCKS_132:-0}" = 1 ] && compile tinyllama "$tl/onnx/model.onnx" && models+=(tinyllama)
-  # Two blocks per SM (the kernel's registers allow it).
-  compile tinyllama-264 "$tl/onnx/model.onnx" --persistent-blocks=264 && models+=(tinyllama-264)
-  compile tinyllama-trace "$tl/onnx/model.onnx" --persistent-blocks=264 --persistent-trace
+  for v in "${variants[@]}"; do
+    [ -n "$v" ] && sitsc() { .device/sitsc-alt "$@"; }
+    [ "${BLOCKS_132:-0}" = 1 ] && compile "tinyllama$v" "$tl/onnx/model.onnx" && models+=("tinyllama$v")
+    # Two blocks per SM (the kernel's registers allow it).
+    compile "tinyllama-264$v" "$tl/onnx/model.onnx" --persistent-blocks=264 && models+=("tinyllama-264$v")
+    compile "tinyllama-trace$v" "$tl/onnx/model.onnx" --persistent-blocks=264 --persistent-trace &&
+      traced+=("tinyllama-trace$v")
+  done
+  unset -f sitsc
 fi
 wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin
@@ -82,13 +94,13 @@ done
 
 # Where a persistent step's time goes: each task's tiles (sits-bench
 # --persistent-trace on the traced engine).
-if [ -f "$W/tinyllama-trace.sits" ]; then
-  timeout 120 "$bin/sits-bench" "$W/tinyllama-trace.sits" --batch 1,8 --context 32,1024 \
-    --new-tokens 32 --repeats 1 --persistent-trace "$FINAL/trace-tinyllama.json" \
-    >"$FINAL/bench-tinyllama-trace.log" 2>&1
-  say "traced (exit $?):"
-  grep -E '^ *[0-9]|persistent step' "$FINAL/bench-tinyllama-trace.log" | tee -a "$FINAL/$NAME.log"
-fi
+for m in "${traced[@]}"; do
+  timeout 120 "$bin/sits-bench" "$W/$m.sits" --batch 1,8 --context 32,1024 \
+    --new-tokens 32 --repeats 1 --persistent-trace "$FINAL/trace-$m.json" \
+    >"$FINAL/bench-$m.log" 2>&1
+  say "$m (exit $?):"
+  grep -E '^ *[0-9]|persistent step' "$FINAL/bench-$m.log" | tee -a "$FINAL/$NAME.log"
+done
 
 if [ "${RUN_TESTS:-1}" = 1 ]; then
   say "runtime GPU tests"

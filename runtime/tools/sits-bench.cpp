@@ -23,8 +23,9 @@
 // succeeding can be measured on random weights, whose proofs rarely hold.
 // --persistent-trace FILE (an engine of sitsc --persistent-trace): per
 // configuration, the last decode step's tiles by task (when each task's
-// first tile had its dependencies, when its last one ended, its tiles' mean
-// wait and run) into FILE as JSON, and the kernels that took longest.
+// first and last tiles had their dependencies, when its last one ended, its
+// tiles' mean wait and run, its longest run) and every tile's times into
+// FILE as JSON, and the kernels that took longest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -195,7 +196,8 @@ sits::json::Value summarizeTrace(const sits::PersistentTrace &trace,
   using sits::json::Value;
   struct Task {
     uint64_t tiles = 0, firstEnter = UINT64_MAX, firstReady = UINT64_MAX;
-    uint64_t lastLeave = 0;
+    uint64_t lastReady = 0, lastLeave = 0, longestRun = 0;
+    uint32_t longestTile = 0, longestBlock = 0;
     double waitNs = 0, runNs = 0;
   };
   std::vector<Task> tasks(trace.taskKernels.size());
@@ -207,7 +209,13 @@ sits::json::Value summarizeTrace(const sits::PersistentTrace &trace,
     ++task.tiles;
     task.firstEnter = std::min(task.firstEnter, tile.enterNs);
     task.firstReady = std::min(task.firstReady, tile.readyNs);
+    task.lastReady = std::max(task.lastReady, tile.readyNs);
     task.lastLeave = std::max(task.lastLeave, tile.leaveNs);
+    if (tile.leaveNs - tile.readyNs >= task.longestRun) {
+      task.longestRun = tile.leaveNs - tile.readyNs;
+      task.longestTile = tile.tile;
+      task.longestBlock = tile.block;
+    }
     task.waitNs += double(tile.readyNs - tile.enterNs);
     task.runNs += double(tile.leaveNs - tile.readyNs);
     start = std::min(start, tile.enterNs);
@@ -227,9 +235,13 @@ sits::json::Value summarizeTrace(const sits::PersistentTrace &trace,
     item.set("tiles", task.tiles);
     item.set("first_enter_us", (task.firstEnter - start) / 1e3);
     item.set("first_ready_us", (task.firstReady - start) / 1e3);
+    item.set("last_ready_us", (task.lastReady - start) / 1e3);
     item.set("last_leave_us", (task.lastLeave - start) / 1e3);
     item.set("mean_wait_us", task.waitNs / task.tiles / 1e3);
     item.set("mean_run_us", task.runNs / task.tiles / 1e3);
+    item.set("longest_run_us", task.longestRun / 1e3);
+    item.set("longest_tile", uint64_t(task.longestTile));
+    item.set("longest_block", uint64_t(task.longestBlock));
     list.push(std::move(item));
     const double span = (task.lastLeave - task.firstReady) / 1e3;
     auto found =
@@ -243,6 +255,19 @@ sits::json::Value summarizeTrace(const sits::PersistentTrace &trace,
   }
   std::sort(byKernel.begin(), byKernel.end(),
             [](const auto &a, const auto &b) { return a.first > b.first; });
+  // Every tile, for a timeline: task, tile, block, entered, ready, left.
+  Value &records = root.set("tile_records", Value::array());
+  for (const sits::PersistentTileTime &tile : trace.tiles) {
+    if (tile.task >= tasks.size())
+      continue;
+    Value record = Value::array();
+    record.push(uint64_t(tile.task));
+    record.push(uint64_t(tile.tile));
+    record.push(uint64_t(tile.block));
+    for (uint64_t ns : {tile.enterNs, tile.readyNs, tile.leaveNs})
+      record.push((ns - start) / 1e3);
+    records.push(std::move(record));
+  }
   char line[160];
   std::snprintf(line, sizeof(line),
                 "  persistent step: %.1f us from its first tile to its last;"
