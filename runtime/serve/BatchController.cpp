@@ -18,8 +18,8 @@ BatchController::BatchController(BatchControlOptions options,
              : options.targetSeconds > 0
                  ? std::min(options.minBudget, options.maxBudget)
                  : options.maxBudget),
-      backoff(options.rowsOffWindows), current(options.maxLimit),
-      lastUpdate(start) {
+      backoff(options.rowsOffWindows), ceilingBackoff(options.ceilingWindows),
+      current(options.maxLimit), lastUpdate(start) {
   if (options.maxLimit < 1)
     throw Error(ErrorCode::InvalidArgument,
                 "the batch limit needs at least one slot");
@@ -49,6 +49,11 @@ BatchController::BatchController(BatchControlOptions options,
     throw Error(ErrorCode::InvalidArgument,
                 "the prompt rows' backoff must be at least one window, and "
                 "its longest at least its first");
+  if (options.ceilingWindows < 1 ||
+      options.maxCeilingWindows < options.ceilingWindows)
+    throw Error(ErrorCode::InvalidArgument,
+                "the batch ceiling must hold at least one window, and its "
+                "longest at least its first");
   if (options.tailHorizon < 1 || options.tailSpan.count() <= 0)
     throw Error(ErrorCode::InvalidArgument,
                 "the tail ledger needs at least one gap and a positive span");
@@ -100,9 +105,9 @@ uint32_t BatchController::update(Clock::time_point now) {
   ++closed;
   windowStart = now;
   const bool wasLimited = limited, wasBudgetHeld = budgetHeld;
-  const uint32_t prefilled = mostPrefilled;
+  const uint32_t prefilled = mostPrefilled, peak = peakRunning;
   limited = budgetHeld = false;
-  mostPrefilled = 0;
+  mostPrefilled = peakRunning = 0;
   // Whether steps with prompt rows ended their gaps within the margin (the
   // median of the window's, nearest rank).
   bool rowsFit = true;
@@ -123,7 +128,10 @@ uint32_t BatchController::update(Clock::time_point now) {
     holdNext = false;
     return current;
   }
+  if (peak > 0)
+    current = std::min(current, peak + 1);
   if (lastP99 > options.targetSeconds) {
+    holdNext = true;
     if (!rowsOff && budget && prefilled > options.minBudget) {
       budget = std::max(options.minBudget, std::min(budget, prefilled) / 2);
     } else if (!rowsOff && budget && budget <= options.minBudget &&
@@ -139,13 +147,24 @@ uint32_t BatchController::update(Clock::time_point now) {
                           : options.rowsOffWindows;
       rowsOff = true;
       rowsOffAt = closed;
+    } else if (peak > current) {
+      holdNext = false; // a decrease still draining: nothing changes
     } else {
       uint32_t lowered = static_cast<uint32_t>(current * options.decrease);
       current = std::max<uint32_t>(1, std::min(lowered, current - 1));
+      if (peak > 0) { // the caller counts the running requests
+        ceilingBackoff =
+            ceiling && peak <= ceiling
+                ? std::min(options.maxCeilingWindows, 2 * ceilingBackoff)
+                : options.ceilingWindows;
+        ceiling = peak;
+        ceilingAt = closed;
+      }
     }
-    holdNext = true;
   } else if (lastP99 < options.margin * options.targetSeconds) {
-    if (wasLimited && current < options.maxLimit)
+    const uint32_t ceilingNow = batchCeiling();
+    if (wasLimited && current < options.maxLimit &&
+        (!ceilingNow || current + 1 < ceilingNow))
       ++current;
     if (rowsOff) {
       if (wasBudgetHeld && closed - rowsOffAt >= backoff) {

@@ -16,16 +16,30 @@
 //   p99 > target, the budget at   prompt rows off: a normal step carries
 //   minBudget, and a step         no prompt token (prefillBudget() 0)
 //   prefilled prompt tokens
-//   p99 > target otherwise        limit = max(1, floor(limit * decrease))
+//   p99 > target otherwise        limit = max(1, floor(limit * decrease)),
+//                                 and the batch ceiling (below) is the
+//                                 most that ran; unless more run than the
+//                                 limit already (a decrease still draining:
+//                                 running requests are never preempted)
 //     (after any of these, the next window is not judged: its tokens were
 //     mostly made under the old limits)
-//   p99 < margin * target         limit + 1 (to maxLimit) if a request
+//   p99 < margin * target         limit + 1 (to maxLimit, and under the
+//                                 ceiling while it holds) if a request
 //                                 waited for the limit (not for a slot);
 //                                 if a prompt waited for the budget:
 //                                 budget + budgetStep (to maxBudget), or
 //                                 with rows off and their backoff over,
 //                                 rows on again at minBudget
 //   otherwise, or no token        unchanged
+//
+// Before the rule, a judged window's limit is cut to one more than the most
+// requests that ran in it: a limit of the slots, kept while a light load
+// met the target, would admit every request of a heavier one at once (on
+// the 8B shape, 32 streams joining 16 made 11.4 ms steps against a 9.9 ms
+// target for seconds). The limit thus climbs one request a window. The
+// ceiling holds for ceilingWindows windows, doubled (to maxCeilingWindows)
+// each time a miss comes at or under the last ceiling: the same jump in a
+// step's cost, found again.
 //
 // Prompt rows are off because a step carrying even a few of them runs
 // another program than a decode step and may cost the target by itself;
@@ -135,6 +149,14 @@ struct BatchControlOptions {
   /// against a 10.1 ms target. Within 5 s, slow gaps of bulk steps stay
   /// near tailShare of the gaps of any few seconds.
   std::chrono::nanoseconds tailSpan = std::chrono::seconds(5);
+  /// Windows the batch ceiling holds the limit under the running count
+  /// that missed the target, the first time (>= 1), and at most
+  /// (>= ceilingWindows): a miss at or under an earlier ceiling doubles it.
+  /// A step's cost jumps at some batch sizes (on the 8B shape a step of 9
+  /// to 16 rows took 1.5x one of 8): without the ceiling the limit climbed
+  /// back over such a jump a second after each halving.
+  uint32_t ceilingWindows = 64;
+  uint32_t maxCeilingWindows = 1024;
 };
 
 class BatchController {
@@ -154,6 +176,10 @@ public:
   /// A request waited in the open window although a slot was free: the
   /// limit, not the demand, held the batch back.
   void recordLimited() { limited = true; }
+  /// `requests` were running (in slots) at a step of the open window.
+  void recordRunning(uint32_t requests) {
+    peakRunning = std::max(peakRunning, requests);
+  }
   /// A step in the open window prefilled `tokens` prompt tokens (`held`:
   /// and some prompt waited for the budget; `bulk`: past the budget, so
   /// that its size says nothing of what the budget should be).
@@ -179,6 +205,11 @@ public:
   uint32_t prefillBudget() const { return rowsOff ? 0 : budget; }
   /// Whether prompt rows are off: normal steps carry no prompt token.
   bool promptRowsOff() const { return rowsOff; }
+  /// The batch ceiling: the limit stays under it while it holds (0: none
+  /// holds).
+  uint32_t batchCeiling() const {
+    return ceiling && closed - ceilingAt < ceilingBackoff ? ceiling : 0;
+  }
   /// The windows prompt rows stay off, or stayed off the last time they
   /// went off, at least (rowsOffWindows..maxRowsOffWindows).
   uint32_t promptRowsBackoff() const { return backoff; }
@@ -216,6 +247,14 @@ private:
   uint32_t backoff;
   /// The open window's gaps that steps with prompt rows ended.
   std::vector<double> rowGaps;
+  /// The most requests running at a step of the open window.
+  uint32_t peakRunning = 0;
+  /// The running count of the last window that missed the target with the
+  /// limit lowered, set at window ceilingAt for ceilingBackoff windows (0:
+  /// none yet).
+  uint32_t ceiling = 0;
+  uint64_t ceilingAt = 0;
+  uint32_t ceilingBackoff;
   uint32_t current;
   double lastP99 = 0;
   uint64_t closed = 0;

@@ -29,14 +29,18 @@ BatchControlOptions options(double targetMs, uint32_t slots) {
 
 /// Runs `windows` windows of 100 ms: each gets 100 latencies from
 /// `latencyMs(limit)` (the last one, the p99 sample, from `tailMs`) and a
-/// waiting request when `demand`; returns the limit after each window.
-std::vector<uint32_t> run(BatchController &controller, int windows,
-                          const std::function<double(uint32_t)> &latencyMs,
-                          bool demand = true) {
+/// waiting request when `demand`; with `running`, the requests running in
+/// the window (from the limit); returns the limit after each window.
+std::vector<uint32_t>
+run(BatchController &controller, int windows,
+    const std::function<double(uint32_t)> &latencyMs, bool demand = true,
+    const std::function<uint32_t(uint32_t)> &running = nullptr) {
   std::vector<uint32_t> limits;
   Clock::time_point now{};
   for (int w = 0; w < windows; ++w) {
     double ms = latencyMs(controller.limit());
+    if (running)
+      controller.recordRunning(running(controller.limit()));
     for (int i = 0; i < 100; ++i)
       controller.recordTokenLatency(ms / 1000);
     if (demand)
@@ -46,6 +50,22 @@ std::vector<uint32_t> run(BatchController &controller, int windows,
   }
   return limits;
 }
+/// Windows of 100 ms on one clock across calls: each gets 100 latencies
+/// of `ms`, `running` running requests, and a request waiting for the
+/// limit when `demand`; returns the limit after it.
+struct Windows {
+  BatchController &controller;
+  Clock::time_point now{};
+  uint32_t next(double ms, uint32_t running, bool demand) {
+    controller.recordRunning(running);
+    for (int i = 0; i < 100; ++i)
+      controller.recordTokenLatency(ms / 1000);
+    if (demand)
+      controller.recordLimited();
+    now += milliseconds(100);
+    return controller.update(now);
+  }
+};
 } // namespace
 
 TEST(BatchController, P99IsTheNearestRank) {
@@ -298,6 +318,90 @@ TEST(BatchController, BadOptionsAreRefused) {
   o = options(10, 4);
   o.rowsRelapseWindows = 0;
   EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+  o = options(10, 4);
+  o.ceilingWindows = 0;
+  EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+  o = options(10, 4);
+  o.maxCeilingWindows = o.ceilingWindows - 1;
+  EXPECT_THROW(BatchController(o, Clock::time_point{}), sits::Error);
+}
+
+TEST(BatchController, TheLimitStaysOneOverTheMostThatRan) {
+  // 16 streams of 64 slots meet the target: the limit comes down to 17,
+  // so that when more want to run they join one a window (each window a
+  // request waits for the limit) while the target holds, not all at once.
+  BatchController controller(options(100, 64), Clock::time_point{});
+  Windows windows{controller};
+  std::vector<uint32_t> limits;
+  for (int w = 0; w < 3; ++w)
+    limits.push_back(windows.next(10, 16, /*demand=*/false));
+  for (int w = 0; w < 4; ++w)
+    limits.push_back(windows.next(10, controller.limit(), /*demand=*/true));
+  EXPECT_EQ(limits, (std::vector<uint32_t>{17, 17, 17, 18, 19, 20, 21}));
+}
+
+TEST(BatchController, AMissAtAJumpInStepCostSetsACeiling) {
+  // Steps of up to 8 requests take 7 ms, of more 10.5 ms (the 8B shape's
+  // jump past one token group), against a 9.86 ms target. Without the
+  // ceiling the limit halved at 9 and climbed back a second later, over
+  // and over; with it, it stays at 8 once found, until the ceiling's 512
+  // windows (doubled from 64 by the misses at 32, 16 and 9, each at or
+  // under the last ceiling) are over: one probe at 9, then 1024 windows.
+  BatchController controller(options(9.86, 64), Clock::time_point{});
+  int window = 0;
+  std::vector<int> overAt;
+  std::vector<uint32_t> limits = run(
+      controller, 700,
+      [&](uint32_t limit) {
+        ++window;
+        if (limit > 8)
+          overAt.push_back(window);
+        return limit > 8 ? 10.5 : 7.0;
+      },
+      /*demand=*/true, [](uint32_t limit) { return limit; });
+  // Over at 64, 32 (and in the held window after), 16 (and held), 9,
+  // and at the probe.
+  ASSERT_EQ(overAt.size(), 7u);
+  EXPECT_LT(overAt[5], 40);
+  EXPECT_GT(overAt[6], 500);
+  for (size_t w = 40; w < 500; ++w)
+    EXPECT_EQ(limits[w], 8u) << "window " << w;
+  EXPECT_EQ(limits.back(), 8u);
+  EXPECT_EQ(controller.batchCeiling(), 9u);
+}
+
+TEST(BatchController, TheCeilingLiftsAfterItsWindowsAndDoublesOnARelapse) {
+  BatchControlOptions o = options(10, 8);
+  o.ceilingWindows = 4;
+  o.maxCeilingWindows = 8;
+  BatchController controller(o, Clock::time_point{});
+  Windows windows{controller};
+  auto under = [&] { return windows.next(1, controller.limit(), true); };
+  // 8 over: 4 and a ceiling of 8 for 4 windows (the held one counted).
+  EXPECT_EQ(windows.next(50, 8, true), 4u);
+  EXPECT_EQ(controller.batchCeiling(), 8u);
+  std::vector<uint32_t> limits;
+  for (int w = 0; w < 6; ++w)
+    limits.push_back(under());
+  EXPECT_EQ(limits, (std::vector<uint32_t>{4, 5, 6, 7, 8, 8}));
+  EXPECT_EQ(controller.batchCeiling(), 0u);
+  // Over again at 8: the same jump, the ceiling holds for 8 windows now.
+  EXPECT_EQ(windows.next(50, 8, true), 4u);
+  limits.clear();
+  for (int w = 0; w < 10; ++w)
+    limits.push_back(under());
+  EXPECT_EQ(limits, (std::vector<uint32_t>{4, 5, 6, 7, 7, 7, 7, 8, 8, 8}));
+}
+
+TEST(BatchController, ADecreaseStillDrainingIsNotRepeated) {
+  // Ten requests keep running (they are never preempted) and every window
+  // is over the target: the limit is cut once, then waits for them to end
+  // instead of halving down to one.
+  BatchController controller(options(10, 64), Clock::time_point{});
+  std::vector<uint32_t> limits = run(
+      controller, 6, [](uint32_t) { return 50; }, true,
+      [](uint32_t) { return 10u; });
+  EXPECT_EQ(limits, (std::vector<uint32_t>{5, 5, 5, 5, 5, 5}));
 }
 
 TEST(BatchController, TheBudgetGoesDownToAFewTokens) {
