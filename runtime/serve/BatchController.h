@@ -26,7 +26,8 @@
 //   p99 < margin * target         limit + 1 (to maxLimit, and under the
 //                                 ceiling while it holds) if a request
 //                                 waited for the limit (not for a slot);
-//                                 if a prompt waited for the budget:
+//                                 if a prompt waited for the budget
+//                                 in a normal step (not a bulk one):
 //                                 budget + budgetStep (to maxBudget), or
 //                                 with rows off and their backoff over,
 //                                 rows on again at minBudget
@@ -182,10 +183,13 @@ public:
   }
   /// A step in the open window prefilled `tokens` prompt tokens (`held`:
   /// and some prompt waited for the budget; `bulk`: past the budget, so
-  /// that its size says nothing of what the budget should be).
+  /// that neither its size nor what it held says anything of what the
+  /// budget should be: with nothing decoding, every prompt goes in bulk
+  /// steps, and a budget grown on them was never tried beside a stream).
   void recordPrefill(uint32_t tokens, bool held, bool bulk = false) {
-    if (!bulk)
-      mostPrefilled = std::max(mostPrefilled, tokens);
+    if (bulk)
+      return;
+    mostPrefilled = std::max(mostPrefilled, tokens);
     budgetHeld |= held;
   }
   /// Whether a bulk step may stall `decodingRequests` streams (one gap

@@ -581,6 +581,26 @@ TEST(BatchController, ABulkStepsPrefillSaysNothingOfTheBudget) {
   EXPECT_EQ(counted.limit(), 8u);
 }
 
+TEST(BatchController, PromptsHeldForBulkStepsDoNotGrowTheBudget) {
+  // One stream at a time: each prompt is prefilled in bulk steps with
+  // nothing decoding, the decode steps are fast. The budget stays at its
+  // least (on the 8B shape it grew to 84 tokens so, and the next load's
+  // first steps carried 84 prompt tokens beside 8 streams); a normal step
+  // that held a prompt back grows it.
+  BatchControlOptions o = options(100, 8);
+  o.maxBudget = 512;
+  BatchController controller(o, Clock::time_point{});
+  Windows windows{controller};
+  for (int w = 0; w < 5; ++w) {
+    controller.recordPrefill(512, /*held=*/true, /*bulk=*/true);
+    windows.next(10, 1, false);
+  }
+  EXPECT_EQ(controller.prefillBudget(), 4u);
+  controller.recordPrefill(4, /*held=*/true);
+  windows.next(10, 1, false);
+  EXPECT_EQ(controller.prefillBudget(), 20u);
+}
+
 TEST(BatchController, BadTailOptionsAreRefused) {
   for (double share : {0.0, 1.0, -0.1, 2.0, std::nan("")}) {
     try {
