@@ -9,8 +9,9 @@
 // Two rules more than DecodeStream: while the last token is a byte-fallback
 // token `<0xAB>` nothing is emitted, because ByteFallback decodes a run of
 // them as a whole and one invalid byte turns the entire run into U+FFFD;
-// and a new window starts at the latest token from which the ids already
-// emitted decode to a non-empty text. That rule is for a Strip of a
+// and a new window starts only at a token from which the ids already
+// emitted decode to a non-empty text (else the window goes on). That rule
+// is for a Strip of a
 // character c from the joined text's ends (after a Fuse): a window's ends
 // are not the sequence's. With such a window, when the emitted part's text
 // holds a character other than c, its leading and trailing runs of c are
