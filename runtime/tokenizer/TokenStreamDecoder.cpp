@@ -11,17 +11,16 @@
 // them as a whole and one invalid byte turns the entire run into U+FFFD;
 // and a new window starts only at a token from which the ids already
 // emitted decode to a non-empty text (else the window goes on). That rule
-// is for a Strip of a
-// character c from the joined text's ends (after a Fuse): a window's ends
-// are not the sequence's. With such a window, when the emitted part's text
-// holds a character other than c, its leading and trailing runs of c are
-// its own, so both decodes strip them alike, and the trailing c held back
-// are the ones the last piece held back; when it is all c, being non-empty
-// after the strip it has more c than the strip takes from both ends
-// (without the rule, each token of a run of spaces lost some). A decoder
-// that strips the joined text more than once decodes the whole sequence
-// every time. So the pieces always add up to decode() of all the
-// ids.
+// is for a Strip of a character c from the joined text's ends (after a
+// Fuse): a window's ends are not the sequence's. With such a window, when
+// the emitted part's text holds a character other than c, its leading and
+// trailing runs of c are its own, so both decodes strip them alike, and
+// the trailing c held back are the ones the last piece held back; when it
+// is all c, being non-empty after the strip it has more c than the strip
+// takes from both ends (without the rule, each token of a run of spaces
+// lost some). A decoder that strips the joined text more than once decodes
+// the whole sequence every time. So the pieces always add up to decode()
+// of all the ids.
 //
 //===----------------------------------------------------------------------===//
 
