@@ -153,9 +153,10 @@ struct BatchControlOptions {
   /// Windows the batch ceiling holds the limit under the running count
   /// that missed the target, the first time (>= 1), and at most
   /// (>= ceilingWindows): a miss at or under an earlier ceiling doubles it.
-  /// A step's cost jumps at some batch sizes (on the 8B shape a step of 9
-  /// to 16 rows took 1.5x one of 8): without the ceiling the limit climbed
-  /// back over such a jump a second after each halving.
+  /// A step's cost jumps at some batch sizes (on the 8B shape a step of 16
+  /// rows took 1.5x one of 8, the GEMVs' second token group): without the
+  /// ceiling the limit climbed back over such a jump a second after each
+  /// halving.
   uint32_t ceilingWindows = 64;
   uint32_t maxCeilingWindows = 1024;
 };
