@@ -210,10 +210,7 @@ bool Scheduler::runOnce() {
   const std::vector<SlotStep> &steps = plan.steps;
   if (steps.empty())
     return false;
-  uint32_t inUse = 0;
-  for (const std::unique_ptr<Running> &slot : slotsInUse)
-    inUse += slot != nullptr;
-  controller.recordRunning(inUse);
+  controller.recordRunning(runningRequests());
   // Once per step run (planStep may have run more than once); a step that
   // held prompts back without prefilling any (prompt rows off) too.
   if (plan.prefillTokens > 0 || plan.held)

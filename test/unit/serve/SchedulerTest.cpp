@@ -348,6 +348,24 @@ TEST(Scheduler, SlaTargetLimitsTheRunningBatch) {
             std::string::npos);
 }
 
+TEST(Scheduler, AnSlaLimitStaysOneOverTheRequestsThatRan) {
+  // One request of 4 ms steps under a 1 s target: a light load that
+  // meets it. The limit comes down from the 4 slots to 2 once a window
+  // closes with one request running, so that a heavier load would join
+  // one request a window.
+  SlowBackend backend(4, 64, std::chrono::milliseconds(4));
+  SchedulerOptions options;
+  options.slaP99TokenSeconds = 1.0;
+  Scheduler scheduler(backend, bytes(), options);
+  Outcome outcome;
+  ASSERT_TRUE(
+      scheduler.submit(request({'a'}, 50), collect(outcome)).accepted());
+  while (scheduler.runOnce()) {
+  }
+  EXPECT_EQ(outcome.tokens, alone({'a'}, 50));
+  EXPECT_EQ(scheduler.admittedLimit(), 2u);
+}
+
 TEST(Scheduler, StepPrefillBudgetFeedsTheOldestPromptsFirst) {
   // Prompts of 8, 10 and 10 tokens in slots of their own, chunks of 8, 12
   // prompt tokens a step. Step 1: the first prompt whole, 4 tokens of the
