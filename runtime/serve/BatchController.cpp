@@ -74,6 +74,7 @@ void BatchController::recordTokenLatency(double seconds, StepKind endedBy) {
   if (options.targetSeconds <= 0)
     return; // no target, no slow gap
   const bool slow = seconds > options.targetSeconds;
+  windowSlow += slow && endedBy != StepKind::Bulk;
   if (ledger.size() == options.tailHorizon)
     forgetOldestGap();
   ledger.push_back({lastUpdate, slow});
@@ -105,9 +106,10 @@ uint32_t BatchController::update(Clock::time_point now) {
   ++closed;
   windowStart = now;
   const bool wasLimited = limited, wasBudgetHeld = budgetHeld;
-  const uint32_t prefilled = mostPrefilled, peak = peakRunning;
+  const uint32_t prefilled = mostPrefilled, peak = peakRunning,
+                 decoding = peakDecoding, slowGaps = windowSlow;
   limited = budgetHeld = false;
-  mostPrefilled = peakRunning = 0;
+  mostPrefilled = peakRunning = peakDecoding = windowSlow = 0;
   // Whether steps with prompt rows ended their gaps within the margin (the
   // median of the window's, nearest rank).
   bool rowsFit = true;
@@ -130,7 +132,9 @@ uint32_t BatchController::update(Clock::time_point now) {
   }
   if (peak > 0)
     current = std::min(current, peak + 1);
-  if (lastP99 > options.targetSeconds) {
+  // The last seconds' tail over its 1 % and this window adding to it.
+  const bool tailOver = slowGaps > 0 && ledgerSlowShare() > p99SlowShare;
+  if (lastP99 > options.targetSeconds || tailOver) {
     holdNext = true;
     if (!rowsOff && budget && prefilled > options.minBudget) {
       budget = std::max(options.minBudget, std::min(budget, prefilled) / 2);
@@ -161,9 +165,12 @@ uint32_t BatchController::update(Clock::time_point now) {
         ceilingAt = closed;
       }
     }
-  } else if (lastP99 < options.margin * options.targetSeconds) {
+  } else if (lastP99 < options.margin * options.targetSeconds &&
+             ledgerSlowShare() <= options.tailShare) {
     const uint32_t ceilingNow = batchCeiling();
-    if (wasLimited && current < options.maxLimit &&
+    // The caller counts the running requests: all but one decoded at once.
+    const bool admittedDecoded = peak == 0 || decoding + 1 >= current;
+    if (wasLimited && admittedDecoded && current < options.maxLimit &&
         (!ceilingNow || current + 1 < ceilingNow))
       ++current;
     if (rowsOff) {

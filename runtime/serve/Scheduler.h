@@ -214,6 +214,8 @@ private:
   struct StepPlan {
     std::vector<SlotStep> steps;
     uint32_t prefillTokens = 0;
+    /// Requests that add a decode row (one token, past their prompt).
+    uint32_t decodeRows = 0;
     /// Prompts wanted more tokens than the SLA budget gave.
     bool held = false;
     /// A bulk step: past the SLA budget, up to the per-step limit, spending

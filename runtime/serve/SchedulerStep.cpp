@@ -161,6 +161,7 @@ Scheduler::StepPlan Scheduler::planStep() {
       plan.prefillTokens += chunk;
     } else {
       step.tokens = {request.sequence.back()};
+      ++plan.decodeRows;
     }
     plan.steps.push_back(std::move(step));
   }
@@ -210,7 +211,7 @@ bool Scheduler::runOnce() {
   const std::vector<SlotStep> &steps = plan.steps;
   if (steps.empty())
     return false;
-  controller.recordRunning(runningRequests());
+  controller.recordRunning(runningRequests(), plan.decodeRows);
   // Once per step run (planStep may have run more than once); a step that
   // held prompts back without prefilling any (prompt rows off) too.
   if (plan.prefillTokens > 0 || plan.held)

@@ -366,6 +366,47 @@ TEST(Scheduler, AnSlaLimitStaysOneOverTheRequestsThatRan) {
   EXPECT_EQ(scheduler.admittedLimit(), 2u);
 }
 
+TEST(Scheduler, AnSlaLimitGrowsOnlyOnStepsThatDecodeTheAdmitted) {
+  // One stream under a 1 s target brings the limit to 2. Three long
+  // prompts (one token a step) arrive: one joins, the limit grows to 3
+  // (two running, one decoding: all but one), the second joins, the third
+  // waits. While the two prompts prefill, the steps decode one request of
+  // three, so the limit stays 3 (counting the running requests, it would
+  // grow); once the first prompt decodes beside the stream, it grows.
+  SlowBackend backend(4, 1024, std::chrono::milliseconds(2));
+  SchedulerOptions options;
+  options.slaP99TokenSeconds = 1.0;
+  options.maxPrefillChunk = 1;
+  Scheduler scheduler(backend, bytes(), options);
+  Outcome stream;
+  ASSERT_TRUE(
+      scheduler.submit(request({'a'}, 600), collect(stream)).accepted());
+  while (scheduler.admittedLimit() != 2u && scheduler.runOnce()) {
+  }
+  ASSERT_EQ(scheduler.admittedLimit(), 2u);
+  std::vector<Outcome> prompts(3);
+  for (Outcome &outcome : prompts)
+    ASSERT_TRUE(scheduler
+                    .submit(request(std::vector<int32_t>(300, 'p'), 4),
+                            collect(outcome))
+                    .accepted());
+  uint32_t mostWhilePrefilling = 0;
+  while (scheduler.runOnce() && prompts[0].tokens.empty())
+    mostWhilePrefilling =
+        std::max(mostWhilePrefilling, scheduler.admittedLimit());
+  EXPECT_TRUE(prompts[2].tokens.empty());
+  EXPECT_EQ(mostWhilePrefilling, 3u);
+  // The first prompt decodes beside the stream: two of three, it grows.
+  uint32_t mostAfter = 0;
+  while (scheduler.runOnce() && !prompts[0].finished)
+    mostAfter = std::max(mostAfter, scheduler.admittedLimit());
+  while (scheduler.runOnce() && prompts[1].tokens.empty())
+    mostAfter = std::max(mostAfter, scheduler.admittedLimit());
+  EXPECT_EQ(mostAfter, 4u);
+  drain(scheduler);
+  EXPECT_EQ(stream.tokens, alone({'a'}, 600));
+}
+
 TEST(Scheduler, StepPrefillBudgetFeedsTheOldestPromptsFirst) {
   // Prompts of 8, 10 and 10 tokens in slots of their own, chunks of 8, 12
   // prompt tokens a step. Step 1: the first prompt whole, 4 tokens of the
