@@ -333,9 +333,10 @@ combineSplits(void *sharedBytes, bool padding, int splitBegin, int splitEnd,
 /// The split decode kernels' lane state: this lane's 8 channels of the
 /// GQA group's queries, and the group's online softmax (running maximum and
 /// sum per head, this lane's 8 channels of the weighted values).
+/// G heads from query head `firstHead` on.
 template <class Cfg, int G>
 __device__ __forceinline__ void
-startGroup(const float *SITS_RESTRICT query, int b, int kvHead, int d0,
+startGroup(const float *SITS_RESTRICT query, int b, int firstHead, int d0,
            float (&q)[G][8], float (&rowMax)[G], float (&rowSum)[G],
            float (&acc)[G][8]) {
   constexpr int D = Cfg::kHeadDim;
@@ -343,7 +344,7 @@ startGroup(const float *SITS_RESTRICT query, int b, int kvHead, int d0,
 #pragma unroll
   for (int h = 0; h < G; ++h) {
     const float *row =
-        query + static_cast<long>(b) * kWidth + (kvHead * G + h) * D + d0;
+        query + static_cast<long>(b) * kWidth + (firstHead + h) * D + d0;
     loadFloats<8>(row, q[h]);
   }
 #pragma unroll
@@ -415,6 +416,24 @@ foldScores(const float (&score)[U][G], float (&rowMax)[G], float (&rowSum)[G],
   }
 }
 
+/// Query heads of a GQA group that a lane's online softmax holds at once
+/// (q and acc: 16 floats a head). The persistent decode kernel has 128
+/// registers a thread (two 256-thread blocks an SM, CudaEmitter's
+/// kPersistentMinBlocksPerSM): there a group of 8 heads spilled 1.1 KB a
+/// thread into the key loop (ptxas -v; its split tiles ran 20 to 38 us on
+/// an H100) and 4 heads still 204 B, so the group goes over the split's
+/// keys in passes of 2 heads, the keys read again from L2. A graph-mode
+/// kernel holds the whole group (219 registers at 8 heads). The kernel
+/// tests set SITS_DECODE_PASS_HEADS to run the passes in graph mode.
+#ifndef SITS_DECODE_PASS_HEADS
+#ifdef SITS_PERSISTENT_DECODE
+#define SITS_DECODE_PASS_HEADS 2
+#else
+#define SITS_DECODE_PASS_HEADS 65536
+#endif
+#endif
+constexpr int kDecodePassHeads = SITS_DECODE_PASS_HEADS;
+
 template <class Cfg>
 __device__ void
 attentionDecode(const float *SITS_RESTRICT query,
@@ -456,9 +475,13 @@ attentionDecode(const float *SITS_RESTRICT query,
       ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
           kPartial;
 
-  if (active) {
-    float q[G][8], rowMax[G], rowSum[G], acc[G][8];
-    startGroup<Cfg, G>(query, b, kvHead, d0, q, rowMax, rowSum, acc);
+  constexpr int H = G < kDecodePassHeads ? G : kDecodePassHeads;
+  static_assert(G % H == 0, "passes of whole heads");
+  for (int h0 = 0; active && h0 < G; h0 += H) {
+    if (h0 > 0)
+      syncTile(); // the last pass's merge has left the ring's memory
+    float q[H][8], rowMax[H], rowSum[H], acc[H][8];
+    startGroup<Cfg, H>(query, b, kvHead * G + h0, d0, q, rowMax, rowSum, acc);
 
     // Step s covers keys k0 + (s * U + u) * kKeyGroups + keyGroup.
     constexpr int kKeysPerStep = U * kKeyGroups;
@@ -490,21 +513,22 @@ attentionDecode(const float *SITS_RESTRICT query,
       copyAsyncWait<kStages - 1>();
       const uint4 *slot =
           shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
-      float score[U][G];
+      float score[U][H];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         float k[8];
         const uint4 raw = slot[(2 * u) * kDecodeThreads];
         unpack16<C>(raw, k);
-        scoreKey<Cfg, G, P>(q, k, keyOf(step, u) < k1, score[u]);
+        scoreKey<Cfg, H, P>(q, k, keyOf(step, u) < k1, score[u]);
       }
-      foldScores<U, G>(score, rowMax, rowSum, acc, [&](int u, float(&v)[8]) {
+      foldScores<U, H>(score, rowMax, rowSum, acc, [&](int u, float(&v)[8]) {
         unpack16<C>(slot[(2 * u + 1) * kDecodeThreads], v);
       });
     }
     copyAsyncWait<0>();
     syncTile(); // every lane has read its ring slots
-    storeSplitPartial<Cfg, G>(shared, rowMax, rowSum, acc, myPartial, split);
+    storeSplitPartial<Cfg, H>(shared, rowMax, rowSum, acc,
+                              myPartial + h0 * Cfg::kSplits * kPartial, split);
   }
   combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial, counters,
                      out);

@@ -92,9 +92,14 @@ __device__ void attentionDecodeKVQ(
       ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
           kPartial;
 
-  if (active) {
-    float q[G][8], rowMax[G], rowSum[G], acc[G][8];
-    startGroup<Cfg, G>(query, b, kvHead, d0, q, rowMax, rowSum, acc);
+  // In passes of H heads (kDecodePassHeads, attention_decode.cuh).
+  constexpr int H = G < kDecodePassHeads ? G : kDecodePassHeads;
+  static_assert(G % H == 0, "passes of whole heads");
+  for (int h0 = 0; active && h0 < G; h0 += H) {
+    if (h0 > 0)
+      syncTile(); // the last pass's merge has left the ring's memory
+    float q[H][8], rowMax[H], rowSum[H], acc[H][8];
+    startGroup<Cfg, H>(query, b, kvHead * G + h0, d0, q, rowMax, rowSum, acc);
     // The scales of this lane's 8 channels in the last per-channel key
     // block it read: a lane's keys of a step lie in one block, so they are
     // loaded once per block rather than once per key.
@@ -157,7 +162,7 @@ __device__ void attentionDecodeKVQ(
       copyAsyncWait<kStages - 1>();
       const uint4 *slot =
           shared + (step % kStages) * 2 * U * kDecodeThreads + tid;
-      float score[U][G];
+      float score[U][H];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         float k[8];
@@ -181,9 +186,9 @@ __device__ void attentionDecodeKVQ(
         } else {
           unpack16<C>(raw, k);
         }
-        scoreKey<Cfg, G, P>(q, k, key < k1, score[u]);
+        scoreKey<Cfg, H, P>(q, k, key < k1, score[u]);
       }
-      foldScores<U, G>(score, rowMax, rowSum, acc, [&](int u, float(&v)[8]) {
+      foldScores<U, H>(score, rowMax, rowSum, acc, [&](int u, float(&v)[8]) {
         const int key = keyOf(step, u);
         if (key < k1 && valueIsCold(key)) {
           const uint4 raw = slot[(2 * u + 1) * kDecodeThreads];
@@ -197,7 +202,8 @@ __device__ void attentionDecodeKVQ(
     }
     copyAsyncWait<0>();
     syncTile(); // every lane has read its ring slots
-    storeSplitPartial<Cfg, G>(shared, rowMax, rowSum, acc, myPartial, split);
+    storeSplitPartial<Cfg, H>(shared, rowMax, rowSum, acc,
+                              myPartial + h0 * Cfg::kSplits * kPartial, split);
   }
   combineSplits<Cfg>(shared, padding, splitBegin, splitEnd, myPartial, counters,
                      out);
