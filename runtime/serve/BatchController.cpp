@@ -134,7 +134,9 @@ uint32_t BatchController::update(Clock::time_point now) {
     current = std::min(current, peak + 1);
   // The last seconds' tail over its 1 % and this window adding to it.
   const bool tailOver = slowGaps > 0 && ledgerSlowShare() > p99SlowShare;
-  if (lastP99 > options.targetSeconds || tailOver) {
+  // Steps with prompt rows over the margin miss too: a client's jitter
+  // takes them over the target (!rowsFit implies a normal step prefilled).
+  if (lastP99 > options.targetSeconds || tailOver || !rowsFit) {
     holdNext = true;
     if (!rowsOff && budget && prefilled > options.minBudget) {
       budget = std::max(options.minBudget, std::min(budget, prefilled) / 2);
@@ -166,7 +168,7 @@ uint32_t BatchController::update(Clock::time_point now) {
       }
     }
   } else if (lastP99 < options.margin * options.targetSeconds &&
-             ledgerSlowShare() <= options.tailShare) {
+             ledgerSlowShare() <= p99SlowShare) {
     const uint32_t ceilingNow = batchCeiling();
     // The caller counts the running requests: all but one decoded at once.
     const bool admittedDecoded = peak == 0 || decoding + 1 >= current;

@@ -321,3 +321,29 @@ TEST(BatchController, TheLimitGrowsOnWindowsThatDecodedAllButOne) {
   controller.recordRunning(14, 1);
   EXPECT_EQ(window(2, 40), 14u);
 }
+
+TEST(BatchController, BulkStallsWithinTheTailDoNotHoldGrowthBack) {
+  // Bulk steps keep the ledger near tailShare (here 0.8 % of its gaps
+  // slow, all theirs): under 1 %, so the limit still grows a window at a
+  // time; at 1.2 % (a probe's miss not yet forgotten) it waits.
+  for (int bulkSlow : {8, 12}) {
+    BatchControlOptions o = options(10, 64);
+    o.tailSpan = BatchControlOptions().tailSpan;
+    BatchController controller(o, Clock::time_point{});
+    Clock::time_point now{};
+    gaps(controller, 1000 - bulkSlow, 5);
+    gaps(controller, bulkSlow, 30, StepKind::Bulk);
+    controller.recordRunning(8, 8);
+    controller.update(now += milliseconds(100)); // the limit comes to 9
+    std::vector<uint32_t> limits;
+    for (int w = 0; w < 3; ++w) {
+      controller.recordRunning(controller.limit(), controller.limit());
+      gaps(controller, 10, 5);
+      controller.recordLimited();
+      limits.push_back(controller.update(now += milliseconds(100)));
+    }
+    EXPECT_EQ(limits, bulkSlow == 8 ? (std::vector<uint32_t>{10, 11, 12})
+                                    : (std::vector<uint32_t>{9, 9, 9}))
+        << bulkSlow;
+  }
+}

@@ -480,6 +480,36 @@ TEST(BatchController, PromptRowsThatCannotFitStayOffTheLongest) {
   }
 }
 
+TEST(BatchController, PromptRowsOverTheMarginAreAMissUnderTheTarget) {
+  // Target 10 ms, margin 8 ms: steps with prompt rows end their gaps at 9
+  // ms, a window p99 under the target, but a client's jitter takes such
+  // steps over it. At the least budget rows go off for the longest
+  // backoff; with a budget of 32 that prefilled 32 it halves; at 7.5 ms
+  // rows stay on and the budget stays.
+  for (double rowMs : {9.0, 7.5}) {
+    for (uint32_t start : {4u, 32u}) {
+      BatchControlOptions o = rowsOptions();
+      o.startBudget = start;
+      BatchController controller(o, Clock::time_point{});
+      Clock::time_point now{};
+      gaps(controller, 60, 7);
+      gaps(controller, 40, rowMs, StepKind::Prefill);
+      controller.recordPrefill(start, /*held=*/false);
+      controller.update(now += milliseconds(100));
+      EXPECT_DOUBLE_EQ(controller.windowP99(), rowMs / 1000);
+      const bool over = rowMs > 8;
+      EXPECT_EQ(controller.promptRowsOff(), over && start == 4)
+          << rowMs << " " << start;
+      if (over && start == 4)
+        EXPECT_EQ(controller.promptRowsBackoff(), 64u);
+      EXPECT_EQ(controller.prefillBudget(),
+                over ? (start == 4 ? 0u : 16u) : start)
+          << rowMs << " " << start;
+      EXPECT_EQ(controller.limit(), 8u);
+    }
+  }
+}
+
 TEST(BatchController, WithPromptRowsOffTheBatchHalves) {
   // Rows off, and the next judged window is over the target with no
   // prompt row in its normal steps: the batch halves, rows stay off.
