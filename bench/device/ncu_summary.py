@@ -4,7 +4,7 @@
 For each file: per kernel name, the launches, the total and mean duration,
 and the means of the metrics that say what bound the kernel (memory and
 DRAM throughput, cache hit rates, cycles per issued instruction,
-registers, achieved occupancy). Used by bench/device/decode-kernels.sh.
+registers, achieved occupancy). Used by bench/device/decode-kernels.sh and persistent.sh.
 """
 import csv
 import sys

@@ -14,6 +14,10 @@
 #      tokens, persistent and graph mode one after the other.
 #   4. the TinyLlama shape's persistent step by task: an engine of sitsc
 #      --persistent-trace, sits-bench --persistent-trace (trace-tinyllama-trace.json).
+#   4b. GRAPH_NCU=1: the same TinyLlama engine's graph-mode decode kernels
+#      of attention and gate/up under Nsight Compute (batch 1, two decode
+#      steps; bench/device/ncu_summary.py): what a graph-mode kernel takes
+#      against the persistent task's tiles in step 4.
 #   5. RUN_TESTS=1 (default): bench/device/runtime-gpu-tests.sh, which
 #      includes test/runtime/persistent-decode-gpu.test.
 # With .device/sitsc-alt (another build of sitsc, e.g. with a changed
@@ -101,6 +105,20 @@ for m in "${traced[@]}"; do
   say "$m (exit $?):"
   grep -E '^ *[0-9]|persistent step' "$FINAL/bench-$m.log" | tee -a "$FINAL/$NAME.log"
 done
+
+if [ "${GRAPH_NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
+  for m in "${models[@]}"; do
+    case $m in tinyllama-264*) ;; *) continue ;; esac
+    timeout 150 ncu --clock-control none -k 'regex:attention_decode|gemv_glu' \
+      --launch-count 88 --section SpeedOfLight --section LaunchStats \
+      --section Occupancy --csv --page details \
+      "$bin/sits-run" "$W/$m.sits" --prompt-ids 1,2,3,4,5,6,7,8,9,10,11 \
+      --max-new-tokens 3 --batch 1 --ignore-eos --no-persistent-decode \
+      >"$FINAL/ncu-$m-graph.csv" 2>"$FINAL/ncu-$m-graph.err"
+    say "ncu $m graph: exit $? $(wc -l <"$FINAL/ncu-$m-graph.csv") lines"
+  done
+  python3 bench/device/ncu_summary.py "$FINAL"/ncu-*-graph.csv | tee -a "$FINAL/$NAME.log"
+fi
 
 if [ "${RUN_TESTS:-1}" = 1 ]; then
   say "runtime GPU tests"
