@@ -434,6 +434,11 @@ foldScores(const float (&score)[U][G], float (&rowMax)[G], float (&rowSum)[G],
 #endif
 constexpr int kDecodePassHeads = SITS_DECODE_PASS_HEADS;
 
+/// The heads of one pass over the keys for a GQA group of G.
+template <int G> __host__ __device__ constexpr int decodePassHeads() {
+  return G < kDecodePassHeads ? G : kDecodePassHeads;
+}
+
 template <class Cfg>
 __device__ void
 attentionDecode(const float *SITS_RESTRICT query,
@@ -475,7 +480,7 @@ attentionDecode(const float *SITS_RESTRICT query,
       ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
           kPartial;
 
-  constexpr int H = G < kDecodePassHeads ? G : kDecodePassHeads;
+  constexpr int H = decodePassHeads<G>();
   static_assert(G % H == 0, "passes of whole heads");
   for (int h0 = 0; active && h0 < G; h0 += H) {
     if (h0 > 0)

@@ -92,8 +92,7 @@ __device__ void attentionDecodeKVQ(
       ((static_cast<long>(b) * Cfg::kHeads + kvHead * G) * Cfg::kSplits) *
           kPartial;
 
-  // In passes of H heads (kDecodePassHeads, attention_decode.cuh).
-  constexpr int H = G < kDecodePassHeads ? G : kDecodePassHeads;
+  constexpr int H = decodePassHeads<G>(); // attention_decode.cuh
   static_assert(G % H == 0, "passes of whole heads");
   for (int h0 = 0; active && h0 < G; h0 += H) {
     if (h0 > 0)

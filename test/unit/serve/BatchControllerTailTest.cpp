@@ -242,8 +242,7 @@ TEST(BatchController, ASlowGapWhileTheTailIsOverItsPercentIsAMiss) {
   // ledger's slow share is over 1 % counts as a miss, though its own p99
   // (the 100th of 101 gaps) is under the target.
   auto afterBulkStalls = [](int bulkSlow) {
-    BatchControlOptions o = options(10, 8);
-    o.tailSpan = BatchControlOptions().tailSpan;
+    BatchControlOptions o = withDefaultSpan(10, 8);
     BatchController controller(o, Clock::time_point{});
     Clock::time_point now{};
     gaps(controller, 100, 5);
@@ -267,8 +266,7 @@ TEST(BatchController, AnOverTailWithoutNewSlowGapsCutsNothing) {
   // After the cut, windows without a slow gap of their own are not
   // misses while the ledger still holds the old ones: the limit is cut
   // once, not again every judged window until the ledger forgets them.
-  BatchControlOptions o = options(10, 8);
-  o.tailSpan = BatchControlOptions().tailSpan;
+  BatchControlOptions o = withDefaultSpan(10, 8);
   BatchController controller(o, Clock::time_point{});
   Windows windows{controller};
   EXPECT_EQ(windows.next(30, 8, false), 4u);
@@ -282,8 +280,7 @@ TEST(BatchController, GrowthWaitsForTheLedgerToForgetAMiss) {
   // waiting: the limit stays at 4 while those gaps are in the ledger (a
   // probe that missed again would cost another window of them), and grows
   // one a window from the window that forgets them, 5 s after the miss.
-  BatchControlOptions o = options(10, 8);
-  o.tailSpan = BatchControlOptions().tailSpan;
+  BatchControlOptions o = withDefaultSpan(10, 8);
   BatchController controller(o, Clock::time_point{});
   Windows windows{controller};
   EXPECT_EQ(windows.next(30, 8, true), 4u);
@@ -327,8 +324,7 @@ TEST(BatchController, BulkStallsWithinTheTailDoNotHoldGrowthBack) {
   // slow, all theirs): under 1 %, so the limit still grows a window at a
   // time; at 1.2 % (a probe's miss not yet forgotten) it waits.
   for (int bulkSlow : {8, 12}) {
-    BatchControlOptions o = options(10, 64);
-    o.tailSpan = BatchControlOptions().tailSpan;
+    BatchControlOptions o = withDefaultSpan(10, 64);
     BatchController controller(o, Clock::time_point{});
     Clock::time_point now{};
     gaps(controller, 1000 - bulkSlow, 5);

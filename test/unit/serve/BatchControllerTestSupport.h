@@ -77,6 +77,13 @@ inline void gaps(BatchController &controller, int count, double ms,
     controller.recordTokenLatency(ms / 1000, endedBy);
 }
 
+/// `options(targetMs, slots)` with the ledger's default span (5 s).
+inline BatchControlOptions withDefaultSpan(double targetMs, uint32_t slots) {
+  BatchControlOptions o = options(targetMs, slots);
+  o.tailSpan = BatchControlOptions().tailSpan;
+  return o;
+}
+
 inline BatchControlOptions tail(double share, uint32_t horizon = 20000) {
   BatchControlOptions o = options(10, 8);
   o.maxBudget = 512;
