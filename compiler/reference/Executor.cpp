@@ -451,6 +451,7 @@ void sits::reference::registerReferenceKernels(DialectRegistry &registry) {
     attachSitsKernels(context);
     attachAttentionKernels(context);
     attachQuantKernels(context);
+    attachCollectiveKernels(context);
   });
   registry.addExtension(+[](MLIRContext *context, sits::onnx::OnnxDialect *) {
     attachOnnxKernels(context);

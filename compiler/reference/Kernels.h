@@ -122,6 +122,7 @@ void attachSitsKernels(mlir::MLIRContext *context);
 void attachAttentionKernels(mlir::MLIRContext *context);
 void attachQuantKernels(mlir::MLIRContext *context);
 void attachOnnxKernels(mlir::MLIRContext *context);
+void attachCollectiveKernels(mlir::MLIRContext *context);
 
 /// Broadcasting: the strides that read a tensor of shape `source` as a tensor
 /// of shape `target`, aligned from the right (stride 0 on broadcast

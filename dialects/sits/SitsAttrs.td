@@ -42,4 +42,25 @@ def Sits_WeightViewAttr : AttrDef<Sits_Dialect, "WeightView",
   let genVerifyDecl = 1;
 }
 
+def Sits_ShardAttr : AttrDef<Sits_Dialect, "Shard"> {
+  let mnemonic = "shard";
+  let summary = "which part of a tensor each rank of a tensor-parallel "
+                "program holds";
+  let description = [{
+    A tensor-parallel program is one program that every rank runs (SPMD).
+    A value sharded `<dim = d, parts = p, replicas = r>` is cut along
+    dimension `d` into `p` equal parts, each held by `r` consecutive ranks:
+    rank `k` (of `p * r`) holds part `k / r`. `replicas` > 1 lets more
+    ranks than parts share one (KV heads fewer than the ranks).
+
+    ```mlir
+    #sits.shard<dim = 0, parts = 2, replicas = 1>
+    ```
+  }];
+  let parameters = (ins "int64_t":$dim, "int64_t":$parts,
+                        DefaultValuedParameter<"int64_t", "1">:$replicas);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // SITS_DIALECT_SITS_SITSATTRS_TD

@@ -523,6 +523,65 @@ def Sits_DequantizeOp : Sits_Op<"dequantize", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Tensor parallelism
+//===----------------------------------------------------------------------===//
+
+def Sits_ShardOp : Sits_Op<"shard", [Pure]> {
+  let summary = "this rank's part of a weight (tensor parallelism)";
+  let description = [{
+    The part of `weight` (a `sits.weight`) that the running rank holds, as
+    `shard` says: `weight` cut along `shard.dim` into `shard.parts` equal
+    parts, rank `k` holding part `k / shard.replicas`. The program stays
+    one program for every rank; an engine stores each rank's part.
+
+    ```mlir
+    %q = sits.shard %w {shard = #sits.shard<dim = 0, parts = 2>} : tensor<64x32xf32> -> tensor<32x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$weight, Sits_ShardAttr:$shard);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $weight attr-dict `:` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_AllReduceOp : Sits_Op<"all_reduce",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "sum over the ranks of a tensor-parallel program";
+  let description = [{
+    `result = sum over ranks 0 .. ranks - 1 of input`, summed in rank order
+    in f32 and rounded once, so that every rank gets the same bits; then
+    `bias` (`[last dim]`), when present, is added once. Follows a
+    row-parallel `sits.linear`, whose ranks each hold a part of the sum.
+  }];
+  let arguments = (ins Sits_FloatTensor:$input,
+                       Optional<Sits_FloatTensor>:$bias,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sits_AllGatherOp : Sits_Op<"all_gather", [Pure]> {
+  let summary = "the ranks' tensors side by side along the last dimension";
+  let description = [{
+    `result[..., k * n + j] = input of rank k [..., j]` for `n` the last
+    dimension of `input`: the ranks' parts in rank order, so that each
+    rank has the whole (the vocabulary-split LM head's logits before
+    sampling).
+  }];
+  let arguments = (ins Sits_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+  let results = (outs Sits_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Token viability classifier (TVC)
 //===----------------------------------------------------------------------===//
 

@@ -125,11 +125,35 @@ LogicalResult attentionRule(ShapeRuleContext &ctx) {
   return success();
 }
 
+LogicalResult shardRule(ShapeRuleContext &ctx) {
+  if (failed(requireRanked(ctx, 0, "the weight")))
+    return failure();
+  sits::ShardAttr shard = cast<sits::ShardOp>(ctx.getOp()).getShard();
+  SmallVector<AffineExpr, 4> dims(ctx.operand(0).dims);
+  if (shard.getDim() >= static_cast<int64_t>(dims.size()))
+    return ctx.fail() << "the shard dimension is not a dimension of the weight";
+  dims[shard.getDim()] = dims[shard.getDim()].floorDiv(shard.getParts());
+  setResult(ctx, 0, std::move(dims));
+  return success();
+}
+
+LogicalResult allGatherRule(ShapeRuleContext &ctx) {
+  if (failed(requireRanked(ctx, 0, "the input")) ||
+      ctx.operand(0).getRank() == 0)
+    return ctx.fail() << "all_gather needs an input of rank >= 1";
+  SmallVector<AffineExpr, 4> dims(ctx.operand(0).dims);
+  dims.back() = dims.back() * cast<sits::AllGatherOp>(ctx.getOp()).getRanks();
+  setResult(ctx, 0, std::move(dims));
+  return success();
+}
+
 } // namespace
 
 void sits::attachSitsShapeRules(MLIRContext *context) {
   attachShapeRule<sameAsFirstOperand, RMSNormOp, LayerNormOp, AddOp,
-                  ActivationOp, GLUOp, RopeOp>(context);
+                  ActivationOp, GLUOp, RopeOp, AllReduceOp>(context);
+  attachShapeRule<shardRule, ShardOp>(context);
+  attachShapeRule<allGatherRule, AllGatherOp>(context);
   attachShapeRule<embeddingRule, EmbeddingOp>(context);
   attachShapeRule<projectionRule, LinearOp, LMHeadOp>(context);
   attachShapeRule<splitHeadsRule, SplitHeadsOp>(context);
