@@ -134,9 +134,11 @@ uint32_t BatchController::update(Clock::time_point now) {
     current = std::min(current, peak + 1);
   // The last seconds' tail over its 1 % and this window adding to it.
   const bool tailOver = slowGaps > 0 && ledgerSlowShare() > p99SlowShare;
-  // Steps with prompt rows over the margin miss too: a client's jitter
-  // takes them over the target (!rowsFit implies a normal step prefilled).
-  if (lastP99 > options.targetSeconds || tailOver || !rowsFit) {
+  // Steps with prompt rows over the margin miss too, where a budget can
+  // make them fewer: a client's jitter takes them over the target
+  // (!rowsFit implies a normal step prefilled).
+  const bool rowsOver = !rowsFit && budgeted();
+  if (lastP99 > options.targetSeconds || tailOver || rowsOver) {
     holdNext = true;
     if (!rowsOff && budget && prefilled > options.minBudget) {
       budget = std::max(options.minBudget, std::min(budget, prefilled) / 2);

@@ -510,6 +510,22 @@ TEST(BatchController, PromptRowsOverTheMarginAreAMissUnderTheTarget) {
   }
 }
 
+TEST(BatchController, WithoutABudgetSlowPromptRowsCutNothing) {
+  // No prefill budget (nothing to make the rows fewer): steps with prompt
+  // rows at 9 ms against a 10 ms target leave the batch limit alone while
+  // the window's p99 is under the target.
+  BatchControlOptions o = options(10, 8);
+  o.maxBudget = 0;
+  BatchController controller(o, Clock::time_point{});
+  Clock::time_point now{};
+  gaps(controller, 60, 7);
+  gaps(controller, 40, 9, StepKind::Prefill);
+  controller.recordPrefill(64, /*held=*/false);
+  controller.update(now += milliseconds(100));
+  EXPECT_EQ(controller.limit(), 8u);
+  EXPECT_FALSE(controller.promptRowsOff());
+}
+
 TEST(BatchController, WithPromptRowsOffTheBatchHalves) {
   // Rows off, and the next judged window is over the target with no
   // prompt row in its normal steps: the batch halves, rows stay off.
