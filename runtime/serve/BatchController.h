@@ -35,12 +35,12 @@
 //                                 rows on again at minBudget
 //   otherwise, or no token        unchanged
 //
-// A window counts as over the target also when the median of the gaps its
-// steps with prompt rows ended is over margin * target (on the 8B shape
-// such steps took 9.2 to 9.7 ms against a 9.86-ms target, windows passed
-// at p99s of 9.5 to 9.8 ms while a client measured 10.0 to 10.9 ms), and
-// when its own p99 is under the target but
-// it ended a slow gap while the tail ledger's slow share is over 1 %: the
+// A window counts as over the target also when (with a prefill budget) the
+// median of the gaps its steps with prompt rows ended is over margin *
+// target (on the 8B shape such steps took 9.2 to 9.7 ms against a 9.86-ms
+// target, windows passed at p99s of 9.5 to 9.8 ms while a client measured
+// 10.0 to 10.9 ms), and when its own p99 is under the target but it ended
+// a slow gap while the tail ledger's slow share is over 1 %: the
 // p99 of the last few seconds, what a client measures, is then over the
 // target (windows of ~100 gaps each within 1 % add up to more than 1 %
 // with the windows after a miss, which are not judged, and the bulk
