@@ -420,9 +420,10 @@ foldScores(const float (&score)[U][G], float (&rowMax)[G], float (&rowSum)[G],
 /// (q and acc: 16 floats a head). The persistent decode kernel has 128
 /// registers a thread (two 256-thread blocks an SM, CudaEmitter's
 /// kPersistentMinBlocksPerSM): there a group of 8 heads spilled 1.1 KB a
-/// thread into the key loop (ptxas -v; its split tiles ran 20 to 38 us on
-/// an H100) and 4 heads still 204 B, so the group goes over the split's
-/// keys in passes of 2 heads, the keys read again from L2. A graph-mode
+/// thread into the key loop (ptxas -v) and 4 heads still 204 B, so the
+/// group goes over the split's keys in passes of 2 heads, the keys read
+/// again from L2 (on an H100 the TinyLlama-shaped persistent step at
+/// context 1024 got 3 to 6 % faster; at 32, no change). A graph-mode
 /// kernel holds the whole group (219 registers at 8 heads). The kernel
 /// tests set SITS_DECODE_PASS_HEADS to run the passes in graph mode.
 #ifndef SITS_DECODE_PASS_HEADS
