@@ -26,11 +26,7 @@ static llvm::Error runShard(KernelContext &context) {
   ShardAttr shard = op.getShard();
   if (shard.getParts() * shard.getReplicas() != 1)
     return needsOneRank(context, shard.getParts() * shard.getReplicas());
-  const Tensor &weight = context.tensor(op.getWeight());
-  Tensor result = context.makeResult(0, weight.getShape());
-  std::copy(weight.floats().begin(), weight.floats().end(),
-            result.floats().begin());
-  context.setResult(0, std::move(result));
+  context.setResult(0, context.value(op.getWeight())); // passed through
   return llvm::Error::success();
 }
 
@@ -38,19 +34,20 @@ static llvm::Error runAllReduce(KernelContext &context) {
   auto op = cast<AllReduceOp>(context.getOp());
   if (op.getRanks() != 1)
     return needsOneRank(context, op.getRanks());
-  const Tensor &input = context.tensor(op.getInput());
-  Tensor result = context.makeResult(0, input.getShape());
-  std::copy(input.floats().begin(), input.floats().end(),
-            result.floats().begin());
-  if (Value biasValue = op.getBias()) {
-    const Tensor &bias = context.tensor(biasValue);
-    const int64_t width = input.getDim(input.getRank() - 1);
-    if (bias.getRank() != 1 || bias.getDim(0) != width)
-      return context.error("bias has shape " + formatShape(bias.getShape()) +
-                           ", expected [" + std::to_string(width) + "]");
-    for (int64_t i = 0; i < input.getNumElements(); ++i)
-      result.floats()[i] += bias.floats()[i % width];
+  Value biasValue = op.getBias();
+  if (!biasValue) {
+    context.setResult(0, context.value(op.getInput())); // passed through
+    return llvm::Error::success();
   }
+  const Tensor &input = context.tensor(op.getInput());
+  const Tensor &bias = context.tensor(biasValue);
+  const int64_t width = input.getDim(input.getRank() - 1);
+  if (bias.getRank() != 1 || bias.getDim(0) != width)
+    return context.error("bias has shape " + formatShape(bias.getShape()) +
+                         ", expected [" + std::to_string(width) + "]");
+  Tensor result = context.makeResult(0, input.getShape());
+  for (int64_t i = 0; i < input.getNumElements(); ++i)
+    result.floats()[i] = input.floats()[i] + bias.floats()[i % width];
   context.setResult(0, std::move(result));
   return llvm::Error::success();
 }
@@ -59,11 +56,7 @@ static llvm::Error runAllGather(KernelContext &context) {
   auto op = cast<AllGatherOp>(context.getOp());
   if (op.getRanks() != 1)
     return needsOneRank(context, op.getRanks());
-  const Tensor &input = context.tensor(op.getInput());
-  Tensor result = context.makeResult(0, input.getShape());
-  std::copy(input.floats().begin(), input.floats().end(),
-            result.floats().begin());
-  context.setResult(0, std::move(result));
+  context.setResult(0, context.value(op.getInput())); // passed through
   return llvm::Error::success();
 }
 

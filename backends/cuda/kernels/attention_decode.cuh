@@ -437,7 +437,9 @@ constexpr int kDecodePassHeads = SITS_DECODE_PASS_HEADS;
 
 /// The heads of one pass over the keys for a GQA group of G.
 template <int G> __host__ __device__ constexpr int decodePassHeads() {
-  return G < kDecodePassHeads ? G : kDecodePassHeads;
+  constexpr int kHeads = G < kDecodePassHeads ? G : kDecodePassHeads;
+  static_assert(G % kHeads == 0, "passes of whole heads");
+  return kHeads;
 }
 
 template <class Cfg>
@@ -482,7 +484,6 @@ attentionDecode(const float *SITS_RESTRICT query,
           kPartial;
 
   constexpr int H = decodePassHeads<G>();
-  static_assert(G % H == 0, "passes of whole heads");
   for (int h0 = 0; active && h0 < G; h0 += H) {
     if (h0 > 0)
       syncTile(); // the last pass's merge has left the ring's memory
