@@ -25,8 +25,9 @@
 #           packed step of few rows costs against the decode step.
 #   checks  test/gpu/check_models.py on llama_gqa and qwen2 (fp16), last:
 #           the engines' kernels against PyTorch's logits.
-#   chunk   the table's 32-stream level again with --max-prefill-chunk=512
-#           (the default is 256).
+#   chunk   the table's levels CHUNK_LEVELS (default 32) again with
+#           --max-prefill-chunk=CHUNK (default 512); a CHUNK over 512 needs
+#           an engine compiled for it: ENGINE_ARGS=--max-prefill-tokens=CHUNK.
 #   torch   bench/torch_serve.py: PyTorch (torch.compile, static batches)
 #           serving the table's requests at TORCH_LEVELS (default
 #           1,8,32,64), SECONDS_PER_LEVEL each, after sits-serve is done.
@@ -55,7 +56,7 @@ build_pid=$!
 export_8b || exit 1
 engine=$W/8b-paged.sits
 sitsc "$work8b/onnx/model.onnx" -o "$engine" --force --tokenizer="$data/tok" \
-  --max-batch=64 --max-seq-len=2560 --kv-layout=paged \
+  --max-batch=64 --max-seq-len=2560 --kv-layout=paged ${ENGINE_ARGS:-} \
   >"$FINAL/sitsc.log" 2>&1 || { say "sitsc FAILED"; tail -5 "$FINAL/sitsc.log"; exit 1; }
 wait "$build_pid" || exit 1 # build_tools said why
 bin=$W/build/bin
@@ -78,9 +79,12 @@ if [[ $parts == *" table "* ]]; then
   stop_server
 fi
 if [[ $parts == *" chunk "* ]]; then
-  start_server --max-prefill-chunk=512
-  load chunk512-c32 --requests 256 --concurrency 32 --rate 32 \
-    --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds"
+  chunk=${CHUNK:-512}
+  start_server --max-prefill-chunk="$chunk"
+  for c in ${CHUNK_LEVELS:-32}; do
+    load "chunk$chunk-c$c" --requests 256 --concurrency "$c" --rate "$c" \
+      --prompt-len 128,2048 --output-len 128,512 --max-seconds "$seconds"
+  done
   stop_server
 fi
 if [[ $parts == *" prefix "* ]]; then
