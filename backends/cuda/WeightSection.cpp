@@ -180,7 +180,7 @@ bool WeightSection::fill(uint64_t offset, uint8_t *out, uint64_t size,
     if (remaining[it - entries.begin()].fetch_sub(to - at) == to - at &&
         !storage.splat && !it->owned)
       releaseMappedPages(storage.data,
-                         static_cast<size_t>(storage.numElements()) *
+                         static_cast<size_t>(storage.storedSpan()) *
                              getWeightElementBytes(storage.stored));
     at = to;
     ++it;

@@ -12,6 +12,7 @@
 
 #include "dialects/sits/SitsOps.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -46,7 +47,17 @@ static llvm::Error runEmbedding(KernelContext &context) {
   const Tensor &ids = context.tensor(op.getIds());
   if (llvm::Error error = expectRank(context, "table", table, 2))
     return error;
-  int64_t vocab = table.getDim(0), hidden = table.getDim(1);
+  // A rank's part of the vocabulary is the program of more ranks than the
+  // one this executor runs, unless it is the whole.
+  if (ShardAttr shard = op.getVocabShardAttr();
+      shard && shard.getParts() * shard.getReplicas() != 1)
+    return context.error(
+        "the program is tensor-parallel over " +
+        std::to_string(shard.getParts() * shard.getReplicas()) +
+        " ranks; the reference executor runs one");
+  int64_t rows = table.getDim(0), hidden = table.getDim(1);
+  int64_t first = op.getRowOffset();
+  int64_t vocab = op.getVocab().value_or(first + rows);
   Shape shape(ids.getShape());
   shape.push_back(hidden);
   Tensor result = context.makeResult(0, shape);
@@ -58,8 +69,13 @@ static llvm::Error runEmbedding(KernelContext &context) {
                            std::to_string(i) +
                            " of ids) is outside the vocabulary [0, " +
                            std::to_string(vocab) + ")");
-    const float *row = table.floats().data() + id * hidden;
     float *out = result.floats().data() + i * hidden;
+    // Another rank's row: zeros, which the ranks' all_reduce adds.
+    if (id < first || id >= first + rows) {
+      std::fill(out, out + hidden, 0.0f);
+      continue;
+    }
+    const float *row = table.floats().data() + (id - first) * hidden;
     for (int64_t d = 0; d < hidden; ++d)
       out[d] = row[d] * scale;
   }

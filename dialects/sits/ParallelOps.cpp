@@ -5,10 +5,73 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/sits/Sharding.h"
 #include "dialects/sits/SitsOps.h"
 
 using namespace mlir;
 using namespace sits;
+
+int64_t sits::getTensorParallelRanks(ModuleOp module) {
+  auto ranks = module->getAttrOfType<IntegerAttr>(kTensorParallelAttrName);
+  return ranks ? ranks.getInt() : 1;
+}
+
+LogicalResult SitsDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attribute) {
+  // Other sits.* attributes (sits.input_name, sits.step, ...) are names the
+  // tools read; only the ranks have rules.
+  if (attribute.getName() != kTensorParallelAttrName)
+    return success();
+  auto ranks = dyn_cast<IntegerAttr>(attribute.getValue());
+  if (!isa<ModuleOp>(op) || !ranks || ranks.getInt() < 1)
+    return op->emitError() << kTensorParallelAttrName
+                           << " is the ranks of a module: an integer >= 1 on "
+                              "a builtin.module";
+  return success();
+}
+
+std::optional<int64_t> EmbeddingOp::getVocabularySize() {
+  if (std::optional<int64_t> vocab = getVocab())
+    return *vocab;
+  int64_t rows = getTable().getType().getDimSize(0);
+  if (ShapedType::isDynamic(rows))
+    return std::nullopt;
+  if (ShardAttr shard = getVocabShardAttr())
+    return rows * shard.getParts();
+  return getRowOffset() + rows;
+}
+
+LogicalResult EmbeddingOp::verifyVocabularyPart() {
+  int64_t rows = getTable().getType().getDimSize(0);
+  int64_t offset = getRowOffset();
+  if (offset < 0)
+    return emitOpError() << "row_offset must be >= 0, got " << offset;
+  if (ShardAttr shard = getVocabShardAttr()) {
+    if (shard.getDim() != 0)
+      return emitOpError() << "vocab_shard splits the vocabulary (dimension "
+                              "0 of the table), got dimension "
+                           << shard.getDim();
+    if (offset != 0)
+      return emitOpError()
+             << "vocab_shard and row_offset exclude each other (every rank's "
+                "offset follows from vocab_shard; sits-specialize-rank makes "
+                "it a row_offset)";
+  }
+  std::optional<int64_t> vocab = getVocab();
+  if (!vocab || ShapedType::isDynamic(rows))
+    return success();
+  if (ShardAttr shard = getVocabShardAttr()) {
+    if (*vocab != rows * shard.getParts())
+      return emitOpError() << "vocab " << *vocab << " must be the "
+                           << shard.getParts() << " parts of " << rows
+                           << " rows (" << rows * shard.getParts() << ")";
+  } else if (*vocab < offset + rows) {
+    return emitOpError() << "vocab " << *vocab << " ends before the table's "
+                         << "rows (" << offset << " .. " << offset + rows - 1
+                         << ")";
+  }
+  return success();
+}
 
 LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t dim, int64_t parts, int64_t replicas) {

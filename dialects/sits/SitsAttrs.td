@@ -1,7 +1,8 @@
 //===- SitsAttrs.td - Attributes of the sits dialect -------*- tablegen -*-===//
 //
 // The enum attributes are defined in SitsBase.td, the KV-cache attributes in
-// SitsTypes.td; this file holds the weight view.
+// SitsTypes.td; this file holds the weight view and the tensor-parallel
+// shard.
 
 #ifndef SITS_DIALECT_SITS_SITSATTRS_TD
 #define SITS_DIALECT_SITS_SITSATTRS_TD
@@ -13,13 +14,25 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 def Sits_WeightViewAttr : AttrDef<Sits_Dialect, "WeightView",
                                   [ElementsAttrInterface]> {
   let mnemonic = "weight_view";
-  let summary = "a constant read from another one: transposed and/or "
-                "converted";
+  let summary = "a constant read from another one: transposed, sliced "
+                "and/or converted";
   let description = [{
     The values of `source` (a dense or dense_resource constant), transposed
     when `transposed` is given (`source` is then `[K, N]` and the view
-    `[N, K]`), and converted to the view's float element type (round to
-    nearest even; f16, bf16 and f32 only). Raising makes one where a
+    `[N, K]`), sliced when `offsets` are given, and converted to the view's
+    float element type (round to nearest even; f16, bf16 and f32 only).
+
+    A slice is the block of the (transposed) source that starts at
+    `offsets` and has the view's shape: `view[i] = source[offsets + i]`.
+    A tensor-parallel rank's part of a weight is one
+    (`sits-specialize-rank`). A slice of rank > 2 cuts only its first and
+    last dimensions, so that its rows stay evenly spaced in the source.
+
+    ```mlir
+    %part = sits.weight "w" #sits.weight_view<dense_resource<w> : tensor<64x32xf16>, offsets = [32, 0]> : tensor<32x32xf16>
+    ```
+
+    Raising makes one where a
     large weight is read transposed (`MatMul`'s `[in, out]` weights, which
     `sits.linear` reads as `[out, in]`) or cast to another float type, so
     that the weight is not copied at compile time: the engine writer
@@ -36,7 +49,8 @@ def Sits_WeightViewAttr : AttrDef<Sits_Dialect, "WeightView",
   let parameters = (ins
     AttributeSelfTypeParameter<"", "::mlir::ShapedType">:$type,
     "::mlir::ElementsAttr":$source,
-    "bool":$transposed
+    "bool":$transposed,
+    OptionalArrayRefParameter<"int64_t">:$offsets
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;

@@ -35,9 +35,15 @@ def Sits_Dialect : Dialect {
     * KV-cache state is an SSA value of type `!sits.kv_cache<...>` that is
       threaded through the program: each update consumes one state value and
       produces the next, so the order of cache writes is explicit dataflow.
+    * A tensor-parallel program is one program that every rank runs; the
+      module says how many with `sits.tensor_parallel = N`. `sits.shard`
+      gives each rank its part of a weight, `sits.all_reduce` and
+      `sits.all_gather` join the ranks' values.
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  // `sits.tensor_parallel = N` on a module: its ranks (ParallelOps.cpp).
+  let hasOperationAttrVerify = 1;
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect",

@@ -123,8 +123,11 @@ LogicalResult EmbeddingOp::verify() {
     if (failed(check.dim("result", getResult(), i, idsType.getDimSize(i),
                          "ids dimension " + llvm::Twine(i))))
       return failure();
-  return check.dim("result", getResult(), -1,
-                   ShapeChecker::dimOf(getTable(), 1), "the table's hidden size");
+  if (failed(check.dim("result", getResult(), -1,
+                       ShapeChecker::dimOf(getTable(), 1),
+                       "the table's hidden size")))
+    return failure();
+  return verifyVocabularyPart();
 }
 
 //===----------------------------------------------------------------------===//

@@ -48,16 +48,51 @@ def Sits_WeightOp : Sits_Op<"weight", [
 def Sits_EmbeddingOp : Sits_Op<"embedding", [Pure]> {
   let summary = "token embedding lookup";
   let description = [{
-    `result[b, s, :] = table[ids[b, s], :] * scale`. `table` is
-    `[vocab, hidden]`; an id outside `[0, vocab)` is an error at run time.
-    `scale` (default 1) covers models that scale embeddings by
-    `sqrt(hidden)` (Gemma).
+    `result[b, s, :] = table[ids[b, s] - row_offset, :] * scale`. `table` is
+    `[rows, hidden]`: the rows `row_offset .. row_offset + rows - 1` of a
+    vocabulary of `vocab` ids (by default `row_offset + rows`, so the whole
+    table). An id outside `[0, vocab)` is an error at run time; an id inside
+    it but outside the table's rows gives a row of zeros. `scale`
+    (default 1) covers models that scale embeddings by `sqrt(hidden)`
+    (Gemma).
+
+    **Tensor parallelism.** With `vocab_shard` the table is the running
+    rank's part of the vocabulary (a `sits.shard` along dimension 0 as
+    `vocab_shard` says): rank `k` holds the rows from
+    `(k / replicas) * rows` of a vocabulary of `rows * parts` ids, and
+    `row_offset` is 0. Each rank finds the ids it holds and a
+    `sits.all_reduce` over the ranks adds the rows together.
+    `sits-specialize-rank` turns `vocab_shard` into the rank's `row_offset`
+    and `vocab`.
+
+    ```mlir
+    %x = sits.embedding %part[%ids] {vocab_shard = #sits.shard<dim = 0, parts = 2>} : tensor<256x64xf32>, tensor<?x?xi64> -> tensor<?x?x64xf32>
+    %y = sits.embedding %part[%ids] {row_offset = 256 : i64, vocab = 512 : i64} : tensor<256x64xf32>, tensor<?x?xi64> -> tensor<?x?x64xf32>
+    ```
   }];
   let arguments = (ins Sits_FloatTensor:$table, Sits_IndexTensor:$ids,
-                       DefaultValuedAttr<F32Attr, "1.0">:$scale);
+                       DefaultValuedAttr<F32Attr, "1.0">:$scale,
+                       OptionalAttr<Sits_ShardAttr>:$vocab_shard,
+                       DefaultValuedAttr<I64Attr, "0">:$row_offset,
+                       OptionalAttr<I64Attr>:$vocab);
   let results = (outs Sits_FloatTensor:$result);
   let assemblyFormat = [{
     $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let builders = [
+    // The whole vocabulary (every embedding before sits-tensor-parallel).
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$table,
+                   "::mlir::Value":$ids, "::mlir::FloatAttr":$scale), [{
+      build($_builder, $_state, result, table, ids, scale, ShardAttr(),
+            ::mlir::IntegerAttr(), ::mlir::IntegerAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The ids of the whole vocabulary (`vocab` or what it defaults to);
+    /// nullopt while the table's rows are dynamic.
+    std::optional<int64_t> getVocabularySize();
+    /// vocab_shard, row_offset and vocab (ParallelOps.cpp).
+    ::mlir::LogicalResult verifyVocabularyPart();
   }];
   let hasVerifier = 1;
 }

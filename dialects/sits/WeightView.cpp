@@ -4,7 +4,6 @@
 #include "dialects/sits/SitsDialect.h"
 #include "sits/EngineFormat.h"
 
-#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cstring>
@@ -96,14 +95,25 @@ void forEachBlock(const WeightStorage &storage, int64_t begin, int64_t end,
     block(at / cols, at / cols + 1, 0, end - at);
 }
 
-/// Calls `op(stored index, destination index)` for values [begin, end) of a
-/// storage that is not transposed, destination indices counting from
-/// `begin`.
+/// Calls `op(stored index, destination index, count)` for the runs of
+/// consecutive stored elements that hold values [begin, end) of a storage
+/// that is neither transposed nor a splat, destination indices counting from
+/// `begin`: one run, or one per row of a slice.
 template <typename Op>
-void forEachValue(const WeightStorage &storage, int64_t begin, int64_t end,
-                  Op op) {
-  for (int64_t i = begin; i < end; ++i)
-    op(storage.splat ? 0 : i, i - begin);
+void forEachRun(const WeightStorage &storage, int64_t begin, int64_t end,
+                Op op) {
+  if (storage.isContiguous()) {
+    if (begin < end)
+      op(begin, int64_t{0}, end - begin);
+    return;
+  }
+  int64_t cols = storage.cols, stride = storage.storedRowStride();
+  for (int64_t at = begin; at < end;) {
+    int64_t row = at / cols, col = at % cols;
+    int64_t count = std::min(cols - col, end - at);
+    op(row * stride + col, at - begin, count);
+    at += count;
+  }
 }
 
 #ifdef __SSE2__
@@ -155,9 +165,9 @@ inline void transpose4x4(const char *from, int64_t fromStride, char *to,
 #endif
 
 /// Writes the transposed tile of values (rows [r0, r1), columns [c0, c1))
-/// of T elements stored as [cols, rows] (`rows` per stored row) to `out`,
-/// row by row `outStride` elements apart: by 8 x 8 (16-bit) or 4 x 4
-/// (32-bit) register transposes where the tile allows.
+/// of T elements stored as [cols, rows] (stored rows `rows` elements apart)
+/// to `out`, row by row `outStride` elements apart: by 8 x 8 (16-bit) or
+/// 4 x 4 (32-bit) register transposes where the tile allows.
 template <typename T>
 void transposeTile(const char *data, int64_t rows, int64_t r0, int64_t r1,
                    int64_t c0, int64_t c1, char *out, int64_t outStride) {
@@ -212,17 +222,23 @@ void copySameType(const WeightStorage &storage, int64_t begin, int64_t end,
     // Tiles straight into the destination.
     forEachTile(storage, begin, end,
                 [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-                  transposeTile<T>(storage.data, storage.rows, r0, r1, c0, c1,
-                                   destination +
-                                       (r0 * storage.cols + c0 - begin) *
-                                           static_cast<int64_t>(sizeof(T)),
-                                   storage.cols);
+                  transposeTile<T>(
+                      storage.data, storage.storedRowStride(), r0, r1, c0, c1,
+                      destination + (r0 * storage.cols + c0 - begin) *
+                                        static_cast<int64_t>(sizeof(T)),
+                      storage.cols);
                 });
     return;
   }
-  forEachValue(storage, begin, end, [&](int64_t from, int64_t to) {
+  if (storage.splat) {
+    for (int64_t i = begin; i < end; ++i)
+      std::memcpy(destination + (i - begin) * sizeof(T), storage.data,
+                  sizeof(T));
+    return;
+  }
+  forEachRun(storage, begin, end, [&](int64_t from, int64_t to, int64_t n) {
     std::memcpy(destination + to * sizeof(T), storage.data + from * sizeof(T),
-                sizeof(T));
+                n * sizeof(T));
   });
 }
 
@@ -292,8 +308,10 @@ void convert(const WeightStorage &storage, int64_t begin, int64_t end,
     return;
   }
   if (!storage.transposed) {
-    convertRun<In, Out>(storage.data + begin * inBytes, end - begin,
-                        destination, storage.value);
+    forEachRun(storage, begin, end, [&](int64_t from, int64_t to, int64_t n) {
+      convertRun<In, Out>(storage.data + from * inBytes, n,
+                          destination + to * outBytes, storage.value);
+    });
     return;
   }
   // Each tile transposed as stored into a small buffer, then converted row
@@ -304,8 +322,8 @@ void convert(const WeightStorage &storage, int64_t begin, int64_t end,
   char *buffer = reinterpret_cast<char *>(tile);
   forEachTile(storage, begin, end,
               [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-                transposeTile<Stored>(storage.data, storage.rows, r0, r1, c0,
-                                      c1, buffer, kTile);
+                transposeTile<Stored>(storage.data, storage.storedRowStride(),
+                                      r0, r1, c0, c1, buffer, kTile);
                 for (int64_t r = r0; r < r1; ++r)
                   convertRun<In, Out>(
                       buffer + (r - r0) * kTile * inBytes, c1 - c0,
@@ -376,6 +394,21 @@ FailureOr<WeightStorage> sits::getWeightStorage(ElementsAttr attr) {
     FailureOr<WeightStorage> source = getWeightStorage(view.getSource());
     if (failed(source) || isa<WeightViewAttr>(view.getSource()))
       return failure();
+    // A slice starts at its first element and keeps the source's rows.
+    ArrayRef<int64_t> offsets = view.getOffsets();
+    if (!offsets.empty() && !source->splat) {
+      auto from = cast<ShapedType>(view.getSource().getType());
+      int64_t first = 0;
+      if (view.getTransposed()) {
+        first = offsets[1] * from.getDimSize(1) + offsets[0];
+      } else {
+        for (auto [offset, size] : llvm::zip(offsets, from.getShape()))
+          first = first * size + offset;
+      }
+      source->data +=
+          first * static_cast<int64_t>(getWeightElementBytes(source->stored));
+      source->stride = from.getRank() ? from.getShape().back() : 1;
+    }
     source->value = *element;
     source->transposed = view.getTransposed();
     source->rows = storage.rows;
@@ -412,7 +445,7 @@ LogicalResult sits::copyWeightValues(const WeightStorage &storage,
                  storage.value == WeightElement::I8 || out == WeightElement::I8;
   if (storage.stored == storage.value && storage.value == out) {
     unsigned bytes = getWeightElementBytes(out);
-    if (!storage.transposed && !storage.splat) {
+    if (!storage.transposed && !storage.splat && storage.isContiguous()) {
       std::memcpy(destination, storage.data + begin * bytes,
                   static_cast<size_t>(end - begin) * bytes);
       return success();
@@ -471,31 +504,6 @@ int64_t sits::getWeightBytes(ElementsAttr attr) {
          static_cast<int64_t>((type.getElementTypeBitWidth() + 7) / 8);
 }
 
-static std::string checkView(ShapedType type, ElementsAttr source,
-                             bool transposed);
-
-ElementsAttr sits::getWeightView(ElementsAttr source, ShapedType type,
-                                 bool transposed) {
-  if (auto view = dyn_cast<WeightViewAttr>(source)) {
-    Type inner = view.getSource().getElementType();
-    Type middle = view.getType().getElementType();
-    bool exact = inner == middle ||
-                 (middle.isF32() && (inner.isF16() || inner.isBF16()));
-    if (exact)
-      return getWeightView(view.getSource(), type,
-                           transposed != view.getTransposed());
-    source = materializeWeight(view);
-    if (!source)
-      return nullptr;
-  }
-  auto from = cast<ShapedType>(source.getType());
-  if (!transposed && from.getElementType() == type.getElementType())
-    return from.getShape() == type.getShape() ? source : nullptr;
-  if (!checkView(type, source, transposed).empty())
-    return nullptr;
-  return WeightViewAttr::get(type.getContext(), type, source, transposed);
-}
-
 //===----------------------------------------------------------------------===//
 // Mapped files
 //===----------------------------------------------------------------------===//
@@ -539,85 +547,4 @@ void sits::releaseMappedPages(const void *data, size_t size) {
   uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
   if (first < last)
     ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
-}
-
-//===----------------------------------------------------------------------===//
-// #sits.weight_view
-//===----------------------------------------------------------------------===//
-
-/// Why `source` cannot be viewed as `type`, or "".
-static std::string checkView(ShapedType type, ElementsAttr source,
-                             bool transposed) {
-  std::string message;
-  llvm::raw_string_ostream os(message);
-  if (!source) {
-    os << "a weight view needs a source constant";
-    return message;
-  }
-  if (isa<WeightViewAttr>(source)) {
-    os << "a weight view cannot view another view (view its source once)";
-    return message;
-  }
-  auto from = dyn_cast<ShapedType>(source.getType());
-  if (!from || !from.hasStaticShape() || !type.hasStaticShape()) {
-    os << "a weight view needs static shapes";
-    return message;
-  }
-  if (transposed) {
-    if (from.getRank() != 2 || type.getRank() != 2 ||
-        from.getDimSize(0) != type.getDimSize(1) ||
-        from.getDimSize(1) != type.getDimSize(0))
-      os << "a transposing weight view of " << from
-         << " must be its transpose, got " << type;
-  } else if (from.getShape() != type.getShape()) {
-    os << "a weight view of " << from << " must have its shape, got " << type;
-  }
-  if (!message.empty())
-    return message;
-  Type a = from.getElementType(), b = type.getElementType();
-  auto isFloat = [](Type t) { return t.isF32() || t.isF16() || t.isBF16(); };
-  if (a != b && !(isFloat(a) && isFloat(b)))
-    os << "a weight view converts between f16, bf16 and f32 only, got " << a
-       << " to " << b;
-  else if (a == b && !transposed)
-    os << "a weight view that neither transposes nor converts its source";
-  return message;
-}
-
-LogicalResult
-WeightViewAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       ShapedType type, ElementsAttr source, bool transposed) {
-  std::string message = checkView(type, source, transposed);
-  if (!message.empty())
-    return emitError() << message;
-  return success();
-}
-
-Attribute WeightViewAttr::parse(AsmParser &parser, Type type) {
-  ElementsAttr source;
-  bool transposed = false;
-  if (parser.parseLess() || parser.parseAttribute(source))
-    return {};
-  if (succeeded(parser.parseOptionalComma())) {
-    if (parser.parseKeyword("transposed"))
-      return {};
-    transposed = true;
-  }
-  if (parser.parseGreater())
-    return {};
-  auto shaped = dyn_cast_or_null<ShapedType>(type);
-  if (!shaped) {
-    parser.emitError(parser.getNameLoc(),
-                     "a weight view needs its type (`: tensor<...>`)");
-    return {};
-  }
-  return parser.getChecked<WeightViewAttr>(parser.getContext(), shaped, source,
-                                           transposed);
-}
-
-void WeightViewAttr::print(AsmPrinter &printer) const {
-  printer << "<" << getSource();
-  if (getTransposed())
-    printer << ", transposed";
-  printer << ">";
 }

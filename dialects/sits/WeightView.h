@@ -35,9 +35,9 @@ unsigned getWeightElementBytes(WeightElement element);
 
 /// Where a constant's values are, in plain data (no MLIR calls), so that
 /// threads can read it: `values[i] = convert(stored[j])`, j = i, or the
-/// transposed index, or 0 for a splat.
+/// transposed index, or 0 for a splat; a slice's rows are `stride` apart.
 struct WeightStorage {
-  const char *data = nullptr; ///< the stored elements
+  const char *data = nullptr; ///< the first stored element read
   WeightElement stored = WeightElement::F32;
   WeightElement value = WeightElement::F32; ///< a converting view rounds
   bool splat = false;
@@ -45,7 +45,24 @@ struct WeightStorage {
   /// The values as a matrix [rows, cols] (rank <= 1: one row); transposed,
   /// the stored elements are [cols, rows].
   int64_t rows = 0, cols = 0;
+  /// Stored elements from one stored row to the next (transposed: from one
+  /// value column to the next); 0 when they follow each other (no slice).
+  int64_t stride = 0;
+
   int64_t numElements() const { return rows * cols; }
+  /// Elements per stored row, and the stride between stored rows.
+  int64_t storedRowLength() const { return transposed ? rows : cols; }
+  int64_t storedRowStride() const {
+    return stride ? stride : storedRowLength();
+  }
+  bool isContiguous() const { return storedRowStride() == storedRowLength(); }
+  /// Stored elements from `data` to the last one read, inclusive.
+  int64_t storedSpan() const {
+    if (splat || numElements() == 0)
+      return splat ? 1 : 0;
+    int64_t storedRows = transposed ? cols : rows;
+    return (storedRows - 1) * storedRowStride() + storedRowLength();
+  }
 };
 
 /// The storage of a dense (not i1), dense_resource or weight_view constant;
@@ -73,6 +90,15 @@ mlir::DenseElementsAttr materializeWeight(mlir::ElementsAttr attr);
 /// source when its conversion is exact, else built over a copy).
 mlir::ElementsAttr getWeightView(mlir::ElementsAttr source,
                                  mlir::ShapedType type, bool transposed);
+
+/// The block of `source` (read transposed when it is a transposing view)
+/// that starts at `offsets` and has `type`'s shape and element type: a
+/// #sits.weight_view over `source`'s constant (no copy), a splat for a
+/// splat, `source` itself for the whole; null when the block is not inside
+/// `source` or cuts a middle dimension of a rank > 2 constant.
+mlir::ElementsAttr getWeightSlice(mlir::ElementsAttr source,
+                                  mlir::ShapedType type,
+                                  llvm::ArrayRef<int64_t> offsets);
 
 /// Bytes of `attr`'s values (elements x element size).
 int64_t getWeightBytes(mlir::ElementsAttr attr);

@@ -1,5 +1,5 @@
-// Every verifier error of the tensor-parallel ops, with the message users
-// see.
+// Every verifier error of the tensor-parallel ops, the embedding's part of
+// the vocabulary and the module's ranks, with the message users see.
 // RUN: sits-opt %s -split-input-file -verify-diagnostics
 
 func.func @shard_of_an_argument(%w: tensor<16x8xf32>) {
@@ -92,4 +92,59 @@ func.func @all_gather_rank(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{'sits.all_gather' op result 'tensor<16xf32>' must have the input's rank (>= 1) and element type ('tensor<2x8xf32>')}}
   %g = sits.all_gather %x {ranks = 2} : tensor<2x8xf32> -> tensor<16xf32>
   return
+}
+
+// -----
+
+func.func @vocab_shard_of_hidden(%t: tensor<8x4xf32>, %ids: tensor<2x3xi64>) {
+  // expected-error @+1 {{'sits.embedding' op vocab_shard splits the vocabulary (dimension 0 of the table), got dimension 1}}
+  %x = sits.embedding %t[%ids] {vocab_shard = #sits.shard<dim = 1, parts = 2>} : tensor<8x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @vocab_shard_and_offset(%t: tensor<8x4xf32>, %ids: tensor<2x3xi64>) {
+  // expected-error @+1 {{'sits.embedding' op vocab_shard and row_offset exclude each other (every rank's offset follows from vocab_shard; sits-specialize-rank makes it a row_offset)}}
+  %x = sits.embedding %t[%ids] {vocab_shard = #sits.shard<dim = 0, parts = 2>, row_offset = 8} : tensor<8x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @negative_row_offset(%t: tensor<8x4xf32>, %ids: tensor<2x3xi64>) {
+  // expected-error @+1 {{'sits.embedding' op row_offset must be >= 0, got -8}}
+  %x = sits.embedding %t[%ids] {row_offset = -8} : tensor<8x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @vocab_before_the_rows(%t: tensor<8x4xf32>, %ids: tensor<2x3xi64>) {
+  // expected-error @+1 {{'sits.embedding' op vocab 12 ends before the table's rows (8 .. 15)}}
+  %x = sits.embedding %t[%ids] {row_offset = 8, vocab = 12} : tensor<8x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @vocab_of_the_parts(%t: tensor<8x4xf32>, %ids: tensor<2x3xi64>) {
+  // expected-error @+1 {{'sits.embedding' op vocab 12 must be the 2 parts of 8 rows (16)}}
+  %x = sits.embedding %t[%ids] {vocab_shard = #sits.shard<dim = 0, parts = 2>, vocab = 12} : tensor<8x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{sits.tensor_parallel is the ranks of a module: an integer >= 1 on a builtin.module}}
+module attributes {sits.tensor_parallel = 0 : i64} {
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{sits.tensor_parallel is the ranks of a module: an integer >= 1 on a builtin.module}}
+  func.func @ranks_on_a_function() attributes {sits.tensor_parallel = 2 : i64} {
+    return
+  }
 }

@@ -1,7 +1,11 @@
-// Round trip of the tensor-parallel ops and the #sits.shard attribute:
-// print, parse the printed form again (generic form too).
+// Round trip of the tensor-parallel ops, the #sits.shard attribute, the
+// embedding's part of the vocabulary and the module's ranks: print, parse
+// the printed form again (generic form too).
 // RUN: sits-opt %s | sits-opt | FileCheck %s
 // RUN: sits-opt %s --mlir-print-op-generic | sits-opt | FileCheck %s
+
+// CHECK: module attributes {sits.tensor_parallel = 4 : i64}
+module attributes {sits.tensor_parallel = 4 : i64} {
 
 // CHECK-LABEL: func.func @column_then_row
 func.func @column_then_row(%x: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
@@ -27,4 +31,18 @@ func.func @vocabulary_gather(%logits: tensor<?x1x50xf16>) -> tensor<?x1x100xf16>
   // CHECK: sits.all_gather %{{.*}} {ranks = 2 : i64} : tensor<?x1x50xf16> -> tensor<?x1x100xf16>
   %all = sits.all_gather %logits {ranks = 2} : tensor<?x1x50xf16> -> tensor<?x1x100xf16>
   return %all : tensor<?x1x100xf16>
+}
+
+// CHECK-LABEL: func.func @vocabulary_parts
+func.func @vocabulary_parts(%ids: tensor<?x?xi64>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %table = sits.weight "embed" dense<0.5> : tensor<32x8xf32>
+  %part = sits.shard %table {shard = #sits.shard<dim = 0, parts = 4>} : tensor<32x8xf32> -> tensor<8x8xf32>
+  // CHECK: sits.embedding %{{.*}}[%{{.*}}] {vocab_shard = #sits.shard<dim = 0, parts = 4>} : tensor<8x8xf32>, tensor<?x?xi64> -> tensor<?x?x8xf32>
+  %x = sits.embedding %part[%ids] {vocab_shard = #sits.shard<dim = 0, parts = 4>} : tensor<8x8xf32>, tensor<?x?xi64> -> tensor<?x?x8xf32>
+  %rows = sits.weight "rows" dense<0.5> : tensor<8x8xf32>
+  // CHECK: sits.embedding %{{.*}}[%{{.*}}] {row_offset = 16 : i64, vocab = 32 : i64} : tensor<8x8xf32>, tensor<?x?xi64> -> tensor<?x?x8xf32>
+  %y = sits.embedding %rows[%ids] {row_offset = 16, vocab = 32} : tensor<8x8xf32>, tensor<?x?xi64> -> tensor<?x?x8xf32>
+  return %x, %y : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
+
 }

@@ -2,6 +2,7 @@
 
 #include "dialects/sits/WeightView.h"
 #include "dialects/sits/SitsDialect.h"
+#include "sits/EngineFormat.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 
 using namespace mlir;
 using namespace sits;
+using format::halfToFloat;
 
 namespace {
 
@@ -236,6 +239,122 @@ TEST_F(WeightViewTest, MaterializesAndReadsResources) {
                                                   std::move(shortBlob));
   EXPECT_TRUE(failed(getWeightStorage(truncated)));
   EXPECT_FALSE(materializeWeight(truncated));
+}
+
+TEST_F(WeightViewTest, SlicesReadTheirBlock) {
+  // Blocks of a [45, 70] f16 source, read as stored and transposed, in f16
+  // (copied as stored) and f32 (converted), over ranges that start and end
+  // inside rows: each value is the source's at the block's offsets.
+  int64_t rows = 45, cols = 70;
+  std::vector<uint16_t> bits;
+  DenseElementsAttr source = randomHalves(rows, cols, bits);
+  std::mt19937 rng(17);
+  for (bool transposed : {false, true}) {
+    ElementsAttr whole =
+        transposed ? getWeightView(source, type({cols, rows}, f16()), true)
+                   : ElementsAttr(source);
+    int64_t viewRows = transposed ? cols : rows;
+    int64_t viewCols = transposed ? rows : cols;
+    for (auto [r0, c0, n, m] :
+         {std::array<int64_t, 4>{0, 0, viewRows / 2, viewCols},
+          {viewRows / 2, 0, viewRows / 2, viewCols},
+          {0, viewCols / 2, viewRows, viewCols / 2},
+          {3, 5, 17, 33}}) {
+      for (Type element : {f16(), f32()}) {
+        ElementsAttr slice =
+            getWeightSlice(whole, type({n, m}, f16()), {r0, c0});
+        ASSERT_TRUE(isa_and_nonnull<WeightViewAttr>(slice));
+        if (element != f16())
+          slice = getWeightView(slice, type({n, m}, element), false);
+        ASSERT_TRUE(slice);
+        FailureOr<WeightStorage> storage = getWeightStorage(slice);
+        ASSERT_TRUE(succeeded(storage));
+        auto expected = [&](int64_t i) {
+          int64_t r = r0 + i / m, c = c0 + i % m;
+          uint16_t b = transposed ? bits[c * cols + r] : bits[r * cols + c];
+          return halfToFloat(b);
+        };
+        for (int trial = 0; trial < 20; ++trial) {
+          int64_t a = rng() % (n * m + 1), b = rng() % (n * m + 1);
+          if (trial == 0)
+            a = 0, b = n * m;
+          int64_t begin = std::min(a, b), end = std::max(a, b);
+          std::vector<float> out(end - begin);
+          ASSERT_TRUE(succeeded(
+              copyWeightValues(*storage, begin, end, WeightElement::F32,
+                               reinterpret_cast<char *>(out.data()))));
+          for (int64_t i = begin; i < end; ++i)
+            ASSERT_EQ(out[i - begin], expected(i))
+                << "slice at " << r0 << ", " << c0 << (transposed ? " (t)" : "")
+                << ": value " << i;
+        }
+        if (element == f16()) {
+          std::vector<uint16_t> out(n * m);
+          ASSERT_TRUE(succeeded(
+              copyWeightValues(*storage, 0, n * m, WeightElement::F16,
+                               reinterpret_cast<char *>(out.data()))));
+          for (int64_t i = 0; i < n * m; ++i)
+            ASSERT_EQ(halfToFloat(out[i]), expected(i)) << i;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(WeightViewTest, SlicesCompose) {
+  std::vector<uint16_t> bits;
+  DenseElementsAttr source = randomHalves(4, 6, bits);
+  // The whole is the source; a block outside is nothing.
+  EXPECT_EQ(getWeightSlice(source, type({4, 6}, f16()), {0, 0}),
+            ElementsAttr(source));
+  EXPECT_FALSE(getWeightSlice(source, type({4, 4}, f16()), {0, 3}));
+  EXPECT_FALSE(getWeightSlice(source, type({4, 6}, f32()), {0, 0}));
+  // A block of a block is one view of the source.
+  ElementsAttr outer = getWeightSlice(source, type({2, 6}, f16()), {2, 0});
+  auto inner = dyn_cast_or_null<WeightViewAttr>(
+      getWeightSlice(outer, type({2, 3}, f16()), {0, 3}));
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(inner.getSource(), ElementsAttr(source));
+  EXPECT_EQ(inner.getOffsets(), ArrayRef<int64_t>({2, 3}));
+  // The transpose of a block is the transposed block.
+  auto flipped = dyn_cast_or_null<WeightViewAttr>(
+      getWeightView(inner, type({3, 2}, f16()), true));
+  ASSERT_TRUE(flipped);
+  EXPECT_TRUE(flipped.getTransposed());
+  EXPECT_EQ(flipped.getOffsets(), ArrayRef<int64_t>({3, 2}));
+  FailureOr<std::vector<char>> values = readWeightValues(flipped);
+  ASSERT_TRUE(succeeded(values));
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t c = 0; c < 2; ++c) {
+      uint16_t b;
+      std::memcpy(&b, values->data() + 2 * (r * 2 + c), 2);
+      EXPECT_EQ(b, bits[(2 + c) * 6 + 3 + r]) << r << ", " << c;
+    }
+  // A block of a splat is a splat.
+  auto splat = DenseElementsAttr::get(type({8, 4}, f32()), 1.5f);
+  auto part = dyn_cast_or_null<DenseElementsAttr>(
+      getWeightSlice(splat, type({4, 4}, f32()), {4, 0}));
+  ASSERT_TRUE(part && part.isSplat());
+  EXPECT_EQ(part.getSplatValue<float>(), 1.5f);
+}
+
+TEST_F(WeightViewTest, SliceStorageSpansItsRows) {
+  std::vector<uint16_t> bits;
+  DenseElementsAttr source = randomHalves(8, 10, bits);
+  // Rows 2..4, columns 3..6: 3 rows of 4, 10 apart, from element 23.
+  FailureOr<WeightStorage> storage =
+      getWeightStorage(getWeightSlice(source, type({3, 4}, f16()), {2, 3}));
+  ASSERT_TRUE(succeeded(storage));
+  EXPECT_FALSE(storage->isContiguous());
+  EXPECT_EQ(storage->storedRowStride(), 10);
+  EXPECT_EQ(storage->data, source.getRawData().data() + 2 * 23);
+  EXPECT_EQ(storage->storedSpan(), 2 * 10 + 4);
+  // Whole rows follow each other.
+  storage =
+      getWeightStorage(getWeightSlice(source, type({4, 10}, f16()), {4, 0}));
+  ASSERT_TRUE(succeeded(storage));
+  EXPECT_TRUE(storage->isContiguous());
+  EXPECT_EQ(storage->storedSpan(), 40);
 }
 
 TEST(MappedPages, ReleasesOnlyRegisteredMappings) {
