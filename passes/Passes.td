@@ -163,4 +163,23 @@ def FuseTVC : Pass<"sits-fuse-tvc", "mlir::ModuleOp"> {
   let options = [TvcRankOption, TvcCandidatesOption, TvcTopKOption];
 }
 
+def SpecializeRank : Pass<"sits-specialize-rank", "mlir::ModuleOp"> {
+  let summary = "The program of one rank of a tensor-parallel program";
+  let description = [{
+    Makes a tensor-parallel program (`sits.tensor_parallel = N`, one program
+    for every rank) the program of rank `rank`, as the engine writer and the
+    reference executor of that rank see it: each `sits.shard` of a
+    `sits.weight` becomes a `sits.weight` valued by the rank's block of it,
+    a `#sits.weight_view` slice (no copy; the name stays unless the weight
+    is read another way too, then `NAME.dim0.parts2`), and each
+    `sits.embedding`'s `vocab_shard` becomes the rank's `row_offset` and
+    `vocab`. The collectives stay. A rank outside `0 .. N-1`, or a shard
+    that describes another number of ranks, is an error.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "The rank whose program to make (0 .. N-1)">
+  ];
+}
+
 #endif // SITS_PASSES_PASSES_TD

@@ -27,6 +27,22 @@ constexpr llvm::StringLiteral kTensorParallelAttrName = "sits.tensor_parallel";
 /// The ranks `module` runs on: its sits.tensor_parallel, or 1.
 int64_t getTensorParallelRanks(mlir::ModuleOp module);
 
+/// Makes `module` the program of rank `rank`, in place: each
+/// `sits.shard(sits.weight)` becomes a sits.weight valued by the rank's
+/// slice of the weight (a #sits.weight_view: no copy), each embedding's
+/// vocab_shard the rank's row_offset. The collectives stay (they join the
+/// ranks' programs). The weight keeps its name unless it is read another
+/// way too (`NAME.dim0.parts2`, the same on every rank), so that names stay
+/// unique. Fails with an error at the op when `rank` is not one of the
+/// module's ranks or a shard describes other ranks than the module's.
+mlir::LogicalResult specializeForRankInPlace(mlir::ModuleOp module,
+                                             int64_t rank);
+
+/// A copy of `module` specialized for `rank` (as above); `module` is left
+/// as it was.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+specializeForRank(mlir::ModuleOp module, int64_t rank);
+
 } // namespace sits
 
 #endif // SITS_DIALECT_SITS_SHARDING_H
