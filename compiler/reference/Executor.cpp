@@ -9,8 +9,10 @@
 
 #include "compiler/reference/Executor.h"
 #include "compiler/reference/Kernels.h"
+#include "compiler/reference/TensorParallel.h"
 
 #include "dialects/onnx/OnnxDialect.h"
+#include "dialects/sits/Sharding.h"
 #include "dialects/sits/SitsOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -137,6 +139,9 @@ public:
   unsigned numThreads;
   OpObserver observer;
   ExecutorStatistics statistics;
+  /// Set while this executor runs one rank of a tensor-parallel program.
+  RankGroup *group = nullptr;
+  int rank = 0;
   /// Boxed: a call can add plans while the caller holds its own.
   llvm::DenseMap<Operation *, std::unique_ptr<FunctionPlan>> plans;
   /// Constants and weights, converted once. Keyed by the (uniqued) value
@@ -348,7 +353,8 @@ llvm::Error Executor::Impl::runOp(Operation *op,
                                   llvm::DenseMap<Value, RuntimeValue> &values,
                                   std::optional<int64_t> stepBatch,
                                   unsigned depth) {
-  KernelContext context(op, values, stepBatch, numThreads, &statistics);
+  KernelContext context(op, values, stepBatch, numThreads, &statistics, group,
+                        rank);
   for (Type type : op->getResultTypes()) {
     if (isa<sits::KVCacheType>(type))
       continue;
@@ -441,8 +447,14 @@ Executor::Impl::runFunction(func::FuncOp function,
 // Executor
 //===----------------------------------------------------------------------===//
 
-Executor::Executor(ModuleOp module, ExecutorOptions options)
-    : impl(std::make_unique<Impl>(module, options)) {}
+Executor::Executor(ModuleOp module, ExecutorOptions options) {
+  const int64_t ranks = getTensorParallelRanks(module);
+  if (ranks > 1 && !options.oneRank) {
+    parallel = std::make_unique<TensorParallelRanks>(module, ranks, options);
+    return;
+  }
+  impl = std::make_unique<Impl>(module, options);
+}
 
 Executor::~Executor() = default;
 
@@ -480,17 +492,43 @@ bool Executor::supports(OperationName name) {
 }
 
 void Executor::setObserver(OpObserver observer) {
+  if (parallel) {
+    // Rank 0's ops: the results the caller gets.
+    if (Executor *first = parallel->getFirstRank())
+      first->setObserver(std::move(observer));
+    return;
+  }
   impl->observer = std::move(observer);
 }
 
 const ExecutorStatistics &Executor::getStatistics() const {
+  static const ExecutorStatistics kNone;
+  if (parallel) {
+    Executor *first = parallel->getFirstRank();
+    return first ? first->getStatistics() : kNone;
+  }
   return impl->statistics;
 }
 
-void Executor::resetStatistics() { impl->statistics = ExecutorStatistics(); }
+void Executor::resetStatistics() {
+  if (parallel) {
+    if (Executor *first = parallel->getFirstRank())
+      first->resetStatistics();
+    return;
+  }
+  impl->statistics = ExecutorStatistics();
+}
+
+void Executor::setRank(RankGroup *group, int rank) {
+  assert(impl && "a rank's executor runs one rank");
+  impl->group = group;
+  impl->rank = rank;
+}
 
 llvm::Expected<std::vector<RuntimeValue>>
 Executor::run(llvm::StringRef function, std::vector<RuntimeValue> args) {
+  if (parallel)
+    return parallel->run(function, std::move(args));
   auto func = impl->module.lookupSymbol<func::FuncOp>(function);
   if (!func)
     return llvm::createStringError("the module has no function '" +

@@ -27,11 +27,15 @@
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
 
 namespace sits::reference {
+
+class RankGroup;
+class TensorParallelRanks;
 
 /// A value of the program: a tensor, or a KV-cache state. Copies are cheap and
 /// share the underlying tensor or state.
@@ -69,6 +73,14 @@ struct ExecutorStatistics {
 struct ExecutorOptions {
   /// Threads for large matrix products; 0 picks min(2, hardware threads).
   unsigned numThreads = 0;
+  /// A tensor-parallel program's ranks wait this long for each other at a
+  /// collective before the run fails naming the ranks that did not come
+  /// (a rank that fails stops the others at once).
+  std::chrono::milliseconds collectiveTimeout = std::chrono::minutes(5);
+  /// Runs a tensor-parallel program's module as one rank, whose
+  /// collectives meet the other ranks' executors through setRank(), instead
+  /// of running all its ranks.
+  bool oneRank = false;
 };
 
 /// Called after each op with its results (for tracing and per-op
@@ -78,6 +90,11 @@ using OpObserver =
 
 /// Runs functions of one module. The module must outlive the executor.
 /// Constants and weights are converted once and kept for later runs.
+///
+/// A tensor-parallel program (`sits.tensor_parallel = N`, N > 1) runs as
+/// its N ranks, one thread each, as the GPUs would run it
+/// (TensorParallel.h); the caller sees one executor returning rank 0's
+/// results.
 class Executor {
 public:
   explicit Executor(mlir::ModuleOp module, ExecutorOptions options = {});
@@ -101,10 +118,16 @@ public:
   /// itself (arith.constant, func.call, tensor.dim, ...).
   static bool supports(mlir::OperationName name);
 
+  /// For the runner of a tensor-parallel program's ranks: this executor
+  /// (made with ExecutorOptions::oneRank) is rank `rank` of `group` for the
+  /// runs that follow.
+  void setRank(RankGroup *group, int rank);
+
   class Impl;
 
 private:
   std::unique_ptr<Impl> impl;
+  std::unique_ptr<TensorParallelRanks> parallel;
 };
 
 /// Attaches the reference kernels to the sits and onnx ops (their

@@ -28,9 +28,11 @@ public:
   KernelContext(mlir::Operation *op,
                 const llvm::DenseMap<mlir::Value, RuntimeValue> &values,
                 std::optional<int64_t> stepBatch, unsigned numThreads,
-                ExecutorStatistics *statistics = nullptr)
+                ExecutorStatistics *statistics = nullptr,
+                RankGroup *group = nullptr, int rank = 0)
       : op(op), values(values), stepBatch(stepBatch), numThreads(numThreads),
-        statistics(statistics), results(op->getNumResults()) {}
+        statistics(statistics), group(group), rank(rank),
+        results(op->getNumResults()) {}
 
   mlir::Operation *getOp() const { return op; }
 
@@ -81,12 +83,19 @@ public:
     statistics->tvcProved += proved;
   }
 
+  /// The group of ranks this executor is one of (null: it runs all of its
+  /// program's ranks, which then must be one), and its rank there.
+  RankGroup *getRankGroup() const { return group; }
+  int getRank() const { return rank; }
+
 private:
   mlir::Operation *op;
   const llvm::DenseMap<mlir::Value, RuntimeValue> &values;
   std::optional<int64_t> stepBatch;
   unsigned numThreads;
   ExecutorStatistics *statistics;
+  RankGroup *group;
+  int rank;
   std::vector<RuntimeValue> results;
 };
 
