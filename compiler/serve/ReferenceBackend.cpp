@@ -2,6 +2,7 @@
 
 #include "compiler/serve/ReferenceBackend.h"
 
+#include "dialects/sits/Sharding.h"
 #include "dialects/sits/SitsDialect.h"
 #include "sits/EngineFormat.h"
 
@@ -13,6 +14,13 @@ using namespace sits::reference;
 
 llvm::Expected<std::unique_ptr<ReferenceBackend>>
 ReferenceBackend::create(ModuleOp module, ExecutorOptions options) {
+  // The backend copies KV rows in and out of a cache (prefix blocks, paged
+  // sequences), which a tensor-parallel program's other ranks would miss.
+  if (int64_t ranks = getTensorParallelRanks(module); ranks > 1)
+    return llvm::createStringError(
+        "the program is tensor-parallel over " + std::to_string(ranks) +
+        " ranks, which the reference server does not run: compile it "
+        "without --tensor-parallel");
   llvm::Expected<Program> program = findProgram(module);
   if (!program)
     return program.takeError();

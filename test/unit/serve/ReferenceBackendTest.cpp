@@ -11,6 +11,7 @@
 #include "compiler/registration/Registration.h"
 #include "frontends/onnx/OnnxImporter.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -123,6 +124,16 @@ TEST_F(ReferenceBackendTest, BadStepsAreErrors) {
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), ErrorCode::KVCacheFull);
   }
+}
+
+TEST_F(ReferenceBackendTest, ATensorParallelProgramIsRefused) {
+  (*module)->setAttr("sits.tensor_parallel",
+                     mlir::Builder(context.get()).getI64IntegerAttr(2));
+  auto created = ReferenceBackend::create(*module);
+  ASSERT_FALSE(bool(created));
+  EXPECT_EQ(llvm::toString(created.takeError()),
+            "the program is tensor-parallel over 2 ranks, which the reference "
+            "server does not run: compile it without --tensor-parallel");
 }
 
 TEST_F(ReferenceBackendTest, BlocksSavedAndLoadedGiveAFullPrefillsTokens) {
