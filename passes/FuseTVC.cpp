@@ -117,6 +117,13 @@ struct FuseTVCPass : public sits::impl::FuseTVCBase<FuseTVCPass> {
 
   LogicalResult fuse(LMHeadOp head, PassAudit &audit) {
     auto weightType = cast<RankedTensorType>(head.getWeight().getType());
+    // A rank's vocabulary rows cannot prove a token over the whole
+    // vocabulary.
+    if (head.getWeight().getDefiningOp<ShardOp>())
+      return head.emitError() << kPassName
+                              << ": the LM head of a tensor-parallel program "
+                                 "has no TVC head yet (its weight is a "
+                                 "sits.shard of the vocabulary)";
     if (head.getBias()) {
       keep(head, "it has a bias", audit);
       return success();

@@ -239,16 +239,27 @@ struct InsertQDQPass : public sits::impl::InsertQDQBase<InsertQDQPass> {
                                 PassAudit &audit) {
     // Every GEMV weight operand, grouped by the weight op it reads.
     llvm::MapVector<WeightOp, SmallVector<OpOperand *>> uses;
-    func.walk([&](Operation *op) {
+    WalkResult walk = func.walk([&](Operation *op) {
       OpOperand *operand = weightOperandOf(op);
       if (!operand)
-        return;
+        return WalkResult::advance();
+      // A rank's part would need its own groups and scales: refused rather
+      // than left unquantized without a word.
+      if (operand->get().getDefiningOp<ShardOp>()) {
+        op->emitError() << kPassName
+                        << ": the weights of a tensor-parallel program are "
+                           "not quantized yet (this one is a sits.shard)";
+        return WalkResult::interrupt();
+      }
       auto weight = operand->get().getDefiningOp<WeightOp>();
       auto type = weight ? dyn_cast<RankedTensorType>(weight.getType())
                          : RankedTensorType();
       if (type && type.getRank() == 2 && type.hasStaticShape())
         uses[weight].push_back(operand);
+      return WalkResult::advance();
     });
+    if (walk.wasInterrupted())
+      return failure();
     OpBuilder builder(&getContext());
     for (auto &[weight, operands] : uses) {
       FailureOr<QuantizedWeight *> q = quantizeWeight(weight, bits, audit);

@@ -38,7 +38,8 @@ bool treatsPositionsIndependently(Operation *op) {
   return isa<WeightOp, arith::ConstantOp, EmbeddingOp, RMSNormOp, LayerNormOp,
              LinearOp, LMHeadOp, AddOp, ActivationOp, GLUOp, SplitHeadsOp,
              MergeHeadsOp, RopeOp, RopeCosSinOp, RopeGatherOp, PositionIdsOp,
-             DequantizeOp, AttentionOp, func::ReturnOp>(op);
+             DequantizeOp, AttentionOp, ShardOp, AllReduceOp, AllGatherOp,
+             func::ReturnOp>(op);
 }
 
 /// Why `attention` cannot read a cache, or an empty string.

@@ -70,6 +70,52 @@ def FoldCausalMask : Pass<"sits-fold-causal-mask", "mlir::ModuleOp"> {
   }];
 }
 
+def TensorParallel : Pass<"sits-tensor-parallel", "mlir::ModuleOp"> {
+  let summary = "Split the program over ranks: attention heads, MLP columns, "
+                "the vocabulary";
+  let description = [{
+    Makes the full-sequence program one program for `tensor-parallel` = N
+    ranks (module attribute `sits.tensor_parallel = N`), Megatron-style.
+    Blocks are found by their structure, never by their names:
+
+    * **Attention**: q/k/v `sits.linear` -> `sits.split_heads` (-> head-wise
+      norm, `sits.rope`) -> `sits.attention` -> `sits.merge_heads` -> the
+      output `sits.linear`. The q/k/v projections become column-parallel
+      (their weights and biases `sits.shard` along dimension 0: each rank
+      computes whole heads), the output projection row-parallel (its weight
+      sharded along dimension 1) followed by `sits.all_reduce`, which takes
+      its bias. `num_heads`, `num_kv_heads` and every type between them
+      follow. KV heads split over the ranks when `num_kv_heads % N == 0`;
+      else, when `N % num_kv_heads == 0`, each KV head is held by
+      `N / num_kv_heads` ranks (`replicas`), each rank holding one; else
+      the pass fails.
+    * **MLP**: gate/up -> `sits.glu` -> down, or up -> `sits.activation` ->
+      down: up projections column-parallel, down row-parallel +
+      `sits.all_reduce`.
+    * **LM head**: split by vocabulary rows, then `sits.all_gather`.
+    * **Embedding**: split by vocabulary rows (`vocab_shard`: a rank gives
+      zeros for the ids it does not hold), then `sits.all_reduce`. A tied
+      LM head shares the embedding's `sits.shard`.
+
+    Everything else is replicated. A layout check then follows every value
+    (replicated, split along a dimension, or a partial sum) and fails at the
+    first op that reads a layout it cannot (an elementwise op of a partial
+    sum, a norm over a split dimension, a split value returned). Heads,
+    kv heads, intermediate sizes and vocabularies that do not split, a value
+    that leaves its block other than through the output projection, and
+    programs with a KV cache, quantization or TVC ops already (those passes
+    run after this one) are errors.
+
+    Counters: `attention_blocks_sharded`, `mlp_blocks_sharded`,
+    `linears_column_parallel`, `linears_row_parallel`, `linears_replicated`,
+    `weights_sharded` (`sits.shard` ops), `weights_replicated` (weights every
+    rank holds whole), `kv_heads_replicated` (attention blocks whose kv heads
+    several ranks hold), `embeddings_sharded`, `lm_heads_sharded`,
+    `all_reduces_inserted`, `all_gathers_inserted`.
+  }];
+  let options = [TensorParallelOption];
+}
+
 def KVCache : Pass<"sits-kv-cache", "mlir::ModuleOp"> {
   let summary = "Turn the full-sequence program into prefill and decode steps "
                 "with a bounded KV cache";

@@ -71,4 +71,10 @@ def TvcCandidatesOption : PipelineOption<"tvcCandidates", "tvc-candidates",
 def TvcTopKOption : PipelineOption<"tvcTopK", "tvc-top-k", "int64_t", "1",
     "Largest top-k sampling TVC serves exactly, 1 for greedy only">;
 
+def TensorParallelOption : PipelineOption<"tensorParallel", "tensor-parallel",
+    "int64_t", "1",
+    "Ranks (GPUs) to split the program over by tensor parallelism: attention "
+    "heads, MLP columns and the vocabulary; 1 splits nothing. Stops at the "
+    "optimized program: the CUDA backend runs one rank">;
+
 #endif // SITS_PASSES_PIPELINEOPTIONS_TD

@@ -2,6 +2,7 @@
 
 #include "compiler/pipeline/Pipeline.h"
 
+#include "dialects/sits/Sharding.h"
 #include "frontends/onnx/Passes.h"
 #include "passes/Passes.h"
 
@@ -95,6 +96,30 @@ validatePipelineOptions(const PipelineOptions &options, Stage last) {
     return "--tvc-top-k must be between 1 and --tvc-candidates (" +
            std::to_string(options.tvcCandidates) + "), got " +
            std::to_string(options.tvcTopK);
+  if (options.tensorParallel < 1 ||
+      options.tensorParallel > kMaxTensorParallelRanks)
+    return "--tensor-parallel must be between 1 and " +
+           std::to_string(kMaxTensorParallelRanks) + ", got " +
+           std::to_string(options.tensorParallel);
+  if (options.tensorParallel > 1) {
+    std::string flag =
+        "--tensor-parallel=" + std::to_string(options.tensorParallel);
+    if (options.weights != "fp16")
+      return flag + " takes fp16 weights only, got --weights=" +
+             options.weights.getValue() +
+             ": quantized weights are not split over ranks yet";
+    if (options.tvc != "off")
+      return flag +
+             " does not go with --tvc yet: the TVC head proves its tokens "
+             "over the whole vocabulary, which the ranks split";
+    if (last == Stage::Imported || last == Stage::Sits)
+      return flag + " splits the optimized program; stage '" +
+             getStageName(last).str() + "' comes before it";
+    if (last != Stage::Optimized)
+      return flag + " compiles to the optimized program only (--emit=" +
+             "optimized, --audit): the CUDA backend does not run "
+             "tensor-parallel programs yet";
+  }
   bool quantizing = options.weights != "fp16" || options.kvCache != "fp16" ||
                     options.tvc != "off";
   if (quantizing && (last == Stage::Imported || last == Stage::Sits))
@@ -118,6 +143,13 @@ void buildPipeline(OpPassManager &pm, Stage last,
   hoistRope.maxSeqLen = options.maxSeqLen;
   pm.addPass(createHoistRope(hoistRope));
   pm.addPass(createFoldCausalMask());
+  // On the full-sequence program, so that the KV cache gets each rank's
+  // kv heads from the sharded keys.
+  if (options.tensorParallel > 1) {
+    TensorParallelOptions tensorParallel;
+    tensorParallel.tensorParallel = options.tensorParallel;
+    pm.addPass(createTensorParallel(tensorParallel));
+  }
   KVCacheOptions kvCache;
   kvCache.maxSeqLen = options.maxSeqLen;
   kvCache.maxBatch = options.maxBatch;

@@ -58,8 +58,12 @@ int writeEngine(mlir::ModuleOp module, llvm::StringRef inputPath,
 void printKVCacheSummary(mlir::ModuleOp module, llvm::raw_ostream &os);
 /// Refuses, with an error at the op, a program with ops that no GPU kernel
 /// implements yet (quantize, dequantize other than of linear weights, a
-/// quantized KV cache, TVC).
+/// quantized KV cache, TVC, and checkOneRank's).
 mlir::LogicalResult checkGpuKernelsExist(mlir::ModuleOp module);
+/// Refuses a tensor-parallel program (shards, collectives, an embedding of
+/// part of the vocabulary, sits.tensor_parallel > 1): the CUDA backend
+/// plans one rank.
+mlir::LogicalResult checkOneRank(mlir::ModuleOp module);
 
 //===- CPU checks (VerifyModes.cpp) ---------------------------------------===//
 

@@ -15,6 +15,7 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/Registration.h"
 #include "compiler/sitsc/Modes.h"
+#include "dialects/sits/Sharding.h"
 #include "dialects/sits/SitsOps.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Audit.h"
@@ -143,6 +144,9 @@ void sits::sitsc::printKVCacheSummary(ModuleOp module, llvm::raw_ostream &os) {
         cache = type;
   if (!cache)
     return;
+  if (int64_t ranks = getTensorParallelRanks(module); ranks > 1)
+    os << "sitsc: kv cache: sizes per rank (" << ranks
+       << " ranks, each holding its kv heads)\n";
   KVQuantAttr quant = cache.getQuant();
   // Unquantized, the engine stores the cache in --dtype (fp16 by default):
   // the reference point for what quantization saves.
@@ -220,7 +224,34 @@ static bool isKVColdCopy(Operation *op) {
   });
 }
 
+LogicalResult sits::sitsc::checkOneRank(ModuleOp module) {
+  constexpr llvm::StringLiteral why =
+      "the CUDA backend does not run tensor-parallel programs yet; "
+      "--emit=optimized and --audit show the program";
+  WalkResult result = module.walk([&](Operation *op) {
+    auto embedding = dyn_cast<EmbeddingOp>(op);
+    bool part =
+        embedding && (embedding.getVocabShardAttr() ||
+                      embedding.getRowOffset() != 0 || embedding.getVocab());
+    if (!part && !isa<ShardOp, AllReduceOp, AllGatherOp>(op))
+      return WalkResult::advance();
+    op->emitError() << "sitsc: '" << op->getName() << "' "
+                    << (part ? "of part of the vocabulary " : "")
+                    << "has no GPU kernel: " << why;
+    return WalkResult::interrupt();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  if (getTensorParallelRanks(module) != 1)
+    return module.emitError()
+           << "sitsc: the program is for " << getTensorParallelRanks(module)
+           << " ranks (" << kTensorParallelAttrName << "): " << why;
+  return success();
+}
+
 LogicalResult sits::sitsc::checkGpuKernelsExist(ModuleOp module) {
+  if (failed(checkOneRank(module)))
+    return failure();
   // The TVC head has GPU kernels (codegen/TvcPlan.cpp) over unquantized
   // weights only.
   WalkResult tvc = module.walk([&](TVCLMHeadOp op) {
@@ -291,6 +322,9 @@ int main(int argc, char **argv) {
       "--tvc=exact [--tvc-rank=R]\n[--tvc-candidates=K] [--tvc-top-k=k]; "
       "int8/int4 weights compile into engines, the\nKV cache and TVC are "
       "checked on the CPU for now.\n\n"
+      "Tensor parallelism: --tensor-parallel=N splits the optimized program "
+      "over N\nranks (--emit=optimized, --audit, the CPU checks); no engine "
+      "runs it yet.\n\n"
       "Stages: imported (one op per ONNX node), sits (idioms raised), "
       "optimized\n(RoPE tables hoisted, causal masks folded, prefill/decode "
       "with a KV cache).\n\n"
@@ -416,6 +450,9 @@ int main(int argc, char **argv) {
   }
   bool toKernels =
       last == Stage::Kernels || last == Stage::Cuda || last == Stage::Engine;
+  // Before the kernel passes, which do not know the collectives.
+  if (toKernels && !verifying && failed(sitsc::checkOneRank(*module)))
+    return 1;
   buildPipeline(pm, toKernels ? Stage::Optimized : last, options);
   if (toKernels && !verifying)
     kernel::buildKernelPipeline(pm, sitsc::getCodegenOptions());

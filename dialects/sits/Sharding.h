@@ -24,6 +24,9 @@ namespace sits {
 /// (`sits.tensor_parallel = N`).
 constexpr llvm::StringLiteral kTensorParallelAttrName = "sits.tensor_parallel";
 
+/// The most ranks a program is split over (--tensor-parallel).
+constexpr int64_t kMaxTensorParallelRanks = 64;
+
 /// The ranks `module` runs on: its sits.tensor_parallel, or 1.
 int64_t getTensorParallelRanks(mlir::ModuleOp module);
 
