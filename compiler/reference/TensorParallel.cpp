@@ -7,6 +7,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
